@@ -1,0 +1,28 @@
+// Lowers a static-shaped graph to an exec::Executable: maps every tensor onto tiles, turns each
+// node into an exchange step (gathering its operands) and a compute set of vertices, and wraps
+// them in the load program (weights to tiles) and the main program (inputs in, supersteps, outputs out).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/exec/executable.h"
+#include "lib/ir/graph.h"
+
+namespace poprt::codegen {
+
+struct CompileOptions {
+  exec::Target target;
+  double available_memory_proportion = 0.6;  // share of tile memory a matmul plan may use
+};
+
+struct CompileResult {
+  exec::Executable executable;
+  std::vector<std::pair<std::string, Tensor>> weights;  // data of the Weight streams, by stream name
+  std::vector<std::string> device_nodes;                // nodes lowered to vertices, in program order
+};
+
+Expected<CompileResult> compile(const ir::Graph& graph, const CompileOptions& options);
+
+}  // namespace poprt::codegen

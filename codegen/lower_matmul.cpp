@@ -1,0 +1,151 @@
+// MatMul and Gemm: a planner splits each batch's M x N output into row and column blocks, one
+// block per tile, within the tile memory budget; each tile gathers its rows of A and columns of B
+// (and its part of Gemm's C) and runs one MatMul vertex.
+#include <algorithm>
+#include <cmath>
+
+#include "codegen/lowering.h"
+#include "codegen/matmul_planner.h"
+#include "lib/exec/codelets.h"
+#include "lib/ops/broadcast.h"
+
+namespace poprt::codegen {
+
+MatMulPlan planMatMul(int64_t batches, int64_t M, int64_t K, int64_t N, uint32_t tiles, uint64_t budget_bytes) {
+  MatMulPlan best;
+  double best_cost = INFINITY;
+  const int64_t per_batch = std::max<int64_t>(1, tiles / std::max<int64_t>(1, batches));
+  for (int64_t col_blocks = 1; col_blocks <= std::min<int64_t>(N, per_batch); ++col_blocks) {
+    int64_t row_blocks = std::min<int64_t>(M, std::max<int64_t>(1, per_batch / col_blocks));
+    int64_t rows = (M + row_blocks - 1) / row_blocks, cols = (N + col_blocks - 1) / col_blocks;
+    uint64_t bytes = 4 * static_cast<uint64_t>(rows * K + K * cols + 2 * rows * cols);
+    // Cost: the busiest tile's multiply-accumulates plus the bytes it receives (exchange).
+    double cost = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(K) / 16.0 +
+                  static_cast<double>(rows * K + K * cols) / 4.0;
+    if (bytes > budget_bytes) cost += 1e12 + static_cast<double>(bytes);  // over budget: last resort
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = {row_blocks, col_blocks, rows, cols, bytes, bytes <= budget_bytes};
+    }
+  }
+  return best;
+}
+
+Status lowerMatMul(Lowering& l, const ir::Node& node) {
+  const bool gemm = node.opType() == "Gemm";
+  const ir::Value* a = node.input(0);
+  const ir::Value* b = node.input(1);
+  const ir::Value* c = gemm ? node.input(2) : nullptr;
+  const ir::Value* y = node.output(0);
+  const bool trans_a = gemm && node.attrInt("transA", 0) != 0;
+  const bool trans_b = gemm && node.attrInt("transB", 0) != 0;
+  const float alpha = gemm ? node.attrFloat("alpha", 1.0f) : 1.0f;
+  const float beta = gemm ? node.attrFloat("beta", 1.0f) : 1.0f;
+
+  // Numpy matmul semantics: promote 1-D operands, broadcast the batch dims.
+  Shape sa = a->type.staticShape(), sb = b->type.staticShape();
+  if (sa.size() == 1) sa.insert(sa.begin(), 1);
+  if (sb.size() == 1) sb.push_back(1);
+  const int64_t M = trans_a ? sa[sa.size() - 1] : sa[sa.size() - 2];
+  const int64_t K = trans_a ? sa[sa.size() - 2] : sa[sa.size() - 1];
+  const int64_t N = trans_b ? sb[sb.size() - 2] : sb[sb.size() - 1];
+  Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
+  POPRT_ASSIGN_OR_RETURN(Shape batch, ops::broadcastShapes(batch_a, batch_b));
+  const std::vector<int64_t> stride_a = ops::broadcastStrides(batch_a, batch), stride_b = ops::broadcastStrides(batch_b, batch);
+  const std::vector<int64_t> batch_strides = ops::contiguousStrides(batch);
+  int64_t batches = 1;
+  for (int64_t d : batch) batches *= d;
+
+  // Gemm's C broadcasts to [M, N] in one of four ways.
+  int64_t bias_mode = exec::kBiasNone;
+  if (c) {
+    Shape sc = c->type.staticShape();
+    while (sc.size() < 2) sc.insert(sc.begin(), 1);
+    bias_mode = sc[0] == 1 ? (sc[1] == 1 ? exec::kBiasScalar : exec::kBiasRow)
+                           : (sc[1] == 1 ? exec::kBiasColumn : exec::kBiasFull);
+  }
+
+  if (M == 0 || N == 0 || batches == 0) {  // an empty output: nothing to compute
+    l.setMapping(y, {});
+    return okStatus();
+  }
+  const uint64_t budget = static_cast<uint64_t>(l.options().available_memory_proportion *
+                                                static_cast<double>(l.target().bytes_per_tile));
+  const MatMulPlan plan = planMatMul(batches, M, K, N, l.target().numTiles(), budget);
+  if (!plan.fits)
+    return Error(node.describe() + ": no split of the " + std::to_string(M) + "x" + std::to_string(K) + "x" +
+                 std::to_string(N) + " matmul fits in " + std::to_string(budget) +
+                 " bytes per tile (hint: raise --available_memory_proportion or use more IPUs)");
+
+  TileMapping out;
+  uint32_t tile = 0;
+  const uint32_t tiles = l.target().numTiles();
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t oa = 0, ob = 0, rem = bi;
+    for (size_t d = 0; d < batch.size(); ++d) {
+      int64_t idx = rem / batch_strides[d];
+      rem %= batch_strides[d];
+      oa += idx * stride_a[d];
+      ob += idx * stride_b[d];
+    }
+    oa *= M * K;
+    ob *= K * N;
+    for (int64_t m0 = 0; m0 < M; m0 += plan.rows) {
+      const int64_t rows = std::min(plan.rows, M - m0);
+      for (int64_t n0 = 0; n0 < N; n0 += plan.cols) {
+        const int64_t cols = std::min(plan.cols, N - n0);
+        auto& alloc = l.allocator();
+        // A block: rows of A (contiguous), or with trans_a one run of `rows` per k.
+        uint64_t a_off = alloc.allocate(tile, static_cast<uint64_t>(rows * K) * 4);
+        auto& copies = l.exchange().copies;
+        const auto& ma = l.mapping(a);
+        if (!trans_a) {
+          gatherElements(ma, oa + m0 * K, rows * K, 4, tile, a_off, copies);
+        } else {
+          for (int64_t k = 0; k < K; ++k) gatherElements(ma, oa + k * M + m0, rows, 4, tile, a_off + k * rows * 4, copies);
+        }
+        // B block: with trans_b the rows n0.. of B are contiguous; else one run of `cols` per k.
+        uint64_t b_off = alloc.allocate(tile, static_cast<uint64_t>(K * cols) * 4);
+        const auto& mb = l.mapping(b);
+        if (trans_b) {
+          gatherElements(mb, ob + n0 * K, cols * K, 4, tile, b_off, copies);
+        } else {
+          for (int64_t k = 0; k < K; ++k) gatherElements(mb, ob + k * N + n0, cols, 4, tile, b_off + k * cols * 4, copies);
+        }
+        uint64_t out_off = alloc.allocate(tile, static_cast<uint64_t>(rows * cols) * 4);
+        exec::Vertex v{tile, exec::Codelet::MatMul, DType::Float,
+                       {{out_off, static_cast<uint64_t>(rows * cols) * 4}, {a_off, static_cast<uint64_t>(rows * K) * 4},
+                        {b_off, static_cast<uint64_t>(K * cols) * 4}},
+                       {rows, K, cols, trans_a, trans_b, bias_mode}, {alpha, beta}};
+        if (c) {
+          const auto& mc = l.mapping(c);
+          int64_t count = bias_mode == exec::kBiasScalar ? 1
+                          : bias_mode == exec::kBiasRow  ? cols
+                          : bias_mode == exec::kBiasColumn ? rows
+                                                           : rows * cols;
+          uint64_t c_off = alloc.allocate(tile, static_cast<uint64_t>(count) * 4);
+          if (bias_mode == exec::kBiasScalar) gatherElements(mc, 0, 1, 4, tile, c_off, copies);
+          if (bias_mode == exec::kBiasRow) gatherElements(mc, n0, cols, 4, tile, c_off, copies);
+          if (bias_mode == exec::kBiasColumn) gatherElements(mc, m0, rows, 4, tile, c_off, copies);
+          if (bias_mode == exec::kBiasFull)
+            for (int64_t r = 0; r < rows; ++r) gatherElements(mc, (m0 + r) * N + n0, cols, 4, tile, c_off + r * cols * 4, copies);
+          v.fields.push_back({c_off, static_cast<uint64_t>(count) * 4});
+        }
+        l.computeSet().vertices.push_back(std::move(v));
+        // The block's rows are consecutive in the tile buffer; in the output they are N apart.
+        if (cols == N) {
+          out.regions.push_back({bi * M * N + m0 * N, rows * cols, tile, out_off});
+        } else {
+          for (int64_t r = 0; r < rows; ++r)
+            out.regions.push_back({bi * M * N + (m0 + r) * N + n0, cols, tile, out_off + static_cast<uint64_t>(r * cols) * 4});
+        }
+        tile = (tile + 1) % tiles;
+      }
+    }
+  }
+  std::sort(out.regions.begin(), out.regions.end(), [](const Region& x, const Region& y) { return x.begin < y.begin; });
+  l.setMapping(y, std::move(out));
+  return okStatus();
+}
+
+}  // namespace poprt::codegen

@@ -1,0 +1,116 @@
+// exec::Executable: what codegen produces and the simulator runs — tile memory sizes, host
+// streams, exchange steps and compute sets of vertices, arranged in load and main programs.
+// It is stored in the PopEF executable blob (CBOR, see docs/POPEF.md) and is untrusted on load:
+// validate() bounds every field, copy and stream against the memories it touches.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/support/status.h"
+#include "lib/support/tensor.h"
+
+namespace poprt::exec {
+
+inline constexpr uint32_t kExecutableVersion = 1;
+
+// The machine a program was compiled for (see codegen/target.h for the presets).
+struct Target {
+  std::string name;                 // ipu1, ipu2, ipu21, or "<name>-<tiles>t" for small test targets
+  std::string ipu_version;          // ipu1 | ipu2 | ipu21
+  uint32_t num_ipus = 1;
+  uint32_t tiles_per_ipu = 0;
+  uint64_t bytes_per_tile = 0;
+  uint32_t workers_per_tile = 6;
+  double clock_hz = 0;
+  uint32_t exchange_bytes_per_cycle = 4;  // per tile, each direction
+  uint32_t sync_cycles = 0;               // one BSP sync across the IPU
+  uint32_t fp32_macs_per_cycle = 0;       // AMP throughput per tile
+  uint32_t fp16_macs_per_cycle = 0;
+  uint32_t vector_width_fp32 = 2;         // elements per cycle for elementwise float work
+  uint32_t numTiles() const { return num_ipus * tiles_per_ipu; }
+};
+
+enum class Codelet : uint32_t { Unary = 1, Binary = 2, MatMul = 3 };
+
+struct Field {  // a byte range of the vertex's tile memory
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+struct Vertex {
+  uint32_t tile = 0;
+  Codelet codelet = Codelet::Unary;
+  DType dtype = DType::Float;
+  std::vector<Field> fields;
+  std::vector<int64_t> params;
+  std::vector<float> fparams;
+};
+
+struct ComputeSet {
+  std::string name;  // the node it lowers
+  std::vector<Vertex> vertices;
+};
+
+struct TileCopy {
+  uint32_t src_tile = 0;
+  uint64_t src_offset = 0;
+  uint32_t dst_tile = 0;
+  uint64_t dst_offset = 0;
+  uint64_t bytes = 0;
+};
+
+struct Exchange {
+  std::string name;
+  std::vector<TileCopy> copies;
+};
+
+struct StreamCopy {
+  uint64_t host_offset = 0;
+  uint32_t tile = 0;
+  uint64_t tile_offset = 0;
+  uint64_t bytes = 0;
+};
+
+// A host buffer and the tile regions it is copied to or from.
+struct HostStream {
+  enum class Role : uint32_t { Input = 0, Output = 1, Weight = 2 };
+  std::string name;
+  Role role = Role::Input;
+  DType dtype = DType::Float;
+  Shape shape;
+  std::vector<StreamCopy> copies;
+  uint64_t byteSize() const;
+};
+
+enum class StepKind : uint32_t { StreamIn = 0, StreamOut = 1, Exchange = 2, Compute = 3 };
+
+struct Step {
+  StepKind kind = StepKind::Compute;
+  uint32_t index = 0;  // into streams, exchanges or compute_sets
+};
+
+struct Program {
+  std::string name;
+  std::vector<Step> steps;
+};
+
+struct Executable {
+  Target target;
+  std::vector<uint64_t> tile_bytes;  // bytes each tile's memory needs (one entry per tile)
+  std::vector<HostStream> streams;
+  std::vector<Exchange> exchanges;
+  std::vector<ComputeSet> compute_sets;
+  Program load{"load", {}};
+  Program main{"main", {}};
+};
+
+std::vector<uint8_t> serialize(const Executable& exe);
+// Parses and validates; `source` names the blob in errors.
+Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::string& source);
+// Bounds of every vertex field, tile copy and stream copy; step indices; tile count and sizes.
+Status validate(const Executable& exe);
+
+}  // namespace poprt::exec

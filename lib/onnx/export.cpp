@@ -1,0 +1,119 @@
+#include <onnx/onnx_pb.h>
+
+#include "lib/onnx/onnx_io.h"
+#include "lib/onnx/type_map.h"
+#include "lib/support/file_io.h"
+#include "lib/support/tensor_proto.h"
+
+namespace poprt::onnxio {
+namespace {
+
+void exportGraph(const ir::Graph& g, onnx::GraphProto* gp);
+
+void valueInfo(const ir::Value& v, onnx::ValueInfoProto* vi) {
+  vi->set_name(v.name());
+  if (!v.doc_string.empty()) vi->set_doc_string(v.doc_string);
+  if (v.type.dtype != DType::Undefined || !v.type.isTensor()) typeToProto(v.type, vi->mutable_type());
+}
+
+void exportAttribute(const std::string& name, const ir::Attribute& attr, onnx::AttributeProto* ap) {
+  ap->set_name(name);
+  if (!attr.doc_string.empty()) ap->set_doc_string(attr.doc_string);
+  const auto& v = attr.value;
+  if (auto* f = std::get_if<float>(&v)) {
+    ap->set_type(onnx::AttributeProto::FLOAT);
+    ap->set_f(*f);
+  } else if (auto* i = std::get_if<int64_t>(&v)) {
+    ap->set_type(onnx::AttributeProto::INT);
+    ap->set_i(*i);
+  } else if (auto* s = std::get_if<std::string>(&v)) {
+    ap->set_type(onnx::AttributeProto::STRING);
+    ap->set_s(*s);
+  } else if (auto* t = std::get_if<Tensor>(&v)) {
+    ap->set_type(onnx::AttributeProto::TENSOR);
+    tensorToProto(*t, "", ap->mutable_t());
+  } else if (auto* g = std::get_if<ir::GraphPtr>(&v)) {
+    ap->set_type(onnx::AttributeProto::GRAPH);
+    exportGraph(**g, ap->mutable_g());
+  } else if (auto* fs = std::get_if<std::vector<float>>(&v)) {
+    ap->set_type(onnx::AttributeProto::FLOATS);
+    for (float x : *fs) ap->add_floats(x);
+  } else if (auto* is = std::get_if<std::vector<int64_t>>(&v)) {
+    ap->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : *is) ap->add_ints(x);
+  } else if (auto* ss = std::get_if<std::vector<std::string>>(&v)) {
+    ap->set_type(onnx::AttributeProto::STRINGS);
+    for (const auto& x : *ss) ap->add_strings(x);
+  } else if (auto* ts = std::get_if<std::vector<Tensor>>(&v)) {
+    ap->set_type(onnx::AttributeProto::TENSORS);
+    for (const auto& x : *ts) tensorToProto(x, "", ap->add_tensors());
+  } else if (auto* gs = std::get_if<std::vector<ir::GraphPtr>>(&v)) {
+    ap->set_type(onnx::AttributeProto::GRAPHS);
+    for (const auto& x : *gs) exportGraph(*x, ap->add_graphs());
+  }
+}
+
+void exportGraph(const ir::Graph& g, onnx::GraphProto* gp) {
+  gp->set_name(g.name());
+  if (!g.doc_string.empty()) gp->set_doc_string(g.doc_string);
+  for (const ir::Value* v : g.inputs()) valueInfo(*v, gp->add_input());
+  for (const ir::Value* v : g.initializers()) tensorToProto(*v->initializer(), v->name(), gp->add_initializer());
+  for (const auto& n : g.nodes()) {
+    auto* np = gp->add_node();
+    np->set_op_type(n->opType());
+    if (!n->name().empty()) np->set_name(n->name());
+    if (!n->domain().empty()) np->set_domain(n->domain());
+    if (!n->doc_string.empty()) np->set_doc_string(n->doc_string);
+    for (const ir::Value* in : n->inputs()) np->add_input(in ? in->name() : "");
+    for (const ir::Value* out : n->outputs()) np->add_output(out ? out->name() : "");
+    for (const auto& [name, attr] : n->attributes) exportAttribute(name, attr, np->add_attribute());
+    for (const ir::Value* out : n->outputs())
+      if (out && !out->isGraphOutput() && (out->type.dtype != DType::Undefined || !out->type.isTensor()))
+        valueInfo(*out, gp->add_value_info());
+  }
+  for (const ir::Value* v : g.outputs()) valueInfo(*v, gp->add_output());
+}
+
+}  // namespace
+
+onnx::ModelProto exportModelProto(const ir::Model& model) {
+  onnx::ModelProto proto;
+  proto.set_ir_version(model.ir_version);
+  for (const auto& op : model.opset_imports) {
+    auto* o = proto.add_opset_import();
+    o->set_domain(op.domain);
+    o->set_version(op.version);
+  }
+  if (!model.producer_name.empty()) proto.set_producer_name(model.producer_name);
+  if (!model.producer_version.empty()) proto.set_producer_version(model.producer_version);
+  if (!model.domain.empty()) proto.set_domain(model.domain);
+  if (!model.doc_string.empty()) proto.set_doc_string(model.doc_string);
+  if (model.model_version) proto.set_model_version(model.model_version);
+  for (const auto& [k, v] : model.metadata_props) {
+    auto* p = proto.add_metadata_props();
+    p->set_key(k);
+    p->set_value(v);
+  }
+  for (const auto& f : model.functions) proto.add_functions()->ParseFromString(f);
+  exportGraph(*model.graph, proto.mutable_graph());
+  return proto;
+}
+
+Expected<std::string> serializeModel(const ir::Model& model) {
+  onnx::ModelProto proto = exportModelProto(model);
+  size_t size = proto.ByteSizeLong();
+  if (size > static_cast<size_t>(INT32_MAX))
+    return Error("the model is " + std::to_string(size) +
+                 " bytes, over protobuf's 2 GiB limit (external data output is not supported yet)");
+  std::string bytes;
+  if (!proto.SerializeToString(&bytes)) return Error("cannot serialise the model");
+  return bytes;
+}
+
+Status saveModel(const ir::Model& model, const std::filesystem::path& path) {
+  auto bytes = serializeModel(model);
+  if (!bytes.ok()) return bytes.error().withContext(path.string());
+  return writeFileAtomic(path, *bytes);
+}
+
+}  // namespace poprt::onnxio

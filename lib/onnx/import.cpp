@@ -1,0 +1,261 @@
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <set>
+
+#include "lib/onnx/onnx_io.h"
+#include "lib/onnx/type_map.h"
+#include "lib/support/file_io.h"
+#include "lib/support/tensor_proto.h"
+
+namespace poprt::onnxio {
+namespace {
+
+std::string canonicalDomain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+
+class Importer {
+ public:
+  Importer(const std::filesystem::path& model_dir, std::string source)
+      : model_dir_(model_dir), source_(std::move(source)) {}
+
+  Status importGraph(const onnx::GraphProto& gp, ir::Graph& g) {
+    g.setName(gp.name().empty() ? g.name() : gp.name());
+    g.doc_string = gp.doc_string();
+    std::set<std::string> input_names;
+    for (const auto& vi : gp.input()) {
+      if (g.findLocalValue(vi.name())) return Error(where(g) + ": graph input '" + vi.name() + "' is declared twice");
+      ir::Value* v = g.addInput(vi.name(), typeFromProto(vi.type()));
+      v->doc_string = vi.doc_string();
+      input_names.insert(vi.name());
+    }
+    for (const auto& tp : gp.initializer()) {
+      auto tensor = tensorFromProto(tp, model_dir_);
+      if (!tensor.ok()) return tensor.error().withContext(where(g) + ": initializer '" + tp.name() + "'");
+      ir::Value* existing = g.findLocalValue(tp.name());
+      if (existing && !input_names.count(tp.name()))
+        return Error(where(g) + ": initializer '" + tp.name() + "' is declared twice");
+      g.addInitializer(tp.name(), std::move(tensor).value());
+    }
+    if (gp.sparse_initializer_size() > 0)
+      return Error(where(g) + ": sparse initializers are not supported");
+    // Outputs of all nodes first, so nodes listed out of order still connect; topoSort fixes order.
+    for (const auto& np : gp.node()) {
+      for (const auto& out : np.output()) {
+        if (out.empty()) continue;
+        if (g.findLocalValue(out))
+          return Error(where(g) + ": node '" + np.name() + "' (" + np.op_type() + ") redefines value '" + out + "'");
+        g.addValue(out);
+      }
+    }
+    for (const auto& vi : gp.value_info())
+      if (ir::Value* v = g.findLocalValue(vi.name()); v && !v->isInitializer()) v->type = typeFromProto(vi.type());
+    for (const auto& vi : gp.output())
+      if (ir::Value* v = g.findLocalValue(vi.name()); v && !v->isInitializer() && !v->isGraphInput())
+        v->type = typeFromProto(vi.type());
+    for (const auto& np : gp.node()) POPRT_TRY(importNode(np, g));
+    for (const auto& vi : gp.output()) {
+      ir::Value* v = g.findValue(vi.name());
+      if (!v) return Error(where(g) + ": graph output '" + vi.name() + "' is never produced");
+      if (!v->type.dims && vi.type().has_tensor_type()) v->type = typeFromProto(vi.type());
+      g.addOutput(v);
+    }
+    if (auto st = g.topoSort(); !st.ok()) return st.error().withContext(source_);
+    return okStatus();
+  }
+
+ private:
+  std::string where(const ir::Graph& g) const { return source_ + ": graph '" + g.name() + "'"; }
+
+  Status importNode(const onnx::NodeProto& np, ir::Graph& g) {
+    auto describe = [&] { return source_ + ": node '" + np.name() + "' (" + np.op_type() + ")"; };
+    std::vector<ir::Value*> inputs, outputs;
+    for (const auto& in : np.input()) {
+      if (in.empty()) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      ir::Value* v = g.findValue(in);
+      if (!v) return Error(describe() + ": input '" + in + "' is not defined anywhere in the model");
+      inputs.push_back(v);
+    }
+    for (const auto& out : np.output()) outputs.push_back(out.empty() ? nullptr : g.findLocalValue(out));
+    ir::Node* node = g.addNode(np.op_type(), inputs, outputs, np.name(), np.domain());
+    node->doc_string = np.doc_string();
+    for (const auto& ap : np.attribute()) {
+      auto attr = importAttribute(ap, g);
+      if (!attr.ok()) return attr.error().withContext(describe() + ": attribute '" + ap.name() + "'");
+      node->attributes[ap.name()] = std::move(attr).value();
+    }
+    return okStatus();
+  }
+
+  Expected<ir::GraphPtr> importSubgraph(const onnx::GraphProto& gp, ir::Graph& parent) {
+    auto sub = std::make_shared<ir::Graph>(gp.name(), &parent);
+    POPRT_TRY(importGraph(gp, *sub));
+    return sub;
+  }
+
+  Expected<ir::Attribute> importAttribute(const onnx::AttributeProto& ap, ir::Graph& g) {
+    ir::Attribute attr;
+    attr.doc_string = ap.doc_string();
+    if (!ap.ref_attr_name().empty()) return Error("attribute references (ref_attr_name) are only valid in functions");
+    switch (ap.type()) {
+      case onnx::AttributeProto::FLOAT: attr.value = ap.f(); break;
+      case onnx::AttributeProto::INT: attr.value = static_cast<int64_t>(ap.i()); break;
+      case onnx::AttributeProto::STRING: attr.value = ap.s(); break;
+      case onnx::AttributeProto::TENSOR: {
+        POPRT_ASSIGN_OR_RETURN(Tensor t, tensorFromProto(ap.t(), model_dir_));
+        attr.value = std::move(t);
+        break;
+      }
+      case onnx::AttributeProto::GRAPH: {
+        POPRT_ASSIGN_OR_RETURN(ir::GraphPtr sub, importSubgraph(ap.g(), g));
+        attr.value = std::move(sub);
+        break;
+      }
+      case onnx::AttributeProto::FLOATS: attr.value = std::vector<float>(ap.floats().begin(), ap.floats().end()); break;
+      case onnx::AttributeProto::INTS: attr.value = std::vector<int64_t>(ap.ints().begin(), ap.ints().end()); break;
+      case onnx::AttributeProto::STRINGS:
+        attr.value = std::vector<std::string>(ap.strings().begin(), ap.strings().end());
+        break;
+      case onnx::AttributeProto::TENSORS: {
+        std::vector<Tensor> ts;
+        for (const auto& tp : ap.tensors()) {
+          POPRT_ASSIGN_OR_RETURN(Tensor t, tensorFromProto(tp, model_dir_));
+          ts.push_back(std::move(t));
+        }
+        attr.value = std::move(ts);
+        break;
+      }
+      case onnx::AttributeProto::GRAPHS: {
+        std::vector<ir::GraphPtr> gs;
+        for (const auto& gp : ap.graphs()) {
+          POPRT_ASSIGN_OR_RETURN(ir::GraphPtr sub, importSubgraph(gp, g));
+          gs.push_back(std::move(sub));
+        }
+        attr.value = std::move(gs);
+        break;
+      }
+      default:
+        return Error("attribute kind " + onnx::AttributeProto::AttributeType_Name(ap.type()) + " is not supported");
+    }
+    return attr;
+  }
+
+  std::filesystem::path model_dir_;
+  std::string source_;
+};
+
+// Every node whose op has no ONNX schema at the model's opset (or is in a domain the model does
+// not import), reported together.
+void collectUnknownOps(const onnx::GraphProto& gp, const std::unordered_map<std::string, int>& opsets,
+                       const std::set<std::pair<std::string, std::string>>& functions,
+                       std::vector<std::string>& unknown) {
+  for (const auto& np : gp.node()) {
+    std::string domain = canonicalDomain(np.domain());
+    auto it = opsets.find(domain);
+    bool known = functions.count({np.domain(), np.op_type()}) != 0;
+    if (!known && it != opsets.end())
+      known = onnx::OpSchemaRegistry::Schema(np.op_type(), it->second, domain) != nullptr;
+    if (!known)
+      unknown.push_back("node '" + np.name() + "' (" + (domain.empty() ? "" : domain + ".") + np.op_type() + ")");
+    for (const auto& ap : np.attribute()) {
+      if (ap.has_g()) collectUnknownOps(ap.g(), opsets, functions, unknown);
+      for (const auto& sub : ap.graphs()) collectUnknownOps(sub, opsets, functions, unknown);
+    }
+  }
+}
+
+bool hasExternalData(const onnx::GraphProto& gp) {
+  for (const auto& t : gp.initializer())
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) return true;
+  for (const auto& np : gp.node())
+    for (const auto& ap : np.attribute()) {
+      if (ap.has_t() && ap.t().data_location() == onnx::TensorProto::EXTERNAL) return true;
+      if (ap.has_g() && hasExternalData(ap.g())) return true;
+      for (const auto& sub : ap.graphs())
+        if (hasExternalData(sub)) return true;
+    }
+  return false;
+}
+
+}  // namespace
+
+Expected<ir::Model> importModel(const std::filesystem::path& path, const ImportOptions& options) {
+  // Protobuf parses at most 2 GiB; larger models must use external data.
+  POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(path, (uint64_t{2} << 30) - 1));
+  onnx::ModelProto proto;
+  if (bytes.empty() || !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return Error(path.string() + ": not a valid ONNX model (protobuf parse failed)");
+  bytes = {};
+  std::filesystem::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  return importModelProto(proto, dir, path.string(), options);
+}
+
+Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesystem::path& model_dir,
+                                     const std::string& source, const ImportOptions& options) {
+  if (!proto.has_graph()) return Error(source + ": not an ONNX model (no graph)");
+  std::unordered_map<std::string, int> opsets;
+  for (const auto& op : proto.opset_import()) opsets[canonicalDomain(op.domain())] = static_cast<int>(op.version());
+  if (!opsets.count(""))
+    return Error(source + ": the model imports no opset of the default ONNX domain");
+  int64_t opset = opsets[""];
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return Error(source + ": default-domain opset " + std::to_string(opset) + " is outside the supported range " +
+                 std::to_string(kMinOpset) + "-" + std::to_string(kMaxOpset) +
+                 " (hint: convert it with onnx.version_converter)");
+
+  std::set<std::pair<std::string, std::string>> functions;
+  for (const auto& f : proto.functions()) functions.insert({f.domain(), f.name()});
+  std::vector<std::string> unknown;
+  collectUnknownOps(proto.graph(), opsets, functions, unknown);
+  if (!unknown.empty()) {
+    std::string msg = source + ": " + std::to_string(unknown.size()) + " node(s) use ops unknown at opset " +
+                      std::to_string(opset) + ": ";
+    for (size_t i = 0; i < unknown.size() && i < 20; ++i) msg += (i ? ", " : "") + unknown[i];
+    if (unknown.size() > 20) msg += ", ... (" + std::to_string(unknown.size() - 20) + " more)";
+    return Error(msg);
+  }
+  if (options.run_checker) {
+    try {
+      if (hasExternalData(proto.graph()))
+        onnx::checker::check_model(source);
+      else
+        onnx::checker::check_model(proto);
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      std::replace(what.begin(), what.end(), '\n', ' ');
+      return Error(source + ": ONNX checker: " + what);
+    }
+  }
+  if (options.infer_shapes) {
+    try {
+      onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(),
+                                         onnx::ShapeInferenceOptions(false, 0, true));
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      std::replace(what.begin(), what.end(), '\n', ' ');
+      return Error(source + ": ONNX shape inference: " + what);
+    }
+  }
+
+  ir::Model model;
+  model.ir_version = proto.ir_version();
+  for (const auto& op : proto.opset_import()) model.opset_imports.push_back({op.domain(), op.version()});
+  model.producer_name = proto.producer_name();
+  model.producer_version = proto.producer_version();
+  model.domain = proto.domain();
+  model.doc_string = proto.doc_string();
+  model.model_version = proto.model_version();
+  for (const auto& p : proto.metadata_props()) model.metadata_props.emplace_back(p.key(), p.value());
+  for (const auto& f : proto.functions()) model.functions.push_back(f.SerializeAsString());
+  Importer importer(model_dir, source);
+  POPRT_TRY(importer.importGraph(proto.graph(), *model.graph));
+  return model;
+}
+
+}  // namespace poprt::onnxio

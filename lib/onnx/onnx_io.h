@@ -1,0 +1,39 @@
+// ONNX import and export: a thin mapping between onnx::ModelProto and the IR. Import runs
+// libonnx's checker and shape inference, resolves external data only inside the model's folder,
+// and reports every unknown op at once, by node name and op type.
+#pragma once
+
+#include <filesystem>
+
+#include "lib/ir/graph.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace poprt::onnxio {
+
+inline constexpr int64_t kMinOpset = 7;
+inline constexpr int64_t kMaxOpset = 17;
+
+struct ImportOptions {
+  bool run_checker = true;
+  bool infer_shapes = true;
+};
+
+Expected<ir::Model> importModel(const std::filesystem::path& path, const ImportOptions& options = {});
+// `source` names the model in errors; `model_dir` is where external data may live ("" = none).
+Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesystem::path& model_dir,
+                                     const std::string& source, const ImportOptions& options = {});
+
+onnx::ModelProto exportModelProto(const ir::Model& model);
+// The model's ONNX bytes; models over protobuf's 2 GiB limit are refused with an error.
+Expected<std::string> serializeModel(const ir::Model& model);
+// Writes the model atomically. Models over protobuf's 2 GiB limit are refused with an error.
+Status saveModel(const ir::Model& model, const std::filesystem::path& path);
+
+// Runs ONNX shape inference (with data propagation) over the model and updates every value's
+// type where inference knows more. Node-level inference errors name the node.
+Status inferShapes(ir::Model& model);
+
+}  // namespace poprt::onnxio

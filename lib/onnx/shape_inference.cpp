@@ -1,0 +1,75 @@
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "lib/onnx/onnx_io.h"
+#include "lib/onnx/type_map.h"
+
+namespace poprt::onnxio {
+namespace {
+
+// A type from inference replaces ours when it tells more: a known dtype, a rank, static dims.
+void merge(ir::TensorType& ours, const ir::TensorType& inferred) {
+  if (!ours.isTensor() || !inferred.isTensor()) {
+    if (ours.opaque.empty()) ours.opaque = inferred.opaque;
+    return;
+  }
+  if (ours.dtype == DType::Undefined) ours.dtype = inferred.dtype;
+  if (!inferred.dims) return;
+  if (!ours.dims || ours.dims->size() != inferred.dims->size()) {
+    ours.dims = inferred.dims;
+    return;
+  }
+  for (size_t i = 0; i < ours.dims->size(); ++i) {
+    ir::Dim& d = (*ours.dims)[i];
+    const ir::Dim& e = (*inferred.dims)[i];
+    if (!d.isStatic() && (e.isStatic() || d.symbol.empty())) d = e;
+  }
+}
+
+// Walks the IR graph and its exported proto in step (export keeps node order).
+void update(ir::Graph& g, const onnx::GraphProto& gp) {
+  std::unordered_map<std::string, const onnx::TypeProto*> types;
+  for (const auto& vi : gp.value_info()) types[vi.name()] = &vi.type();
+  for (const auto& vi : gp.output()) types[vi.name()] = &vi.type();
+  auto node_it = gp.node().begin();
+  for (const auto& n : g.nodes()) {
+    if (node_it == gp.node().end()) break;
+    for (ir::Value* out : n->outputs()) {
+      if (!out) continue;
+      if (auto it = types.find(out->name()); it != types.end()) merge(out->type, typeFromProto(*it->second));
+    }
+    for (const auto& ap : node_it->attribute()) {
+      auto attr = n->attributes.find(ap.name());
+      if (attr == n->attributes.end()) continue;
+      if (auto* sg = std::get_if<ir::GraphPtr>(&attr->second.value); sg && ap.has_g()) update(**sg, ap.g());
+      if (auto* sgs = std::get_if<std::vector<ir::GraphPtr>>(&attr->second.value))
+        for (size_t i = 0; i < sgs->size() && i < static_cast<size_t>(ap.graphs_size()); ++i)
+          update(*(*sgs)[i], ap.graphs(static_cast<int>(i)));
+    }
+    ++node_it;
+  }
+}
+
+}  // namespace
+
+Status inferShapes(ir::Model& model) {
+  onnx::ModelProto proto = exportModelProto(model);
+  // Old types would only constrain inference; clear what it can recompute.
+  proto.mutable_graph()->clear_value_info();
+  try {
+    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, true));
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    return Error("shape inference: " + what);
+  }
+  update(*model.graph, proto.graph());
+  return okStatus();
+}
+
+}  // namespace poprt::onnxio

@@ -1,0 +1,120 @@
+// MatMul (numpy semantics) and Gemm. The evaluator accumulates in double for floating types.
+#include <type_traits>
+
+#include "lib/ops/broadcast.h"
+#include "lib/ops/registry.h"
+#include "lib/support/dtype_dispatch.h"
+
+namespace poprt::ops {
+namespace {
+
+template <class T>
+using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+
+Expected<std::vector<Tensor>> evalMatMul(const std::vector<const Tensor*>& in) {
+  if (in.size() != 2 || !in[0] || !in[1]) return Error("expects 2 inputs");
+  const Tensor& a = *in[0];
+  const Tensor& b = *in[1];
+  if (a.dtype() != b.dtype()) return Error("input dtypes differ");
+  if (a.shape().empty() || b.shape().empty()) return Error("inputs must have rank >= 1");
+  // 1-D operands are promoted to matrices and the added dim is dropped from the result.
+  Shape sa = a.shape(), sb = b.shape();
+  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), 1);
+  if (b_vec) sb.push_back(1);
+  int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
+  if (sb[sb.size() - 2] != K)
+    return Error("inner dimensions differ: " + shapeToString(a.shape()) + " x " + shapeToString(b.shape()));
+  Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
+  POPRT_ASSIGN_OR_RETURN(Shape batch, broadcastShapes(batch_a, batch_b));
+  Shape out_shape = batch;
+  if (!a_vec) out_shape.push_back(M);
+  if (!b_vec) out_shape.push_back(N);
+  Tensor y(a.dtype(), out_shape);
+  std::vector<int64_t> stride_a = broadcastStrides(batch_a, batch), stride_b = broadcastStrides(batch_b, batch);
+  int64_t batches = 1;
+  for (int64_t d : batch) batches *= d;
+  Status st = dispatchNumeric(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool>) {
+      auto pa = a.data<T>();
+      auto pb = b.data<T>();
+      auto py = y.data<T>();
+      std::vector<int64_t> bstrides = contiguousStrides(batch);
+      for (int64_t bi = 0; bi < batches; ++bi) {
+        int64_t oa = 0, ob = 0, rem = bi;
+        for (size_t d = 0; d < batch.size(); ++d) {
+          int64_t idx = rem / bstrides[d];
+          rem %= bstrides[d];
+          oa += idx * stride_a[d];
+          ob += idx * stride_b[d];
+        }
+        oa *= M * K;
+        ob *= K * N;
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            Acc<T> acc = 0;
+            for (int64_t k = 0; k < K; ++k)
+              acc += static_cast<Acc<T>>(toCompute(pa[oa + m * K + k])) * static_cast<Acc<T>>(toCompute(pb[ob + k * N + n]));
+            py[bi * M * N + m * N + n] = fromCompute<T>(static_cast<typename ComputeType<T>::type>(acc));
+          }
+      }
+    }
+  });
+  POPRT_TRY(st);
+  if (a.dtype() == DType::Bool) return Error("dtype bool is not supported");
+  return std::vector<Tensor>{std::move(y)};
+}
+
+Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<const Tensor*>& in) {
+  if (in.size() < 2 || !in[0] || !in[1]) return Error("expects inputs A and B");
+  const Tensor& a = *in[0];
+  const Tensor& b = *in[1];
+  const Tensor* c = in.size() > 2 ? in[2] : nullptr;
+  if (a.shape().size() != 2 || b.shape().size() != 2) return Error("A and B must be 2-D");
+  bool ta = node.attrInt("transA", 0) != 0, tb = node.attrInt("transB", 0) != 0;
+  double alpha = node.attrFloat("alpha", 1.0f), beta = node.attrFloat("beta", 1.0f);
+  int64_t M = ta ? a.shape()[1] : a.shape()[0], K = ta ? a.shape()[0] : a.shape()[1];
+  int64_t Kb = tb ? b.shape()[1] : b.shape()[0], N = tb ? b.shape()[0] : b.shape()[1];
+  if (K != Kb) return Error("inner dimensions differ: " + shapeToString(a.shape()) + " x " + shapeToString(b.shape()));
+  Shape out_shape{M, N};
+  std::vector<int64_t> sc;
+  if (c) {
+    POPRT_ASSIGN_OR_RETURN(Shape bc, broadcastShapes(c->shape(), out_shape));
+    if (bc != out_shape) return Error("C of shape " + shapeToString(c->shape()) + " does not broadcast to " + shapeToString(out_shape));
+    sc = broadcastStrides(c->shape(), out_shape);
+  }
+  Tensor y(a.dtype(), out_shape);
+  Status st = dispatchNumeric(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool>) {
+      auto pa = a.data<T>();
+      auto pb = b.data<T>();
+      auto py = y.data<T>();
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            double av = static_cast<double>(toCompute(pa[ta ? k * M + m : m * K + k]));
+            double bv = static_cast<double>(toCompute(pb[tb ? n * K + k : k * N + n]));
+            acc += av * bv;
+          }
+          acc *= alpha;
+          if (c) acc += beta * static_cast<double>(toCompute(c->data<T>()[m * sc[0] + n * sc[1]]));
+          py[m * N + n] = fromCompute<T>(static_cast<typename ComputeType<T>::type>(acc));
+        }
+    }
+  });
+  POPRT_TRY(st);
+  return std::vector<Tensor>{std::move(y)};
+}
+
+}  // namespace
+
+void registerMatMulOps(std::vector<OpDef>& ops) {
+  ops.push_back({"MatMul", Fp16Policy::AccumulateFp32, LoweringFamily::MatMul,
+                 [](const ir::Node&, const std::vector<const Tensor*>& in) { return evalMatMul(in); }});
+  ops.push_back({"Gemm", Fp16Policy::AccumulateFp32, LoweringFamily::MatMul, evalGemm});
+}
+
+}  // namespace poprt::ops

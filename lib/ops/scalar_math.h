@@ -1,0 +1,75 @@
+// Scalar functions shared by the reference evaluator and the simulator's codelets, so both agree
+// on the maths while staying separate implementations of the loops around it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+
+namespace poprt::ops {
+
+enum class UnaryFn : int32_t { Relu, Neg, Abs, Exp, Log, Sqrt, Sigmoid, Tanh, Reciprocal, Floor, Ceil };
+enum class BinaryFn : int32_t { Add, Sub, Mul, Div, Max, Min, Pow };
+
+inline double applyUnary(UnaryFn fn, double x) {
+  switch (fn) {
+    case UnaryFn::Relu: return x > 0 ? x : (x == x ? 0.0 : x);
+    case UnaryFn::Neg: return -x;
+    case UnaryFn::Abs: return std::fabs(x);
+    case UnaryFn::Exp: return std::exp(x);
+    case UnaryFn::Log: return std::log(x);
+    case UnaryFn::Sqrt: return std::sqrt(x);
+    case UnaryFn::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case UnaryFn::Tanh: return std::tanh(x);
+    case UnaryFn::Reciprocal: return 1.0 / x;
+    case UnaryFn::Floor: return std::floor(x);
+    case UnaryFn::Ceil: return std::ceil(x);
+  }
+  return x;
+}
+
+inline float applyUnaryF(UnaryFn fn, float x) {
+  switch (fn) {
+    case UnaryFn::Relu: return x > 0.f ? x : (x == x ? 0.f : x);
+    case UnaryFn::Neg: return -x;
+    case UnaryFn::Abs: return std::fabs(x);
+    case UnaryFn::Exp: return std::exp(x);
+    case UnaryFn::Log: return std::log(x);
+    case UnaryFn::Sqrt: return std::sqrt(x);
+    case UnaryFn::Sigmoid: return 1.f / (1.f + std::exp(-x));
+    case UnaryFn::Tanh: return std::tanh(x);
+    case UnaryFn::Reciprocal: return 1.f / x;
+    case UnaryFn::Floor: return std::floor(x);
+    case UnaryFn::Ceil: return std::ceil(x);
+  }
+  return x;
+}
+
+template <class T>
+T applyBinary(BinaryFn fn, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    // Integer division by zero and MIN/-1 trap on x86; ONNX leaves them undefined, we give 0 / a.
+    if (fn == BinaryFn::Div && (b == 0 || (std::is_signed_v<T> && b == T(-1)))) return b == 0 ? T(0) : T(T(0) - a);
+  }
+  switch (fn) {
+    case BinaryFn::Add: return a + b;
+    case BinaryFn::Sub: return a - b;
+    case BinaryFn::Mul: return a * b;
+    case BinaryFn::Div: return a / b;
+    case BinaryFn::Max: return a > b ? a : b;
+    case BinaryFn::Min: return a < b ? a : b;
+    case BinaryFn::Pow: return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+  }
+  return a;
+}
+
+}  // namespace poprt::ops
+
+#include <string>
+namespace poprt::ops {
+// The function id of an elementwise op type (defined beside the op table in elementwise.cpp).
+std::optional<UnaryFn> unaryFnOf(const std::string& op_type);
+std::optional<BinaryFn> binaryFnOf(const std::string& op_type);
+}  // namespace poprt::ops

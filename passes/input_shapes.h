@@ -1,0 +1,28 @@
+// --input_shape: fixes the dynamic dims of named graph inputs, then re-infers every shape.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/ir/graph.h"
+
+namespace poprt::passes {
+
+struct InputShape {
+  std::string name;
+  Shape dims;
+};
+
+// Parses "NAME=D0,D1,..." (an empty list means a scalar: "NAME=").
+Expected<InputShape> parseInputShape(const std::string& text);
+
+// Fills only dynamic dims; a clash with a static dim, a rank mismatch or an unknown input name is
+// an error naming both. Re-runs shape inference afterwards.
+Status applyInputShapes(ir::Model& model, const std::vector<InputShape>& shapes);
+
+// The first tensor (graph input first, then in node order) whose shape is not static, with the
+// node that produces it; "" when all are static.
+std::string firstDynamicTensor(const ir::Graph& graph);
+
+}  // namespace poprt::passes

@@ -1,0 +1,227 @@
+#include "sim/codelets.h"
+
+#include <cstring>
+#include <string>
+
+#include "lib/exec/codelets.h"
+#include "lib/ops/scalar_math.h"
+
+namespace poprt::sim {
+namespace {
+
+constexpr uint64_t kVertexOverheadCycles = 20;  // call, field loads, loop setup
+
+float* f32(uint8_t* mem, const exec::Field& f) { return reinterpret_cast<float*>(mem + f.offset); }
+
+Status expectFields(const exec::Vertex& v, size_t n, const char* what) {
+  if (v.fields.size() != n) return Error(std::string(what) + " vertex expects " + std::to_string(n) + " fields");
+  for (const auto& f : v.fields)
+    if (f.offset % 4 != 0) return Error(std::string(what) + " vertex has a misaligned field");
+  if (v.dtype != DType::Float) return Error(std::string(what) + " vertex supports float32 only");
+  return okStatus();
+}
+
+Status checkUnary(const exec::Vertex& v) {
+  POPRT_TRY(expectFields(v, 2, "Unary"));
+  if (v.params.size() != 2 || v.params[0] < 0 || v.params[0] > static_cast<int64_t>(ops::UnaryFn::Ceil) || v.params[1] < 0)
+    return Error("Unary vertex has bad params");
+  uint64_t bytes = static_cast<uint64_t>(v.params[1]) * 4;
+  if (v.fields[0].bytes != bytes || v.fields[1].bytes != bytes) return Error("Unary vertex field sizes do not match its count");
+  return okStatus();
+}
+
+Status checkBinary(const exec::Vertex& v) {
+  POPRT_TRY(expectFields(v, 3, "Binary"));
+  const auto& p = v.params;
+  if (p.size() < 6) return Error("Binary vertex has too few params");
+  int64_t rank = p[5];
+  if (rank < 0 || rank > 16 || p.size() != static_cast<size_t>(6 + 3 * rank)) return Error("Binary vertex has bad rank");
+  if (p[0] < 0 || p[0] > static_cast<int64_t>(ops::BinaryFn::Pow) || p[1] < 0 || p[4] < 0)
+    return Error("Binary vertex has bad params");
+  int64_t count = p[1], begin = p[4];
+  int64_t total = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (p[6 + d] < 0 || (p[6 + d] != 0 && total > (int64_t{1} << 40) / p[6 + d])) return Error("Binary vertex has bad dims");
+    total *= p[6 + d];
+  }
+  if (begin > total || count > total - begin) return Error("Binary vertex range is outside its output");
+  if (v.fields[0].bytes != static_cast<uint64_t>(count) * 4) return Error("Binary vertex output size does not match its count");
+  for (int operand = 0; operand < 2; ++operand) {
+    int64_t mode = p[2 + operand];
+    const auto& field = v.fields[1 + operand];
+    if (mode == exec::kAligned) {
+      if (field.bytes != static_cast<uint64_t>(count) * 4) return Error("Binary vertex operand size does not match its count");
+    } else if (mode == exec::kBroadcast) {
+      // The largest offset any output index reaches must lie inside the operand buffer.
+      int64_t max_offset = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        int64_t stride = p[6 + rank * (1 + operand) + d];
+        if (stride < 0 || stride > (int64_t{1} << 40)) return Error("Binary vertex has a bad stride");
+        if (p[6 + d] > 0) max_offset += stride * (p[6 + d] - 1);
+      }
+      if (count > 0 && static_cast<uint64_t>(max_offset + 1) * 4 > field.bytes)
+        return Error("Binary vertex operand strides reach outside its buffer");
+    } else {
+      return Error("Binary vertex has an unknown operand mode");
+    }
+  }
+  return okStatus();
+}
+
+Status checkMatMul(const exec::Vertex& v) {
+  const auto& p = v.params;
+  if (p.size() != 6 || v.fparams.size() != 2) return Error("MatMul vertex has bad params");
+  POPRT_TRY(expectFields(v, p[5] == exec::kBiasNone ? 3 : 4, "MatMul"));
+  int64_t rows = p[0], K = p[1], cols = p[2];
+  const int64_t limit = int64_t{1} << 24;
+  if (rows < 0 || K < 0 || cols < 0 || rows > limit || K > limit || cols > limit || p[5] < 0 || p[5] > exec::kBiasFull)
+    return Error("MatMul vertex has bad sizes");
+  auto bytes = [](int64_t a, int64_t b) { return static_cast<uint64_t>(a) * static_cast<uint64_t>(b) * 4; };
+  if (v.fields[0].bytes != bytes(rows, cols) || v.fields[1].bytes != bytes(rows, K) || v.fields[2].bytes != bytes(K, cols))
+    return Error("MatMul vertex field sizes do not match its shape");
+  if (p[5] != exec::kBiasNone) {
+    int64_t n = p[5] == exec::kBiasScalar ? 1 : p[5] == exec::kBiasRow ? cols : p[5] == exec::kBiasColumn ? rows : rows * cols;
+    if (v.fields[3].bytes != bytes(n, 1)) return Error("MatMul vertex bias size does not match its mode");
+  }
+  return okStatus();
+}
+
+void runUnary(const exec::Vertex& v, uint8_t* mem) {
+  auto fn = static_cast<ops::UnaryFn>(v.params[0]);
+  const int64_t n = v.params[1];
+  float* out = f32(mem, v.fields[0]);
+  const float* in = f32(mem, v.fields[1]);
+  if (fn == ops::UnaryFn::Relu) {  // the common case, in a loop the compiler vectorises
+    for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.f ? in[i] : (in[i] == in[i] ? 0.f : in[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) out[i] = ops::applyUnaryF(fn, in[i]);
+}
+
+template <ops::BinaryFn Fn>
+void binaryAligned(float* out, const float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = ops::applyBinary<float>(Fn, a[i], b[i]);
+}
+
+void runBinary(const exec::Vertex& v, uint8_t* mem) {
+  const auto& p = v.params;
+  auto fn = static_cast<ops::BinaryFn>(p[0]);
+  const int64_t count = p[1], begin = p[4], rank = p[5];
+  float* out = f32(mem, v.fields[0]);
+  const float* a = f32(mem, v.fields[1]);
+  const float* b = f32(mem, v.fields[2]);
+  if (p[2] == exec::kAligned && p[3] == exec::kAligned) {
+    switch (fn) {
+      case ops::BinaryFn::Add: binaryAligned<ops::BinaryFn::Add>(out, a, b, count); return;
+      case ops::BinaryFn::Sub: binaryAligned<ops::BinaryFn::Sub>(out, a, b, count); return;
+      case ops::BinaryFn::Mul: binaryAligned<ops::BinaryFn::Mul>(out, a, b, count); return;
+      case ops::BinaryFn::Div: binaryAligned<ops::BinaryFn::Div>(out, a, b, count); return;
+      default: break;
+    }
+  }
+  const int64_t* dims = &p[6];
+  const int64_t* sa = &p[6 + rank];
+  const int64_t* sb = &p[6 + 2 * rank];
+  // Start the odometer at output element `begin`.
+  int64_t index[16] = {};
+  int64_t ia = 0, ib = 0, rem = begin;
+  for (int64_t d = rank; d-- > 0;) {
+    index[d] = dims[d] ? rem % dims[d] : 0;
+    rem = dims[d] ? rem / dims[d] : 0;
+    ia += index[d] * sa[d];
+    ib += index[d] * sb[d];
+  }
+  const bool a_bc = p[2] == exec::kBroadcast, b_bc = p[3] == exec::kBroadcast;
+  for (int64_t i = 0; i < count; ++i) {
+    out[i] = ops::applyBinary<float>(fn, a_bc ? a[ia] : a[i], b_bc ? b[ib] : b[i]);
+    for (int64_t d = rank; d-- > 0;) {
+      ia += sa[d];
+      ib += sb[d];
+      if (++index[d] < dims[d]) break;
+      ia -= sa[d] * dims[d];
+      ib -= sb[d] * dims[d];
+      index[d] = 0;
+    }
+  }
+}
+
+void runMatMul(const exec::Vertex& v, uint8_t* mem) {
+  const int64_t rows = v.params[0], K = v.params[1], cols = v.params[2];
+  const bool ta = v.params[3] != 0, tb = v.params[4] != 0;
+  const int64_t bias_mode = v.params[5];
+  const float alpha = v.fparams[0], beta = v.fparams[1];
+  float* out = f32(mem, v.fields[0]);
+  const float* a = f32(mem, v.fields[1]);
+  const float* b = f32(mem, v.fields[2]);
+  const float* bias = bias_mode != exec::kBiasNone ? f32(mem, v.fields[3]) : nullptr;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* o = out + r * cols;
+    std::memset(o, 0, static_cast<size_t>(cols) * sizeof(float));
+    for (int64_t k = 0; k < K; ++k) {
+      const float av = ta ? a[k * rows + r] : a[r * K + k];
+      if (tb) {
+        for (int64_t c = 0; c < cols; ++c) o[c] += av * b[c * K + k];
+      } else {
+        const float* brow = b + k * cols;
+        for (int64_t c = 0; c < cols; ++c) o[c] += av * brow[c];
+      }
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      float x = alpha * o[c];
+      if (bias) {
+        float bv = bias_mode == exec::kBiasScalar ? bias[0]
+                   : bias_mode == exec::kBiasRow  ? bias[c]
+                   : bias_mode == exec::kBiasColumn ? bias[r]
+                                                    : bias[r * cols + c];
+        x += beta * bv;
+      }
+      o[c] = x;
+    }
+  }
+}
+
+}  // namespace
+
+Status checkVertex(const exec::Vertex& v) {
+  switch (v.codelet) {
+    case exec::Codelet::Unary: return checkUnary(v);
+    case exec::Codelet::Binary: return checkBinary(v);
+    case exec::Codelet::MatMul: return checkMatMul(v);
+  }
+  return Error("unknown codelet " + std::to_string(static_cast<uint32_t>(v.codelet)));
+}
+
+void runVertex(const exec::Vertex& v, uint8_t* tile_memory) {
+  switch (v.codelet) {
+    case exec::Codelet::Unary: runUnary(v, tile_memory); break;
+    case exec::Codelet::Binary: runBinary(v, tile_memory); break;
+    case exec::Codelet::MatMul: runMatMul(v, tile_memory); break;
+  }
+}
+
+uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
+  auto ceilDiv = [](uint64_t a, uint64_t b) { return (a + b - 1) / b; };
+  switch (v.codelet) {
+    case exec::Codelet::Unary: {
+      auto fn = static_cast<ops::UnaryFn>(v.params[0]);
+      // Transcendentals take several cycles per element; simple ops run at the vector width.
+      uint64_t per = (fn == ops::UnaryFn::Exp || fn == ops::UnaryFn::Log || fn == ops::UnaryFn::Sigmoid ||
+                      fn == ops::UnaryFn::Tanh) ? 4 : 1;
+      return kVertexOverheadCycles + per * ceilDiv(static_cast<uint64_t>(v.params[1]), t.vector_width_fp32);
+    }
+    case exec::Codelet::Binary: {
+      bool aligned = v.params[2] == exec::kAligned && v.params[3] == exec::kAligned;
+      uint64_t n = static_cast<uint64_t>(v.params[1]);
+      return kVertexOverheadCycles + (aligned ? ceilDiv(n, t.vector_width_fp32) : 3 * n);
+    }
+    case exec::Codelet::MatMul: {
+      uint64_t macs = static_cast<uint64_t>(v.params[0]) * static_cast<uint64_t>(v.params[1]) *
+                      static_cast<uint64_t>(v.params[2]);
+      uint64_t epilogue = static_cast<uint64_t>(v.params[0]) * static_cast<uint64_t>(v.params[2]);
+      return kVertexOverheadCycles + ceilDiv(macs, t.fp32_macs_per_cycle) + ceilDiv(epilogue, t.vector_width_fp32);
+    }
+  }
+  return 0;
+}
+
+}  // namespace poprt::sim

@@ -1,0 +1,55 @@
+// The functional simulator: one memory per tile, the program interpreter (stream copies, exchange,
+// compute sets in BSP order) and the static cost model summed per superstep.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/exec/executable.h"
+
+namespace poprt::sim {
+
+struct CycleEstimate {
+  uint64_t compute = 0;   // sum over compute sets of the busiest tile's cycles
+  uint64_t exchange = 0;  // sum over exchange/stream steps of the busiest tile's transfer cycles
+  uint64_t sync = 0;      // one sync per step
+  uint64_t total() const { return compute + exchange + sync; }
+};
+
+struct ComputeSetCycles {
+  std::string name;
+  uint64_t cycles = 0;
+  size_t vertices = 0;
+};
+
+class Engine {
+ public:
+  // Checks every vertex (the executable's bounds were checked when it was read) and prepares the
+  // tile memories. `weights` holds the data of each Weight stream, by name.
+  static Expected<std::unique_ptr<Engine>> create(exec::Executable exe,
+                                                  const std::map<std::string, Tensor>& weights);
+
+  const exec::Executable& executable() const { return exe_; }
+  // Inputs in the order of the executable's Input streams; returns the Output streams in order.
+  Expected<std::vector<Tensor>> run(const std::vector<const Tensor*>& inputs);
+
+  // Estimated cycles of one main-program run on the target (the cost model is static).
+  const CycleEstimate& estimate() const { return estimate_; }
+  const std::vector<ComputeSetCycles>& computeSetCycles() const { return cs_cycles_; }
+  std::vector<const exec::HostStream*> streams(exec::HostStream::Role role) const;
+
+ private:
+  explicit Engine(exec::Executable exe);
+  void runProgram(const exec::Program& program, const std::vector<const uint8_t*>& in_buffers,
+                  const std::vector<uint8_t*>& out_buffers);
+  void computeEstimate();
+
+  exec::Executable exe_;
+  std::vector<std::vector<uint8_t>> tiles_;
+  CycleEstimate estimate_;
+  std::vector<ComputeSetCycles> cs_cycles_;
+};
+
+}  // namespace poprt::sim

@@ -1,0 +1,78 @@
+#include "tools/tool_common.h"
+
+#include <iostream>
+
+#include "lib/support/log.h"
+#include "lib/support/npy.h"
+#include "lib/support/tensor_proto.h"
+
+namespace poprt::tools {
+
+void addLoggingFlag(CLI::App& app, std::string& level) {
+  app.add_option("--logging_level", level, "OFF, ERR, WARN, INFO, DEBUG or TRACE (also POPRT_LOG_LEVEL)");
+}
+
+Status applyLogging(const std::string& level) {
+  initLogLevelFromEnv();
+  if (level.empty()) return okStatus();
+  auto parsed = parseLogLevel(level);
+  if (!parsed) return Error("--logging_level: unknown level '" + level + "' (expected OFF, ERR, WARN, INFO, DEBUG or TRACE)");
+  setLogLevel(*parsed);
+  return okStatus();
+}
+
+int runTool(const std::string& tool, CLI::App& app, int argc, char** argv, const std::function<Status()>& body) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << tool << ": usage error: " << e.what() << " (see " << tool << " --help)\n";
+    return kExitUsage;
+  }
+  try {
+    Status st = body();
+    if (!st.ok()) {
+      std::cerr << tool << ": error: " << st.error().message() << "\n";
+      return kExitError;
+    }
+    return kExitOk;
+  } catch (const std::bad_alloc&) {
+    std::cerr << tool << ": error: out of memory\n";
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (what.rfind("internal error", 0) != 0) what = "internal error: " + what;
+    std::cerr << tool << ": " << what << "\n";
+  }
+  return kExitError;
+}
+
+Expected<std::pair<std::string, std::string>> splitAssignment(const std::string& text, const std::string& flag) {
+  auto eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    return Error(flag + ": expected NAME=VALUE, got '" + text + "'");
+  return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
+}
+
+std::string outputFileName(size_t index, const std::string& name) {
+  std::string safe = name;
+  for (char& c : safe)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+  return "output_" + std::to_string(index) + "_" + safe + ".npy";
+}
+
+Expected<Tensor> readTensorFile(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  if (ext == ".npy") return readNpy(path);
+  if (ext == ".pb") {
+    POPRT_ASSIGN_OR_RETURN(NamedTensor nt, readTensorProtoFile(path));
+    return std::move(nt.tensor);
+  }
+  return Error(path.string() + ": unknown input file type '" + ext + "' (expected .npy or .pb)");
+}
+
+}  // namespace poprt::tools

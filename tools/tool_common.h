@@ -1,0 +1,37 @@
+// What the three CLIs share: exit codes, the error/internal-error wrapper, logging flags and the
+// file-naming conventions of ../shared/models.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "lib/support/status.h"
+#include "lib/support/tensor.h"
+
+namespace poprt::tools {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+
+// Adds --logging_level to `app`, bound to `level`.
+void addLoggingFlag(CLI::App& app, std::string& level);
+// Applies POPRT_LOG_LEVEL, then --logging_level if given (an unknown level is a usage error).
+Status applyLogging(const std::string& level);
+
+// Parses argv (usage errors exit 2 with CLI11's message), then runs `body`; an Error prints
+// "<tool>: error: ..." and exits 1; an internal error or exception prints "<tool>: internal error" and exits 1.
+int runTool(const std::string& tool, CLI::App& app, int argc, char** argv, const std::function<Status()>& body);
+
+// "NAME=VALUE" split at the last '=' (names may hold '='-free punctuation).
+Expected<std::pair<std::string, std::string>> splitAssignment(const std::string& text, const std::string& flag);
+// output_<i>_<name>.npy with every character outside [A-Za-z0-9._-] replaced by '_'.
+std::string outputFileName(size_t index, const std::string& name);
+// Reads a .npy or ONNX TensorProto .pb file (by extension).
+Expected<Tensor> readTensorFile(const std::filesystem::path& path);
+
+}  // namespace poprt::tools
