@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the dependencies, builds everything and runs the whole test suite (unit, end-to-end,
+# conformance baseline). ONNX Runtime (for the round-trip tests) is set up when npm is available.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+if command -v npm >/dev/null && command -v node >/dev/null; then
+  [ -x ../shared/ort/setup.sh ] && eval "$(../shared/ort/setup.sh)" || echo "test.sh: ONNX Runtime setup failed; its tests will be skipped" >&2
+  export NODE_PATH="${NODE_PATH:-}"
+fi
+scripts/build.sh
+cd build
+ctest --output-on-failure -j2 "$@"
