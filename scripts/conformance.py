@@ -120,7 +120,7 @@ def type_kind(type_proto):
 
 
 def format_index(idx):
-    return "(" + ", ".join(str(int(i)) for i in idx) + ")" if idx else "()"
+    return str(tuple(int(i) for i in idx))
 
 
 def compare(i, actual, expected):
@@ -137,15 +137,18 @@ def compare(i, actual, expected):
         b = expected.astype(a.dtype)
         with np.errstate(invalid="ignore", over="ignore"):
             diff = np.abs(a - b)
-            ok = (a == b) | (np.isnan(a) & np.isnan(b)) | (diff <= ATOL + RTOL * np.abs(b))
+            # Infinities must match exactly (inf - inf is nan, and inf <= atol + rtol*inf would accept -inf).
+            close = np.isfinite(a) & np.isfinite(b) & (diff <= ATOL + RTOL * np.abs(b))
+            ok = (a == b) | (np.isnan(a) & np.isnan(b)) | close
         if ok.all():
             return
-        bad_diff = np.where(ok, -1.0, np.nan_to_num(diff, nan=np.inf))
-        flat = int(np.argmax(bad_diff))
+        rank = np.where(ok, -1.0, np.nan_to_num(diff.real if kind == "c" else diff, nan=np.inf, posinf=np.inf))
+        flat = int(np.argmax(rank))
         idx = np.unravel_index(flat, actual.shape)
-        raise TestFailure("output %d: max abs diff %.6g at index %s (got %r, expected %r; %d of %d values differ)"
-                          % (i, bad_diff.flat[flat], format_index(idx), actual.flat[flat].item(),
-                             expected.flat[flat].item(), int((~ok).sum()), ok.size))
+        num = (lambda v: str(complex(v))) if kind == "c" else (lambda v: "%.9g" % v)
+        raise TestFailure("output %d: max abs diff %.6g at index %s (got %s, expected %s; %d of %d values differ)"
+                          % (i, diff.flat[flat].real, format_index(idx), num(actual.flat[flat]),
+                             num(expected.flat[flat]), int((~ok).sum()), ok.size))
     # ints, bools, strings: exact.
     ok = actual == expected
     if np.all(ok):
@@ -184,7 +187,7 @@ def run_checks(test_dir, work, timeout, data_root, log):
     try:
         model = onnx.load(os.path.join(test_dir, "model.onnx"), load_external_data=False)
     except Exception as e:  # noqa: BLE001 - any parse problem is a test failure
-        raise TestFailure(shorten("cannot load model.onnx with onnx: %s" % e))
+        raise TestFailure("cannot load model.onnx with onnx: %s" % e)
     inits = {t.name for t in model.graph.initializer} | {t.values.name for t in model.graph.sparse_initializer}
     graph_inputs = [v for v in model.graph.input if v.name not in inits]
     graph_outputs = list(model.graph.output)
@@ -195,65 +198,75 @@ def run_checks(test_dir, work, timeout, data_root, log):
     paths = [(work, "<work>"), (data_root, "<data>")]
     compiled = {}  # tuple of (name, dims) -> popef path, or TestFailure
     for set_dir in sets:
-        set_name = os.path.basename(set_dir)
-        in_files = numbered_files(set_dir, "input")
-        if len(in_files) > len(graph_inputs):
-            raise TestFailure("%s has %d inputs, the model has %d non-initializer inputs"
-                              % (set_name, len(in_files), len(graph_inputs)))
-        shapes = []
-        for value, path in zip(graph_inputs, in_files):
-            if type_kind(value.type) != "tensor_type":
-                raise TestFailure("non-tensor input")
-            try:
-                tensor = onnx.load_tensor(path)
-            except Exception as e:  # noqa: BLE001
-                raise TestFailure(shorten("cannot read %s/%s: %s" % (set_name, os.path.basename(path), e)))
-            shapes.append((value.name, tuple(tensor.dims)))
-        key = tuple(shapes)
+        try:
+            check_data_set(test_dir, set_dir, work, timeout, paths, graph_inputs, graph_outputs, compiled, log)
+        except TestFailure as f:
+            if len(sets) > 1:
+                raise TestFailure("%s: %s" % (os.path.basename(set_dir), f))
+            raise
 
-        if key not in compiled:
-            out = os.path.join(work, "compile_%d" % len(compiled))
-            args = ["--input_model", os.path.join(test_dir, "model.onnx"), "--output_dir", out, "--export_popef"]
-            for name, dims in shapes:
-                args += ["--input_shape", "%s=%s" % (name, ",".join(str(d) for d in dims))]
-            try:
-                call_tool("poprt-convert", args, timeout, paths, log)
-                compiled[key] = os.path.join(out, "executable.popef")
-            except TestFailure as f:
-                compiled[key] = f
-        if isinstance(compiled[key], TestFailure):
-            raise compiled[key]
 
-        run_dir = os.path.join(work, "run_" + set_name)
-        args = [compiled[key], "--output_dir", run_dir]
-        for (name, _), path in zip(shapes, in_files):
-            args += ["--input", "%s=%s" % (name, path)]
-        call_tool("popef-run", args, timeout, paths, log)
+def check_data_set(test_dir, set_dir, work, timeout, paths, graph_inputs, graph_outputs, compiled, log):
+    """Compiles (unless a PopEF for these input shapes exists already), runs and compares one test_data_set_*."""
+    set_name = os.path.basename(set_dir)
+    in_files = numbered_files(set_dir, "input")
+    if len(in_files) > len(graph_inputs):
+        raise TestFailure("%s has %d inputs, the model has %d non-initializer inputs"
+                          % (set_name, len(in_files), len(graph_inputs)))
+    shapes = []
+    for value, path in zip(graph_inputs, in_files):
+        if type_kind(value.type) != "tensor_type":
+            raise TestFailure("non-tensor input")
+        try:
+            tensor = onnx.load_tensor(path)
+        except Exception as e:  # noqa: BLE001
+            raise TestFailure("cannot read %s/%s: %s" % (set_name, os.path.basename(path), e))
+        shapes.append((value.name, tuple(tensor.dims)))
+    key = tuple(shapes)
 
-        out_files = numbered_files(set_dir, "output")
-        for i, path in enumerate(out_files):
-            if i >= len(graph_outputs):
-                raise TestFailure("%s has %d outputs, the model has %d" % (set_name, len(out_files), len(graph_outputs)))
-            if type_kind(graph_outputs[i].type) != "tensor_type":
-                raise TestFailure("non-tensor output")
-            npy = os.path.join(run_dir, output_file_name(i, graph_outputs[i].name))
-            if not os.path.exists(npy):
-                found = sorted(glob.glob(os.path.join(run_dir, "output_%d_*.npy" % i)))
-                if not found:
-                    raise TestFailure("output %d: popef-run wrote no output_%d_*.npy" % (i, i))
-                npy = found[0]
-            try:
-                expected = numpy_helper.to_array(onnx.load_tensor(path))
-            except Exception as e:  # noqa: BLE001
-                raise TestFailure(shorten("cannot read %s/output_%d.pb: %s" % (set_name, i, e)))
-            try:
-                actual = np.load(npy, allow_pickle=False)
-            except Exception as e:  # noqa: BLE001
-                raise TestFailure(shorten("output %d: cannot read %s: %s" % (i, os.path.basename(npy), e)))
-            compare(i, actual, expected)
-        extra = sorted(glob.glob(os.path.join(run_dir, "output_%d_*.npy" % len(out_files))))
-        if extra and len(out_files) == len(graph_outputs):
-            raise TestFailure("popef-run wrote more outputs than the model has (%s)" % os.path.basename(extra[0]))
+    if key not in compiled:
+        out = os.path.join(work, "compile_%d" % len(compiled))
+        args = ["--input_model", os.path.join(test_dir, "model.onnx"), "--output_dir", out, "--export_popef"]
+        for name, dims in shapes:
+            args += ["--input_shape", "%s=%s" % (name, ",".join(str(d) for d in dims))]
+        try:
+            call_tool("poprt-convert", args, timeout, paths, log)
+            compiled[key] = os.path.join(out, "executable.popef")
+        except TestFailure as f:
+            compiled[key] = f
+    if isinstance(compiled[key], TestFailure):
+        raise compiled[key]
+
+    run_dir = os.path.join(work, "run_" + set_name)
+    args = [compiled[key], "--output_dir", run_dir]
+    for (name, _), path in zip(shapes, in_files):
+        args += ["--input", "%s=%s" % (name, path)]
+    call_tool("popef-run", args, timeout, paths, log)
+
+    out_files = numbered_files(set_dir, "output")
+    for i, path in enumerate(out_files):
+        if i >= len(graph_outputs):
+            raise TestFailure("%s has %d outputs, the model has %d" % (set_name, len(out_files), len(graph_outputs)))
+        if type_kind(graph_outputs[i].type) != "tensor_type":
+            raise TestFailure("non-tensor output")
+        npy = os.path.join(run_dir, output_file_name(i, graph_outputs[i].name))
+        if not os.path.exists(npy):
+            found = sorted(glob.glob(os.path.join(run_dir, "output_%d_*.npy" % i)))
+            if not found:
+                raise TestFailure("output %d: popef-run wrote no output_%d_*.npy" % (i, i))
+            npy = found[0]
+        try:
+            expected = numpy_helper.to_array(onnx.load_tensor(path))
+        except Exception as e:  # noqa: BLE001
+            raise TestFailure("cannot read %s/output_%d.pb: %s" % (set_name, i, e))
+        try:
+            actual = np.load(npy, allow_pickle=False)
+        except Exception as e:  # noqa: BLE001
+            raise TestFailure("output %d: cannot read %s: %s" % (i, os.path.basename(npy), e))
+        compare(i, actual, expected)
+    extra = sorted(glob.glob(os.path.join(run_dir, "output_%d_*.npy" % len(out_files))))
+    if extra and len(out_files) == len(graph_outputs):
+        raise TestFailure("popef-run wrote more outputs than the model has (%s)" % os.path.basename(extra[0]))
 
 
 def run_test(job):
@@ -332,7 +345,8 @@ def reason_group(reason):
         parts += other
         more = " (and more nodes)" if re.search(r"; \.\.\. \(\d+ more\)$", reason) else ""
         return "cannot run on the device: " + "; ".join(parts) + more
-    g = re.sub(r"'[^']*'", "'*'", reason)
+    g = re.sub(r"^test_data_set_\d+: ", "", reason)
+    g = re.sub(r"'[^']*'", "'*'", g)
     g = re.sub(r"\[[^\]]*\]", "[...]", g)                     # shapes: float32[3,4] -> float32[...]
     g = re.sub(r"\((\d+, )*\d*,?\)", "(...)", g)              # shape / index tuples
     g = re.sub(r"\b(output|input|rank|dim) \d+", r"\1 N", g)
@@ -346,7 +360,8 @@ def discover(data_root, suites):
     for suite in suites:
         folder = os.path.join(data_root, suite)
         if not os.path.isdir(folder):
-            sys.exit("conformance.py: error: no suite folder %s" % folder)
+            print("conformance.py: error: no suite folder %s (--data, --suites)" % folder, file=sys.stderr)
+            sys.exit(2)
         for test in sorted(os.listdir(folder)):
             if os.path.isfile(os.path.join(folder, test, "model.onnx")):
                 tests.append((suite, test))
@@ -457,17 +472,16 @@ def main(argv=None):
         for g, rs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             example = "" if len(rs) > 1 else "  [%s/%s]" % (rs[0]["suite"], rs[0]["test"])
             print("%6d  %s%s" % (len(rs), g, example))
-        if args.verbose:
-            print()
-            print("failing tests:")
-            for r in failures:
-                print("  %s/%s: %s" % (r["suite"], r["test"], r["reason"]))
-
         ops = Counter(op for r in failures for op in {op for op, _ in blocking_ops(r["full_reason"])})
         if ops:
             print()
             print("ops that keep the most tests off the device (tests blocked):")
             print("  " + ", ".join("%s %d" % kv for kv in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))[:25]))
+        if args.verbose:
+            print()
+            print("failing tests:")
+            for r in failures:
+                print("  %s/%s: %s" % (r["suite"], r["test"], r["reason"]))
 
     if args.json:
         with open(args.json, "w") as f:

@@ -1,0 +1,151 @@
+// Whole graphs through codegen and the simulator, compared with the reference evaluator.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "codegen/compiler.h"
+#include "codegen/target.h"
+#include "lib/ops/registry.h"
+#include "sim/engine.h"
+
+namespace poprt::sim {
+namespace {
+
+Tensor randomTensor(Shape shape, uint32_t seed) {
+  Tensor t(DType::Float, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (float& x : t.data<float>()) x = dist(rng);
+  return t;
+}
+
+ir::TensorType f32(Shape s) { return ir::TensorType::of(DType::Float, s); }
+
+// Compiles `g` for a target, runs it on the simulator and on the evaluator, and compares.
+void expectSimMatchesReference(const ir::Graph& g, const std::vector<std::pair<std::string, Tensor>>& inputs,
+                               uint32_t tiles) {
+  auto target = codegen::makeTarget("ipu2", 1, tiles);
+  ASSERT_TRUE(target.ok());
+  auto compiled = codegen::compile(g, {*target, 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  // Through the serialised form, as popef-run sees it.
+  auto bytes = exec::serialize(compiled->executable);
+  auto exe = exec::deserialize(bytes, "test");
+  ASSERT_TRUE(exe.ok()) << exe.error().message();
+  std::map<std::string, Tensor> weights(compiled->weights.begin(), compiled->weights.end());
+  auto engine = Engine::create(std::move(exe).value(), weights);
+  ASSERT_TRUE(engine.ok()) << engine.error().message();
+  std::vector<const Tensor*> args;
+  for (const auto& [name, t] : inputs) args.push_back(&t);
+  auto got = (*engine)->run(args);
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  auto want = ops::evaluateGraph(g, inputs);
+  ASSERT_TRUE(want.ok()) << want.error().message();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t o = 0; o < want->size(); ++o) {
+    ASSERT_EQ((*got)[o].shape(), (*want)[o].shape());
+    auto gd = (*got)[o].data<float>();
+    auto wd = (*want)[o].data<float>();
+    for (size_t i = 0; i < wd.size(); ++i) ASSERT_NEAR(gd[i], wd[i], 1e-4 + 1e-4 * std::fabs(wd[i])) << "output " << o << " [" << i << "]";
+  }
+  EXPECT_GT((*engine)->estimate().total(), 0u);
+}
+
+TEST(Engine, MlpOnSeveralTileCounts) {
+  ir::Graph g;
+  ir::Value* x = g.addInput("x", f32({5, 33}));
+  ir::Value* w1 = g.addInitializer("w1", randomTensor({33, 70}, 1));
+  ir::Value* b1 = g.addInitializer("b1", randomTensor({70}, 2));
+  ir::Value* w2 = g.addInitializer("w2", randomTensor({9, 70}, 3));
+  ir::Value* b2 = g.addInitializer("b2", randomTensor({5, 1}, 4));
+  ir::Value* h0 = g.addValue("h0", f32({5, 70}));
+  ir::Value* h1 = g.addValue("h1", f32({5, 70}));
+  ir::Value* h2 = g.addValue("h2", f32({5, 70}));
+  ir::Value* y = g.addValue("y", f32({5, 9}));
+  g.addNode("MatMul", {x, w1}, {h0}, "fc1");
+  g.addNode("Add", {h0, b1}, {h1}, "bias");
+  g.addNode("Relu", {h1}, {h2}, "relu");
+  ir::Node* gemm = g.addNode("Gemm", {h2, w2, b2}, {y}, "fc2");
+  gemm->attributes["transB"].value = int64_t{1};
+  gemm->attributes["alpha"].value = 0.5f;
+  g.addOutput(y);
+  for (uint32_t tiles : {1u, 4u, 64u, 1472u}) {
+    SCOPED_TRACE(tiles);
+    expectSimMatchesReference(g, {{"x", randomTensor({5, 33}, 9)}}, tiles);
+  }
+}
+
+TEST(Engine, BatchedMatMulWithBroadcastBatch) {
+  ir::Graph g;
+  ir::Value* a = g.addInput("a", f32({2, 3, 4, 6}));
+  ir::Value* b = g.addInput("b", f32({3, 6, 5}));
+  ir::Value* y = g.addValue("y", f32({2, 3, 4, 5}));
+  g.addNode("MatMul", {a, b}, {y}, "bmm");
+  g.addOutput(y);
+  expectSimMatchesReference(g, {{"a", randomTensor({2, 3, 4, 6}, 5)}, {"b", randomTensor({3, 6, 5}, 6)}}, 16);
+}
+
+TEST(Engine, RefusesVertexOutsideTileMemory) {
+  ir::Graph g;
+  ir::Value* x = g.addInput("x", f32({8}));
+  ir::Value* y = g.addValue("y", f32({8}));
+  g.addNode("Relu", {x}, {y}, "relu");
+  g.addOutput(y);
+  auto target = codegen::makeTarget("ipu2", 1, 4);
+  auto compiled = codegen::compile(g, {*target, 0.6});
+  ASSERT_TRUE(compiled.ok());
+  exec::Executable exe = compiled->executable;
+  exe.compute_sets[0].vertices[0].fields[0].offset = exe.tile_bytes[exe.compute_sets[0].vertices[0].tile];
+  auto engine = Engine::create(exe, {});
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.error().message().find("outside the memory"), std::string::npos) << engine.error().message();
+}
+
+TEST(Engine, RefusesWrongInputShape) {
+  ir::Graph g;
+  ir::Value* x = g.addInput("x", f32({8}));
+  ir::Value* y = g.addValue("y", f32({8}));
+  g.addNode("Relu", {x}, {y}, "relu");
+  g.addOutput(y);
+  auto target = codegen::makeTarget("ipu2", 1, 4);
+  auto compiled = codegen::compile(g, {*target, 0.6});
+  ASSERT_TRUE(compiled.ok());
+  auto engine = Engine::create(compiled->executable, {});
+  ASSERT_TRUE(engine.ok());
+  Tensor wrong(DType::Float, {7});
+  auto r = (*engine)->run({&wrong});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("input 'x'"), std::string::npos);
+}
+
+TEST(Compile, ReportsEveryNodeWithoutLowering) {
+  ir::Graph g;
+  ir::Value* x = g.addInput("x", f32({1, 1, 4, 4}));
+  ir::Value* a = g.addValue("a", f32({1, 1, 4, 4}));
+  ir::Value* b = g.addValue("b", f32({1, 1, 4, 4}));
+  g.addNode("Softplus", {x}, {a}, "sp");
+  g.addNode("Softsign", {a}, {b}, "ss");
+  g.addOutput(b);
+  auto target = codegen::makeTarget("ipu2");
+  auto compiled = codegen::compile(g, {*target, 0.6});
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_NE(compiled.error().message().find("node 'sp' (Softplus)"), std::string::npos);
+  EXPECT_NE(compiled.error().message().find("node 'ss' (Softsign)"), std::string::npos);
+}
+
+TEST(Compile, OutOfMemoryNamesTheWorstTiles) {
+  ir::Graph g;
+  ir::Value* x = g.addInput("x", f32({1, 4096}));
+  ir::Value* w = g.addInitializer("w", Tensor(DType::Float, {4096, 4096}));
+  ir::Value* y = g.addValue("y", f32({1, 4096}));
+  g.addNode("MatMul", {x, w}, {y}, "big");
+  g.addOutput(y);
+  auto target = codegen::makeTarget("ipu2", 1, 4);
+  auto compiled = codegen::compile(g, {*target, 0.6});
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_NE(compiled.error().message().find("node 'big' (MatMul)"), std::string::npos) << compiled.error().message();
+}
+
+}  // namespace
+}  // namespace poprt::sim
