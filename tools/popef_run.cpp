@@ -64,6 +64,12 @@ Status run(const RunOptions& o) {
   double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
 
   auto in_streams = engine.streams(exec::HostStream::Role::Input);
+  std::string names;
+  for (const auto* s : in_streams) names += (names.empty() ? "" : ", ") + s->name;
+  for (const auto& [name, file] : files) {
+    bool known = std::any_of(in_streams.begin(), in_streams.end(), [&](const auto* s) { return s->name == name; });
+    if (!known) return Error("--input: the model has no input named '" + name + "' (inputs: " + names + ")");
+  }
   std::vector<Tensor> inputs;
   for (const auto* s : in_streams) {
     auto it = files.find(s->name);
@@ -75,12 +81,6 @@ Status run(const RunOptions& o) {
       return Error(it->second + ": input '" + s->name + "' is " + std::string(dtypeName(t.dtype())) + shapeToString(t.shape()) +
                    ", the model expects " + std::string(dtypeName(s->dtype)) + shapeToString(s->shape));
     inputs.push_back(std::move(t));
-    files.erase(it);
-  }
-  if (!files.empty()) {
-    std::string names;
-    for (const auto* s : in_streams) names += (names.empty() ? "" : ", ") + s->name;
-    return Error("--input: the model has no input named '" + files.begin()->first + "' (inputs: " + names + ")");
   }
   std::vector<const Tensor*> args;
   for (const auto& t : inputs) args.push_back(&t);
