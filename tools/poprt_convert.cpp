@@ -43,6 +43,12 @@ std::string humanBytes(uint64_t bytes) {
   return buf;
 }
 
+std::string percent(uint64_t part, uint64_t whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return buf;
+}
+
 popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ConvertOptions& o, const std::string& onnx_bytes) {
   const exec::Executable& exe = compiled.executable;
   popef::PopefFile file;
@@ -141,11 +147,10 @@ Status convert(const ConvertOptions& o) {
               << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz\n"
               << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, 0 on the host\n"
               << "  tile memory     " << used << " tiles used, " << humanBytes(total) << " in all, busiest tile "
-              << humanBytes(worst) << " (" << (100.0 * static_cast<double>(worst) / static_cast<double>(target.bytes_per_tile))
-              << "%)\n";
+              << humanBytes(worst) << " (" << percent(worst, target.bytes_per_tile) << " of a tile)\n";
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "  compile time    " << seconds << " s\n";
+  std::printf("  compile time    %.3f s\n", seconds);
   return okStatus();
 }
 
