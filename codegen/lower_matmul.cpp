@@ -81,15 +81,8 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
   uint32_t tile = 0;
   const uint32_t tiles = l.target().numTiles();
   for (int64_t bi = 0; bi < batches; ++bi) {
-    int64_t oa = 0, ob = 0, rem = bi;
-    for (size_t d = 0; d < batch.size(); ++d) {
-      int64_t idx = rem / batch_strides[d];
-      rem %= batch_strides[d];
-      oa += idx * stride_a[d];
-      ob += idx * stride_b[d];
-    }
-    oa *= M * K;
-    ob *= K * N;
+    const int64_t oa = ops::broadcastOffset(bi, batch_strides, stride_a) * M * K;
+    const int64_t ob = ops::broadcastOffset(bi, batch_strides, stride_b) * K * N;
     for (int64_t m0 = 0; m0 < M; m0 += plan.rows) {
       const int64_t rows = std::min(plan.rows, M - m0);
       for (int64_t n0 = 0; n0 < N; n0 += plan.cols) {

@@ -227,20 +227,11 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
       else
         onnx::checker::check_model(proto);
     } catch (const std::exception& e) {
-      std::string what = e.what();
-      std::replace(what.begin(), what.end(), '\n', ' ');
-      return Error(source + ": ONNX checker: " + what);
+      return Error(source + ": ONNX checker: " + oneLine(e.what()));
     }
   }
   if (options.infer_shapes) {
-    try {
-      onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(),
-                                         onnx::ShapeInferenceOptions(false, 0, true));
-    } catch (const std::exception& e) {
-      std::string what = e.what();
-      std::replace(what.begin(), what.end(), '\n', ' ');
-      return Error(source + ": ONNX shape inference: " + what);
-    }
+    if (auto st = runOnnxShapeInference(proto); !st.ok()) return st.error().withContext(source);
   }
 
   ir::Model model;

@@ -56,18 +56,26 @@ void update(ir::Graph& g, const onnx::GraphProto& gp) {
 
 }  // namespace
 
-Status inferShapes(ir::Model& model) {
-  onnx::ModelProto proto = exportModelProto(model);
-  // Old types would only constrain inference; clear what it can recompute.
-  proto.mutable_graph()->clear_value_info();
+std::string oneLine(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+Status runOnnxShapeInference(onnx::ModelProto& proto) {
   try {
     onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(),
                                        onnx::ShapeInferenceOptions(false, 0, true));
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
-    return Error("shape inference: " + what);
+    return Error("ONNX shape inference: " + oneLine(e.what()));
   }
+  return okStatus();
+}
+
+Status inferShapes(ir::Model& model) {
+  onnx::ModelProto proto = exportModelProto(model);
+  // Old types would only constrain inference; clear what it can recompute.
+  proto.mutable_graph()->clear_value_info();
+  POPRT_TRY(runOnnxShapeInference(proto));
   update(*model.graph, proto.graph());
   return okStatus();
 }

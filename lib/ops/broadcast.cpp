@@ -23,6 +23,15 @@ std::vector<int64_t> contiguousStrides(const Shape& shape) {
   return s;
 }
 
+int64_t broadcastOffset(int64_t index, const std::vector<int64_t>& contiguous, const std::vector<int64_t>& strides) {
+  int64_t offset = 0;
+  for (size_t d = 0; d < contiguous.size(); ++d) {
+    offset += (index / contiguous[d]) * strides[d];
+    index %= contiguous[d];
+  }
+  return offset;
+}
+
 std::vector<int64_t> broadcastStrides(const Shape& in, const Shape& out) {
   std::vector<int64_t> in_strides = contiguousStrides(in);
   std::vector<int64_t> s(out.size(), 0);

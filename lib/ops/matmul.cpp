@@ -42,15 +42,8 @@ Expected<std::vector<Tensor>> evalMatMul(const std::vector<const Tensor*>& in) {
       auto py = y.data<T>();
       std::vector<int64_t> bstrides = contiguousStrides(batch);
       for (int64_t bi = 0; bi < batches; ++bi) {
-        int64_t oa = 0, ob = 0, rem = bi;
-        for (size_t d = 0; d < batch.size(); ++d) {
-          int64_t idx = rem / bstrides[d];
-          rem %= bstrides[d];
-          oa += idx * stride_a[d];
-          ob += idx * stride_b[d];
-        }
-        oa *= M * K;
-        ob *= K * N;
+        const int64_t oa = broadcastOffset(bi, bstrides, stride_a) * M * K;
+        const int64_t ob = broadcastOffset(bi, bstrides, stride_b) * K * N;
         for (int64_t m = 0; m < M; ++m)
           for (int64_t n = 0; n < N; ++n) {
             Acc<T> acc = 0;
