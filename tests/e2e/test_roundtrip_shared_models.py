@@ -7,7 +7,7 @@ deterministic inputs, reproduce the stored ONNX Runtime outputs of the original 
 
     /usr/bin/python3 tests/e2e/test_roundtrip_shared_models.py --bin-dir /work/main/build/bin
 
-Environment: POPRT_SHARED_DIR (default /work/shared) holds models/ and ort/.
+Environment: POPRT_SHARED_DIR (default ../shared beside the repository) holds models/ and ort/.
 Skipped when node or the onnxruntime-node package is unavailable.
 """
 
@@ -26,7 +26,9 @@ import onnx
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util  # noqa: E402
 
-SHARED_DIR = os.environ.get("POPRT_SHARED_DIR", "/work/shared")
+# ../shared beside the repository, as every developer and CI machine has it.
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED_DIR = os.environ.get("POPRT_SHARED_DIR", os.path.normpath(os.path.join(_REPO, "..", "shared")))
 MODELS_DIR = os.path.join(SHARED_DIR, "models")
 ORT_DIR = os.path.join(SHARED_DIR, "ort")
 RTOL = 1e-3
