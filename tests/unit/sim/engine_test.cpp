@@ -86,16 +86,20 @@ TEST(Engine, BatchedMatMulWithBroadcastBatch) {
   expectSimMatchesReference(g, {{"a", randomTensor({2, 3, 4, 6}, 5)}, {"b", randomTensor({3, 6, 5}, 6)}}, 16);
 }
 
-TEST(Engine, RefusesVertexOutsideTileMemory) {
+// y = Relu(x) with x float32[8], compiled for a 4-tile target.
+exec::Executable compileRelu() {
   ir::Graph g;
   ir::Value* x = g.addInput("x", f32({8}));
   ir::Value* y = g.addValue("y", f32({8}));
   g.addNode("Relu", {x}, {y}, "relu");
   g.addOutput(y);
-  auto target = codegen::makeTarget("ipu2", 1, 4);
-  auto compiled = codegen::compile(g, {*target, 0.6});
-  ASSERT_TRUE(compiled.ok());
-  exec::Executable exe = compiled->executable;
+  auto compiled = codegen::compile(g, {*codegen::makeTarget("ipu2", 1, 4), 0.6});
+  EXPECT_TRUE(compiled.ok());
+  return compiled->executable;
+}
+
+TEST(Engine, RefusesVertexOutsideTileMemory) {
+  exec::Executable exe = compileRelu();
   exe.compute_sets[0].vertices[0].fields[0].offset = exe.tile_bytes[exe.compute_sets[0].vertices[0].tile];
   auto engine = Engine::create(exe, {});
   ASSERT_FALSE(engine.ok());
@@ -103,15 +107,7 @@ TEST(Engine, RefusesVertexOutsideTileMemory) {
 }
 
 TEST(Engine, RefusesWrongInputShape) {
-  ir::Graph g;
-  ir::Value* x = g.addInput("x", f32({8}));
-  ir::Value* y = g.addValue("y", f32({8}));
-  g.addNode("Relu", {x}, {y}, "relu");
-  g.addOutput(y);
-  auto target = codegen::makeTarget("ipu2", 1, 4);
-  auto compiled = codegen::compile(g, {*target, 0.6});
-  ASSERT_TRUE(compiled.ok());
-  auto engine = Engine::create(compiled->executable, {});
+  auto engine = Engine::create(compileRelu(), {});
   ASSERT_TRUE(engine.ok());
   Tensor wrong(DType::Float, {7});
   auto r = (*engine)->run({&wrong});
