@@ -89,10 +89,10 @@ Expected<std::vector<Tensor>> evalBinary(BinaryFn fn, const std::vector<const Te
 void registerElementwiseOps(std::vector<OpDef>& ops) {
   for (const auto& u : kUnary)
     ops.push_back({u.op_type, u.fp16, LoweringFamily::Unary,
-                   [fn = u.fn](const ir::Node&, const std::vector<const Tensor*>& in) { return evalUnary(fn, in); }});
+                   [fn = u.fn](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalUnary(fn, in); }});
   for (const auto& b : kBinary)
     ops.push_back({b.op_type, Fp16Policy::Convert, LoweringFamily::Binary,
-                   [fn = b.fn](const ir::Node&, const std::vector<const Tensor*>& in) { return evalBinary(fn, in); }});
+                   [fn = b.fn](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalBinary(fn, in); }});
 }
 
 // The codegen needs the function id of an elementwise node.

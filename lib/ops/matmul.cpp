@@ -59,7 +59,7 @@ Expected<std::vector<Tensor>> evalMatMul(const std::vector<const Tensor*>& in) {
   return std::vector<Tensor>{std::move(y)};
 }
 
-Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<const Tensor*>& in) {
+Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
   if (in.size() < 2 || !in[0] || !in[1]) return Error("expects inputs A and B");
   const Tensor& a = *in[0];
   const Tensor& b = *in[1];
@@ -106,7 +106,7 @@ Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<c
 
 void registerMatMulOps(std::vector<OpDef>& ops) {
   ops.push_back({"MatMul", Fp16Policy::AccumulateFp32, LoweringFamily::MatMul,
-                 [](const ir::Node&, const std::vector<const Tensor*>& in) { return evalMatMul(in); }});
+                 [](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalMatMul(in); }});
   ops.push_back({"Gemm", Fp16Policy::AccumulateFp32, LoweringFamily::MatMul, evalGemm});
 }
 

@@ -5,13 +5,26 @@
 namespace poprt::ops {
 namespace {
 
+std::string canonicalDomain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+
 struct Registry {
   std::vector<OpDef> ops;
-  std::unordered_map<std::string, size_t> by_type;
+  std::map<std::pair<std::string, std::string>, size_t> by_key;
   Registry() {
     registerElementwiseOps(ops);
     registerMatMulOps(ops);
-    for (size_t i = 0; i < ops.size(); ++i) by_type[ops[i].op_type] = i;
+    registerReduceOps(ops);
+    registerTensorOps(ops);
+    registerNnOps(ops);
+    registerRnnOps(ops);
+    registerQuantOps(ops);
+    registerControlFlowOps(ops);
+    registerSignalOps(ops);
+    registerMiscOps(ops);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      auto key = std::make_pair(canonicalDomain(ops[i].domain), ops[i].op_type);
+      POPRT_CHECK(by_key.emplace(key, i).second, "op " + ops[i].op_type + " is registered twice");
+    }
   }
 };
 
@@ -23,10 +36,9 @@ const Registry& registry() {
 }  // namespace
 
 const OpDef* findOp(const std::string& domain, const std::string& op_type) {
-  if (!domain.empty() && domain != "ai.onnx") return nullptr;
   const auto& r = registry();
-  auto it = r.by_type.find(op_type);
-  return it == r.by_type.end() ? nullptr : &r.ops[it->second];
+  auto it = r.by_key.find({canonicalDomain(domain), op_type});
+  return it == r.by_key.end() ? nullptr : &r.ops[it->second];
 }
 
 std::vector<const OpDef*> allOps() {
@@ -35,50 +47,133 @@ std::vector<const OpDef*> allOps() {
   return out;
 }
 
-Expected<std::vector<Tensor>> evaluateNode(const ir::Node& node, const std::vector<const Tensor*>& inputs) {
+int64_t EvalContext::opset(const std::string& domain) const {
+  auto it = opsets_.find(canonicalDomain(domain));
+  return it == opsets_.end() ? 0 : it->second;
+}
+
+// The values visible while a graph runs: its own, then those of the enclosing graphs.
+struct Scope {
+  const Scope* parent = nullptr;
+  std::unordered_map<const ir::Value*, RtValue> values;
+
+  const RtValue* find(const ir::Value* v) const {
+    for (const Scope* s = this; s; s = s->parent)
+      if (auto it = s->values.find(v); it != s->values.end()) return &it->second;
+    return nullptr;
+  }
+};
+
+class GraphRunner {
+ public:
+  static Expected<std::vector<RtValue>> run(const ir::Graph& graph, Scope& scope, EvalContext& ctx) {
+    for (const ir::Value* init : graph.initializers())
+      if (!scope.values.count(init)) scope.values[init] = RtValue::of(*init->initializer());
+    for (const ir::Value* in : graph.inputs())
+      if (!scope.find(in)) return Error("graph '" + graph.name() + "': input '" + in->name() + "' was not given a value");
+    for (const auto& node : graph.nodes()) {
+      std::vector<const RtValue*> args;
+      for (const ir::Value* in : node->inputs()) {
+        const RtValue* v = nullptr;
+        if (in) {
+          v = scope.find(in);
+          if (!v && in->initializer()) {  // an initializer of an enclosing graph
+            scope.values[in] = RtValue::of(*in->initializer());
+            v = &scope.values[in];
+          }
+          if (!v) return Error(node->describe() + ": input '" + in->name() + "' has no value");
+        }
+        args.push_back(v);
+      }
+      const Scope* saved = ctx.scope_;
+      ctx.scope_ = &scope;
+      auto outs = runNode(*node, args, ctx);
+      ctx.scope_ = saved;
+      if (!outs.ok()) return outs.error();
+      for (size_t i = 0; i < node->outputs().size() && i < outs->size(); ++i)
+        if (node->outputs()[i]) scope.values[node->outputs()[i]] = std::move((*outs)[i]);
+    }
+    std::vector<RtValue> results;
+    for (const ir::Value* out : graph.outputs()) {
+      const RtValue* v = scope.find(out);
+      if (!v) return Error("graph '" + graph.name() + "': output '" + out->name() + "' was not computed");
+      results.push_back(*v);
+    }
+    return results;
+  }
+};
+
+Expected<std::vector<RtValue>> EvalContext::runSubgraph(const ir::Graph& graph, const std::vector<RtValue>& inputs) {
+  if (inputs.size() != graph.inputs().size())
+    return Error("subgraph '" + graph.name() + "' takes " + std::to_string(graph.inputs().size()) + " inputs, got " +
+                 std::to_string(inputs.size()));
+  Scope scope;
+  scope.parent = scope_;
+  for (size_t i = 0; i < inputs.size(); ++i) scope.values[graph.inputs()[i]] = inputs[i];
+  return GraphRunner::run(graph, scope, *this);
+}
+
+Expected<std::vector<RtValue>> runNode(const ir::Node& node, const std::vector<const RtValue*>& inputs, EvalContext& ctx) {
   const OpDef* def = findOp(node.domain(), node.opType());
-  if (!def || !def->eval) return Error(node.describe() + ": the reference evaluator does not support this op yet");
+  if (!def || (!def->eval && !def->value_eval))
+    return Error(node.describe() + ": the reference evaluator does not support this op yet");
   try {
-    auto result = def->eval(node, inputs);
+    if (def->value_eval) {
+      auto result = def->value_eval(node, inputs, ctx);
+      if (!result.ok()) return result.error().withContext(node.describe());
+      return result;
+    }
+    std::vector<const Tensor*> tensors;
+    for (const RtValue* v : inputs) {
+      if (v && !v->isTensor()) return Error(node.describe() + ": expects tensor inputs, got a sequence or optional");
+      tensors.push_back(v ? &v->tensor : nullptr);
+    }
+    auto result = def->eval(node, tensors, ctx);
     if (!result.ok()) return result.error().withContext(node.describe());
-    return result;
+    std::vector<RtValue> values;
+    for (auto& t : *result) values.push_back(RtValue::of(std::move(t)));
+    return values;
   } catch (const std::bad_alloc&) {
     return Error(node.describe() + ": out of memory in the reference evaluator");
   }
 }
 
-Expected<std::vector<Tensor>> evaluateGraph(const ir::Graph& graph,
-                                            const std::vector<std::pair<std::string, Tensor>>& inputs) {
-  std::unordered_map<const ir::Value*, Tensor> values;
-  for (const auto& [name, tensor] : inputs) {
+Expected<std::vector<RtValue>> runGraph(const ir::Graph& graph, const std::vector<std::pair<std::string, RtValue>>& inputs,
+                                        EvalContext& ctx) {
+  Scope scope;
+  for (const auto& [name, value] : inputs) {
     const ir::Value* v = graph.findLocalValue(name);
     if (!v || !v->isGraphInput()) return Error("graph has no input named '" + name + "'");
-    values[v] = tensor;
+    scope.values[v] = value;
   }
-  auto lookup = [&](const ir::Value* v) -> const Tensor* {
-    if (auto it = values.find(v); it != values.end()) return &it->second;
-    return v->initializer();
-  };
-  for (const ir::Value* in : graph.inputs())
-    if (!lookup(in)) return Error("graph input '" + in->name() + "' was not given a value");
-  for (const auto& node : graph.nodes()) {
-    std::vector<const Tensor*> args;
-    for (const ir::Value* in : node->inputs()) {
-      const Tensor* t = in ? lookup(in) : nullptr;
-      if (in && !t) return Error(node->describe() + ": input '" + in->name() + "' has no value");
-      args.push_back(t);
-    }
-    POPRT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, evaluateNode(*node, args));
-    for (size_t i = 0; i < node->outputs().size() && i < outs.size(); ++i)
-      if (node->outputs()[i]) values[node->outputs()[i]] = std::move(outs[i]);
+  return GraphRunner::run(graph, scope, ctx);
+}
+
+Expected<std::vector<Tensor>> evaluateNode(const ir::Node& node, const std::vector<const Tensor*>& inputs, int64_t opset) {
+  std::vector<RtValue> values;
+  values.reserve(inputs.size());
+  for (const Tensor* t : inputs) values.push_back(t ? RtValue::of(*t) : RtValue::none());
+  std::vector<const RtValue*> args;
+  for (size_t i = 0; i < inputs.size(); ++i) args.push_back(inputs[i] ? &values[i] : nullptr);
+  EvalContext ctx({{"", opset}});
+  POPRT_ASSIGN_OR_RETURN(std::vector<RtValue> outs, runNode(node, args, ctx));
+  std::vector<Tensor> tensors;
+  for (auto& v : outs) tensors.push_back(std::move(v.tensor));
+  return tensors;
+}
+
+Expected<std::vector<Tensor>> evaluateGraph(const ir::Graph& graph, const std::vector<std::pair<std::string, Tensor>>& inputs,
+                                            const Opsets& opsets) {
+  std::vector<std::pair<std::string, RtValue>> values;
+  for (const auto& [name, t] : inputs) values.emplace_back(name, RtValue::of(t));
+  EvalContext ctx(opsets);
+  POPRT_ASSIGN_OR_RETURN(std::vector<RtValue> outs, runGraph(graph, values, ctx));
+  std::vector<Tensor> tensors;
+  for (auto& v : outs) {
+    if (!v.isTensor()) return Error("graph output is a sequence or optional, not a tensor");
+    tensors.push_back(std::move(v.tensor));
   }
-  std::vector<Tensor> results;
-  for (const ir::Value* out : graph.outputs()) {
-    const Tensor* t = lookup(out);
-    if (!t) return Error("graph output '" + out->name() + "' was not computed");
-    results.push_back(*t);
-  }
-  return results;
+  return tensors;
 }
 
 }  // namespace poprt::ops

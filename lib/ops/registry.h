@@ -3,11 +3,14 @@
 // its fp16 policy and the codegen family that lowers it to vertices.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "lib/ir/graph.h"
+#include "lib/ops/value.h"
 
 namespace poprt::ops {
 
@@ -18,32 +21,71 @@ enum class Fp16Policy {
   TypeAgnostic,    // moves data only (reshape, transpose, gather...)
 };
 
-// The codegen family that lowers an op; None means no device lowering yet.
+// The codegen family that lowers an op; None means no device lowering yet (host fallback).
 enum class LoweringFamily { None, Unary, Binary, MatMul };
 
-// Inputs may be null (omitted optional inputs). Returns one tensor per node output.
-using EvalFn = std::function<Expected<std::vector<Tensor>>(const ir::Node&, const std::vector<const Tensor*>&)>;
+using Opsets = std::map<std::string, int64_t>;  // domain ("" = ai.onnx) -> version
+
+struct Scope;
+
+// What an evaluator may ask of its surroundings: opset versions, a seed for random ops, and
+// running a subgraph (If/Loop/Scan bodies) in the scope of the node being evaluated.
+class EvalContext {
+ public:
+  explicit EvalContext(Opsets opsets = {{"", 17}}, uint64_t seed = 0) : opsets_(std::move(opsets)), seed_(seed) {}
+  int64_t opset(const std::string& domain = "") const;
+  uint64_t seed() const { return seed_; }
+  // Binds `inputs` to the subgraph's inputs, runs it, returns its outputs. Values of enclosing
+  // graphs are visible, as ONNX scoping requires.
+  Expected<std::vector<RtValue>> runSubgraph(const ir::Graph& graph, const std::vector<RtValue>& inputs);
+
+ private:
+  friend class GraphRunner;
+  Opsets opsets_;
+  uint64_t seed_;
+  const Scope* scope_ = nullptr;
+};
+
+// Tensor ops: inputs may be null (omitted optional inputs); one tensor per node output.
+using EvalFn = std::function<Expected<std::vector<Tensor>>(const ir::Node&, const std::vector<const Tensor*>&, EvalContext&)>;
+// Ops on sequences/optionals and control flow.
+using ValueEvalFn =
+    std::function<Expected<std::vector<RtValue>>(const ir::Node&, const std::vector<const RtValue*>&, EvalContext&)>;
 
 struct OpDef {
   std::string op_type;
   Fp16Policy fp16 = Fp16Policy::Convert;
   LoweringFamily lowering = LoweringFamily::None;
-  EvalFn eval;
+  EvalFn eval;              // set for tensor ops
+  ValueEvalFn value_eval;   // set for sequence/optional/control-flow ops
+  std::string domain;       // "" = ai.onnx
 };
 
-// Default-domain ops by type; nullptr if the registry has no entry.
+// nullptr if the registry has no entry for (domain, op_type).
 const OpDef* findOp(const std::string& domain, const std::string& op_type);
 std::vector<const OpDef*> allOps();
 
-// Runs one node with the reference evaluator; errors name the node.
-Expected<std::vector<Tensor>> evaluateNode(const ir::Node& node, const std::vector<const Tensor*>& inputs);
+// Runs one node; errors name the node.
+Expected<std::vector<RtValue>> runNode(const ir::Node& node, const std::vector<const RtValue*>& inputs, EvalContext& ctx);
+// Runs a graph: inputs by name; returns the graph outputs in order.
+Expected<std::vector<RtValue>> runGraph(const ir::Graph& graph, const std::vector<std::pair<std::string, RtValue>>& inputs,
+                                        EvalContext& ctx);
 
-// Runs a whole graph: inputs by name; returns the graph outputs in order.
-Expected<std::vector<Tensor>> evaluateGraph(const ir::Graph& graph,
-                                            const std::vector<std::pair<std::string, Tensor>>& inputs);
+// Tensor-only conveniences over runNode/runGraph (default-domain opset 17 unless given).
+Expected<std::vector<Tensor>> evaluateNode(const ir::Node& node, const std::vector<const Tensor*>& inputs, int64_t opset = 17);
+Expected<std::vector<Tensor>> evaluateGraph(const ir::Graph& graph, const std::vector<std::pair<std::string, Tensor>>& inputs,
+                                            const Opsets& opsets = {{"", 17}});
 
-// Registration, used by the op definition files (see registry.cpp for the list).
+// Registration: one function per op family file (listed in registry.cpp).
 void registerElementwiseOps(std::vector<OpDef>& ops);
 void registerMatMulOps(std::vector<OpDef>& ops);
+void registerReduceOps(std::vector<OpDef>& ops);
+void registerTensorOps(std::vector<OpDef>& ops);
+void registerNnOps(std::vector<OpDef>& ops);
+void registerRnnOps(std::vector<OpDef>& ops);
+void registerQuantOps(std::vector<OpDef>& ops);
+void registerControlFlowOps(std::vector<OpDef>& ops);
+void registerSignalOps(std::vector<OpDef>& ops);
+void registerMiscOps(std::vector<OpDef>& ops);
 
 }  // namespace poprt::ops

@@ -1,0 +1,8 @@
+// Misc op family of the reference evaluator (see registry.h).
+#include "lib/ops/registry.h"
+
+namespace poprt::ops {
+
+void registerMiscOps(std::vector<OpDef>& ops) { (void)ops; }
+
+}  // namespace poprt::ops
