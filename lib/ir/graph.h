@@ -82,10 +82,10 @@ class Value {
 
 using GraphPtr = std::shared_ptr<Graph>;
 
-// An attribute value; the variant index is the ONNX attribute kind.
+// An attribute value; each alternative is one ONNX attribute kind (TensorType = TYPE_PROTO).
 using AttributeValue = std::variant<float, int64_t, std::string, Tensor, GraphPtr, std::vector<float>,
                                     std::vector<int64_t>, std::vector<std::string>, std::vector<Tensor>,
-                                    std::vector<GraphPtr>>;
+                                    std::vector<GraphPtr>, TensorType, std::vector<TensorType>>;
 
 struct Attribute {
   AttributeValue value;

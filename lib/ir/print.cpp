@@ -22,6 +22,8 @@ std::string attrToString(const AttributeValue& v) {
   else if (auto* ss = std::get_if<std::vector<std::string>>(&v)) list(*ss);
   else if (auto* ts = std::get_if<std::vector<Tensor>>(&v)) s << "tensors<" << ts->size() << ">";
   else if (auto* gs = std::get_if<std::vector<GraphPtr>>(&v)) s << "graphs<" << gs->size() << ">";
+  else if (auto* tp = std::get_if<TensorType>(&v)) s << "type<" << tp->toString() << ">";
+  else if (auto* tps = std::get_if<std::vector<TensorType>>(&v)) s << "types<" << tps->size() << ">";
   return s.str();
 }
 

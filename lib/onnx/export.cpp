@@ -50,6 +50,12 @@ void exportAttribute(const std::string& name, const ir::Attribute& attr, onnx::A
   } else if (auto* gs = std::get_if<std::vector<ir::GraphPtr>>(&v)) {
     ap->set_type(onnx::AttributeProto::GRAPHS);
     for (const auto& x : *gs) exportGraph(*x, ap->add_graphs());
+  } else if (auto* tp = std::get_if<ir::TensorType>(&v)) {
+    ap->set_type(onnx::AttributeProto::TYPE_PROTO);
+    typeToProto(*tp, ap->mutable_tp());
+  } else if (auto* tps = std::get_if<std::vector<ir::TensorType>>(&v)) {
+    ap->set_type(onnx::AttributeProto::TYPE_PROTOS);
+    for (const auto& x : *tps) typeToProto(x, ap->add_type_protos());
   }
 }
 

@@ -2,6 +2,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 
 #include <algorithm>
 #include <set>
@@ -139,6 +140,13 @@ class Importer {
         attr.value = std::move(gs);
         break;
       }
+      case onnx::AttributeProto::TYPE_PROTO: attr.value = typeFromProto(ap.tp()); break;
+      case onnx::AttributeProto::TYPE_PROTOS: {
+        std::vector<ir::TensorType> types;
+        for (const auto& tp : ap.type_protos()) types.push_back(typeFromProto(tp));
+        attr.value = std::move(types);
+        break;
+      }
       default:
         return Error("attribute kind " + onnx::AttributeProto::AttributeType_Name(ap.type()) + " is not supported");
     }
@@ -204,6 +212,18 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
   if (!opsets.count(""))
     return Error(source + ": the model imports no opset of the default ONNX domain");
   int64_t opset = opsets[""];
+  if (opset < kMinOpset && opset >= 1) {
+    // Older models are upgraded with libonnx's version converter, as onnx.version_converter would.
+    try {
+      proto = onnx::version_conversion::ConvertVersion(proto, static_cast<int>(kMinOpset));
+      for (const auto& op : proto.opset_import())
+        if (canonicalDomain(op.domain()).empty()) opset = op.version();
+      opsets[""] = static_cast<int>(opset);
+    } catch (const std::exception& e) {
+      return Error(source + ": default-domain opset " + std::to_string(opset) + " is below " + std::to_string(kMinOpset) +
+                   " and the ONNX version converter could not upgrade it: " + oneLine(e.what()));
+    }
+  }
   if (opset < kMinOpset || opset > kMaxOpset)
     return Error(source + ": default-domain opset " + std::to_string(opset) + " is outside the supported range " +
                  std::to_string(kMinOpset) + "-" + std::to_string(kMaxOpset) +
