@@ -1,33 +1,42 @@
 #include "codegen/compiler.h"
 
-#include <algorithm>
+#include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "codegen/host_program.h"
 #include "codegen/lowering.h"
+#include "lib/onnx/onnx_io.h"
 #include "lib/ops/registry.h"
 
 namespace poprt::codegen {
 namespace {
 
-// Why a node cannot run on the device, or "" if it can.
-std::string deviceBlocker(const ir::Node& node, const ops::OpDef* def) {
-  if (!def || def->lowering == ops::LoweringFamily::None) return "no device lowering for this op yet";
-  for (const ir::Value* v : node.inputs())
-    if (v && v->type.dtype != DType::Float)
-      return "input '" + v->name() + "' is " + std::string(dtypeName(v->type.dtype)) + "; the device supports float32 here";
-  for (const ir::Value* v : node.outputs())
-    if (v && v->type.dtype != DType::Float)
-      return "output '" + v->name() + "' is " + std::string(dtypeName(v->type.dtype)) + "; the device supports float32 here";
-  return "";
+std::string nodeName(const ir::Node& node, size_t index) {
+  return node.name().empty() ? node.opType() + "_" + std::to_string(index) : node.name();
 }
 
-void addStream(exec::Executable& exe, exec::Program& program, exec::StepKind kind, exec::HostStream::Role role,
-               const ir::Value* v, const TileMapping& m) {
-  exec::HostStream s{v->name(), role, v->type.dtype, v->type.staticShape(), {}};
-  const size_t esize = dtypeSize(v->type.dtype);
-  for (const Region& r : m.regions)
-    s.copies.push_back({static_cast<uint64_t>(r.begin) * esize, r.tile, r.offset, static_cast<uint64_t>(r.count) * esize});
-  program.steps.push_back({kind, static_cast<uint32_t>(exe.streams.size())});
-  exe.streams.push_back(std::move(s));
+// Why a node cannot run on the device, or "" if it can.
+std::string deviceBlocker(const ir::Node& node) {
+  const ops::OpDef* def = ops::findOp(node.domain(), node.opType());
+  if (!def || def->lowering == ops::LoweringFamily::None) return "no device lowering for " + node.opType();
+  auto check = [](const ir::Value* v, const char* what) -> std::string {
+    if (!v) return "";
+    if (!v->type.isTensor()) return std::string(what) + " '" + v->name() + "' is not a tensor";
+    if (v->type.dtype != DType::Float)
+      return std::string(what) + " '" + v->name() + "' is " + std::string(dtypeName(v->type.dtype)) +
+             "; the device runs float32 here";
+    if (!v->type.hasStaticShape())
+      return std::string(what) + " '" + v->name() + "' has the run-time shape " + v->type.toString();
+    return "";
+  };
+  for (const ir::Value* v : node.inputs())
+    if (auto why = check(v, "input"); !why.empty()) return why;
+  for (const ir::Value* v : node.outputs())
+    if (auto why = check(v, "output"); !why.empty()) return why;
+  return "";
 }
 
 Status checkMemory(const exec::Executable& exe, const std::vector<uint64_t>& used) {
@@ -44,67 +53,201 @@ Status checkMemory(const exec::Executable& exe, const std::vector<uint64_t>& use
   return Error(msg + " (hint: a smaller batch, or more IPUs)");
 }
 
-}  // namespace
+Shape streamShape(const ir::Value* v) {
+  Shape s;
+  if (v->type.dims)
+    for (const ir::Dim& d : *v->type.dims) s.push_back(d.isStatic() ? d.value : -1);
+  return s;
+}
 
-Expected<CompileResult> compile(const ir::Graph& graph, const CompileOptions& options) {
-  // Everything the device cannot run, reported together.
-  std::vector<std::string> blocked;
-  for (const auto& node : graph.nodes()) {
-    std::string why = deviceBlocker(*node, ops::findOp(node->domain(), node->opType()));
-    if (!why.empty()) blocked.push_back(node->describe() + ": " + why);
+// Builds the executable: streams for the graph's inputs and outputs first (their order is the
+// user's), then each node in order, on the device or in a host program.
+class Compiler {
+ public:
+  Compiler(const ir::Model& model, const CompileOptions& options) : model_(model), graph_(*model.graph), l_(options) {}
+
+  Expected<CompileResult> run() {
+    exec::Executable& exe = l_.executable();
+    for (const ir::Value* in : graph_.inputs()) {
+      if (in->isInitializer()) continue;
+      if (!in->type.isTensor() || !in->type.hasStaticShape())
+        return Error("input '" + in->name() + "' has shape " + in->type.toString() +
+                     "; compiling needs static input shapes (hint: --input_shape NAME=D0,D1,...)");
+      host_buffer_[in] = addStream(exec::HostStream::Role::Input, in);
+      on_host_.insert(in);  // the user's input arrives in its host buffer
+    }
+    for (const ir::Value* out : graph_.outputs()) {
+      if (!out->type.isTensor() || !out->type.hasRank())
+        return Error("output '" + out->name() + "' is not a tensor of known rank; PopEF anchors are tensors");
+      if (host_buffer_.count(out))
+        return Error("output '" + out->name() + "' is also a graph input (not supported yet)");
+      host_buffer_[out] = addStream(exec::HostStream::Role::Output, out);
+    }
+    // Which top-level nodes read each value (through subgraphs too).
+    std::vector<const ir::Node*> nodes;
+    for (const auto& n : graph_.nodes()) nodes.push_back(n.get());
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (const ir::Value* v : valuesRead(*nodes[i], graph_)) readers_[v].push_back(i);
+
+    // Nodes neither the device nor the host evaluator can run, reported together.
+    std::vector<std::string> unsupported;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const ops::OpDef* def = ops::findOp(nodes[i]->domain(), nodes[i]->opType());
+      if (!deviceBlocker(*nodes[i]).empty() && (!def || (!def->eval && !def->value_eval)))
+        unsupported.push_back(nodes[i]->describe());
+    }
+    if (!unsupported.empty()) {
+      std::string msg = std::to_string(unsupported.size()) + " node(s) use ops that neither the device nor the host can run yet: ";
+      for (size_t i = 0; i < unsupported.size() && i < 10; ++i) msg += (i ? ", " : "") + unsupported[i];
+      if (unsupported.size() > 10) msg += ", ... (" + std::to_string(unsupported.size() - 10) + " more)";
+      return Error(msg);
+    }
+    whole_ = onnxio::exportModelProto(model_);
+    std::vector<size_t> pending_host;  // consecutive host nodes form one host program
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      std::string why = deviceBlocker(*nodes[i]);
+      if (why.empty()) {
+        if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes));
+        POPRT_TRY(lowerOnDevice(*nodes[i], i));
+      } else {
+        pending_host.push_back(i);
+        result_.host_nodes.push_back(nodeName(*nodes[i], i));
+        result_.host_reasons.push_back(why);
+      }
+    }
+    if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes));
+    // Device-produced outputs stream out at the end; host-produced ones are already in place.
+    for (const ir::Value* out : graph_.outputs()) {
+      if (on_host_.count(out)) continue;
+      POPRT_TRY(ensureOnDevice(out));
+      copyOut(out);
+    }
+    exe.tile_bytes = l_.allocator().used();
+    POPRT_TRY(checkMemory(exe, exe.tile_bytes));
+    result_.executable = std::move(exe);
+    return std::move(result_);
   }
-  if (!blocked.empty()) {
-    std::string msg = std::to_string(blocked.size()) + " node(s) cannot run on the device: ";
-    for (size_t i = 0; i < blocked.size() && i < 10; ++i) msg += (i ? "; " : "") + blocked[i];
-    if (blocked.size() > 10) msg += "; ... (" + std::to_string(blocked.size() - 10) + " more)";
-    return Error(msg);
+
+ private:
+  uint32_t addStream(exec::HostStream::Role role, const ir::Value* v) {
+    auto& streams = l_.executable().streams;
+    streams.push_back({v->name(), role, v->type.dtype, streamShape(v), {}});
+    return static_cast<uint32_t>(streams.size() - 1);
   }
-  auto check_static = [](const ir::Value* v) -> Status {
-    if (!v->type.isTensor() || !v->type.hasStaticShape())
-      return Error("tensor '" + v->name() + "' has shape " + v->type.toString() +
-                   "; the device needs static shapes (hint: --input_shape NAME=D0,D1,...)");
+
+  uint32_t hostBuffer(const ir::Value* v) {
+    auto it = host_buffer_.find(v);
+    if (it != host_buffer_.end()) return it->second;
+    return host_buffer_[v] = addStream(exec::HostStream::Role::Host, v);
+  }
+
+  void setCopies(uint32_t stream, const ir::Value* v, const TileMapping& m) {
+    const size_t esize = dtypeSize(v->type.dtype);
+    auto& copies = l_.executable().streams[stream].copies;
+    for (const Region& r : m.regions)
+      copies.push_back({static_cast<uint64_t>(r.begin) * esize, r.tile, r.offset, static_cast<uint64_t>(r.count) * esize});
+  }
+
+  // Gives `v` a tile mapping: weights through the load program, inputs and host values by
+  // streaming their host buffer in.
+  Status ensureOnDevice(const ir::Value* v) {
+    if (l_.hasMapping(v)) return okStatus();
+    if (!v->type.hasStaticShape()) return Error("internal: value '" + v->name() + "' needs a static shape on the device");
+    auto& exe = l_.executable();
+    TileMapping m = l_.spreadLinear(v->type.numElements(), dtypeSize(v->type.dtype));
+    if (v->isInitializer()) {
+      uint32_t s = addStream(exec::HostStream::Role::Weight, v);
+      setCopies(s, v, m);
+      exe.load.steps.push_back({exec::StepKind::StreamIn, s});
+      result_.weights.emplace_back(v->name(), *v->initializer());
+    } else {
+      uint32_t s = hostBuffer(v);
+      setCopies(s, v, m);
+      exe.main.steps.push_back({exec::StepKind::StreamIn, s});
+    }
+    l_.setMapping(v, std::move(m));
     return okStatus();
-  };
+  }
 
-  Lowering l(options);
-  CompileResult result;
-  exec::Executable& exe = l.executable();
-  for (const ir::Value* in : graph.inputs()) {
-    if (in->isInitializer()) continue;
-    POPRT_TRY(check_static(in));
-    l.setMapping(in, l.spreadLinear(in->type.numElements(), dtypeSize(in->type.dtype)));
-    addStream(exe, exe.main, exec::StepKind::StreamIn, exec::HostStream::Role::Input, in, l.mapping(in));
+  void copyOut(const ir::Value* v) {
+    uint32_t s = hostBuffer(v);
+    setCopies(s, v, l_.mapping(v));
+    l_.executable().main.steps.push_back({exec::StepKind::StreamOut, s});
+    on_host_.insert(v);
   }
-  for (const ir::Value* w : graph.initializers()) {
-    if (l.hasMapping(w)) continue;
-    l.setMapping(w, l.spreadLinear(w->type.numElements(), dtypeSize(w->type.dtype)));
-    addStream(exe, exe.load, exec::StepKind::StreamIn, exec::HostStream::Role::Weight, w, l.mapping(w));
-    result.weights.emplace_back(w->name(), *w->initializer());
-  }
-  size_t index = 0;
-  for (const auto& node : graph.nodes()) {
-    for (const ir::Value* v : node->outputs())
-      if (v) POPRT_TRY(check_static(v));
-    std::string name = node->name().empty() ? node->opType() + "_" + std::to_string(index) : node->name();
-    ++index;
-    l.beginNode(name);
-    switch (ops::findOp(node->domain(), node->opType())->lowering) {
-      case ops::LoweringFamily::Unary: POPRT_TRY(lowerUnary(l, *node)); break;
-      case ops::LoweringFamily::Binary: POPRT_TRY(lowerBinary(l, *node)); break;
-      case ops::LoweringFamily::MatMul: POPRT_TRY(lowerMatMul(l, *node)); break;
+
+  Status lowerOnDevice(const ir::Node& node, size_t index) {
+    for (const ir::Value* v : node.inputs())
+      if (v) POPRT_TRY(ensureOnDevice(v));
+    std::string name = nodeName(node, index);
+    l_.beginNode(name);
+    switch (ops::findOp(node.domain(), node.opType())->lowering) {
+      case ops::LoweringFamily::Unary: POPRT_TRY(lowerUnary(l_, node)); break;
+      case ops::LoweringFamily::Binary: POPRT_TRY(lowerBinary(l_, node)); break;
+      case ops::LoweringFamily::MatMul: POPRT_TRY(lowerMatMul(l_, node)); break;
       case ops::LoweringFamily::None: break;
     }
-    l.endNode();
-    result.device_nodes.push_back(name);
+    l_.endNode();
+    result_.device_nodes.push_back(name);
+    return okStatus();
   }
-  for (const ir::Value* out : graph.outputs()) {
-    POPRT_TRY(check_static(out));
-    addStream(exe, exe.main, exec::StepKind::StreamOut, exec::HostStream::Role::Output, out, l.mapping(out));
+
+  // One host program for nodes[indices]: its inputs are the values it reads from elsewhere
+  // (device values stream out first), its outputs the values read after it or returned.
+  Status flushHost(std::vector<size_t>& indices, const std::vector<const ir::Node*>& nodes) {
+    std::set<const ir::Value*> produced;
+    for (size_t i : indices)
+      for (const ir::Value* v : nodes[i]->outputs())
+        if (v) produced.insert(v);
+    std::vector<const ir::Value*> inputs, outputs;
+    std::set<const ir::Value*> seen;
+    for (size_t i : indices)
+      for (const ir::Value* v : valuesRead(*nodes[i], graph_))
+        if (!produced.count(v) && !v->isInitializer() && seen.insert(v).second) inputs.push_back(v);
+    const size_t last = indices.back();
+    for (size_t i : indices)
+      for (const ir::Value* v : nodes[i]->outputs()) {
+        if (!v) continue;
+        bool later = v->isGraphOutput();
+        for (size_t r : readers_[v]) later |= r > last;
+        if (later) outputs.push_back(v);
+      }
+    exec::HostProgram hp;
+    hp.name = "host_" + std::to_string(l_.executable().host_programs.size());
+    for (const ir::Value* v : inputs) {
+      if (!on_host_.count(v)) {  // a device value: stream it out first
+        if (!l_.hasMapping(v)) return Error("internal: value '" + v->name() + "' is neither on the host nor the device");
+        copyOut(v);
+      }
+      hp.inputs.push_back(hostBuffer(v));
+    }
+    for (const ir::Value* v : outputs) {
+      hp.outputs.push_back(hostBuffer(v));
+      on_host_.insert(v);
+    }
+    for (size_t i : indices) hp.nodes.push_back(nodeName(*nodes[i], i));
+    hp.onnx = hostProgramModel(model_, whole_, indices, inputs, outputs, hp.name);
+    auto& exe = l_.executable();
+    exe.main.steps.push_back({exec::StepKind::HostCall, static_cast<uint32_t>(exe.host_programs.size())});
+    exe.host_programs.push_back(std::move(hp));
+    indices.clear();
+    return okStatus();
   }
-  exe.tile_bytes = l.allocator().used();
-  POPRT_TRY(checkMemory(exe, exe.tile_bytes));
-  result.executable = std::move(exe);
-  return result;
+
+  const ir::Model& model_;
+  const ir::Graph& graph_;
+  Lowering l_;
+  CompileResult result_;
+  onnx::ModelProto whole_;
+  std::map<const ir::Value*, uint32_t> host_buffer_;      // the stream holding a value on the host
+  std::set<const ir::Value*> on_host_;                     // values whose host buffer is filled
+  std::map<const ir::Value*, std::vector<size_t>> readers_;
+};
+
+}  // namespace
+
+Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options) {
+  return Compiler(model, options).run();
 }
 
 }  // namespace poprt::codegen

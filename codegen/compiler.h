@@ -21,8 +21,11 @@ struct CompileResult {
   exec::Executable executable;
   std::vector<std::pair<std::string, Tensor>> weights;  // data of the Weight streams, by stream name
   std::vector<std::string> device_nodes;                // nodes lowered to vertices, in program order
+  std::vector<std::string> host_nodes;                  // nodes the host runs (host fallback)
+  std::vector<std::string> host_reasons;                // why each host node is not on the device
 };
 
-Expected<CompileResult> compile(const ir::Graph& graph, const CompileOptions& options);
+// Nodes the device cannot run go to host programs run by the reference evaluator.
+Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options);
 
 }  // namespace poprt::codegen

@@ -162,7 +162,11 @@ Status validateMetadata(const Metadata& m) {
       return Error(where + ": invalid kind");
     if (a.shape.size() > static_cast<size_t>(kMaxRank))
       return Error(where + ": rank " + std::to_string(a.shape.size()) + " exceeds the limit of 64");
-    auto n = checkedNumElements(a.shape);
+    // -1 is a dim known only at run time (an output of a host op with a data-dependent shape).
+    Shape known = a.shape;
+    for (int64_t& d : known)
+      if (d == -1) d = 1;
+    auto n = checkedNumElements(known);
     if (!n.ok()) return n.error().withContext(where);
     for (const auto& p : a.programs)
       if (!programs.count(p))

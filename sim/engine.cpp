@@ -1,15 +1,21 @@
 #include "sim/engine.h"
 
+#include <onnx/onnx_pb.h>
+
 #include <algorithm>
 #include <cstring>
 
+#include "lib/onnx/onnx_io.h"
+#include "lib/ops/registry.h"
 #include "sim/codelets.h"
 
 namespace poprt::sim {
 
+using Role = exec::HostStream::Role;
+
 Engine::Engine(exec::Executable exe) : exe_(std::move(exe)) {}
 
-std::vector<const exec::HostStream*> Engine::streams(exec::HostStream::Role role) const {
+std::vector<const exec::HostStream*> Engine::streams(Role role) const {
   std::vector<const exec::HostStream*> out;
   for (const auto& s : exe_.streams)
     if (s.role == role) out.push_back(&s);
@@ -22,48 +28,92 @@ Expected<std::unique_ptr<Engine>> Engine::create(exec::Executable exe, const std
     for (size_t i = 0; i < cs.vertices.size(); ++i)
       if (auto st = checkVertex(cs.vertices[i]); !st.ok())
         return st.error().withContext("compute set '" + cs.name + "', vertex " + std::to_string(i));
+  for (const auto& step : exe.load.steps)
+    if (step.kind != exec::StepKind::StreamIn || exe.streams[step.index].role != Role::Weight)
+      return Error("the load program may only stream weights in");
+  for (const auto& step : exe.main.steps) {
+    if (step.kind != exec::StepKind::StreamIn && step.kind != exec::StepKind::StreamOut) continue;
+    const auto& s = exe.streams[step.index];
+    bool ok = step.kind == exec::StepKind::StreamIn ? s.role != Role::Weight : (s.role == Role::Output || s.role == Role::Host);
+    if (!ok) return Error("the main program streams '" + s.name + "' the wrong way");
+  }
   std::unique_ptr<Engine> engine(new Engine(std::move(exe)));
+  // Host programs are ONNX models run by the reference evaluator; import them once.
+  for (const auto& hp : engine->exe_.host_programs) {
+    onnx::ModelProto proto;
+    if (!proto.ParseFromString(hp.onnx)) return Error("host program '" + hp.name + "' is not a valid ONNX model");
+    auto model = onnxio::importModelProto(proto, "", "host program '" + hp.name + "'", {false, false});
+    if (!model.ok()) return model.error();
+    if (model->graph->inputs().size() != hp.inputs.size() || model->graph->outputs().size() != hp.outputs.size())
+      return Error("host program '" + hp.name + "' does not match its stream lists");
+    std::map<std::string, int64_t> opsets;
+    for (const auto& op : model->opset_imports) opsets[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
+    engine->host_opsets_.push_back(std::move(opsets));
+    engine->host_models_.push_back(std::move(model).value());
+  }
   engine->tiles_.resize(engine->exe_.tile_bytes.size());
   for (size_t t = 0; t < engine->tiles_.size(); ++t) engine->tiles_[t].assign(engine->exe_.tile_bytes[t], 0);
   // The load program streams each weight to its tiles once.
-  std::vector<const uint8_t*> weight_buffers(engine->exe_.streams.size(), nullptr);
+  engine->buffers_.resize(engine->exe_.streams.size());
   for (size_t i = 0; i < engine->exe_.streams.size(); ++i) {
     const auto& s = engine->exe_.streams[i];
-    if (s.role != exec::HostStream::Role::Weight) continue;
+    if (s.role != Role::Weight) continue;
     auto it = weights.find(s.name);
     if (it == weights.end()) return Error("weight '" + s.name + "' has no data");
     if (it->second.dtype() != s.dtype || it->second.shape() != s.shape)
       return Error("weight '" + s.name + "' data is " + std::string(dtypeName(it->second.dtype())) +
                    shapeToString(it->second.shape()) + ", expected " + std::string(dtypeName(s.dtype)) + shapeToString(s.shape));
-    weight_buffers[i] = it->second.bytes().data();
+    engine->buffers_[i] = ops::RtValue::of(it->second);
   }
-  for (const auto& step : engine->exe_.load.steps)
-    if (step.kind != exec::StepKind::StreamIn || engine->exe_.streams[step.index].role != exec::HostStream::Role::Weight)
-      return Error("the load program may only stream weights in");
-  engine->runProgram(engine->exe_.load, weight_buffers, {});
-  for (const auto& step : engine->exe_.main.steps)
-    if (step.kind == exec::StepKind::StreamIn || step.kind == exec::StepKind::StreamOut) {
-      auto role = engine->exe_.streams[step.index].role;
-      if ((step.kind == exec::StepKind::StreamIn) != (role == exec::HostStream::Role::Input))
-        return Error("the main program streams '" + engine->exe_.streams[step.index].name + "' the wrong way");
-    }
+  POPRT_TRY(engine->runProgram(engine->exe_.load));
+  engine->buffers_.assign(engine->exe_.streams.size(), {});
   engine->computeEstimate();
   return engine;
 }
 
-void Engine::runProgram(const exec::Program& program, const std::vector<const uint8_t*>& in_buffers,
-                        const std::vector<uint8_t*>& out_buffers) {
+Status Engine::runHostProgram(uint32_t index) {
+  const auto& hp = exe_.host_programs[index];
+  const ir::Graph& graph = *host_models_[index].graph;
+  std::vector<std::pair<std::string, ops::RtValue>> inputs;
+  for (size_t i = 0; i < hp.inputs.size(); ++i) inputs.emplace_back(graph.inputs()[i]->name(), buffers_[hp.inputs[i]]);
+  ops::EvalContext ctx(host_opsets_[index]);
+  auto outs = ops::runGraph(graph, inputs, ctx);
+  if (!outs.ok()) return outs.error().withContext("host program '" + hp.name + "'");
+  for (size_t i = 0; i < hp.outputs.size(); ++i) {
+    const auto& s = exe_.streams[hp.outputs[i]];
+    ops::RtValue& v = (*outs)[i];
+    // A buffer the device reads later must hold exactly what the program was compiled for.
+    if (v.isTensor()) {
+      bool match = v.tensor.dtype() == s.dtype && v.tensor.shape().size() == s.shape.size();
+      for (size_t d = 0; match && d < s.shape.size(); ++d) match = s.shape[d] < 0 || s.shape[d] == v.tensor.shape()[d];
+      if (!match)
+        return Error("host program '" + hp.name + "' produced " + std::string(dtypeName(v.tensor.dtype())) +
+                     shapeToString(v.tensor.shape()) + " for '" + s.name + "', compiled for " +
+                     std::string(dtypeName(s.dtype)) + shapeToString(s.shape));
+    }
+    buffers_[hp.outputs[i]] = std::move(v);
+  }
+  return okStatus();
+}
+
+Status Engine::runProgram(const exec::Program& program) {
   for (const exec::Step& step : program.steps) {
     switch (step.kind) {
       case exec::StepKind::StreamIn: {
         const auto& s = exe_.streams[step.index];
-        const uint8_t* src = in_buffers[step.index];
+        const ops::RtValue& buffer = buffers_[step.index];
+        if (!buffer.isTensor() || buffer.tensor.byteSize() != s.byteSize() || buffer.tensor.dtype() != s.dtype)
+          return Error("stream '" + s.name + "' has no data of the compiled size to copy to the device");
+        const uint8_t* src = buffer.tensor.bytes().data();
         for (const auto& c : s.copies) std::memcpy(tiles_[c.tile].data() + c.tile_offset, src + c.host_offset, c.bytes);
         break;
       }
       case exec::StepKind::StreamOut: {
         const auto& s = exe_.streams[step.index];
-        uint8_t* dst = out_buffers[step.index];
+        ops::RtValue& buffer = buffers_[step.index];
+        if (!buffer.isTensor() || buffer.tensor.shape() != s.shape || buffer.tensor.dtype() != s.dtype)
+          buffer = ops::RtValue::of(Tensor(s.dtype, s.shape));
+        uint8_t* dst = buffer.tensor.bytes().data();
         for (const auto& c : s.copies) std::memcpy(dst + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
         break;
       }
@@ -75,34 +125,36 @@ void Engine::runProgram(const exec::Program& program, const std::vector<const ui
       case exec::StepKind::Compute:
         for (const auto& v : exe_.compute_sets[step.index].vertices) runVertex(v, tiles_[v.tile].data());
         break;
+      case exec::StepKind::HostCall:
+        POPRT_TRY(runHostProgram(step.index));
+        break;
     }
   }
+  return okStatus();
 }
 
 Expected<std::vector<Tensor>> Engine::run(const std::vector<const Tensor*>& inputs) {
-  std::vector<const uint8_t*> in_buffers(exe_.streams.size(), nullptr);
-  std::vector<uint8_t*> out_buffers(exe_.streams.size(), nullptr);
-  std::vector<Tensor> outputs;
+  buffers_.assign(exe_.streams.size(), {});
   size_t next_input = 0;
   for (size_t i = 0; i < exe_.streams.size(); ++i) {
     const auto& s = exe_.streams[i];
-    if (s.role != exec::HostStream::Role::Input) continue;
-    if (next_input >= inputs.size() || !inputs[next_input])
-      return Error("input '" + s.name + "' was not given");
+    if (s.role != Role::Input) continue;
+    if (next_input >= inputs.size() || !inputs[next_input]) return Error("input '" + s.name + "' was not given");
     const Tensor& t = *inputs[next_input++];
     if (t.dtype() != s.dtype || t.shape() != s.shape)
       return Error("input '" + s.name + "' is " + std::string(dtypeName(t.dtype())) + shapeToString(t.shape()) +
                    ", the model expects " + std::string(dtypeName(s.dtype)) + shapeToString(s.shape));
-    in_buffers[i] = t.bytes().data();
+    buffers_[i] = ops::RtValue::of(t);
   }
   if (next_input != inputs.size())
     return Error(std::to_string(inputs.size()) + " inputs given, the model has " + std::to_string(next_input));
-  for (const auto& s : exe_.streams)
-    if (s.role == exec::HostStream::Role::Output) outputs.emplace_back(s.dtype, s.shape);
-  size_t next_output = 0;
-  for (size_t i = 0; i < exe_.streams.size(); ++i)
-    if (exe_.streams[i].role == exec::HostStream::Role::Output) out_buffers[i] = outputs[next_output++].bytes().data();
-  runProgram(exe_.main, in_buffers, out_buffers);
+  POPRT_TRY(runProgram(exe_.main));
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < exe_.streams.size(); ++i) {
+    if (exe_.streams[i].role != Role::Output) continue;
+    if (!buffers_[i].isTensor()) return Error("output '" + exe_.streams[i].name + "' was not produced as a tensor");
+    outputs.push_back(std::move(buffers_[i].tensor));
+  }
   return outputs;
 }
 
@@ -139,6 +191,8 @@ void Engine::computeEstimate() {
         cs_cycles_.push_back({cs.name, cycles, cs.vertices.size()});
         break;
       }
+      case exec::StepKind::HostCall:
+        continue;  // host time is measured, not estimated; no device sync
     }
     estimate_.sync += t.sync_cycles;
   }

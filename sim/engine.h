@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "lib/exec/executable.h"
+#include "lib/ir/graph.h"
+#include "lib/ops/value.h"
 
 namespace poprt::sim {
 
@@ -42,12 +44,15 @@ class Engine {
 
  private:
   explicit Engine(exec::Executable exe);
-  void runProgram(const exec::Program& program, const std::vector<const uint8_t*>& in_buffers,
-                  const std::vector<uint8_t*>& out_buffers);
+  Status runProgram(const exec::Program& program);
+  Status runHostProgram(uint32_t index);
   void computeEstimate();
 
   exec::Executable exe_;
   std::vector<std::vector<uint8_t>> tiles_;
+  std::vector<ops::RtValue> buffers_;          // one host buffer per stream
+  std::vector<ir::Model> host_models_;         // the imported host programs
+  std::vector<std::map<std::string, int64_t>> host_opsets_;
   CycleEstimate estimate_;
   std::vector<ComputeSetCycles> cs_cycles_;
 };

@@ -48,7 +48,7 @@ nlohmann::json describe(const popef::PopefFile& file, const exec::Executable* ex
                        {"busiest_tile_bytes", worst},       {"compute_sets", exe->compute_sets.size()},
                        {"vertices", vertices},              {"exchanges", exe->exchanges.size()},
                        {"exchange_copies", copies},         {"load_steps", exe->load.steps.size()},
-                       {"main_steps", exe->main.steps.size()}};
+                       {"main_steps", exe->main.steps.size()},  {"host_programs", exe->host_programs.size()}};
   }
   return j;
 }
@@ -80,8 +80,8 @@ void printTable(const nlohmann::json& j, const std::string& path) {
               << "  tiles used " << e["tiles_used"] << ", tile memory " << e["tile_memory_bytes"] << " bytes, busiest tile "
               << e["busiest_tile_bytes"] << " bytes\n"
               << "  " << e["compute_sets"] << " compute sets, " << e["vertices"] << " vertices, " << e["exchanges"]
-              << " exchanges (" << e["exchange_copies"] << " copies); load " << e["load_steps"] << " steps, main "
-              << e["main_steps"] << " steps\n";
+              << " exchanges (" << e["exchange_copies"] << " copies), " << e["host_programs"]
+              << " host program(s); load " << e["load_steps"] << " steps, main " << e["main_steps"] << " steps\n";
   }
 }
 

@@ -1,6 +1,8 @@
 // poprt-convert: ONNX model -> optimised ONNX (+ executable.popef for the IPU simulator).
 #include <chrono>
+#include <algorithm>
 #include <iostream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -73,7 +75,7 @@ popef::PopefFile makePopef(const codegen::CompileResult& compiled, const Convert
                         {"num_ipus", std::to_string(o.num_ipus)},
                         {"tiles_per_ipu", std::to_string(exe.target.tiles_per_ipu)},
                         {"available_memory_proportion", std::to_string(o.available_memory_proportion)}};
-  md.extra = {{"device_nodes", compiled.device_nodes}, {"host_nodes", nlohmann::json::array()}};
+  md.extra = {{"device_nodes", compiled.device_nodes}, {"host_nodes", compiled.host_nodes}};
   file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
   for (const auto& [name, tensor] : compiled.weights) file.blobs.push_back(popef::makeTensorDataBlob(name, tensor));
   file.blobs.push_back({popef::BlobType::Opaque, "poprt.onnx", std::vector<uint8_t>(onnx_bytes.begin(), onnx_bytes.end())});
@@ -106,10 +108,7 @@ Status convert(const ConvertOptions& o) {
 
   std::optional<codegen::CompileResult> compiled;
   if (o.export_popef) {
-    std::string dynamic = passes::firstDynamicTensor(*model.graph);
-    if (!dynamic.empty())
-      return Error(o.input_model + ": " + dynamic + "; the IPU needs static shapes (hint: --input_shape NAME=D0,D1,...)");
-    auto result = codegen::compile(*model.graph, {target, o.available_memory_proportion});
+    auto result = codegen::compile(model, {target, o.available_memory_proportion});
     if (!result.ok()) return result.error().withContext(o.input_model);
     compiled = std::move(result).value();
   }
@@ -145,9 +144,22 @@ Status convert(const ConvertOptions& o) {
     std::cout << "  PopEF           " << popef_path.string() << "\n"
               << "  target          " << target.name << ": " << target.numTiles() << " tiles x "
               << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz\n"
-              << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, 0 on the host\n"
+              << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, "
+              << compiled->host_nodes.size() << " on the host (" << compiled->executable.host_programs.size()
+              << " host program(s))\n"
               << "  tile memory     " << used << " tiles used, " << humanBytes(total) << " in all, busiest tile "
               << humanBytes(worst) << " (" << percent(worst, target.bytes_per_tile) << " of a tile)\n";
+  }
+  if (compiled && !compiled->host_nodes.empty()) {
+    // The reasons nodes run on the host, most common first.
+    std::map<std::string, int> reasons;
+    for (const auto& r : compiled->host_reasons) ++reasons[r];
+    std::vector<std::pair<int, std::string>> sorted;
+    for (const auto& [r, n] : reasons) sorted.emplace_back(n, r);
+    std::sort(sorted.rbegin(), sorted.rend());
+    for (size_t i = 0; i < sorted.size() && i < 5; ++i)
+      std::cout << "    on the host: " << sorted[i].first << " x " << sorted[i].second << "\n";
+    POPRT_LOG(Info, "host nodes: " << nlohmann::json(compiled->host_nodes).dump());
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("  compile time    %.3f s\n", seconds);

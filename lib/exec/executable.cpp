@@ -1,5 +1,7 @@
 #include "lib/exec/executable.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace poprt::exec {
@@ -8,7 +10,7 @@ using nlohmann::json;
 
 uint64_t HostStream::byteSize() const {
   uint64_t n = 1;
-  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  for (int64_t d : shape) n *= d < 0 ? 0 : static_cast<uint64_t>(d);
   return n * dtypeSize(dtype);
 }
 
@@ -51,7 +53,7 @@ Program programFromJson(const json& j) {
   p.name = j.at("name").get<std::string>();
   for (const auto& s : j.at("steps")) {
     uint32_t kind = s.at(0).get<uint32_t>();
-    if (kind > static_cast<uint32_t>(StepKind::Compute)) throw std::runtime_error("unknown step kind " + std::to_string(kind));
+    if (kind > static_cast<uint32_t>(StepKind::HostCall)) throw std::runtime_error("unknown step kind " + std::to_string(kind));
     p.steps.push_back({static_cast<StepKind>(kind), s.at(1).get<uint32_t>()});
   }
   return p;
@@ -90,6 +92,11 @@ std::vector<uint8_t> serialize(const Executable& exe) {
     sets.push_back({{"name", cs.name}, {"vertices", vertices}});
   }
   j["compute_sets"] = sets;
+  json hosts = json::array();
+  for (const auto& h : exe.host_programs)
+    hosts.push_back({{"name", h.name}, {"onnx", json::binary(std::vector<uint8_t>(h.onnx.begin(), h.onnx.end()))},
+                     {"inputs", h.inputs}, {"outputs", h.outputs}, {"nodes", h.nodes}});
+  j["host_programs"] = hosts;
   j["load"] = programToJson(exe.load);
   j["main"] = programToJson(exe.main);
   return json::to_cbor(j);
@@ -109,13 +116,16 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
       HostStream hs;
       hs.name = s.at("name").get<std::string>();
       uint32_t role = s.at("role").get<uint32_t>();
-      if (role > 2) return Error(source + ": stream '" + hs.name + "' has unknown role " + std::to_string(role));
+      if (role > 3) return Error(source + ": stream '" + hs.name + "' has unknown role " + std::to_string(role));
       hs.role = static_cast<HostStream::Role>(role);
       auto dt = dtypeFromName(s.at("dtype").get<std::string>());
       if (!dt || dtypeSize(*dt) == 0) return Error(source + ": stream '" + hs.name + "' has an unsupported dtype");
       hs.dtype = *dt;
       hs.shape = s.at("shape").get<Shape>();
-      POPRT_TRY(checkedNumElements(hs.shape, int64_t{1} << 40));
+      Shape known = hs.shape;
+      for (int64_t& d : known)
+        if (d == -1) d = 0;  // known at run time
+      POPRT_TRY(checkedNumElements(known, int64_t{1} << 40));
       for (const auto& c : s.at("copies"))
         hs.copies.push_back({c.at(0).get<uint64_t>(), c.at(1).get<uint32_t>(), c.at(2).get<uint64_t>(), c.at(3).get<uint64_t>()});
       exe.streams.push_back(std::move(hs));
@@ -147,6 +157,16 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
       }
       exe.compute_sets.push_back(std::move(set));
     }
+    for (const auto& h : j.at("host_programs")) {
+      HostProgram hp;
+      hp.name = h.at("name").get<std::string>();
+      const auto& bin = h.at("onnx").get_binary();
+      hp.onnx.assign(bin.begin(), bin.end());
+      hp.inputs = h.at("inputs").get<std::vector<uint32_t>>();
+      hp.outputs = h.at("outputs").get<std::vector<uint32_t>>();
+      hp.nodes = h.at("nodes").get<std::vector<std::string>>();
+      exe.host_programs.push_back(std::move(hp));
+    }
     exe.load = programFromJson(j.at("load"));
     exe.main = programFromJson(j.at("main"));
   } catch (const std::exception& e) {
@@ -174,6 +194,8 @@ Status validate(const Executable& exe) {
     return tile < exe.tile_bytes.size() && offset <= exe.tile_bytes[tile] && bytes <= exe.tile_bytes[tile] - offset;
   };
   for (const auto& s : exe.streams) {
+    bool dynamic = std::any_of(s.shape.begin(), s.shape.end(), [](int64_t d) { return d < 0; });
+    if (dynamic && !s.copies.empty()) return Error("stream '" + s.name + "' has a run-time shape but tile copies");
     uint64_t size = s.byteSize();
     for (const auto& c : s.copies) {
       if (c.host_offset > size || c.bytes > size - c.host_offset)
@@ -193,11 +215,16 @@ Status validate(const Executable& exe) {
         if (!inTile(v.tile, f.offset, f.bytes))
           return Error("compute set '" + cs.name + "' has a vertex field outside the memory of tile " + std::to_string(v.tile));
     }
+  for (const auto& h : exe.host_programs)
+    for (const auto* list : {&h.inputs, &h.outputs})
+      for (uint32_t i : *list)
+        if (i >= exe.streams.size()) return Error("host program '" + h.name + "' refers to a missing stream");
   for (const Program* p : {&exe.load, &exe.main})
     for (const Step& s : p->steps) {
-      size_t limit = s.kind == StepKind::Exchange ? exe.exchanges.size()
+      size_t limit = s.kind == StepKind::Exchange  ? exe.exchanges.size()
                      : s.kind == StepKind::Compute ? exe.compute_sets.size()
-                                                   : exe.streams.size();
+                     : s.kind == StepKind::HostCall ? exe.host_programs.size()
+                                                    : exe.streams.size();
       if (s.index >= limit) return Error("program '" + p->name + "' refers to a missing step " + std::to_string(s.index));
     }
   return okStatus();

@@ -74,9 +74,11 @@ struct StreamCopy {
   uint64_t bytes = 0;
 };
 
-// A host buffer and the tile regions it is copied to or from.
+// A host buffer and the tile regions it is copied to or from. Host buffers also carry the values
+// that cross between the device and host programs (role Host); a buffer with copies has a static
+// shape, one filled only by a host program may have -1 dims (known at run time).
 struct HostStream {
-  enum class Role : uint32_t { Input = 0, Output = 1, Weight = 2 };
+  enum class Role : uint32_t { Input = 0, Output = 1, Weight = 2, Host = 3 };
   std::string name;
   Role role = Role::Input;
   DType dtype = DType::Float;
@@ -85,11 +87,22 @@ struct HostStream {
   uint64_t byteSize() const;
 };
 
-enum class StepKind : uint32_t { StreamIn = 0, StreamOut = 1, Exchange = 2, Compute = 3 };
+// Nodes the device cannot run (no lowering, data-dependent shapes, control flow) run on the host
+// with the reference evaluator: an ONNX model of those nodes whose inputs and outputs are host
+// buffers, by stream index, in the order of its graph inputs and outputs.
+struct HostProgram {
+  std::string name;
+  std::string onnx;  // serialized ModelProto
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+  std::vector<std::string> nodes;  // the node names it runs, for reports
+};
+
+enum class StepKind : uint32_t { StreamIn = 0, StreamOut = 1, Exchange = 2, Compute = 3, HostCall = 4 };
 
 struct Step {
   StepKind kind = StepKind::Compute;
-  uint32_t index = 0;  // into streams, exchanges or compute_sets
+  uint32_t index = 0;  // into streams, exchanges, compute_sets or host_programs
 };
 
 struct Program {
@@ -103,6 +116,7 @@ struct Executable {
   std::vector<HostStream> streams;
   std::vector<Exchange> exchanges;
   std::vector<ComputeSet> compute_sets;
+  std::vector<HostProgram> host_programs;
   Program load{"load", {}};
   Program main{"main", {}};
 };

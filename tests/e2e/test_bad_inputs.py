@@ -264,11 +264,18 @@ class BadInputsTest(e2e_util.E2ETestCase):
         np.save(xp, x)
         self.run_ok_and_correct(os.path.join(out2, "executable.popef"), xp, reference(x, w, b), "dyn_shape")
 
-    def test_convert_unsupported_op_leaves_nothing(self):
-        m, _, _ = make_model(extra_op="Softmax")
-        p = self.path("softmax.onnx")
-        onnx.save(m, p)
-        self.convert_fails(["--input_model", p, "--export_popef"], mentions=["Softmax"])
+    def test_convert_out_of_memory_leaves_nothing(self):
+        # A 2048x2048 float32 weight cannot be split over one tile's 624 KiB: the compile fails
+        # after the import succeeded, and must leave the output directory as it was.
+        w = np.zeros((2048, 2048), dtype=np.float32)
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["y"], name="big_matmul")], "oom",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2048])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2048])],
+            [numpy_helper.from_array(w, "w")])
+        p = self.path("oom.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), p)
+        self.convert_fails(["--input_model", p, "--export_popef", "--tiles_per_ipu", "1"], mentions=["big_matmul"])
 
     def test_convert_output_dir_is_a_file(self):
         f = self.write_bytes("plain_file", b"x")
