@@ -1,5 +1,11 @@
-// Elementwise ops from one table each: a new unary op is one line.
+// Elementwise ops from one table each: a new unary op is one line. The first two tables (kUnary,
+// kBinary) are the ops the codegen lowers to the device; the rest are evaluator-only (host engine).
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
 #include "lib/ops/broadcast.h"
+#include "lib/ops/elementwise_util.h"
 #include "lib/ops/registry.h"
 #include "lib/ops/scalar_math.h"
 #include "lib/support/dtype_dispatch.h"
@@ -32,6 +38,7 @@ constexpr BinaryEntry kBinary[] = {
 Expected<std::vector<Tensor>> evalUnary(UnaryFn fn, const std::vector<const Tensor*>& in) {
   if (in.size() != 1 || !in[0]) return Error("expects 1 input");
   const Tensor& x = *in[0];
+  POPRT_TRY(ew::checkStorage(x));
   if (!isFloatingPoint(x.dtype()) && fn != UnaryFn::Relu && fn != UnaryFn::Neg && fn != UnaryFn::Abs)
     return Error("dtype " + std::string(dtypeName(x.dtype())) + " is not supported");
   Tensor y(x.dtype(), x.shape());
@@ -40,7 +47,7 @@ Expected<std::vector<Tensor>> evalUnary(UnaryFn fn, const std::vector<const Tens
     auto src = x.data<T>();
     auto dst = y.data<T>();
     for (size_t i = 0; i < src.size(); ++i)
-      dst[i] = fromCompute<T>(static_cast<typename ComputeType<T>::type>(applyUnary(fn, static_cast<double>(toCompute(src[i])))));
+      dst[i] = ew::castFromDouble<T>(applyUnary(fn, static_cast<double>(toCompute(src[i]))));
   }));
   return std::vector<Tensor>{std::move(y)};
 }
@@ -52,8 +59,10 @@ Expected<std::vector<Tensor>> evalBinary(BinaryFn fn, const std::vector<const Te
   if (a.dtype() != b.dtype())
     return Error("input dtypes differ: " + std::string(dtypeName(a.dtype())) + " and " + std::string(dtypeName(b.dtype())));
   if (a.dtype() == DType::Bool) return Error("dtype bool is not supported");
+  POPRT_TRY(ew::checkStorage(a));
+  POPRT_TRY(ew::checkStorage(b));
   POPRT_ASSIGN_OR_RETURN(Shape out_shape, broadcastShapes(a.shape(), b.shape()));
-  Tensor y(a.dtype(), out_shape);
+  POPRT_ASSIGN_OR_RETURN(Tensor y, ew::makeOutput(a.dtype(), out_shape));
   std::vector<int64_t> sa = broadcastStrides(a.shape(), out_shape);
   std::vector<int64_t> sb = broadcastStrides(b.shape(), out_shape);
   const size_t rank = out_shape.size();
@@ -84,6 +93,499 @@ Expected<std::vector<Tensor>> evalBinary(BinaryFn fn, const std::vector<const Te
   return std::vector<Tensor>{std::move(y)};
 }
 
+// ---------------------------------------------------------------------------------------------
+// Evaluator-only elementwise ops (LoweringFamily::None): they run on the host.
+
+using ScalarFn = std::function<double(double)>;
+enum class Types { Float, Numeric };
+
+bool allowed(Types t, DType d) { return t == Types::Float ? isFloatingPoint(d) : ew::isNumeric(d); }
+
+// x clamped to [0, 1], NaN staying NaN.
+double clamp01(double v) { return v < 0 ? 0.0 : (v > 1 ? 1.0 : v); }
+// log(1 + exp(x)) without overflowing for large x.
+double softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+
+// A unary op computed in double from its attributes: `make` reads them and returns the function.
+struct MathEntry {
+  const char* op_type;
+  Types types;
+  Fp16Policy fp16;
+  ScalarFn (*make)(const ir::Node&);
+};
+
+#define POPRT_FIXED(expr) [](const ir::Node&) -> ScalarFn { return [](double x) -> double { return expr; }; }
+
+const MathEntry kMath[] = {
+    {"Acos", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::acos(x))},
+    {"Acosh", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::acosh(x))},
+    {"Asin", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::asin(x))},
+    {"Asinh", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::asinh(x))},
+    {"Atan", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::atan(x))},
+    {"Atanh", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::atanh(x))},
+    {"Cos", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::cos(x))},
+    {"Cosh", Types::Float, Fp16Policy::KeepFp32, POPRT_FIXED(std::cosh(x))},
+    {"Sin", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::sin(x))},
+    {"Sinh", Types::Float, Fp16Policy::KeepFp32, POPRT_FIXED(std::sinh(x))},
+    {"Tan", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::tan(x))},
+    {"Erf", Types::Numeric, Fp16Policy::Convert, POPRT_FIXED(std::erf(x))},
+    {"Sign", Types::Numeric, Fp16Policy::Convert, POPRT_FIXED(x > 0 ? 1.0 : (x < 0 ? -1.0 : x))},
+    // nearbyint in the default rounding mode rounds halves to even, as Round requires.
+    {"Round", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::nearbyint(x))},
+    {"Softplus", Types::Float, Fp16Policy::KeepFp32, POPRT_FIXED(softplus(x))},
+    {"Softsign", Types::Float, Fp16Policy::Convert, POPRT_FIXED(x / (1 + std::fabs(x)))},
+    {"HardSwish", Types::Float, Fp16Policy::Convert, POPRT_FIXED(x * clamp01(x / 6 + 0.5))},
+    {"Elu", Types::Float, Fp16Policy::Convert,
+     [](const ir::Node& n) -> ScalarFn {
+       double a = n.attrFloat("alpha", 1.0f);
+       return [a](double x) { return x < 0 ? a * std::expm1(x) : x; };
+     }},
+    {"Selu", Types::Float, Fp16Policy::Convert,
+     [](const ir::Node& n) -> ScalarFn {
+       double a = n.attrFloat("alpha", 1.67326319217681884765625f), g = n.attrFloat("gamma", 1.05070102214813232421875f);
+       return [a, g](double x) { return x > 0 ? g * x : g * (a * std::exp(x) - a); };
+     }},
+    {"LeakyRelu", Types::Float, Fp16Policy::Convert,
+     [](const ir::Node& n) -> ScalarFn {
+       double a = n.attrFloat("alpha", 0.01f);
+       return [a](double x) { return x < 0 ? a * x : x; };
+     }},
+    {"ThresholdedRelu", Types::Float, Fp16Policy::Convert,
+     [](const ir::Node& n) -> ScalarFn {
+       double a = n.attrFloat("alpha", 1.0f);
+       return [a](double x) { return x > a ? x : (x == x ? 0.0 : x); };
+     }},
+    {"HardSigmoid", Types::Float, Fp16Policy::Convert,
+     [](const ir::Node& n) -> ScalarFn {
+       double a = n.attrFloat("alpha", 0.2f), b = n.attrFloat("beta", 0.5f);
+       return [a, b](double x) { return clamp01(a * x + b); };
+     }},
+    {"Celu", Types::Float, Fp16Policy::Convert,
+     [](const ir::Node& n) -> ScalarFn {
+       double a = n.attrFloat("alpha", 1.0f);
+       // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+       return [a](double x) { return std::max(0.0, x) + std::min(0.0, a * std::expm1(x / a)) + (x == x ? 0.0 : x); };
+     }},
+    {"Shrink", Types::Numeric, Fp16Policy::Convert,
+     [](const ir::Node& n) -> ScalarFn {
+       double b = n.attrFloat("bias", 0.0f), l = n.attrFloat("lambd", 0.5f);
+       return [b, l](double x) { return x < -l ? x + b : (x > l ? x - b : (x == x ? 0.0 : x)); };
+     }},
+};
+#undef POPRT_FIXED
+
+Expected<std::vector<Tensor>> evalMath(const MathEntry& e, const ir::Node& node, const std::vector<const Tensor*>& in) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, ew::input(in, 0));
+  const Tensor& x = *xp;
+  POPRT_TRY(ew::checkStorage(x));
+  if (!allowed(e.types, x.dtype())) return Error(ew::typeError(x.dtype()));
+  ScalarFn f = e.make(node);
+  Tensor y(x.dtype(), x.shape());
+  POPRT_TRY(dispatchNumeric(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    auto src = x.data<T>();
+    auto dst = y.data<T>();
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = ew::castFromDouble<T>(f(static_cast<double>(toCompute(src[i]))));
+  }));
+  return ew::single(std::move(y));
+}
+
+// Bool tensors are read as bytes (any non-zero byte is true) and written as 0/1.
+Expected<std::vector<Tensor>> evalNot(const std::vector<const Tensor*>& in) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, ew::input(in, 0));
+  POPRT_TRY(ew::checkStorage(*x));
+  if (x->dtype() != DType::Bool) return Error(ew::typeError(x->dtype()));
+  Tensor y(DType::Bool, x->shape());
+  auto src = x->data<uint8_t>();
+  auto dst = y.data<uint8_t>();
+  for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i] == 0;
+  return ew::single(std::move(y));
+}
+
+// IsNaN and IsInf: a float test giving bool.
+Expected<std::vector<Tensor>> evalFloatTest(const std::vector<const Tensor*>& in, const std::function<bool(double)>& test) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, ew::input(in, 0));
+  POPRT_TRY(ew::checkStorage(*x));
+  if (!isFloatingPoint(x->dtype())) return Error(ew::typeError(x->dtype()));
+  Tensor y(DType::Bool, x->shape());
+  auto dst = y.data<uint8_t>();
+  POPRT_TRY(dispatchNumeric(x->dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    auto src = x->data<T>();
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = test(static_cast<double>(toCompute(src[i])));
+  }));
+  return ew::single(std::move(y));
+}
+
+// Two broadcast inputs, checked; `same_dtype` requires equal dtypes.
+struct BinaryArgs {
+  const Tensor* a;
+  const Tensor* b;
+  Shape out;
+};
+Expected<BinaryArgs> binaryArgs(const std::vector<const Tensor*>& in, bool same_dtype) {
+  if (in.size() != 2 || !in[0] || !in[1]) return Error("expects 2 inputs");
+  POPRT_TRY(ew::checkStorage(*in[0]));
+  POPRT_TRY(ew::checkStorage(*in[1]));
+  if (same_dtype && in[0]->dtype() != in[1]->dtype())
+    return Error("input dtypes differ: " + std::string(dtypeName(in[0]->dtype())) + " and " + std::string(dtypeName(in[1]->dtype())));
+  POPRT_ASSIGN_OR_RETURN(Shape out, broadcastShapes(in[0]->shape(), in[1]->shape()));
+  POPRT_TRY(checkedNumElements(out, ew::kMaxOutputElements));
+  return BinaryArgs{in[0], in[1], std::move(out)};
+}
+
+// y[i] = f(a[..], b[..]) over the broadcast shape, for typed element spans.
+template <class A, class B, class Y, class F>
+void binaryLoop(std::span<const A> a, std::span<const B> b, std::span<Y> y, const BinaryArgs& args, F&& f) {
+  ew::forEachBroadcast(args.out, {args.a->shape(), args.b->shape()},
+                       [&](int64_t i, const int64_t* o) { y[i] = f(a[o[0]], b[o[1]]); });
+}
+
+enum class Cmp { Equal, Less, Greater, LessOrEqual, GreaterOrEqual };
+
+template <class C>
+bool compareValues(Cmp c, C a, C b) {
+  switch (c) {
+    case Cmp::Equal: return a == b;
+    case Cmp::Less: return a < b;
+    case Cmp::Greater: return a > b;
+    case Cmp::LessOrEqual: return a <= b;
+    case Cmp::GreaterOrEqual: return a >= b;
+  }
+  return false;
+}
+
+Expected<std::vector<Tensor>> evalCompare(Cmp c, const std::vector<const Tensor*>& in) {
+  POPRT_ASSIGN_OR_RETURN(BinaryArgs args, binaryArgs(in, true));
+  Tensor y(DType::Bool, args.out);
+  auto py = y.data<uint8_t>();
+  DType dt = args.a->dtype();
+  if (dt == DType::String) {
+    if (c != Cmp::Equal) return Error("dtype string is only supported by Equal");
+    const auto& sa = args.a->strings();
+    const auto& sb = args.b->strings();
+    ew::forEachBroadcast(args.out, {args.a->shape(), args.b->shape()},
+                         [&](int64_t i, const int64_t* o) { py[i] = sa[o[0]] == sb[o[1]]; });
+    return ew::single(std::move(y));
+  }
+  if (dt == DType::Bool) {
+    binaryLoop(args.a->data<uint8_t>(), args.b->data<uint8_t>(), py, args,
+               [c](uint8_t a, uint8_t b) -> uint8_t { return compareValues<int>(c, a != 0, b != 0); });
+    return ew::single(std::move(y));
+  }
+  POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
+    using T = decltype(tag);
+    binaryLoop(args.a->data<T>(), args.b->data<T>(), py, args,
+               [c](T a, T b) -> uint8_t { return compareValues(c, toCompute(a), toCompute(b)); });
+  }));
+  return ew::single(std::move(y));
+}
+
+enum class Logic { And, Or, Xor };
+
+Expected<std::vector<Tensor>> evalLogic(Logic l, const std::vector<const Tensor*>& in) {
+  POPRT_ASSIGN_OR_RETURN(BinaryArgs args, binaryArgs(in, true));
+  if (args.a->dtype() != DType::Bool) return Error(ew::typeError(args.a->dtype()));
+  Tensor y(DType::Bool, args.out);
+  binaryLoop(args.a->data<uint8_t>(), args.b->data<uint8_t>(), y.data<uint8_t>(), args, [l](uint8_t a, uint8_t b) -> uint8_t {
+    bool x = a != 0, z = b != 0;
+    return l == Logic::And ? (x && z) : l == Logic::Or ? (x || z) : (x != z);
+  });
+  return ew::single(std::move(y));
+}
+
+Expected<std::vector<Tensor>> evalBitShift(const ir::Node& node, const std::vector<const Tensor*>& in) {
+  POPRT_ASSIGN_OR_RETURN(BinaryArgs args, binaryArgs(in, true));
+  std::string dir = node.attrString("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT") return Error("attribute direction must be LEFT or RIGHT, got '" + dir + "'");
+  bool left = dir == "LEFT";
+  DType dt = args.a->dtype();
+  if (dt != DType::UInt8 && dt != DType::UInt16 && dt != DType::UInt32 && dt != DType::UInt64) return Error(ew::typeError(dt));
+  Tensor y(dt, args.out);
+  POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
+      binaryLoop(args.a->data<T>(), args.b->data<T>(), y.data<T>(), args, [left](T a, T b) -> T {
+        if (b >= sizeof(T) * 8) return T(0);  // shifting out every bit (a C++ shift this wide is undefined)
+        uint64_t v = a;
+        return static_cast<T>(left ? v << b : v >> b);
+      });
+    }
+  }));
+  return ew::single(std::move(y));
+}
+
+Expected<std::vector<Tensor>> evalMod(const ir::Node& node, const std::vector<const Tensor*>& in) {
+  POPRT_ASSIGN_OR_RETURN(BinaryArgs args, binaryArgs(in, true));
+  bool fmod = node.attrInt("fmod", 0) != 0;
+  DType dt = args.a->dtype();
+  if (!ew::isNumeric(dt)) return Error(ew::typeError(dt));
+  if (isFloatingPoint(dt) && !fmod) return Error("fmod must be 1 for floating-point inputs");
+  Tensor y(dt, args.out);
+  POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using C = typename ComputeType<T>::type;
+    if constexpr (std::is_floating_point_v<C>) {
+      binaryLoop(args.a->data<T>(), args.b->data<T>(), y.data<T>(), args,
+                 [](T a, T b) { return fromCompute<T>(static_cast<C>(std::fmod(toCompute(a), toCompute(b)))); });
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      binaryLoop(args.a->data<T>(), args.b->data<T>(), y.data<T>(), args, [fmod](T a, T b) -> T {
+        // x % 0 is undefined in C++ (numpy gives 0); MIN % -1 traps on x86 (the result is 0).
+        if (b == 0) return T(0);
+        if constexpr (std::is_signed_v<T>) {
+          if (b == T(-1)) return T(0);
+          T r = static_cast<T>(a % b);
+          if (!fmod && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);  // sign of the divisor
+          return r;
+        } else {
+          return static_cast<T>(a % b);
+        }
+      });
+    }
+  }));
+  return ew::single(std::move(y));
+}
+
+// Integer power modulo 2^bits, by squaring; negative exponents truncate 1/base^-e toward zero.
+template <class T>
+T intPow(T base, int64_t e) {
+  if (e < 0) {
+    if (base == T(1)) return T(1);
+    if constexpr (std::is_signed_v<T>) {
+      if (base == T(-1)) return (e % 2) ? T(-1) : T(1);
+    }
+    return T(0);
+  }
+  uint64_t r = 1, b = static_cast<uint64_t>(static_cast<int64_t>(base));
+  if constexpr (std::is_unsigned_v<T>) b = static_cast<uint64_t>(base);
+  for (uint64_t k = static_cast<uint64_t>(e); k; k >>= 1) {
+    if (k & 1) r *= b;
+    b *= b;
+  }
+  return static_cast<T>(r);
+}
+
+// Pow: the output has the base's dtype; the exponent may have another numeric dtype (opset 12+).
+Expected<std::vector<Tensor>> evalPow(const std::vector<const Tensor*>& in, EvalContext& ctx) {
+  POPRT_ASSIGN_OR_RETURN(BinaryArgs args, binaryArgs(in, ctx.opset() < 12));
+  DType dt = args.a->dtype(), et = args.b->dtype();
+  if (!ew::isNumeric(dt)) return Error(ew::typeError(dt));
+  if (!ew::isNumeric(et)) return Error(ew::typeError(et));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> exp_d, ew::doubleValues(*args.b));
+  std::vector<int64_t> exp_i;
+  if (isInteger(et)) {
+    POPRT_ASSIGN_OR_RETURN(exp_i, ew::int64Values(*args.b));
+  }
+  Tensor y(dt, args.out);
+  POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool>) {
+      auto pa = args.a->data<T>();
+      auto py = y.data<T>();
+      ew::forEachBroadcast(args.out, {args.a->shape(), args.b->shape()}, [&](int64_t i, const int64_t* o) {
+        if constexpr (std::is_integral_v<T>) {
+          if (!exp_i.empty()) {
+            py[i] = intPow<T>(pa[o[0]], exp_i[o[1]]);
+            return;
+          }
+        }
+        py[i] = ew::castFromDouble<T>(std::pow(static_cast<double>(toCompute(pa[o[0]])), exp_d[o[1]]));
+      });
+    }
+  }));
+  return ew::single(std::move(y));
+}
+
+// PRelu: slope broadcasts to X's shape (unidirectionally).
+Expected<std::vector<Tensor>> evalPRelu(const std::vector<const Tensor*>& in) {
+  POPRT_ASSIGN_OR_RETURN(BinaryArgs args, binaryArgs(in, true));
+  if (args.out != args.a->shape())
+    return Error("slope of shape " + shapeToString(args.b->shape()) + " does not broadcast to X of shape " +
+                 shapeToString(args.a->shape()));
+  DType dt = args.a->dtype();
+  if (!ew::isNumeric(dt)) return Error(ew::typeError(dt));
+  Tensor y(dt, args.out);
+  POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using C = typename ComputeType<T>::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      binaryLoop(args.a->data<T>(), args.b->data<T>(), y.data<T>(), args, [](T x, T s) -> T {
+        C xv = toCompute(x);
+        return xv < C(0) ? fromCompute<T>(ew::wrapMul<C>(toCompute(s), xv)) : x;
+      });
+    }
+  }));
+  return ew::single(std::move(y));
+}
+
+enum class Var { Sum, Mean, Max, Min };
+
+// Sum, Mean, Max, Min of one or more inputs with multidirectional broadcasting. Max and Min
+// propagate NaN; floats accumulate in double.
+Expected<std::vector<Tensor>> evalVariadic(Var v, const std::vector<const Tensor*>& in) {
+  if (in.empty()) return Error("expects at least 1 input");
+  std::vector<Shape> shapes;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (!in[k]) return Error("input " + std::to_string(k) + " is missing");
+    POPRT_TRY(ew::checkStorage(*in[k]));
+    if (in[k]->dtype() != in[0]->dtype()) return Error("input dtypes differ");
+    shapes.push_back(in[k]->shape());
+  }
+  DType dt = in[0]->dtype();
+  if (v == Var::Mean ? !isFloatingPoint(dt) : !ew::isNumeric(dt)) return Error(ew::typeError(dt));
+  POPRT_ASSIGN_OR_RETURN(Shape out, ew::broadcastAll(shapes));
+  POPRT_ASSIGN_OR_RETURN(Tensor y, ew::makeOutput(dt, out));
+  POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using C = typename ComputeType<T>::type;
+    using Acc = std::conditional_t<std::is_floating_point_v<C>, double, C>;
+    if constexpr (!std::is_same_v<T, bool>) {
+      std::vector<std::span<const T>> src;
+      for (const Tensor* t : in) src.push_back(t->data<T>());
+      auto py = y.data<T>();
+      const double n = static_cast<double>(in.size());
+      ew::forEachBroadcast(out, shapes, [&](int64_t i, const int64_t* o) {
+        Acc acc = static_cast<Acc>(toCompute(src[0][o[0]]));
+        for (size_t k = 1; k < src.size(); ++k) {
+          Acc x = static_cast<Acc>(toCompute(src[k][o[k]]));
+          if (v == Var::Sum || v == Var::Mean) acc = ew::wrapAdd(acc, x);
+          else if (ew::isNaNValue(acc)) continue;
+          else if (ew::isNaNValue(x) || (v == Var::Max ? x > acc : x < acc)) acc = x;
+        }
+        if constexpr (std::is_floating_point_v<Acc>) {
+          py[i] = ew::castFromDouble<T>(v == Var::Mean ? acc / n : acc);
+        } else {
+          py[i] = static_cast<T>(acc);
+        }
+      });
+    }
+  }));
+  return ew::single(std::move(y));
+}
+
+// Where(condition, X, Y): any dtype for X and Y (strings too), all three broadcast.
+Expected<std::vector<Tensor>> evalWhere(const std::vector<const Tensor*>& in) {
+  if (in.size() != 3 || !in[0] || !in[1] || !in[2]) return Error("expects 3 inputs");
+  for (const Tensor* t : in) POPRT_TRY(ew::checkStorage(*t));
+  const Tensor &c = *in[0], &x = *in[1], &z = *in[2];
+  if (c.dtype() != DType::Bool) return Error("condition must be bool, got " + std::string(dtypeName(c.dtype())));
+  if (x.dtype() != z.dtype())
+    return Error("X and Y dtypes differ: " + std::string(dtypeName(x.dtype())) + " and " + std::string(dtypeName(z.dtype())));
+  std::vector<Shape> shapes{c.shape(), x.shape(), z.shape()};
+  POPRT_ASSIGN_OR_RETURN(Shape out, ew::broadcastAll(shapes));
+  POPRT_ASSIGN_OR_RETURN(Tensor y, ew::makeOutput(x.dtype(), out));
+  auto pc = c.data<uint8_t>();
+  if (x.dtype() == DType::String) {
+    ew::forEachBroadcast(out, shapes, [&](int64_t i, const int64_t* o) {
+      y.strings()[i] = pc[o[0]] ? x.strings()[o[1]] : z.strings()[o[2]];
+    });
+  } else {
+    const size_t es = dtypeSize(x.dtype());
+    if (es == 0) return Error(ew::typeError(x.dtype()));
+    auto px = x.bytes();
+    auto pz = z.bytes();
+    auto py = y.bytes();
+    ew::forEachBroadcast(out, shapes, [&](int64_t i, const int64_t* o) {
+      const uint8_t* src = pc[o[0]] ? &px[o[1] * es] : &pz[o[2] * es];
+      std::copy(src, src + es, &py[i * es]);
+    });
+  }
+  return ew::single(std::move(y));
+}
+
+// Clip: bounds are attributes before opset 11, optional scalar inputs from 11. A missing bound
+// does not clip; when min > max every element becomes max (as numpy.clip).
+Expected<std::vector<Tensor>> evalClip(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, ew::input(in, 0));
+  const Tensor& x = *xp;
+  POPRT_TRY(ew::checkStorage(x));
+  DType dt = x.dtype();
+  if (!ew::isNumeric(dt)) return Error(ew::typeError(dt));
+  const Tensor* bounds[2] = {in.size() > 1 ? in[1] : nullptr, in.size() > 2 ? in[2] : nullptr};
+  for (const Tensor* b : bounds) {
+    if (!b) continue;
+    if (ctx.opset() < 11) return Error("min and max are attributes before opset 11, not inputs");
+    POPRT_TRY(ew::checkStorage(*b));
+    if (b->dtype() != dt) return Error("min/max dtype differs from the input's");
+    if (b->numElements() != 1) return Error("min/max must be scalars, got shape " + shapeToString(b->shape()));
+  }
+  Tensor y(dt, x.shape());
+  POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using C = typename ComputeType<T>::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      C lo, hi;
+      if constexpr (std::is_floating_point_v<C>) {
+        lo = -std::numeric_limits<C>::infinity();
+        hi = std::numeric_limits<C>::infinity();
+      } else {
+        lo = std::numeric_limits<C>::lowest();
+        hi = std::numeric_limits<C>::max();
+      }
+      if (ctx.opset() < 11) {
+        double a = node.attrFloat("min", -std::numeric_limits<float>::infinity());
+        double b = node.attrFloat("max", std::numeric_limits<float>::infinity());
+        if constexpr (std::is_floating_point_v<C>) {
+          lo = static_cast<C>(a);
+          hi = static_cast<C>(b);
+        } else {
+          lo = ew::castFromDouble<C>(std::ceil(a));
+          hi = ew::castFromDouble<C>(std::floor(b));
+        }
+      }
+      if (bounds[0]) lo = toCompute(bounds[0]->data<T>()[0]);
+      if (bounds[1]) hi = toCompute(bounds[1]->data<T>()[0]);
+      auto src = x.data<T>();
+      auto dst = y.data<T>();
+      for (size_t i = 0; i < src.size(); ++i) {
+        C v = toCompute(src[i]);
+        if (v < lo) v = lo;
+        if (v > hi) v = hi;
+        dst[i] = fromCompute<T>(v);
+      }
+    }
+  }));
+  return ew::single(std::move(y));
+}
+
+using Eval = Expected<std::vector<Tensor>> (*)(const ir::Node&, const std::vector<const Tensor*>&, EvalContext&);
+
+struct HostEntry {
+  const char* op_type;
+  Fp16Policy fp16;
+  Eval eval;
+};
+
+#define POPRT_EVAL(body) [](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) \
+    -> Expected<std::vector<Tensor>> { (void)node; (void)ctx; return body; }
+
+const HostEntry kHost[] = {
+    {"Not", Fp16Policy::TypeAgnostic, POPRT_EVAL(evalNot(in))},
+    {"IsNaN", Fp16Policy::Convert, POPRT_EVAL(evalFloatTest(in, [](double x) { return std::isnan(x); }))},
+    {"IsInf", Fp16Policy::Convert,
+     POPRT_EVAL(evalFloatTest(in, [neg = node.attrInt("detect_negative", 1) != 0, pos = node.attrInt("detect_positive", 1) != 0](
+                                      double x) { return std::isinf(x) && (x < 0 ? neg : pos); }))},
+    {"Equal", Fp16Policy::Convert, POPRT_EVAL(evalCompare(Cmp::Equal, in))},
+    {"Less", Fp16Policy::Convert, POPRT_EVAL(evalCompare(Cmp::Less, in))},
+    {"Greater", Fp16Policy::Convert, POPRT_EVAL(evalCompare(Cmp::Greater, in))},
+    {"LessOrEqual", Fp16Policy::Convert, POPRT_EVAL(evalCompare(Cmp::LessOrEqual, in))},
+    {"GreaterOrEqual", Fp16Policy::Convert, POPRT_EVAL(evalCompare(Cmp::GreaterOrEqual, in))},
+    {"And", Fp16Policy::TypeAgnostic, POPRT_EVAL(evalLogic(Logic::And, in))},
+    {"Or", Fp16Policy::TypeAgnostic, POPRT_EVAL(evalLogic(Logic::Or, in))},
+    {"Xor", Fp16Policy::TypeAgnostic, POPRT_EVAL(evalLogic(Logic::Xor, in))},
+    {"BitShift", Fp16Policy::TypeAgnostic, POPRT_EVAL(evalBitShift(node, in))},
+    {"Mod", Fp16Policy::Convert, POPRT_EVAL(evalMod(node, in))},
+    {"Pow", Fp16Policy::KeepFp32, POPRT_EVAL(evalPow(in, ctx))},
+    {"PRelu", Fp16Policy::Convert, POPRT_EVAL(evalPRelu(in))},
+    {"Sum", Fp16Policy::Convert, POPRT_EVAL(evalVariadic(Var::Sum, in))},
+    {"Mean", Fp16Policy::Convert, POPRT_EVAL(evalVariadic(Var::Mean, in))},
+    {"Max", Fp16Policy::Convert, POPRT_EVAL(evalVariadic(Var::Max, in))},
+    {"Min", Fp16Policy::Convert, POPRT_EVAL(evalVariadic(Var::Min, in))},
+    {"Where", Fp16Policy::TypeAgnostic, POPRT_EVAL(evalWhere(in))},
+    {"Clip", Fp16Policy::Convert, POPRT_EVAL(evalClip(node, in, ctx))},
+};
+#undef POPRT_EVAL
+
 }  // namespace
 
 void registerElementwiseOps(std::vector<OpDef>& ops) {
@@ -93,6 +595,10 @@ void registerElementwiseOps(std::vector<OpDef>& ops) {
   for (const auto& b : kBinary)
     ops.push_back({b.op_type, Fp16Policy::Convert, LoweringFamily::Binary,
                    [fn = b.fn](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalBinary(fn, in); }});
+  for (const auto& m : kMath)
+    ops.push_back({m.op_type, m.fp16, LoweringFamily::None,
+                   [e = &m](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) { return evalMath(*e, node, in); }});
+  for (const auto& h : kHost) ops.push_back({h.op_type, h.fp16, LoweringFamily::None, h.eval});
 }
 
 // The codegen needs the function id of an elementwise node.

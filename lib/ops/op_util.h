@@ -33,7 +33,7 @@ inline Expected<std::vector<int64_t>> toInt64s(const Tensor& t) {
     return Error("expected an integer tensor, got " + std::string(dtypeName(t.dtype())));
   Status st = dispatchNumeric(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    for (T v : t.data<T>()) out.push_back(static_cast<int64_t>(v));
+    for (T v : t.data<T>()) out.push_back(static_cast<int64_t>(toCompute(v)));
   });
   POPRT_TRY(st);
   return out;

@@ -1,8 +1,714 @@
-// Tensor op family of the reference evaluator (see registry.h).
+// Tensor op family of the reference evaluator (see registry.h): constants, shape manipulation,
+// slicing, padding, tiling. Indexing ops live in tensor_index.cpp, Cast in tensor_cast.cpp.
+// Data movement copies elements without looking at them, so every dtype (string too) works.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lib/ops/broadcast.h"
 #include "lib/ops/registry.h"
+#include "lib/ops/tensor_cast.h"
+#include "lib/ops/tensor_index.h"
+#include "lib/ops/tensor_util.h"
+#include "lib/support/dtype_dispatch.h"
 
 namespace poprt::ops {
+namespace {
 
-void registerTensorOps(std::vector<OpDef>& ops) { (void)ops; }
+using namespace tensor_detail;
+using Inputs = std::vector<const Tensor*>;
+using Outputs = Expected<std::vector<Tensor>>;
+
+int64_t rankOf(const Tensor& t) { return static_cast<int64_t>(t.shape().size()); }
+
+// A 1-D integer input (shape, axes, pads, repeats...).
+Expected<std::vector<int64_t>> intList(const Tensor& t, const std::string& what) {
+  if (t.shape().size() > 1) return Error(what + " must be 1-D, got shape " + shapeToString(t.shape()));
+  auto v = intValues(t);
+  if (!v.ok()) return Error(what + ": " + v.error().message());
+  return v;
+}
+
+// ---- Constant, Identity ------------------------------------------------------------------
+
+Outputs evalConstant(const ir::Node& node, const Inputs&, EvalContext&) {
+  if (node.hasAttr("sparse_value")) return Error("sparse_value is not supported");
+  std::vector<Tensor> found;
+  for (const auto& [name, attr] : node.attributes) {
+    const auto& v = attr.value;
+    if (name == "value") {
+      if (auto* t = std::get_if<Tensor>(&v)) found.push_back(*t);
+      else return Error("attribute 'value' must be a tensor");
+    } else if (name == "value_float") {
+      auto* f = std::get_if<float>(&v);
+      if (!f) return Error("attribute 'value_float' must be a float");
+      Tensor t(DType::Float, {});
+      t.data<float>()[0] = *f;
+      found.push_back(std::move(t));
+    } else if (name == "value_floats") {
+      auto* f = std::get_if<std::vector<float>>(&v);
+      if (!f) return Error("attribute 'value_floats' must be a list of floats");
+      Tensor t(DType::Float, {static_cast<int64_t>(f->size())});
+      std::copy(f->begin(), f->end(), t.data<float>().begin());
+      found.push_back(std::move(t));
+    } else if (name == "value_int") {
+      auto* i = std::get_if<int64_t>(&v);
+      if (!i) return Error("attribute 'value_int' must be an int");
+      found.push_back(int64s({*i}, {}));
+    } else if (name == "value_ints") {
+      auto* i = std::get_if<std::vector<int64_t>>(&v);
+      if (!i) return Error("attribute 'value_ints' must be a list of ints");
+      found.push_back(int64s(*i, {static_cast<int64_t>(i->size())}));
+    } else if (name == "value_string") {
+      auto* s = std::get_if<std::string>(&v);
+      if (!s) return Error("attribute 'value_string' must be a string");
+      Tensor t(DType::String, {});
+      t.strings()[0] = *s;
+      found.push_back(std::move(t));
+    } else if (name == "value_strings") {
+      auto* s = std::get_if<std::vector<std::string>>(&v);
+      if (!s) return Error("attribute 'value_strings' must be a list of strings");
+      Tensor t(DType::String, {static_cast<int64_t>(s->size())});
+      t.strings() = *s;
+      found.push_back(std::move(t));
+    }
+  }
+  if (found.size() != 1) return Error("exactly one value attribute must be set, got " + std::to_string(found.size()));
+  return found;
+}
+
+Expected<std::vector<RtValue>> evalIdentity(const ir::Node&, const std::vector<const RtValue*>& in, EvalContext&) {
+  if (in.empty() || !in[0]) return Error("input 0 is required");
+  return std::vector<RtValue>{*in[0]};
+}
+
+// ---- Reshape family ----------------------------------------------------------------------
+
+Outputs evalReshape(const ir::Node& node, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* s, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> shape, intList(*s, "shape"));
+  const bool allowzero = node.attrInt("allowzero", 0) != 0;
+  int64_t infer = -1;
+  bool has_zero = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0 && !allowzero) {
+      if (i >= x->shape().size())
+        return Error("shape entry " + std::to_string(i) + " is 0 but the input has rank " + std::to_string(x->shape().size()));
+      shape[i] = x->shape()[i];
+    } else if (shape[i] == -1) {
+      if (infer >= 0) return Error("shape has more than one -1");
+      infer = static_cast<int64_t>(i);
+    } else if (shape[i] < 0) {
+      return Error("shape entry " + std::to_string(shape[i]) + " is invalid");
+    }
+    if (shape[i] == 0) has_zero = true;
+  }
+  if (infer >= 0) {
+    if (has_zero) return Error("shape " + shapeToString(shape) + " has both -1 and 0: the -1 cannot be inferred");
+    Shape known = shape;
+    known[static_cast<size_t>(infer)] = 1;
+    POPRT_ASSIGN_OR_RETURN(int64_t k, checkedOutputSize(known));
+    if (x->numElements() % k != 0)
+      return Error("cannot reshape " + shapeToString(x->shape()) + " to " + shapeToString(shape));
+    shape[static_cast<size_t>(infer)] = x->numElements() / k;
+  }
+  POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(*x, shape));
+  return one(std::move(y));
+}
+
+Outputs evalFlatten(const ir::Node& node, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  const int64_t r = rankOf(*x);
+  int64_t axis = node.attrInt("axis", 1);
+  if (axis < -r || axis > r) return Error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  if (axis < 0) axis += r;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < r; ++d) (d < axis ? outer : inner) *= x->shape()[static_cast<size_t>(d)];
+  POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(*x, {outer, inner}));
+  return one(std::move(y));
+}
+
+// Axes from the attribute (before `input_opset`) or from input 1 (from it); nullopt if absent.
+Expected<std::optional<std::vector<int64_t>>> axesOf(const ir::Node& node, const Inputs& in, EvalContext& ctx,
+                                                     int64_t input_opset, const char* attr = "axes", size_t input = 1) {
+  if (ctx.opset() < input_opset) {
+    if (!node.hasAttr(attr)) return std::optional<std::vector<int64_t>>();
+    return std::optional<std::vector<int64_t>>(node.attrInts(attr));
+  }
+  const Tensor* t = optInput(in, input);
+  if (!t) return std::optional<std::vector<int64_t>>();
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> v, intList(*t, attr));
+  return std::optional<std::vector<int64_t>>(std::move(v));
+}
+
+Outputs evalSqueeze(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(auto axes, axesOf(node, in, ctx, 13));
+  const int64_t r = rankOf(*x);
+  std::vector<bool> drop(static_cast<size_t>(r), false);
+  if (axes) {
+    POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> ax, normalizeAxes(*axes, r));
+    for (int64_t a : ax) {
+      if (x->shape()[static_cast<size_t>(a)] != 1)
+        return Error("cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(x->shape()[static_cast<size_t>(a)]));
+      drop[static_cast<size_t>(a)] = true;
+    }
+  } else {
+    for (int64_t d = 0; d < r; ++d) drop[static_cast<size_t>(d)] = x->shape()[static_cast<size_t>(d)] == 1;
+  }
+  Shape shape;
+  for (int64_t d = 0; d < r; ++d)
+    if (!drop[static_cast<size_t>(d)]) shape.push_back(x->shape()[static_cast<size_t>(d)]);
+  POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(*x, shape));
+  return one(std::move(y));
+}
+
+Outputs evalUnsqueeze(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(auto axes, axesOf(node, in, ctx, 13));
+  if (!axes) return Error("axes are required");
+  const int64_t out_rank = rankOf(*x) + static_cast<int64_t>(axes->size());
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> ax, normalizeAxes(*axes, out_rank));
+  Shape shape(static_cast<size_t>(out_rank), -1);
+  for (int64_t a : ax) shape[static_cast<size_t>(a)] = 1;
+  size_t next = 0;
+  for (auto& d : shape)
+    if (d < 0) d = x->shape()[next++];
+  POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(*x, shape));
+  return one(std::move(y));
+}
+
+Outputs evalTranspose(const ir::Node& node, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  std::vector<int64_t> perm;
+  for (int64_t d = rankOf(*x); d-- > 0;) perm.push_back(d);
+  if (node.hasAttr("perm")) perm = node.attrInts("perm");
+  POPRT_ASSIGN_OR_RETURN(Tensor y, transposeTensor(*x, perm));
+  return one(std::move(y));
+}
+
+// ---- Concat, Split, Slice ----------------------------------------------------------------
+
+Outputs evalConcat(const ir::Node& node, const Inputs& in, EvalContext&) {
+  if (in.empty()) return Error("expects at least one input");
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!in[i]) return Error("input " + std::to_string(i) + " is required");
+  if (!node.hasAttr("axis")) return Error("attribute 'axis' is required");
+  const Tensor& first = *in[0];
+  const int64_t r = rankOf(first);
+  if (r == 0) return Error("cannot concatenate rank-0 tensors");
+  POPRT_ASSIGN_OR_RETURN(int64_t axis, axisIn(node.attrInt("axis", 0), r));
+  Shape shape = first.shape();
+  shape[static_cast<size_t>(axis)] = 0;
+  for (const Tensor* t : in) {
+    if (t->dtype() != first.dtype()) return Error("inputs have different dtypes");
+    if (rankOf(*t) != r) return Error("inputs have different ranks");
+    for (int64_t d = 0; d < r; ++d)
+      if (d != axis && t->shape()[static_cast<size_t>(d)] != first.shape()[static_cast<size_t>(d)])
+        return Error("input shapes " + shapeToString(first.shape()) + " and " + shapeToString(t->shape()) +
+                     " differ outside axis " + std::to_string(axis));
+    shape[static_cast<size_t>(axis)] += t->shape()[static_cast<size_t>(axis)];
+  }
+  POPRT_TRY(checkedOutputSize(shape));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
+  for (int64_t d = axis + 1; d < r; ++d) inner *= shape[static_cast<size_t>(d)];
+  Tensor y(first.dtype(), shape);
+  const int64_t out_block = shape[static_cast<size_t>(axis)] * inner;
+  int64_t offset = 0;
+  for (const Tensor* t : in) {
+    const int64_t block = t->shape()[static_cast<size_t>(axis)] * inner;
+    for (int64_t o = 0; o < outer; ++o) copyBlock(*t, o * block, y, o * out_block + offset, block);
+    offset += block;
+  }
+  return one(std::move(y));
+}
+
+// Elements [start, start + len) along `axis` of x.
+Tensor sliceAxis(const Tensor& x, int64_t axis, int64_t start, int64_t len) {
+  Shape shape = x.shape();
+  const int64_t dim = shape[static_cast<size_t>(axis)];
+  shape[static_cast<size_t>(axis)] = len;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  Tensor y(x.dtype(), shape);
+  for (int64_t o = 0; o < outer; ++o) copyBlock(x, (o * dim + start) * inner, y, o * len * inner, len * inner);
+  return y;
+}
+
+Outputs evalSplit(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  const int64_t r = rankOf(*x);
+  if (r == 0) return Error("cannot split a rank-0 tensor");
+  POPRT_ASSIGN_OR_RETURN(int64_t axis, axisIn(node.attrInt("axis", 0), r));
+  POPRT_ASSIGN_OR_RETURN(auto split, axesOf(node, in, ctx, 13, "split"));
+  const int64_t n = static_cast<int64_t>(node.outputs().size());
+  if (n == 0) return Error("expects at least one output");
+  const int64_t dim = x->shape()[static_cast<size_t>(axis)];
+  std::vector<int64_t> parts;
+  if (split) {
+    parts = *split;
+    if (static_cast<int64_t>(parts.size()) != n)
+      return Error("split has " + std::to_string(parts.size()) + " entries for " + std::to_string(n) + " outputs");
+    int64_t sum = 0;
+    for (int64_t p : parts) {
+      if (p < 0 || p > dim) return Error("split entry " + std::to_string(p) + " is invalid");
+      sum += p;
+    }
+    if (sum != dim) return Error("split sums to " + std::to_string(sum) + ", not the axis size " + std::to_string(dim));
+  } else {
+    if (dim % n != 0) return Error("axis size " + std::to_string(dim) + " does not split into " + std::to_string(n) + " equal parts");
+    parts.assign(static_cast<size_t>(n), dim / n);
+  }
+  std::vector<Tensor> outs;
+  int64_t start = 0;
+  for (int64_t p : parts) {
+    outs.push_back(sliceAxis(*x, axis, start, p));
+    start += p;
+  }
+  return outs;
+}
+
+// How many of start, start+step, ... lie before end (exclusive), for step != 0.
+int64_t stepCount(int64_t start, int64_t end, int64_t step) {
+  __int128 s = start, e = end, st = step;
+  if (st > 0) return s < e ? static_cast<int64_t>((e - s + st - 1) / st) : 0;
+  return s > e ? static_cast<int64_t>((s - e - st - 1) / -st) : 0;
+}
+
+Outputs evalSlice(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  const int64_t r = rankOf(*x);
+  std::vector<int64_t> starts, ends, axes, steps;
+  bool has_axes = false, has_steps = false;
+  if (ctx.opset() < 10) {
+    if (!node.hasAttr("starts") || !node.hasAttr("ends")) return Error("attributes 'starts' and 'ends' are required");
+    starts = node.attrInts("starts");
+    ends = node.attrInts("ends");
+    has_axes = node.hasAttr("axes");
+    axes = node.attrInts("axes");
+  } else {
+    POPRT_ASSIGN_OR_RETURN(const Tensor* s, needInput(in, 1));
+    POPRT_ASSIGN_OR_RETURN(const Tensor* e, needInput(in, 2));
+    POPRT_ASSIGN_OR_RETURN(starts, intList(*s, "starts"));
+    POPRT_ASSIGN_OR_RETURN(ends, intList(*e, "ends"));
+    if (const Tensor* a = optInput(in, 3)) {
+      has_axes = true;
+      POPRT_ASSIGN_OR_RETURN(axes, intList(*a, "axes"));
+    }
+    if (const Tensor* st = optInput(in, 4)) {
+      has_steps = true;
+      POPRT_ASSIGN_OR_RETURN(steps, intList(*st, "steps"));
+    }
+  }
+  if (starts.size() != ends.size()) return Error("starts and ends have different lengths");
+  if (!has_axes)
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (!has_steps) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size())
+    return Error("starts, ends, axes and steps must have the same length");
+  POPRT_ASSIGN_OR_RETURN(axes, normalizeAxes(axes, r));
+  Shape shape = x->shape();
+  std::vector<int64_t> begin(static_cast<size_t>(r), 0), step(static_cast<size_t>(r), 1);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const size_t a = static_cast<size_t>(axes[i]);
+    const int64_t dim = x->shape()[a];
+    int64_t s = starts[i], e = ends[i], st = steps[i];
+    if (st == 0) return Error("slice step must not be 0");
+    if (s < 0) s += dim;
+    if (e < 0) e += dim;
+    if (dim == 0) {
+      s = 0;
+      shape[a] = 0;
+    } else if (st > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      shape[a] = stepCount(s, e, st);
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      shape[a] = stepCount(s, e, st);
+    }
+    begin[a] = s;
+    step[a] = st;
+  }
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedOutputSize(shape));
+  const std::vector<int64_t> in_strides = stridesOf(x->shape()), out_strides = stridesOf(shape);
+  std::vector<int64_t> src(static_cast<size_t>(n)), idx;
+  for (int64_t i = 0; i < n; ++i) {
+    unravel(i, out_strides, idx);
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += (begin[d] + idx[d] * step[d]) * in_strides[d];
+    src[static_cast<size_t>(i)] = off;
+  }
+  return one(takeElements(*x, shape, src));
+}
+
+// ---- Expand, Tile, Pad -------------------------------------------------------------------
+
+Outputs evalExpand(const ir::Node&, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* s, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> target, intList(*s, "shape"));
+  for (int64_t d : target)
+    if (d < 0) return Error("shape " + shapeToString(target) + " has a negative dimension");
+  POPRT_ASSIGN_OR_RETURN(Shape shape, broadcastShapes(x->shape(), target));
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedOutputSize(shape));
+  const std::vector<int64_t> strides = broadcastStrides(x->shape(), shape), contiguous = contiguousStrides(shape);
+  std::vector<int64_t> src(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) src[static_cast<size_t>(i)] = broadcastOffset(i, contiguous, strides);
+  return one(takeElements(*x, shape, src));
+}
+
+Outputs evalTile(const ir::Node&, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* rt, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> reps, intList(*rt, "repeats"));
+  const int64_t r = rankOf(*x);
+  if (static_cast<int64_t>(reps.size()) != r)
+    return Error("repeats has " + std::to_string(reps.size()) + " entries for rank " + std::to_string(r));
+  Shape shape = x->shape();
+  for (int64_t d = 0; d < r; ++d) {
+    const int64_t rep = reps[static_cast<size_t>(d)], dim = shape[static_cast<size_t>(d)];
+    if (rep < 0) return Error("repeats entry " + std::to_string(rep) + " is negative");
+    if (dim != 0 && rep > kMaxElements / dim) return Error("tiled output is too large");
+    shape[static_cast<size_t>(d)] = dim * rep;
+  }
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedOutputSize(shape));
+  const std::vector<int64_t> in_strides = stridesOf(x->shape()), out_strides = stridesOf(shape);
+  std::vector<int64_t> src(static_cast<size_t>(n)), idx;
+  for (int64_t i = 0; i < n; ++i) {
+    unravel(i, out_strides, idx);
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += (idx[d] % x->shape()[d]) * in_strides[d];
+    src[static_cast<size_t>(i)] = off;
+  }
+  return one(takeElements(*x, shape, src));
+}
+
+Outputs evalPad(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  const int64_t r = rankOf(*x);
+  const std::string mode = node.attrString("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge") return Error("mode '" + mode + "' is not supported");
+  std::vector<int64_t> pads;
+  Tensor fill;
+  if (ctx.opset() < 11) {
+    if (!node.hasAttr("pads")) return Error("attribute 'pads' is required");
+    pads = node.attrInts("pads");
+    Tensor v(DType::Float, {});
+    v.data<float>()[0] = node.attrFloat("value", 0.0f);
+    POPRT_ASSIGN_OR_RETURN(fill, castTensor(v, x->dtype()));
+  } else {
+    POPRT_ASSIGN_OR_RETURN(const Tensor* p, needInput(in, 1));
+    POPRT_ASSIGN_OR_RETURN(pads, intList(*p, "pads"));
+    if (optInput(in, 3)) return Error("the axes input (opset 18) is not supported");
+    if (const Tensor* c = optInput(in, 2)) {
+      if (c->dtype() != x->dtype()) return Error("constant_value has a different dtype than the data");
+      if (c->numElements() > 1) return Error("constant_value must be a scalar");
+      fill = *c;
+    }
+  }
+  if (static_cast<int64_t>(pads.size()) != 2 * r)
+    return Error("pads has " + std::to_string(pads.size()) + " entries for rank " + std::to_string(r));
+  Shape shape = x->shape();
+  for (int64_t d = 0; d < r; ++d) {
+    const int64_t dim = shape[static_cast<size_t>(d)], b = pads[static_cast<size_t>(d)], e = pads[static_cast<size_t>(d + r)];
+    if (b < -kMaxElements || b > kMaxElements || e < -kMaxElements || e > kMaxElements) return Error("pads are too large");
+    const int64_t out = dim + b + e;
+    if (out < 0) return Error("pads remove more than axis " + std::to_string(d) + " holds");
+    if (dim == 0 && out > 0 && mode != "constant") return Error("cannot pad an empty axis in " + mode + " mode");
+    shape[static_cast<size_t>(d)] = out;
+  }
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedOutputSize(shape));
+  const std::vector<int64_t> in_strides = stridesOf(x->shape()), out_strides = stridesOf(shape);
+  std::vector<int64_t> src(static_cast<size_t>(n)), idx;
+  for (int64_t i = 0; i < n; ++i) {
+    unravel(i, out_strides, idx);
+    int64_t off = 0;
+    for (int64_t d = 0; d < r && off >= 0; ++d) {
+      const int64_t dim = x->shape()[static_cast<size_t>(d)];
+      int64_t j = idx[static_cast<size_t>(d)] - pads[static_cast<size_t>(d)];
+      if (j < 0 || j >= dim) {
+        if (mode == "constant") {
+          off = -1;
+          break;
+        } else if (mode == "edge") {
+          j = std::clamp<int64_t>(j, 0, dim - 1);
+        } else if (dim == 1) {
+          j = 0;
+        } else {  // reflect (numpy): periodic with period 2 * (dim - 1)
+          const int64_t period = 2 * (dim - 1);
+          j = ((j % period) + period) % period;
+          if (j >= dim) j = period - j;
+        }
+      }
+      off += j * in_strides[static_cast<size_t>(d)];
+    }
+    src[static_cast<size_t>(i)] = off;
+  }
+  return one(takeElements(*x, shape, src, &fill));
+}
+
+// ---- Shape, Size, ConstantOfShape, Range -------------------------------------------------
+
+Outputs evalShape(const ir::Node& node, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  const int64_t r = rankOf(*x);
+  auto clampDim = [r](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
+  const int64_t start = clampDim(node.attrInt("start", 0));
+  const int64_t end = node.hasAttr("end") ? clampDim(node.attrInt("end", r)) : r;
+  std::vector<int64_t> dims;
+  for (int64_t d = start; d < end; ++d) dims.push_back(x->shape()[static_cast<size_t>(d)]);
+  return one(int64s(dims, {static_cast<int64_t>(dims.size())}));
+}
+
+Outputs evalSize(const ir::Node&, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  return one(int64s({x->numElements()}, {}));
+}
+
+Outputs evalConstantOfShape(const ir::Node& node, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* s, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> shape, intList(*s, "shape"));
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedOutputSize(shape));
+  Tensor value(DType::Float, {1});
+  if (auto it = node.attributes.find("value"); it != node.attributes.end()) {
+    auto* t = std::get_if<Tensor>(&it->second.value);
+    if (!t || t->numElements() != 1) return Error("attribute 'value' must be a one-element tensor");
+    value = *t;
+  }
+  return one(takeElements(value, shape, std::vector<int64_t>(static_cast<size_t>(n), 0)));
+}
+
+Outputs evalRange(const ir::Node&, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* ts, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* tl, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* td, needInput(in, 2));
+  const DType dt = ts->dtype();
+  if (tl->dtype() != dt || td->dtype() != dt) return Error("start, limit and delta must have the same dtype");
+  if (ts->numElements() != 1 || tl->numElements() != 1 || td->numElements() != 1)
+    return Error("start, limit and delta must be scalars");
+  if (dt == DType::Bool || dt == DType::String) return Error("dtype " + std::string(dtypeName(dt)) + " is not supported");
+  Tensor y;
+  Status inner = okStatus();
+  POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool>) {
+      if constexpr (std::is_integral_v<T>) {
+        const __int128 s = ts->data<T>()[0], l = tl->data<T>()[0], d = td->data<T>()[0];
+        if (d == 0) {
+          inner = Error("delta must not be 0");
+          return;
+        }
+        __int128 count = d > 0 ? (l > s ? (l - s + d - 1) / d : 0) : (s > l ? (s - l - d - 1) / -d : 0);
+        if (count > kMaxElements) {
+          inner = Error("range has too many elements");
+          return;
+        }
+        y = Tensor(dt, {static_cast<int64_t>(count)});
+        auto p = y.data<T>();
+        for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) p[static_cast<size_t>(i)] = static_cast<T>(s + d * i);
+      } else {
+        const double s = static_cast<double>(toCompute(ts->data<T>()[0]));
+        const double l = static_cast<double>(toCompute(tl->data<T>()[0]));
+        const double d = static_cast<double>(toCompute(td->data<T>()[0]));
+        if (d == 0) {
+          inner = Error("delta must not be 0");
+          return;
+        }
+        const double count = std::max(std::ceil((l - s) / d), 0.0);
+        if (!(count <= static_cast<double>(kMaxElements))) {
+          inner = Error("range has too many (or undefined) elements");
+          return;
+        }
+        y = Tensor(dt, {static_cast<int64_t>(count)});
+        auto p = y.data<T>();
+        using C = typename ComputeType<T>::type;
+        for (size_t i = 0; i < p.size(); ++i) p[i] = fromCompute<T>(static_cast<C>(s + static_cast<double>(i) * d));
+      }
+    }
+  }));
+  POPRT_TRY(inner);
+  return one(std::move(y));
+}
+
+// ---- Trilu, EyeLike ----------------------------------------------------------------------
+
+Outputs evalTrilu(const ir::Node& node, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  const int64_t r = rankOf(*x);
+  if (r < 2) return Error("input must have rank >= 2");
+  int64_t k = 0;
+  if (const Tensor* kt = optInput(in, 1)) {
+    POPRT_ASSIGN_OR_RETURN(k, scalarInt(*kt, "k"));
+  }
+  const bool upper = node.attrInt("upper", 1) != 0;
+  const int64_t rows = x->shape()[static_cast<size_t>(r - 2)], cols = x->shape()[static_cast<size_t>(r - 1)];
+  const int64_t n = x->numElements();
+  std::vector<int64_t> src(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t col = i % cols, row = (i / cols) % rows;
+    const int64_t diff = col - row;  // element kept when diff >= k (upper) or diff <= k (lower)
+    src[static_cast<size_t>(i)] = (upper ? diff >= k : diff <= k) ? i : -1;
+  }
+  return one(takeElements(*x, x->shape(), src));
+}
+
+Outputs evalEyeLike(const ir::Node& node, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  if (rankOf(*x) != 2) return Error("input must be 2-D, got shape " + shapeToString(x->shape()));
+  DType dt = x->dtype();
+  if (node.hasAttr("dtype")) {
+    auto d = dtypeFromOnnx(node.attrInt("dtype", 0));
+    if (!d) return Error("attribute 'dtype' is not a known data type");
+    dt = *d;
+  }
+  const int64_t k = node.attrInt("k", 0);
+  Tensor y(dt, x->shape());
+  const int64_t rows = x->shape()[0], cols = x->shape()[1];
+  POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
+    using T = decltype(tag);
+    auto p = y.data<T>();
+    for (int64_t row = 0; row < rows; ++row) {
+      if (k > cols || k < -cols) break;  // the diagonal misses the matrix (and row + k cannot overflow)
+      const int64_t col = row + k;
+      if (col >= 0 && col < cols) p[static_cast<size_t>(row * cols + col)] = fromCompute<T>(1);
+    }
+  }));
+  return one(std::move(y));
+}
+
+// ---- DepthToSpace, SpaceToDepth ----------------------------------------------------------
+
+Outputs evalDepthToSpace(const ir::Node& node, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  if (rankOf(*x) != 4) return Error("input must be 4-D (NCHW), got shape " + shapeToString(x->shape()));
+  const int64_t b = node.attrInt("blocksize", 0);
+  const int64_t N = x->shape()[0], C = x->shape()[1], H = x->shape()[2], W = x->shape()[3];
+  // In 128 bits: b comes from the model and b * b, H * b must not overflow.
+  if (b <= 0 || C % (static_cast<__int128>(b) * b) != 0 || static_cast<__int128>(H) * b > kMaxElements ||
+      static_cast<__int128>(W) * b > kMaxElements)
+    return Error("blocksize " + std::to_string(b) + " does not fit input shape " + shapeToString(x->shape()));
+  const std::string mode = node.attrString("mode", "DCR");
+  Tensor tmp;
+  if (mode == "DCR") {
+    POPRT_ASSIGN_OR_RETURN(Tensor r6, reshaped(*x, {N, b, b, C / (b * b), H, W}));
+    POPRT_ASSIGN_OR_RETURN(tmp, transposeTensor(r6, {0, 3, 4, 1, 5, 2}));
+  } else if (mode == "CRD") {
+    POPRT_ASSIGN_OR_RETURN(Tensor r6, reshaped(*x, {N, C / (b * b), b, b, H, W}));
+    POPRT_ASSIGN_OR_RETURN(tmp, transposeTensor(r6, {0, 1, 4, 2, 5, 3}));
+  } else {
+    return Error("mode '" + mode + "' is not DCR or CRD");
+  }
+  POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(tmp, {N, C / (b * b), H * b, W * b}));
+  return one(std::move(y));
+}
+
+Outputs evalSpaceToDepth(const ir::Node& node, const Inputs& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  if (rankOf(*x) != 4) return Error("input must be 4-D (NCHW), got shape " + shapeToString(x->shape()));
+  const int64_t b = node.attrInt("blocksize", 0);
+  const int64_t N = x->shape()[0], C = x->shape()[1], H = x->shape()[2], W = x->shape()[3];
+  if (b <= 0 || H % b != 0 || W % b != 0 || static_cast<__int128>(C) * b * b > kMaxElements)
+    return Error("blocksize " + std::to_string(b) + " does not divide the spatial dims of " + shapeToString(x->shape()));
+  POPRT_ASSIGN_OR_RETURN(Tensor r6, reshaped(*x, {N, C, H / b, b, W / b, b}));
+  POPRT_ASSIGN_OR_RETURN(Tensor t, transposeTensor(r6, {0, 3, 5, 1, 2, 4}));
+  POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(t, {N, C * b * b, H / b, W / b}));
+  return one(std::move(y));
+}
+
+// ---- Dropout -----------------------------------------------------------------------------
+
+Outputs evalDropout(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  double ratio = 0.5;
+  bool training = false;
+  if (ctx.opset() < 12) {
+    ratio = node.attrFloat("ratio", 0.5f);
+  } else {
+    if (const Tensor* rt = optInput(in, 1)) {
+      if (rt->numElements() != 1) return Error("ratio must be a scalar");
+      POPRT_ASSIGN_OR_RETURN(std::vector<double> rv, doubleValues(*rt));
+      ratio = rv[0];
+    }
+    if (const Tensor* tm = optInput(in, 2)) {
+      if (tm->numElements() != 1) return Error("training_mode must be a scalar");
+      POPRT_ASSIGN_OR_RETURN(std::vector<double> tv, doubleValues(*tm));
+      training = tv[0] != 0;
+    }
+  }
+  const DType mask_type = ctx.opset() < 10 ? x->dtype() : DType::Bool;
+  std::vector<Tensor> outs;
+  if (!training || ratio == 0) {
+    outs.push_back(*x);
+    Tensor mask(mask_type, x->shape());
+    POPRT_TRY(dispatchNumeric(mask_type, [&](auto tag) {
+      using T = decltype(tag);
+      for (auto& m : mask.data<T>()) m = fromCompute<T>(1);
+    }));
+    outs.push_back(std::move(mask));
+    return outs;
+  }
+  if (!(ratio >= 0 && ratio < 1)) return Error("ratio must be in [0, 1)");
+  if (!isFloatingPoint(x->dtype())) return Error("training mode needs a floating-point input");
+  // The mask draws numpy's legacy generator (MT19937 seeded by init_genrand, 53-bit doubles from
+  // two 32-bit draws), so a given seed reproduces numpy.random.seed(seed); uniform(0, 1) >= ratio.
+  const uint64_t seed = node.hasAttr("seed") ? static_cast<uint64_t>(node.attrInt("seed", 0)) : ctx.seed();
+  std::mt19937 gen(static_cast<uint32_t>(seed));
+  auto uniform = [&gen]() {
+    const uint32_t a = gen() >> 5, b = gen() >> 6;
+    return (a * 67108864.0 + b) / 9007199254740992.0;
+  };
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, doubleValues(*x));
+  std::vector<double> yv(xv.size());
+  Tensor mask(DType::Bool, x->shape());
+  auto m = mask.data<bool>();
+  const double scale = 1.0 / (1.0 - ratio);
+  for (size_t i = 0; i < xv.size(); ++i) {
+    m[i] = uniform() >= ratio;
+    yv[i] = m[i] ? xv[i] * scale : 0.0;
+  }
+  POPRT_ASSIGN_OR_RETURN(Tensor y, tensorFromDoubles(x->dtype(), x->shape(), yv));
+  outs.push_back(std::move(y));
+  outs.push_back(std::move(mask));
+  return outs;
+}
+
+}  // namespace
+
+void registerTensorOps(std::vector<OpDef>& ops) {
+  auto add = [&](const char* name, Fp16Policy policy, EvalFn fn) { ops.push_back({name, policy, LoweringFamily::None, std::move(fn)}); };
+  const auto agnostic = Fp16Policy::TypeAgnostic;
+  add("Constant", agnostic, evalConstant);
+  ops.push_back({"Identity", agnostic, LoweringFamily::None, nullptr, evalIdentity});
+  add("Reshape", agnostic, evalReshape);
+  add("Flatten", agnostic, evalFlatten);
+  add("Squeeze", agnostic, evalSqueeze);
+  add("Unsqueeze", agnostic, evalUnsqueeze);
+  add("Transpose", agnostic, evalTranspose);
+  add("Concat", agnostic, evalConcat);
+  add("Split", agnostic, evalSplit);
+  add("Slice", agnostic, evalSlice);
+  add("Expand", agnostic, evalExpand);
+  add("Tile", agnostic, evalTile);
+  add("Pad", agnostic, evalPad);
+  add("Shape", agnostic, evalShape);
+  add("Size", agnostic, evalSize);
+  add("ConstantOfShape", agnostic, evalConstantOfShape);
+  add("Range", Fp16Policy::Convert, evalRange);
+  add("Trilu", agnostic, evalTrilu);
+  add("EyeLike", agnostic, evalEyeLike);
+  add("DepthToSpace", agnostic, evalDepthToSpace);
+  add("SpaceToDepth", agnostic, evalSpaceToDepth);
+  add("Dropout", Fp16Policy::Convert, evalDropout);
+  registerCastOps(ops);
+  registerIndexOps(ops);
+}
 
 }  // namespace poprt::ops
