@@ -209,10 +209,10 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
   if (!proto.has_graph()) return Error(source + ": not an ONNX model (no graph)");
   std::unordered_map<std::string, int> opsets;
   for (const auto& op : proto.opset_import()) opsets[canonicalDomain(op.domain())] = static_cast<int>(op.version());
-  if (!opsets.count(""))
-    return Error(source + ": the model imports no opset of the default ONNX domain");
-  int64_t opset = opsets[""];
-  if (opset < kMinOpset && opset >= 1) {
+  // Models of other domains only (e.g. ai.onnx.preview.training) need no default-domain opset.
+  const bool default_domain = opsets.count("") != 0;
+  int64_t opset = default_domain ? opsets[""] : kMinOpset;
+  if (default_domain && opset < kMinOpset && opset >= 1) {
     // Older models are upgraded with libonnx's version converter, as onnx.version_converter would.
     try {
       proto = onnx::version_conversion::ConvertVersion(proto, static_cast<int>(kMinOpset));

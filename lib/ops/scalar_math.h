@@ -51,7 +51,10 @@ template <class T>
 T applyBinary(BinaryFn fn, T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     // Integer division by zero and MIN/-1 trap on x86; ONNX leaves them undefined, we give 0 / a.
-    if (fn == BinaryFn::Div && (b == 0 || (std::is_signed_v<T> && b == T(-1)))) return b == 0 ? T(0) : T(T(0) - a);
+    if (fn == BinaryFn::Div && (b == 0 || (std::is_signed_v<T> && b == T(-1)))) {
+      using U = std::make_unsigned_t<T>;
+      return b == 0 ? T(0) : static_cast<T>(U(0) - static_cast<U>(a));  // wraps for MIN / -1
+    }
   }
   switch (fn) {
     case BinaryFn::Add: return a + b;
