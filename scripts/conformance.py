@@ -125,6 +125,11 @@ def format_index(idx):
 
 def compare(i, actual, expected):
     """Raises TestFailure when actual (from the .npy) differs from expected (from output_<i>.pb)."""
+    # Strings: the .npy holds numpy unicode ('<U'), onnx gives object arrays of str/bytes.
+    if expected.dtype.kind in "OSU" and actual.dtype.kind in "OSU":
+        decode = np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else str(v), otypes=[object])
+        actual = decode(actual) if actual.size else actual.astype(object)
+        expected = decode(expected) if expected.size else expected.astype(object)
     if actual.dtype != expected.dtype:
         raise TestFailure("output %d: dtype %s != expected %s" % (i, actual.dtype, expected.dtype))
     if actual.shape != expected.shape:

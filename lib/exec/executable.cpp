@@ -119,7 +119,8 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
       if (role > 3) return Error(source + ": stream '" + hs.name + "' has unknown role " + std::to_string(role));
       hs.role = static_cast<HostStream::Role>(role);
       auto dt = dtypeFromName(s.at("dtype").get<std::string>());
-      if (!dt || dtypeSize(*dt) == 0) return Error(source + ": stream '" + hs.name + "' has an unsupported dtype");
+      if (!dt || (dtypeSize(*dt) == 0 && *dt != DType::String))
+        return Error(source + ": stream '" + hs.name + "' has an unsupported dtype");
       hs.dtype = *dt;
       hs.shape = s.at("shape").get<Shape>();
       Shape known = hs.shape;
@@ -196,6 +197,7 @@ Status validate(const Executable& exe) {
   for (const auto& s : exe.streams) {
     bool dynamic = std::any_of(s.shape.begin(), s.shape.end(), [](int64_t d) { return d < 0; });
     if (dynamic && !s.copies.empty()) return Error("stream '" + s.name + "' has a run-time shape but tile copies");
+    if (s.dtype == DType::String && !s.copies.empty()) return Error("stream '" + s.name + "' of strings has tile copies");
     uint64_t size = s.byteSize();
     for (const auto& c : s.copies) {
       if (c.host_offset > size || c.bytes > size - c.host_offset)

@@ -251,9 +251,81 @@ Expected<std::string> descrFor(DType t) {
     case DType::Complex128: return std::string("<c16");
     case DType::BFloat16:
       return Error("bfloat16 has no NumPy dtype; cast the tensor to float32 before writing .npy");
-    case DType::String: return Error("string tensors cannot be written as .npy");
     default: return Error("cannot write a tensor of undefined dtype as .npy");
   }
+}
+
+// NumPy's fixed-width unicode strings ('<U5'): the width in code points, or nullopt.
+std::optional<uint64_t> unicodeWidth(std::string_view descr) {
+  if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '|' && descr[0] != '=') || descr[1] != 'U') return std::nullopt;
+  uint64_t width = 0;
+  for (char c : descr.substr(2)) {
+    if (c < '0' || c > '9' || width > (uint64_t{1} << 20)) return std::nullopt;
+    width = width * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return width;
+}
+
+void appendUtf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xc0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+}
+
+// UTF-8 to code points; invalid bytes become U+FFFD.
+std::vector<uint32_t> codePoints(const std::string& s) {
+  std::vector<uint32_t> cps;
+  for (size_t i = 0; i < s.size();) {
+    auto b = static_cast<uint8_t>(s[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    if (len == 0 || i + len > s.size()) {
+      cps.push_back(0xfffd);
+      ++i;
+      continue;
+    }
+    uint32_t cp = len == 1 ? b : b & (0x7f >> len);
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<uint8_t>(s[i + k]) & 0x3f);
+    cps.push_back(cp);
+    i += len;
+  }
+  return cps;
+}
+
+// Reads '<U' data: `width` UTF-32LE code points per element, NUL-padded.
+Expected<Tensor> parseUnicode(const uint8_t* src, uint64_t available, const Shape& shape, bool fortran, uint64_t width,
+                              const std::string& name) {
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedNumElements(shape, kMaxNpyElements));
+  const uint64_t itemsize = width * 4;
+  if (itemsize != 0 && static_cast<uint64_t>(n) > available / itemsize)
+    return Error(name + ": truncated: header says " + std::to_string(n) + " strings of " + std::to_string(width) +
+                 " characters, file has " + std::to_string(available) + " bytes of data");
+  if (static_cast<uint64_t>(n) * itemsize != available)
+    return Error(name + ": " + std::to_string(available - static_cast<uint64_t>(n) * itemsize) + " unexpected bytes after the data");
+  std::vector<uint8_t> c_order(src, src + available);
+  if (fortran && shape.size() > 1) fortranToC(src, c_order.data(), shape, itemsize, n);
+  Tensor t(DType::String, shape);
+  for (int64_t i = 0; i < n; ++i) {
+    std::string s;
+    for (uint64_t k = 0; k < width; ++k) {
+      auto cp = static_cast<uint32_t>(readLittleEndian(c_order.data() + static_cast<uint64_t>(i) * itemsize + 4 * k, 4));
+      if (cp == 0) break;
+      appendUtf8(s, cp > 0x10ffff ? 0xfffd : cp);
+    }
+    t.strings()[static_cast<size_t>(i)] = std::move(s);
+  }
+  return t;
 }
 
 // Python's repr of a tuple of ints: (), (3,), (3, 4).
@@ -293,6 +365,9 @@ Expected<Tensor> parseNpy(std::span<const uint8_t> bytes, const std::string& nam
   std::string_view text(reinterpret_cast<const char*>(bytes.data() + prefix), header_len);
   auto header = HeaderParser(text).parse();
   if (!header.ok()) return header.error().withContext(name);
+  if (auto width = unicodeWidth(header->descr))
+    return parseUnicode(bytes.data() + prefix + header_len, bytes.size() - prefix - header_len, header->shape,
+                        header->fortran_order, *width, name);
   auto descr = parseDescr(header->descr);
   if (!descr)
     return err("unsupported dtype '" + header->descr +
@@ -329,7 +404,24 @@ Expected<Tensor> readNpy(const std::filesystem::path& path) {
 }
 
 Expected<std::vector<uint8_t>> serializeNpy(const Tensor& tensor) {
-  POPRT_ASSIGN_OR_RETURN(std::string descr, descrFor(tensor.dtype()));
+  // Strings are written as NumPy's fixed-width unicode ('<U<width>', UTF-32LE).
+  std::vector<uint8_t> data;
+  std::string descr;
+  if (tensor.dtype() == DType::String) {
+    std::vector<std::vector<uint32_t>> items;
+    size_t width = 1;  // numpy never writes '<U0'
+    for (const auto& s : tensor.strings()) {
+      items.push_back(codePoints(s));
+      width = std::max(width, items.back().size());
+    }
+    descr = "<U" + std::to_string(width);
+    data.resize(items.size() * width * 4, 0);
+    for (size_t i = 0; i < items.size(); ++i)
+      for (size_t k = 0; k < items[i].size(); ++k)
+        for (size_t b = 0; b < 4; ++b) data[(i * width + k) * 4 + b] = static_cast<uint8_t>(items[i][k] >> (8 * b));
+  } else {
+    POPRT_ASSIGN_OR_RETURN(descr, descrFor(tensor.dtype()));
+  }
   std::string dict =
       "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shapeTuple(tensor.shape()) + ", }";
   // Version 1.0 unless the padded header overflows its 16-bit length field.
@@ -348,7 +440,10 @@ Expected<std::vector<uint8_t>> serializeNpy(const Tensor& tensor) {
   out.insert(out.end(), dict.begin(), dict.end());
   out.insert(out.end(), header_len - dict.size() - 1, ' ');
   out.push_back('\n');
-  out.insert(out.end(), tensor.bytes().begin(), tensor.bytes().end());
+  if (tensor.dtype() == DType::String)
+    out.insert(out.end(), data.begin(), data.end());
+  else
+    out.insert(out.end(), tensor.bytes().begin(), tensor.bytes().end());
   return out;
 }
 

@@ -174,7 +174,6 @@ TEST(Npy, RefusesToWriteTypesWithoutANumpyDtype) {
   auto bf = serializeNpy(Tensor(DType::BFloat16, {2}));
   ASSERT_FALSE(bf.ok());
   EXPECT_THAT(bf.error().message(), HasSubstr("bfloat16 has no NumPy dtype; cast"));
-  EXPECT_FALSE(serializeNpy(Tensor(DType::String, {2})).ok());
   EXPECT_FALSE(serializeNpy(Tensor()).ok());
 
   TempDir dir;
@@ -351,7 +350,7 @@ TEST(Npy, RejectsBadHeaderDicts) {
       {"('descr', '<f4')", "bad header: expected '{'"},
       {"", "bad header: expected '{'"},
       {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': ()}", "structured dtypes are not supported"},
-      {"{'descr': '<U5', 'fortran_order': False, 'shape': ()}", "x.npy: unsupported dtype '<U5'"},
+      {"{'descr': '<U5', 'fortran_order': False, 'shape': ()}", "truncated: header says 1 strings of 5 characters"},
       {"{'descr': '|O', 'fortran_order': False, 'shape': ()}", "unsupported dtype '|O'"},
       {"{'descr': '|f4', 'fortran_order': False, 'shape': ()}", "unsupported dtype '|f4'"},
       {"{'descr': '<f3', 'fortran_order': False, 'shape': ()}", "unsupported dtype '<f3'"},
@@ -392,6 +391,8 @@ np.save(d + '/scalar.npy', np.float64(3.25))
 np.save(d + '/empty.npy', np.zeros((2, 0, 3), dtype=np.uint16))
 np.save(d + '/u64.npy', np.array([2**64 - 1, 0], dtype=np.uint64))
 np.save(d + '/i8.npy', np.array([-128, 127], dtype=np.int8))
+np.save(d + '/str.npy', np.array([['monday', ''], ['caf\u00e9', '\u4e2d\u6587']]))
+np.save(d + '/str_f.npy', np.asfortranarray(np.array([['a', 'bb'], ['ccc', 'dddd']])))
 )"),
             0);
   auto read = [&](const char* name) {
@@ -399,6 +400,12 @@ np.save(d + '/i8.npy', np.array([-128, 127], dtype=np.int8))
     if (!r.ok()) ADD_FAILURE() << r.error().message();
     return r.ok() ? std::move(r).value() : Tensor();
   };
+
+  Tensor str = read("str.npy");  // numpy writes '<U6' (UTF-32LE, NUL-padded)
+  EXPECT_EQ(str.dtype(), DType::String);
+  EXPECT_EQ(str.shape(), (Shape{2, 2}));
+  EXPECT_EQ(str.strings(), (std::vector<std::string>{"monday", "", "caf\xc3\xa9", "\xe4\xb8\xad\xe6\x96\x87"}));
+  EXPECT_EQ(read("str_f.npy").strings(), (std::vector<std::string>{"a", "bb", "ccc", "dddd"}));
 
   Tensor f32 = read("f32.npy");
   EXPECT_EQ(f32.dtype(), DType::Float);
@@ -471,6 +478,9 @@ TEST(Npy, NumpyLoadsFilesWeWrite) {
   i8.data<int8_t>()[0] = -128;
   i8.data<int8_t>()[1] = 5;
   write("i8.npy", i8);
+  Tensor str(DType::String, {3});
+  str.strings() = {"monday", "", "caf\xc3\xa9"};
+  write("str.npy", str);
 
   EXPECT_EQ(runPython(dir.path(), R"(
 import sys, numpy as np
@@ -489,6 +499,7 @@ check('scalar.npy', np.array(42, dtype=np.int32))
 check('empty.npy', np.zeros((0, 4), dtype=np.uint8))
 check('u32.npy', np.array([2**32 - 1, 7], dtype=np.uint32))
 check('i8.npy', np.array([-128, 5], dtype=np.int8))
+check('str.npy', np.array(['monday', '', 'caf\u00e9']))
 )"),
             0);
 }
