@@ -55,7 +55,7 @@ Status checkMemory(const exec::Executable& exe, const std::vector<uint64_t>& use
 
 Shape streamShape(const ir::Value* v) {
   Shape s;
-  if (v->type.dims)
+  if (v->type.kind == ValueKind::Tensor && v->type.dims)
     for (const ir::Dim& d : *v->type.dims) s.push_back(d.isStatic() ? d.value : -1);
   return s;
 }
@@ -70,15 +70,15 @@ class Compiler {
     exec::Executable& exe = l_.executable();
     for (const ir::Value* in : graph_.inputs()) {
       if (in->isInitializer()) continue;
-      if (!in->type.isTensor() || !in->type.hasStaticShape())
+      if (in->type.kind == ValueKind::Tensor && (!in->type.isTensor() || !in->type.hasStaticShape()))
         return Error("input '" + in->name() + "' has shape " + in->type.toString() +
                      "; compiling needs static input shapes (hint: --input_shape NAME=D0,D1,...)");
       host_buffer_[in] = addStream(exec::HostStream::Role::Input, in);
       on_host_.insert(in);  // the user's input arrives in its host buffer
     }
     for (const ir::Value* out : graph_.outputs()) {
-      if (!out->type.isTensor() || !out->type.hasRank())
-        return Error("output '" + out->name() + "' is not a tensor of known rank; PopEF anchors are tensors");
+      if (out->type.kind == ValueKind::Tensor && (!out->type.isTensor() || !out->type.hasRank()))
+        return Error("output '" + out->name() + "' is neither a tensor of known rank nor a sequence or optional of tensors");
       if (host_buffer_.count(out))
         return Error("output '" + out->name() + "' is also a graph input (not supported yet)");
       host_buffer_[out] = addStream(exec::HostStream::Role::Output, out);
@@ -131,7 +131,7 @@ class Compiler {
  private:
   uint32_t addStream(exec::HostStream::Role role, const ir::Value* v) {
     auto& streams = l_.executable().streams;
-    streams.push_back({v->name(), role, v->type.dtype, streamShape(v), {}});
+    streams.push_back({v->name(), role, v->type.dtype, streamShape(v), {}, v->type.kind});
     return static_cast<uint32_t>(streams.size() - 1);
   }
 

@@ -73,7 +73,7 @@ Expected<Anchor> anchorFromJson(const json& j, size_t index) {
   std::string where = "anchors[" + std::to_string(index) + "]";
   if (j.is_object() && j.contains("name") && j["name"].is_string())
     where += " " + sq(j["name"].get<std::string>());
-  POPRT_TRY(checkKeys(j, where, {"name", "handle", "dtype", "shape", "kind", "per_replica", "programs"}));
+  POPRT_TRY(checkKeys(j, where, {"name", "handle", "dtype", "shape", "kind", "per_replica", "programs"}, {"value"}));
   Anchor a;
   POPRT_ASSIGN_OR_RETURN(a.name, getString(j["name"], where + ".name"));
   POPRT_ASSIGN_OR_RETURN(a.handle, getString(j["handle"], where + ".handle"));
@@ -99,6 +99,12 @@ Expected<Anchor> anchorFromJson(const json& j, size_t index) {
     return Error(where + ".kind: expected \"input\" or \"output\", got " + sq(kind));
   POPRT_ASSIGN_OR_RETURN(a.per_replica, getBool(j["per_replica"], where + ".per_replica"));
   POPRT_ASSIGN_OR_RETURN(a.programs, getStringList(j["programs"], where + ".programs"));
+  if (j.contains("value")) {
+    POPRT_ASSIGN_OR_RETURN(std::string value, getString(j["value"], where + ".value"));
+    auto v = valueKindFromName(value);
+    if (!v) return Error(where + ".value: expected tensor, sequence, optional or optional_sequence, got " + sq(value));
+    a.value = *v;
+  }
   return a;
 }
 
@@ -185,6 +191,7 @@ std::vector<uint8_t> encodeMetadata(const Metadata& m) {
                        {"kind", kindName(a.kind)},
                        {"per_replica", a.per_replica},
                        {"programs", a.programs}});
+    if (a.value != ValueKind::Tensor) anchors.back()["value"] = std::string(valueKindName(a.value));
   }
   json opts = json::object();
   for (const auto& [k, v] : m.compile_options) opts[k] = v;

@@ -20,6 +20,7 @@
 
 #include "lib/support/dtype.h"
 #include "lib/support/status.h"
+#include "lib/support/value_kind.h"
 #include "lib/support/tensor.h"
 
 namespace poprt::popef {
@@ -53,6 +54,7 @@ struct Anchor {
   enum class Kind { Input, Output } kind = Kind::Input;
   bool per_replica = false;
   std::vector<std::string> programs;  // programs that use the anchor; each must be in program_flow
+  ValueKind value = ValueKind::Tensor;  // a sequence or optional holds tensors of `dtype`
 
   bool operator==(const Anchor&) const = default;
 };

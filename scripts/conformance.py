@@ -221,7 +221,8 @@ def check_data_set(test_dir, set_dir, work, timeout, paths, graph_inputs, graph_
     shapes = []
     for value, path in zip(graph_inputs, in_files):
         if type_kind(value.type) != "tensor_type":
-            raise TestFailure("non-tensor input")
+            shapes.append((value.name, None))  # a sequence or optional: no shape to fix
+            continue
         try:
             tensor = onnx.load_tensor(path)
         except Exception as e:  # noqa: BLE001
@@ -233,7 +234,8 @@ def check_data_set(test_dir, set_dir, work, timeout, paths, graph_inputs, graph_
         out = os.path.join(work, "compile_%d" % len(compiled))
         args = ["--input_model", os.path.join(test_dir, "model.onnx"), "--output_dir", out, "--export_popef"]
         for name, dims in shapes:
-            args += ["--input_shape", "%s=%s" % (name, ",".join(str(d) for d in dims))]
+            if dims is not None:
+                args += ["--input_shape", "%s=%s" % (name, ",".join(str(d) for d in dims))]
         try:
             call_tool("poprt-convert", args, timeout, paths, log)
             compiled[key] = os.path.join(out, "executable.popef")
@@ -253,7 +255,8 @@ def check_data_set(test_dir, set_dir, work, timeout, paths, graph_inputs, graph_
         if i >= len(graph_outputs):
             raise TestFailure("%s has %d outputs, the model has %d" % (set_name, len(out_files), len(graph_outputs)))
         if type_kind(graph_outputs[i].type) != "tensor_type":
-            raise TestFailure("non-tensor output")
+            compare_value_proto(i, run_dir, graph_outputs[i], path)
+            continue
         npy = os.path.join(run_dir, output_file_name(i, graph_outputs[i].name))
         if not os.path.exists(npy):
             found = sorted(glob.glob(os.path.join(run_dir, "output_%d_*.npy" % i)))
@@ -272,6 +275,40 @@ def check_data_set(test_dir, set_dir, work, timeout, paths, graph_inputs, graph_
     extra = sorted(glob.glob(os.path.join(run_dir, "output_%d_*.npy" % len(out_files))))
     if extra and len(out_files) == len(graph_outputs):
         raise TestFailure("popef-run wrote more outputs than the model has (%s)" % os.path.basename(extra[0]))
+
+
+def value_items(proto_path, kind):
+    """A sequence or optional .pb as a list of numpy arrays ([] for an empty optional)."""
+    with open(proto_path, "rb") as f:
+        data = f.read()
+    if kind == "sequence_type":
+        seq = onnx.SequenceProto()
+        seq.ParseFromString(data)
+        return "sequence", [numpy_helper.to_array(t) for t in seq.tensor_values]
+    opt = onnx.OptionalProto()
+    opt.ParseFromString(data)
+    if opt.HasField("tensor_value"):
+        return "tensor", [numpy_helper.to_array(opt.tensor_value)]
+    if opt.HasField("sequence_value"):
+        return "sequence", [numpy_helper.to_array(t) for t in opt.sequence_value.tensor_values]
+    return "none", []
+
+
+def compare_value_proto(i, run_dir, output, expected_path):
+    """Sequences and optionals: popef-run writes them as .pb, like the test data."""
+    kind = type_kind(output.type)
+    mine = os.path.join(run_dir, output_file_name(i, output.name)[:-len(".npy")] + ".pb")
+    if not os.path.exists(mine):
+        raise TestFailure("output %d: popef-run wrote no %s" % (i, os.path.basename(mine)))
+    try:
+        got_kind, got = value_items(mine, kind)
+        want_kind, want = value_items(expected_path, kind)
+    except Exception as e:  # noqa: BLE001
+        raise TestFailure("output %d: cannot read a .pb: %s" % (i, e))
+    if got_kind != want_kind or len(got) != len(want):
+        raise TestFailure("output %d: %s of %d item(s) != expected %s of %d" % (i, got_kind, len(got), want_kind, len(want)))
+    for a, b in zip(got, want):
+        compare(i, a, b)
 
 
 def run_test(job):

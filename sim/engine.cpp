@@ -133,29 +133,62 @@ Status Engine::runProgram(const exec::Program& program) {
   return okStatus();
 }
 
-Expected<std::vector<Tensor>> Engine::run(const std::vector<const Tensor*>& inputs) {
+std::string inputMismatch(const ops::RtValue& v, const exec::HostStream& s) {
+  auto expected = [&] {
+    return std::string(valueKindName(s.kind)) + " of " + std::string(dtypeName(s.dtype)) +
+           (s.kind == ValueKind::Tensor ? shapeToString(s.shape) : "");
+  };
+  auto itemsOk = [&] {
+    return std::all_of(v.sequence.begin(), v.sequence.end(), [&](const Tensor& t) { return t.dtype() == s.dtype; });
+  };
+  bool ok = false;
+  switch (s.kind) {
+    case ValueKind::Tensor: ok = v.isTensor() && v.tensor.dtype() == s.dtype && v.tensor.shape() == s.shape; break;
+    case ValueKind::Sequence: ok = v.kind == ops::RtValue::Kind::Sequence && itemsOk(); break;
+    case ValueKind::Optional: ok = v.kind == ops::RtValue::Kind::None || (v.isTensor() && v.tensor.dtype() == s.dtype); break;
+    case ValueKind::OptionalSequence:
+      ok = v.kind == ops::RtValue::Kind::None || (v.kind == ops::RtValue::Kind::Sequence && itemsOk());
+      break;
+  }
+  if (ok) return "";
+  std::string got = v.isTensor() ? "tensor of " + std::string(dtypeName(v.tensor.dtype())) + shapeToString(v.tensor.shape())
+                    : v.kind == ops::RtValue::Kind::Sequence ? "sequence of " + std::to_string(v.sequence.size()) + " tensors"
+                                                             : "empty optional";
+  return "input '" + s.name + "' is a " + got + ", the model expects a " + expected();
+}
+
+Expected<std::vector<ops::RtValue>> Engine::run(std::vector<ops::RtValue> inputs) {
   buffers_.assign(exe_.streams.size(), {});
   size_t next_input = 0;
   for (size_t i = 0; i < exe_.streams.size(); ++i) {
     const auto& s = exe_.streams[i];
     if (s.role != Role::Input) continue;
-    if (next_input >= inputs.size() || !inputs[next_input]) return Error("input '" + s.name + "' was not given");
-    const Tensor& t = *inputs[next_input++];
-    if (t.dtype() != s.dtype || t.shape() != s.shape)
-      return Error("input '" + s.name + "' is " + std::string(dtypeName(t.dtype())) + shapeToString(t.shape()) +
-                   ", the model expects " + std::string(dtypeName(s.dtype)) + shapeToString(s.shape));
-    buffers_[i] = ops::RtValue::of(t);
+    if (next_input >= inputs.size()) return Error("input '" + s.name + "' was not given");
+    if (auto why = inputMismatch(inputs[next_input], s); !why.empty()) return Error(why);
+    buffers_[i] = std::move(inputs[next_input++]);
   }
   if (next_input != inputs.size())
     return Error(std::to_string(inputs.size()) + " inputs given, the model has " + std::to_string(next_input));
   POPRT_TRY(runProgram(exe_.main));
-  std::vector<Tensor> outputs;
-  for (size_t i = 0; i < exe_.streams.size(); ++i) {
-    if (exe_.streams[i].role != Role::Output) continue;
-    if (!buffers_[i].isTensor()) return Error("output '" + exe_.streams[i].name + "' was not produced as a tensor");
-    outputs.push_back(std::move(buffers_[i].tensor));
-  }
+  std::vector<ops::RtValue> outputs;
+  for (size_t i = 0; i < exe_.streams.size(); ++i)
+    if (exe_.streams[i].role == Role::Output) outputs.push_back(std::move(buffers_[i]));
   return outputs;
+}
+
+Expected<std::vector<Tensor>> Engine::runTensors(const std::vector<const Tensor*>& inputs) {
+  std::vector<ops::RtValue> values;
+  for (const Tensor* t : inputs) {
+    if (!t) return Error("an input tensor is missing");
+    values.push_back(ops::RtValue::of(*t));
+  }
+  POPRT_ASSIGN_OR_RETURN(std::vector<ops::RtValue> outs, run(std::move(values)));
+  std::vector<Tensor> tensors;
+  for (auto& v : outs) {
+    if (!v.isTensor()) return Error("an output is a sequence or optional; use the RtValue overload");
+    tensors.push_back(std::move(v.tensor));
+  }
+  return tensors;
 }
 
 void Engine::computeEstimate() {

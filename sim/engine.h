@@ -26,6 +26,9 @@ struct ComputeSetCycles {
   size_t vertices = 0;
 };
 
+// Why `value` cannot feed the input stream `s` ("" when it can).
+std::string inputMismatch(const ops::RtValue& value, const exec::HostStream& s);
+
 class Engine {
  public:
   // Checks every vertex (the executable's bounds were checked when it was read) and prepares the
@@ -35,7 +38,9 @@ class Engine {
 
   const exec::Executable& executable() const { return exe_; }
   // Inputs in the order of the executable's Input streams; returns the Output streams in order.
-  Expected<std::vector<Tensor>> run(const std::vector<const Tensor*>& inputs);
+  Expected<std::vector<ops::RtValue>> run(std::vector<ops::RtValue> inputs);
+  // The same for models whose inputs and outputs are all tensors.
+  Expected<std::vector<Tensor>> runTensors(const std::vector<const Tensor*>& inputs);
 
   // Estimated cycles of one main-program run on the target (the cost model is static).
   const CycleEstimate& estimate() const { return estimate_; }

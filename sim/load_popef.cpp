@@ -21,7 +21,7 @@ Expected<LoadedModel> loadPopef(const std::filesystem::path& path) {
     for (const auto& s : exe.streams) {
       bool same_role = (a.kind == popef::Anchor::Kind::Input) == (s.role == exec::HostStream::Role::Input);
       if (s.name == a.name && same_role && s.role != exec::HostStream::Role::Weight) {
-        found = s.dtype == a.dtype && s.shape == a.shape;
+        found = s.dtype == a.dtype && s.shape == a.shape && s.kind == a.value;
         if (!found) return Error(source + ": anchor '" + a.name + "' does not match the executable's stream");
       }
     }

@@ -10,6 +10,7 @@
 #include "lib/support/dtype_dispatch.h"
 #include "lib/support/log.h"
 #include "lib/support/npy.h"
+#include "lib/onnx/value_io.h"
 #include "sim/load_popef.h"
 #include "tools/tool_common.h"
 
@@ -70,23 +71,21 @@ Status run(const RunOptions& o) {
     bool known = std::any_of(in_streams.begin(), in_streams.end(), [&](const auto* s) { return s->name == name; });
     if (!known) return Error("--input: the model has no input named '" + name + "' (inputs: " + names + ")");
   }
-  std::vector<Tensor> inputs;
+  std::vector<ops::RtValue> inputs;
   for (const auto* s : in_streams) {
     auto it = files.find(s->name);
     if (it == files.end())
       return Error(o.popef + ": input '" + s->name + "' (" + std::string(dtypeName(s->dtype)) + shapeToString(s->shape) +
                    ") was not given (hint: --input " + s->name + "=FILE.npy)");
-    POPRT_ASSIGN_OR_RETURN(Tensor t, readTensorFile(it->second));
-    if (t.dtype() != s->dtype || t.shape() != s->shape)
-      return Error(it->second + ": input '" + s->name + "' is " + std::string(dtypeName(t.dtype())) + shapeToString(t.shape()) +
-                   ", the model expects " + std::string(dtypeName(s->dtype)) + shapeToString(s->shape));
-    inputs.push_back(std::move(t));
+    POPRT_ASSIGN_OR_RETURN(ops::RtValue v, onnxio::readValueFile(it->second, s->kind));
+    if (auto why = sim::inputMismatch(v, *s); !why.empty()) return Error(it->second + ": " + why);
+    inputs.push_back(std::move(v));
   }
-  std::vector<const Tensor*> args;
-  for (const auto& t : inputs) args.push_back(&t);
 
   auto t0 = std::chrono::steady_clock::now();
-  POPRT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, engine.run(args));
+  auto ran = engine.run(std::move(inputs));
+  if (!ran.ok()) return ran.error().withContext(o.popef);
+  std::vector<ops::RtValue> outputs = std::move(ran).value();
   double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   auto out_streams = engine.streams(exec::HostStream::Role::Output);
@@ -94,17 +93,31 @@ Status run(const RunOptions& o) {
     std::error_code ec;
     std::filesystem::create_directories(o.output_dir, ec);
     if (ec) return Error("--output_dir " + o.output_dir + ": cannot create: " + ec.message());
-    for (size_t i = 0; i < outputs.size(); ++i)
-      POPRT_TRY(writeNpy(std::filesystem::path(o.output_dir) / outputFileName(i, out_streams[i]->name), outputs[i]));
+    // Tensors as .npy; sequences and optionals as ONNX .pb, the format of the ONNX test data.
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::filesystem::path dir(o.output_dir);
+      const auto* s = out_streams[i];
+      if (s->kind == ValueKind::Tensor)
+        POPRT_TRY(writeNpy(dir / outputFileName(i, s->name, ".npy"), outputs[i].tensor));
+      else
+        POPRT_TRY(onnxio::writeValueProto(dir / outputFileName(i, s->name, ".pb"), outputs[i], s->kind, s->name));
+    }
   }
   const auto& target = engine.executable().target;
   const auto& est = engine.estimate();
   const double latency_s = static_cast<double>(est.total()) / target.clock_hz;
   const int64_t batch = !in_streams.empty() && !in_streams[0]->shape.empty() ? in_streams[0]->shape[0] : 1;
   std::printf("popef-run: %s (%s, %u tiles)\n", o.popef.c_str(), target.name.c_str(), target.numTiles());
-  for (size_t i = 0; i < outputs.size(); ++i)
-    std::printf("  output %zu  %s  %s%s  %s\n", i, out_streams[i]->name.c_str(), std::string(dtypeName(outputs[i].dtype())).c_str(),
-                shapeToString(outputs[i].shape()).c_str(), summarize(outputs[i]).c_str());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const ops::RtValue& v = outputs[i];
+    if (v.isTensor())
+      std::printf("  output %zu  %s  %s%s  %s\n", i, out_streams[i]->name.c_str(), std::string(dtypeName(v.tensor.dtype())).c_str(),
+                  shapeToString(v.tensor.shape()).c_str(), summarize(v.tensor).c_str());
+    else if (v.kind == ops::RtValue::Kind::Sequence)
+      std::printf("  output %zu  %s  sequence of %zu tensor(s)\n", i, out_streams[i]->name.c_str(), v.sequence.size());
+    else
+      std::printf("  output %zu  %s  empty optional\n", i, out_streams[i]->name.c_str());
+  }
   if (!o.output_dir.empty()) std::printf("  outputs written to %s\n", o.output_dir.c_str());
   std::printf("  host      load %.3f ms, run %.3f ms (wall time of the simulator)\n", load_s * 1e3, host_s * 1e3);
   std::printf("  IPU est.  %llu cycles (compute %llu, exchange %llu, sync %llu) = %.3f ms at %.2f GHz, "

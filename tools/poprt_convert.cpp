@@ -66,6 +66,7 @@ popef::PopefFile makePopef(const codegen::CompileResult& compiled, const Convert
     a.handle = (s.role == exec::HostStream::Role::Input ? "in:" : "out:") + s.name;
     a.dtype = s.dtype;
     a.shape = s.shape;
+    a.value = s.kind;
     a.kind = s.role == exec::HostStream::Role::Input ? popef::Anchor::Kind::Input : popef::Anchor::Kind::Output;
     a.programs = {"main"};
     md.anchors.push_back(std::move(a));

@@ -3,8 +3,6 @@
 #include <iostream>
 
 #include "lib/support/log.h"
-#include "lib/support/npy.h"
-#include "lib/support/tensor_proto.h"
 
 namespace poprt::tools {
 
@@ -58,21 +56,11 @@ Expected<std::pair<std::string, std::string>> splitAssignment(const std::string&
   return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
 }
 
-std::string outputFileName(size_t index, const std::string& name) {
+std::string outputFileName(size_t index, const std::string& name, const std::string& ext) {
   std::string safe = name;
   for (char& c : safe)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
-  return "output_" + std::to_string(index) + "_" + safe + ".npy";
-}
-
-Expected<Tensor> readTensorFile(const std::filesystem::path& path) {
-  std::string ext = path.extension().string();
-  if (ext == ".npy") return readNpy(path);
-  if (ext == ".pb") {
-    POPRT_ASSIGN_OR_RETURN(NamedTensor nt, readTensorProtoFile(path));
-    return std::move(nt.tensor);
-  }
-  return Error(path.string() + ": unknown input file type '" + ext + "' (expected .npy or .pb)");
+  return "output_" + std::to_string(index) + "_" + safe + ext;
 }
 
 }  // namespace poprt::tools

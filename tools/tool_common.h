@@ -29,9 +29,7 @@ int runTool(const std::string& tool, CLI::App& app, int argc, char** argv, const
 
 // "NAME=VALUE" split at the last '=' (names may hold '='-free punctuation).
 Expected<std::pair<std::string, std::string>> splitAssignment(const std::string& text, const std::string& flag);
-// output_<i>_<name>.npy with every character outside [A-Za-z0-9._-] replaced by '_'.
-std::string outputFileName(size_t index, const std::string& name);
-// Reads a .npy or ONNX TensorProto .pb file (by extension).
-Expected<Tensor> readTensorFile(const std::filesystem::path& path);
+// output_<i>_<name><ext> with every character outside [A-Za-z0-9._-] replaced by '_'.
+std::string outputFileName(size_t index, const std::string& name, const std::string& ext);
 
 }  // namespace poprt::tools

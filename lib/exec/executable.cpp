@@ -70,8 +70,8 @@ std::vector<uint8_t> serialize(const Executable& exe) {
   for (const auto& s : exe.streams) {
     json copies = json::array();
     for (const auto& c : s.copies) copies.push_back({c.host_offset, c.tile, c.tile_offset, c.bytes});
-    streams.push_back({{"name", s.name}, {"role", static_cast<uint32_t>(s.role)},
-                       {"dtype", dtypeName(s.dtype)}, {"shape", s.shape}, {"copies", copies}});
+    streams.push_back({{"name", s.name}, {"role", static_cast<uint32_t>(s.role)}, {"dtype", dtypeName(s.dtype)},
+                       {"shape", s.shape}, {"copies", copies}, {"kind", static_cast<uint32_t>(s.kind)}});
   }
   j["streams"] = streams;
   json exchanges = json::array();
@@ -118,6 +118,9 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
       uint32_t role = s.at("role").get<uint32_t>();
       if (role > 3) return Error(source + ": stream '" + hs.name + "' has unknown role " + std::to_string(role));
       hs.role = static_cast<HostStream::Role>(role);
+      auto kind = valueKindFromInt(s.at("kind").get<uint32_t>());
+      if (!kind) return Error(source + ": stream '" + hs.name + "' has an unknown value kind");
+      hs.kind = *kind;
       auto dt = dtypeFromName(s.at("dtype").get<std::string>());
       if (!dt || (dtypeSize(*dt) == 0 && *dt != DType::String))
         return Error(source + ": stream '" + hs.name + "' has an unsupported dtype");
@@ -197,7 +200,8 @@ Status validate(const Executable& exe) {
   for (const auto& s : exe.streams) {
     bool dynamic = std::any_of(s.shape.begin(), s.shape.end(), [](int64_t d) { return d < 0; });
     if (dynamic && !s.copies.empty()) return Error("stream '" + s.name + "' has a run-time shape but tile copies");
-    if (s.dtype == DType::String && !s.copies.empty()) return Error("stream '" + s.name + "' of strings has tile copies");
+    if ((s.dtype == DType::String || s.kind != ValueKind::Tensor) && !s.copies.empty())
+      return Error("stream '" + s.name + "' holds strings, a sequence or an optional, but has tile copies");
     uint64_t size = s.byteSize();
     for (const auto& c : s.copies) {
       if (c.host_offset > size || c.bytes > size - c.host_offset)

@@ -11,6 +11,7 @@
 
 #include "lib/support/status.h"
 #include "lib/support/tensor.h"
+#include "lib/support/value_kind.h"
 
 namespace poprt::exec {
 
@@ -81,9 +82,10 @@ struct HostStream {
   enum class Role : uint32_t { Input = 0, Output = 1, Weight = 2, Host = 3 };
   std::string name;
   Role role = Role::Input;
-  DType dtype = DType::Float;
+  DType dtype = DType::Float;  // the element dtype for sequences and optionals
   Shape shape;
   std::vector<StreamCopy> copies;
+  ValueKind kind = ValueKind::Tensor;  // only tensors have copies; the rest live on the host
   uint64_t byteSize() const;
 };
 

@@ -15,6 +15,7 @@
 
 #include "lib/support/status.h"
 #include "lib/support/tensor.h"
+#include "lib/support/value_kind.h"
 
 namespace poprt::ir {
 
@@ -32,13 +33,15 @@ struct Dim {
   bool operator==(const Dim&) const = default;
 };
 
-// The type of a tensor value. `dims` is empty-optional when even the rank is unknown.
+// The type of a value. `dims` is empty-optional when even the rank is unknown.
 // Non-tensor values (sequences, optionals, maps) keep their ONNX TypeProto bytes in `opaque`
-// so they round-trip unchanged; the IR does not interpret them.
+// so they round-trip unchanged; `kind` and `dtype` say what they hold when it is a sequence or
+// optional of tensors (dtype = the element type).
 struct TensorType {
   DType dtype = DType::Undefined;
   std::optional<std::vector<Dim>> dims;
   std::string opaque;
+  ValueKind kind = ValueKind::Tensor;
 
   static TensorType of(DType t, const Shape& shape);
   bool isTensor() const { return opaque.empty(); }

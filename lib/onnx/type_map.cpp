@@ -1,11 +1,35 @@
 #include "lib/onnx/type_map.h"
 
+#include <optional>
+
 namespace poprt::onnxio {
 
 ir::TensorType typeFromProto(const onnx::TypeProto& tp) {
   ir::TensorType type;
   if (!tp.has_tensor_type()) {
     if (tp.value_case() != onnx::TypeProto::VALUE_NOT_SET) type.opaque = tp.SerializeAsString();
+    // Sequences and optionals of tensors: record what they hold.
+    auto elem = [](const onnx::TypeProto& t) -> std::optional<DType> {
+      if (!t.has_tensor_type()) return std::nullopt;
+      return dtypeFromOnnx(t.tensor_type().elem_type()).value_or(DType::Undefined);
+    };
+    const onnx::TypeProto* inner = &tp;
+    bool optional = false;
+    if (tp.has_optional_type()) {
+      optional = true;
+      inner = &tp.optional_type().elem_type();
+    }
+    if (inner->has_sequence_type()) {
+      if (auto dt = elem(inner->sequence_type().elem_type())) {
+        type.kind = optional ? ValueKind::OptionalSequence : ValueKind::Sequence;
+        type.dtype = *dt;
+      }
+    } else if (optional) {
+      if (auto dt = elem(*inner)) {
+        type.kind = ValueKind::Optional;
+        type.dtype = *dt;
+      }
+    }
     return type;
   }
   const auto& tt = tp.tensor_type();

@@ -5,50 +5,16 @@
 #include <filesystem>
 #include <iostream>
 
-#include <onnx/onnx-data_pb.h>
 
 #include "lib/onnx/onnx_io.h"
+#include "lib/onnx/value_io.h"
 #include "lib/ops/registry.h"
-#include "lib/support/file_io.h"
-#include "lib/support/tensor_proto.h"
 #include "lib/support/dtype_dispatch.h"
 
 using namespace poprt;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A .pb in the test data: a TensorProto, or a SequenceProto / OptionalProto of tensors.
-Expected<ops::RtValue> readValue(const fs::path& path, const ir::TensorType& type) {
-  POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(path));
-  onnx::TypeProto tp;
-  if (!type.isTensor()) tp.ParseFromString(type.opaque);
-  auto seqOf = [&](const onnx::SequenceProto& sp) -> Expected<ops::RtValue> {
-    std::vector<Tensor> items;
-    for (const auto& t : sp.tensor_values()) {
-      POPRT_ASSIGN_OR_RETURN(Tensor x, tensorFromProto(t, path.parent_path()));
-      items.push_back(std::move(x));
-    }
-    return ops::RtValue::seq(std::move(items), dtypeFromOnnx(sp.elem_type()).value_or(DType::Undefined));
-  };
-  if (tp.has_sequence_type()) {
-    onnx::SequenceProto sp;
-    if (!sp.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return Error(path.string() + ": not a SequenceProto");
-    return seqOf(sp);
-  }
-  if (tp.has_optional_type()) {
-    onnx::OptionalProto op;
-    if (!op.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return Error(path.string() + ": not an OptionalProto");
-    if (op.has_tensor_value()) {
-      POPRT_ASSIGN_OR_RETURN(Tensor x, tensorFromProto(op.tensor_value(), path.parent_path()));
-      return ops::RtValue::of(std::move(x));
-    }
-    if (op.has_sequence_value()) return seqOf(op.sequence_value());
-    return ops::RtValue::none();
-  }
-  POPRT_ASSIGN_OR_RETURN(NamedTensor nt, readTensorProtoFile(path));
-  return ops::RtValue::of(std::move(nt.tensor));
-}
 
 std::string compareTensor(const Tensor& got, const Tensor& want) {
   if (got.dtype() != want.dtype())
@@ -98,7 +64,7 @@ std::string runTest(const fs::path& dir) {
       fs::path p = entry.path() / ("input_" + std::to_string(i) + ".pb");
       if (!fs::exists(p)) break;
       if (i >= inputs.size()) return "more input files than inputs";
-      auto v = readValue(p, inputs[i]->type);
+      auto v = onnxio::readValueFile(p, inputs[i]->type.kind);
       if (!v.ok()) return v.error().message();
       args.emplace_back(inputs[i]->name(), std::move(v).value());
     }
@@ -107,7 +73,7 @@ std::string runTest(const fs::path& dir) {
     if (!outs.ok()) return outs.error().message();
     for (size_t o = 0; o < outs->size(); ++o) {
       fs::path p = entry.path() / ("output_" + std::to_string(o) + ".pb");
-      auto want = readValue(p, model->graph->outputs()[o]->type);
+      auto want = onnxio::readValueFile(p, model->graph->outputs()[o]->type.kind);
       if (!want.ok()) return want.error().message();
       if (auto why = compare((*outs)[o], *want); !why.empty()) return "output " + std::to_string(o) + ": " + why;
     }

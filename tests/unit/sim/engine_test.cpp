@@ -39,7 +39,7 @@ void expectSimMatchesReference(const ir::Model& m, const std::vector<std::pair<s
   ASSERT_TRUE(engine.ok()) << engine.error().message();
   std::vector<const Tensor*> args;
   for (const auto& [name, t] : inputs) args.push_back(&t);
-  auto got = (*engine)->run(args);
+  auto got = (*engine)->runTensors(args);
   ASSERT_TRUE(got.ok()) << got.error().message();
   auto want = ops::evaluateGraph(g, inputs);
   ASSERT_TRUE(want.ok()) << want.error().message();
@@ -117,7 +117,7 @@ TEST(Engine, RefusesWrongInputShape) {
   auto engine = Engine::create(compileRelu(), {});
   ASSERT_TRUE(engine.ok());
   Tensor wrong(DType::Float, {7});
-  auto r = (*engine)->run({&wrong});
+  auto r = (*engine)->runTensors({&wrong});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("input 'x'"), std::string::npos);
 }
@@ -153,7 +153,7 @@ TEST(Compile, HostFallbackRunsWhatTheDeviceCannot) {
   Tensor xt = randomTensor({2, 3}, 11);
   Tensor it(DType::Int32, {2, 3});
   for (int j = 0; j < 6; ++j) it.data<int32_t>()[j] = j - 2;
-  auto got = (*engine)->run({&xt, &it});
+  auto got = (*engine)->runTensors({&xt, &it});
   ASSERT_TRUE(got.ok()) << got.error().message();
   ASSERT_EQ(got->size(), 3u);
   for (int j = 0; j < 6; ++j) {
