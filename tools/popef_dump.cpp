@@ -71,9 +71,13 @@ void printTable(const nlohmann::json& j, const std::string& path) {
     std::printf("  %-6s %-30s %-8s %s\n", a["kind"].get<std::string>().c_str(), a["name"].get<std::string>().c_str(),
                 a["dtype"].get<std::string>().c_str(), shape.c_str());
   }
-  if (md["placement"].contains("device_nodes"))
-    std::cout << "\nplacement: " << md["placement"]["device_nodes"].size() << " node(s) on the device, "
-              << md["placement"]["host_nodes"].size() << " on the host\n";
+  if (md["placement"].contains("device_nodes")) {
+    const auto& host = md["placement"]["host_nodes"];
+    std::cout << "\nplacement: " << md["placement"]["device_nodes"].size() << " node(s) on the device, " << host.size()
+              << " on the host\n";
+    for (size_t i = 0; i < host.size() && i < 20; ++i) std::cout << "  host  " << host[i].get<std::string>() << "\n";
+    if (host.size() > 20) std::cout << "  ... and " << host.size() - 20 << " more (--json lists all)\n";
+  }
   if (j.contains("executable")) {
     const auto& e = j["executable"];
     std::cout << "\nexecutable (" << e["target"].get<std::string>() << ", " << e["tiles"] << " tiles)\n"
