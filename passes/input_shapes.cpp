@@ -52,6 +52,18 @@ Status applyInputShapes(ir::Model& model, const std::vector<InputShape>& shapes)
   return onnxio::inferShapes(model);
 }
 
+Status applyBatchSize(ir::Model& model, int64_t batch_size, int64_t batch_axis) {
+  if (batch_size < 1) return Error("--batch_size must be at least 1, got " + std::to_string(batch_size));
+  if (batch_axis < 0) return Error("--batch_axis must be non-negative, got " + std::to_string(batch_axis));
+  for (ir::Value* in : model.graph->inputs()) {
+    if (in->isInitializer() || !in->type.isTensor() || !in->type.dims) continue;
+    auto& dims = *in->type.dims;
+    if (static_cast<int64_t>(dims.size()) > batch_axis && !dims[static_cast<size_t>(batch_axis)].isStatic())
+      dims[static_cast<size_t>(batch_axis)] = ir::Dim::fixed(batch_size);
+  }
+  return okStatus();
+}
+
 std::string firstDynamicTensor(const ir::Graph& g) {
   for (const ir::Value* in : g.inputs())
     if (!in->type.hasStaticShape())

@@ -21,6 +21,10 @@ Expected<InputShape> parseInputShape(const std::string& text);
 // an error naming both. Re-runs shape inference afterwards.
 Status applyInputShapes(ir::Model& model, const std::vector<InputShape>& shapes);
 
+// --batch_size N --batch_axis A: sets dim A of every input where it is not static (before
+// --input_shape, which may then fix the other dims). Does not re-infer shapes.
+Status applyBatchSize(ir::Model& model, int64_t batch_size, int64_t batch_axis);
+
 // The first tensor (graph input first, then in node order) whose shape is not static, with the
 // node that produces it; "" when all are static.
 std::string firstDynamicTensor(const ir::Graph& graph);

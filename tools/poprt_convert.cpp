@@ -12,6 +12,7 @@
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
 #include "passes/input_shapes.h"
+#include "passes/pass_manager.h"
 #include "popef/popef.h"
 #include "tools/tool_common.h"
 
@@ -30,6 +31,10 @@ struct ConvertOptions {
   uint32_t tiles_per_ipu = 0;
   double available_memory_proportion = 0.6;
   std::string logging_level;
+  int64_t batch_size = 0;
+  int64_t batch_axis = 0;
+  passes::PipelineOptions pipeline;
+  bool list_all_passes = false;
 };
 
 std::string humanBytes(uint64_t bytes) {
@@ -99,13 +104,19 @@ Status convert(const ConvertOptions& o) {
   // The target is checked before any work so a bad flag fails fast.
   POPRT_ASSIGN_OR_RETURN(exec::Target target, codegen::makeTarget(o.ipu_version, o.num_ipus, o.tiles_per_ipu));
 
+  POPRT_TRY(passes::resolvePipeline(o.pipeline));  // bad pass names fail before any work
+
   auto t0 = std::chrono::steady_clock::now();
   std::filesystem::path input(o.input_model);
   POPRT_ASSIGN_OR_RETURN(ir::Model model, onnxio::importModel(input));
-  if (!shapes.empty()) {
+  const size_t nodes_before = model.graph->numNodes();
+  if (o.batch_size != 0) POPRT_TRY(passes::applyBatchSize(model, o.batch_size, o.batch_axis));
+  if (!shapes.empty() || o.batch_size != 0) {
     if (auto st = passes::applyInputShapes(model, shapes); !st.ok()) return st.error().withContext(o.input_model);
   }
   POPRT_TRY(ir::verify(*model.graph));
+  auto reports = passes::runPipeline(model, o.pipeline);
+  if (!reports.ok()) return reports.error().withContext(o.input_model);
 
   std::optional<codegen::CompileResult> compiled;
   if (o.export_popef) {
@@ -123,8 +134,8 @@ Status convert(const ConvertOptions& o) {
   std::filesystem::path model_path = dir / model_name;
   POPRT_ASSIGN_OR_RETURN(std::string onnx_bytes, onnxio::serializeModel(model));
   POPRT_TRY(writeFileAtomic(model_path, onnx_bytes));
-  std::cout << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", "
-            << model.graph->numNodes() << " nodes)\n";
+  std::cout << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before
+            << " nodes, " << model.graph->numNodes() << " after optimisation)\n";
   for (const ir::Value* in : model.graph->inputs())
     if (!in->isInitializer()) std::cout << "  input   " << in->name() << "  " << in->type.toString() << "\n";
   for (const ir::Value* out : model.graph->outputs())
@@ -185,6 +196,21 @@ int main(int argc, char** argv) {
   app.add_option("--tiles_per_ipu", o.tiles_per_ipu, "use only this many tiles per IPU (small test targets)");
   app.add_option("--available_memory_proportion", o.available_memory_proportion,
                  "share of tile memory a matmul plan may use (default 0.6)");
+  app.add_option("--batch_size", o.batch_size, "set the batch dim of every input whose batch dim is dynamic");
+  app.add_option("--batch_axis", o.batch_axis, "which dim --batch_size sets (default 0)");
+  app.add_option("--passes", o.pipeline.passes, "comma-separated passes to run instead of the default pipeline")
+      ->delimiter(',');
+  app.add_option("--skip_passes", o.pipeline.skip_passes, "comma-separated passes to leave out")->delimiter(',');
+  app.add_flag("--list_all_passes", o.list_all_passes, "print every pass with a one-line description and exit");
+  app.add_option("--print_ir_after", o.pipeline.print_ir_after, "print the IR after the named pass");
+  app.add_option("--max_tensor_size", o.pipeline.max_tensor_size,
+                 "bytes a constant-folded tensor may take (default 128 MiB)");
   addLoggingFlag(app, o.logging_level);
+  // --list_all_passes needs no model.
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--list_all_passes") {
+      for (const auto& p : poprt::passes::allPasses()) std::printf("%-24s %s\n", p.name.c_str(), p.description.c_str());
+      return kExitOk;
+    }
   return runTool("poprt-convert", app, argc, argv, [&] { return convert(o); });
 }

@@ -196,6 +196,15 @@ void dropUses(Node* node) {
 }
 }  // namespace
 
+void Graph::makeConstant(Value* v, Tensor data) {
+  POPRT_CHECK(v->graph_ == this, "makeConstant on a value of another graph");
+  if (Node* p = v->producer_)
+    for (Value*& out : p->outputs_)
+      if (out == v) out = nullptr;
+  v->producer_ = nullptr;
+  setInitializer(v, std::make_shared<const Tensor>(std::move(data)));
+}
+
 void Graph::removeNode(Node* node) {
   for (Value* out : node->outputs_) {
     if (!out) continue;

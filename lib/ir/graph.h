@@ -164,7 +164,9 @@ class Graph {
   Node* addNode(const std::string& op_type, const std::vector<Value*>& inputs,
                 const std::vector<Value*>& outputs, const std::string& name = "",
                 const std::string& domain = "");
-  void removeNode(Node* node);  // the node's outputs must be unused
+  void removeNode(Node* node);  // the node's outputs must be unused (or already made constants)
+  // Turns a node output into an initializer holding `data`; its producer no longer makes it.
+  void makeConstant(Value* v, Tensor data);
   const std::list<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   size_t numNodes() const { return nodes_.size(); }
   // Reorders nodes topologically (stable); an error names a node on a cycle.

@@ -1,0 +1,15 @@
+// The passes' factories; the one list of passes is in pass_list.cpp.
+#pragma once
+
+#include <memory>
+
+#include "passes/pass.h"
+
+namespace poprt::passes {
+
+std::unique_ptr<Pass> makeInferShapes();
+std::unique_ptr<Pass> makeConstantFolding();
+std::unique_ptr<Pass> makeIdentityElimination();
+std::unique_ptr<Pass> makeDeadCode();
+
+}  // namespace poprt::passes

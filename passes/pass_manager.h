@@ -1,0 +1,30 @@
+// Runs a pipeline of passes: verifies the graph after each, can print the IR after a named pass,
+// and times each pass with its statistics.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "passes/pass.h"
+
+namespace poprt::passes {
+
+struct PipelineOptions {
+  std::vector<std::string> passes;       // empty: the default pipeline (every pass, in list order)
+  std::vector<std::string> skip_passes;  // removed from the pipeline
+  std::string print_ir_after;            // pass name whose result is printed to stdout
+  int64_t max_tensor_size = int64_t{1} << 27;
+};
+
+struct PassReport {
+  std::string name;
+  double seconds = 0;
+  bool changed = false;
+  PassStats stats;
+};
+
+// Unknown pass names are an error listing the known ones.
+Expected<std::vector<std::string>> resolvePipeline(const PipelineOptions& options);
+Expected<std::vector<PassReport>> runPipeline(ir::Model& model, const PipelineOptions& options);
+
+}  // namespace poprt::passes
