@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """End to end: every real model in /work/shared/models goes through `poprt-convert` (import and
-re-export, no --export_popef). The round-tripped model must pass onnx.checker (full_check) and,
+re-export with only shape inference, no --export_popef). The round-tripped model must pass onnx.checker (full_check) and,
 run in ONNX Runtime (node + onnxruntime-node, /work/shared/ort/ort_run.js) on the same
 deterministic inputs, reproduce the stored ONNX Runtime outputs of the original model
 (rtol 1e-3, atol 1e-4). One subTest per model; NAME@VARIANT folders are not used.
@@ -136,7 +136,8 @@ class RoundTripSharedModelsTest(e2e_util.E2ETestCase):
 
         # 1. round trip
         out_dir = self.mkdir(name)
-        r = e2e_util.run_tool("poprt-convert", ["--input_model", src, "--output_dir", out_dir], timeout=300)
+        r = e2e_util.run_tool("poprt-convert", ["--input_model", src, "--output_dir", out_dir,
+                                                "--passes", "infer_shapes"], timeout=300)
         self.assertOk(r)
         converted = os.path.join(out_dir, name + ".poprt.onnx")
         self.assertTrue(os.path.isfile(converted), "no %s:\n%s" % (converted, r.describe()))
