@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "codegen/host_program.h"
 #include "codegen/lowering.h"
+#include "codegen/rearrange.h"
 #include "lib/onnx/onnx_io.h"
 #include "lib/ops/registry.h"
 
@@ -18,22 +20,48 @@ std::string nodeName(const ir::Node& node, size_t index) {
   return node.name().empty() ? node.opType() + "_" + std::to_string(index) : node.name();
 }
 
+ops::LoweringFamily familyOf(const ir::Node& node) {
+  const ops::OpDef* def = ops::findOp(node.domain(), node.opType());
+  return def ? def->lowering : ops::LoweringFamily::None;
+}
+
+// The inputs whose data the device needs (the rest are constant parameters).
+std::vector<const ir::Value*> dataInputs(const ir::Node& node) {
+  auto family = familyOf(node);
+  if (family == ops::LoweringFamily::View || (family == ops::LoweringFamily::Rearrange && node.opType() != "Concat"))
+    return {node.input(0)};
+  return {node.inputs().begin(), node.inputs().end()};
+}
+
 // Why a node cannot run on the device, or "" if it can.
 std::string deviceBlocker(const ir::Node& node) {
-  const ops::OpDef* def = ops::findOp(node.domain(), node.opType());
-  if (!def || def->lowering == ops::LoweringFamily::None) return "no device lowering for " + node.opType();
-  auto check = [](const ir::Value* v, const char* what) -> std::string {
+  const auto family = familyOf(node);
+  if (family == ops::LoweringFamily::None) return "no device lowering for " + node.opType();
+  // Moving data works for any fixed-size dtype; arithmetic is float32 here.
+  const bool moves_only = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
+  auto check = [&](const ir::Value* v, const char* what) -> std::string {
     if (!v) return "";
     if (!v->type.isTensor()) return std::string(what) + " '" + v->name() + "' is not a tensor";
-    if (v->type.dtype != DType::Float)
+    bool dtype_ok = moves_only ? dtypeSize(v->type.dtype) > 0 : v->type.dtype == DType::Float;
+    if (!dtype_ok)
       return std::string(what) + " '" + v->name() + "' is " + std::string(dtypeName(v->type.dtype)) +
-             "; the device runs float32 here";
+             (moves_only ? "; the device moves fixed-size elements only" : "; the device runs float32 here");
     if (!v->type.hasStaticShape())
       return std::string(what) + " '" + v->name() + "' has the run-time shape " + v->type.toString();
     return "";
   };
-  for (const ir::Value* v : node.inputs())
+  for (const ir::Value* v : dataInputs(node))
     if (auto why = check(v, "input"); !why.empty()) return why;
+  if (family == ops::LoweringFamily::View) {
+    if (auto why = check(node.output(0), "output"); !why.empty()) return why;
+    for (size_t i = 1; i < node.outputs().size(); ++i)
+      if (node.output(i) && (!node.output(i)->uses().empty() || node.output(i)->isGraphOutput()))
+        return "its output '" + node.output(i)->name() + "' is used";
+    if (node.output(0)->type.dtype != node.input(0)->type.dtype ||
+        node.output(0)->type.numElements() != node.input(0)->type.numElements())
+      return "the output is not a view of the input";
+    return "";
+  }
   for (const ir::Value* v : node.outputs())
     if (auto why = check(v, "output"); !why.empty()) return why;
   return "";
@@ -64,7 +92,9 @@ Shape streamShape(const ir::Value* v) {
 // user's), then each node in order, on the device or in a host program.
 class Compiler {
  public:
-  Compiler(const ir::Model& model, const CompileOptions& options) : model_(model), graph_(*model.graph), l_(options) {}
+  Compiler(const ir::Model& model, const CompileOptions& options) : model_(model), graph_(*model.graph), l_(options) {
+    for (const auto& op : model.opset_imports) opsets_[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
+  }
 
   Expected<CompileResult> run() {
     exec::Executable& exe = l_.executable();
@@ -106,9 +136,23 @@ class Compiler {
     std::vector<size_t> pending_host;  // consecutive host nodes form one host program
     for (size_t i = 0; i < nodes.size(); ++i) {
       std::string why = deviceBlocker(*nodes[i]);
+      std::optional<RearrangeMap> map;
+      const auto family = familyOf(*nodes[i]);
+      const bool moves_only = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
+      // Moving non-float data that lives on the host to the device only to move it back is waste.
+      if (why.empty() && moves_only)
+        for (const ir::Value* v : dataInputs(*nodes[i]))
+          if (v && !l_.hasMapping(v) && v->type.dtype != DType::Float) why = "its input '" + v->name() + "' lives on the host";
+      if (why.empty() && family == ops::LoweringFamily::Rearrange) {
+        auto planned = rearrangeMap(*nodes[i], opsets_);
+        if (planned.ok())
+          map = std::move(planned).value();
+        else
+          why = planned.error().message();
+      }
       if (why.empty()) {
         if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes));
-        POPRT_TRY(lowerOnDevice(*nodes[i], i));
+        POPRT_TRY(lowerOnDevice(*nodes[i], i, map ? &*map : nullptr));
       } else {
         pending_host.push_back(i);
         result_.host_nodes.push_back(nodeName(*nodes[i], i));
@@ -176,8 +220,8 @@ class Compiler {
     on_host_.insert(v);
   }
 
-  Status lowerOnDevice(const ir::Node& node, size_t index) {
-    for (const ir::Value* v : node.inputs())
+  Status lowerOnDevice(const ir::Node& node, size_t index, const RearrangeMap* map) {
+    for (const ir::Value* v : dataInputs(node))
       if (v) POPRT_TRY(ensureOnDevice(v));
     std::string name = nodeName(node, index);
     l_.beginNode(name);
@@ -185,6 +229,8 @@ class Compiler {
       case ops::LoweringFamily::Unary: POPRT_TRY(lowerUnary(l_, node)); break;
       case ops::LoweringFamily::Binary: POPRT_TRY(lowerBinary(l_, node)); break;
       case ops::LoweringFamily::MatMul: POPRT_TRY(lowerMatMul(l_, node)); break;
+      case ops::LoweringFamily::View: POPRT_TRY(lowerView(l_, node)); break;
+      case ops::LoweringFamily::Rearrange: POPRT_TRY(lowerRearrange(l_, node, *map)); break;
       case ops::LoweringFamily::None: break;
     }
     l_.endNode();
@@ -242,6 +288,7 @@ class Compiler {
   std::map<const ir::Value*, uint32_t> host_buffer_;      // the stream holding a value on the host
   std::set<const ir::Value*> on_host_;                     // values whose host buffer is filled
   std::map<const ir::Value*, std::vector<size_t>> readers_;
+  ops::Opsets opsets_;
 };
 
 }  // namespace

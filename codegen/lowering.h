@@ -50,5 +50,8 @@ class Lowering {
 Status lowerUnary(Lowering& l, const ir::Node& node);
 Status lowerBinary(Lowering& l, const ir::Node& node);
 Status lowerMatMul(Lowering& l, const ir::Node& node);
+Status lowerView(Lowering& l, const ir::Node& node);
+struct RearrangeMap;
+Status lowerRearrange(Lowering& l, const ir::Node& node, const RearrangeMap& map);
 
 }  // namespace poprt::codegen

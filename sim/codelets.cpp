@@ -1,9 +1,11 @@
 #include "sim/codelets.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "lib/exec/codelets.h"
+#include "lib/support/dtype_dispatch.h"
 #include "lib/ops/scalar_math.h"
 
 namespace poprt::sim {
@@ -84,6 +86,30 @@ Status checkMatMul(const exec::Vertex& v) {
     if (v.fields[3].bytes != bytes(n, 1)) return Error("MatMul vertex bias size does not match its mode");
   }
   return okStatus();
+}
+
+Status checkFill(const exec::Vertex& v) {
+  if (v.fields.size() != 1 || v.params.size() != 1 || v.fparams.size() != 1 || v.params[0] < 0)
+    return Error("Fill vertex has bad fields or params");
+  size_t esize = dtypeSize(v.dtype);
+  if (esize == 0 || v.dtype == DType::Bool) {
+    if (v.dtype != DType::Bool) return Error("Fill vertex has an unsupported dtype");
+    esize = 1;
+  }
+  if (v.fields[0].offset % esize != 0) return Error("Fill vertex has a misaligned field");
+  if (v.fields[0].bytes != static_cast<uint64_t>(v.params[0]) * esize) return Error("Fill vertex size does not match its count");
+  return okStatus();
+}
+
+void runFill(const exec::Vertex& v, uint8_t* mem) {
+  const double value = v.fparams[0];
+  const int64_t n = v.params[0];
+  (void)dispatchNumeric(v.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T x = fromCompute<T>(static_cast<typename ComputeType<T>::type>(value));
+    T* out = reinterpret_cast<T*>(mem + v.fields[0].offset);
+    std::fill(out, out + n, x);
+  });
 }
 
 void runUnary(const exec::Vertex& v, uint8_t* mem) {
@@ -187,6 +213,7 @@ Status checkVertex(const exec::Vertex& v) {
     case exec::Codelet::Unary: return checkUnary(v);
     case exec::Codelet::Binary: return checkBinary(v);
     case exec::Codelet::MatMul: return checkMatMul(v);
+    case exec::Codelet::Fill: return checkFill(v);
   }
   return Error("unknown codelet " + std::to_string(static_cast<uint32_t>(v.codelet)));
 }
@@ -196,6 +223,7 @@ void runVertex(const exec::Vertex& v, uint8_t* tile_memory) {
     case exec::Codelet::Unary: runUnary(v, tile_memory); break;
     case exec::Codelet::Binary: runBinary(v, tile_memory); break;
     case exec::Codelet::MatMul: runMatMul(v, tile_memory); break;
+    case exec::Codelet::Fill: runFill(v, tile_memory); break;
   }
 }
 
@@ -214,6 +242,8 @@ uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
       uint64_t n = static_cast<uint64_t>(v.params[1]);
       return kVertexOverheadCycles + (aligned ? ceilDiv(n, t.vector_width_fp32) : 3 * n);
     }
+    case exec::Codelet::Fill:
+      return kVertexOverheadCycles + ceilDiv(static_cast<uint64_t>(v.params[0]) * dtypeSize(v.dtype), 8);
     case exec::Codelet::MatMul: {
       uint64_t macs = static_cast<uint64_t>(v.params[0]) * static_cast<uint64_t>(v.params[1]) *
                       static_cast<uint64_t>(v.params[2]);

@@ -16,6 +16,8 @@ namespace poprt::exec {
 //                                           fparams [alpha, beta]
 //         out = alpha * A x B + beta * bias, out is rows x cols; A is rows x K (K x rows if trans_a);
 //         B is K x cols (cols x K if trans_b); bias by mode (kBias*).
+// Fill:   fields [out]                      params [count]  fparams [value]   (any dtype of 1, 2, 4
+//         or 8 bytes; the value is converted to the vertex's dtype)
 enum BinaryOperandMode : int64_t { kAligned = 0, kBroadcast = 1 };
 enum BiasMode : int64_t { kBiasNone = 0, kBiasScalar = 1, kBiasRow = 2, kBiasColumn = 3, kBiasFull = 4 };
 

@@ -149,7 +149,7 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
         Vertex vx;
         vx.tile = v.at(0).get<uint32_t>();
         uint32_t codelet = v.at(1).get<uint32_t>();
-        if (codelet < 1 || codelet > 3) return Error(source + ": compute set '" + set.name + "' uses unknown codelet " + std::to_string(codelet));
+        if (codelet < 1 || codelet > 4) return Error(source + ": compute set '" + set.name + "' uses unknown codelet " + std::to_string(codelet));
         vx.codelet = static_cast<Codelet>(codelet);
         auto dt = dtypeFromName(v.at(2).get<std::string>());
         if (!dt) return Error(source + ": compute set '" + set.name + "' has a vertex with an unknown dtype");

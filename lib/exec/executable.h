@@ -34,7 +34,7 @@ struct Target {
   uint32_t numTiles() const { return num_ipus * tiles_per_ipu; }
 };
 
-enum class Codelet : uint32_t { Unary = 1, Binary = 2, MatMul = 3 };
+enum class Codelet : uint32_t { Unary = 1, Binary = 2, MatMul = 3, Fill = 4 };
 
 struct Field {  // a byte range of the vertex's tile memory
   uint64_t offset = 0;

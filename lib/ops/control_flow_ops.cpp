@@ -23,7 +23,7 @@ Expected<Tensor> emptyScanOutput(const ir::Value* body_out, int64_t axis_or_minu
   if (axis < 0) axis += static_cast<int64_t>(elem.size()) + 1;
   axis = std::clamp<int64_t>(axis, 0, static_cast<int64_t>(elem.size()));
   elem.insert(elem.begin() + axis, 0);
-  return cf::makeTensor(dtype, elem);
+  return makeOutput(dtype, elem);
 }
 
 Expected<Tensor> requireTensorValue(const RtValue* v, const std::string& what) {
@@ -69,7 +69,7 @@ Expected<std::vector<RtValue>> evalLoop(const ir::Node& node, const std::vector<
   bool cond = true;
   if (has_max) {
     POPRT_ASSIGN_OR_RETURN(Tensor m, requireTensorValue(in[0], "'M'"));
-    POPRT_ASSIGN_OR_RETURN(max_trips, cf::scalarInt(m, "trip count 'M'"));
+    POPRT_ASSIGN_OR_RETURN(max_trips, scalarInt(m, "trip count 'M'"));
   }
   if (has_cond) {
     POPRT_ASSIGN_OR_RETURN(Tensor c, requireTensorValue(in[1], "'cond'"));
@@ -83,7 +83,7 @@ Expected<std::vector<RtValue>> evalLoop(const ir::Node& node, const std::vector<
   for (int64_t it = 0; (!has_max || it < max_trips) && (!has_cond || cond); ++it) {
     if (it >= cf::maxIterations())
       return Error("loop ran more than " + std::to_string(cf::maxIterations()) + " iterations; stopped");
-    args[0] = RtValue::of(cf::int64Scalar(it));
+    args[0] = RtValue::of(int64Tensor({it}, {}));
     args[1] = RtValue::of(cf::boolScalar(cond));
     POPRT_ASSIGN_OR_RETURN(std::vector<RtValue> outs, ctx.runSubgraph(*body, args));
     if (outs.size() != 1 + n_carried + n_scan) return Error("body returned a wrong number of outputs");
@@ -99,7 +99,7 @@ Expected<std::vector<RtValue>> evalLoop(const ir::Node& node, const std::vector<
         return Error("scan output " + std::to_string(k) + " changed from " + shapeToString(scans[k][0].shape()) + " to " +
                      shapeToString(v.tensor.shape()) + " between iterations");
       scan_elements += v.tensor.numElements() + 1;
-      if (scan_elements > cf::kMaxElements) return Error("scan outputs grew too large");
+      if (scan_elements > kMaxElements) return Error("scan outputs grew too large");
       scans[k].push_back(std::move(v.tensor));
     }
   }
@@ -119,13 +119,6 @@ Expected<std::vector<RtValue>> evalLoop(const ir::Node& node, const std::vector<
 }
 
 // ---- Scan --------------------------------------------------------------------------------------
-
-Expected<std::vector<int64_t>> intsAttr(const ir::Node& node, const std::string& name, size_t count, int64_t fallback) {
-  std::vector<int64_t> v = node.attrInts(name, std::vector<int64_t>(count, fallback));
-  if (v.size() != count)
-    return Error("attribute '" + name + "' has " + std::to_string(v.size()) + " values, expected " + std::to_string(count));
-  return v;
-}
 
 // Runs the body over `T` steps for one (batch) item: states in/out, scan inputs sliced per step.
 struct ScanRun {
@@ -159,7 +152,7 @@ Expected<ScanRun> runScanSteps(const ir::Graph& body, std::vector<RtValue> state
         return Error("scan output " + std::to_string(k) + " changed from " + shapeToString(run.outputs[k][0].shape()) +
                      " to " + shapeToString(v.tensor.shape()) + " between iterations");
       elements += v.tensor.numElements() + 1;
-      if (elements > cf::kMaxElements) return Error("scan outputs grew too large");
+      if (elements > kMaxElements) return Error("scan outputs grew too large");
       run.outputs[k].push_back(std::move(v.tensor));
     }
   }
@@ -194,7 +187,7 @@ Expected<std::vector<RtValue>> evalScan9(const ir::Node& node, const std::vector
     POPRT_ASSIGN_OR_RETURN(Tensor x, requireTensorValue(in[n_state + j], "scan input " + std::to_string(j)));
     const int64_t rank = static_cast<int64_t>(x.shape().size());
     if (rank < 1) return Error("scan input " + std::to_string(j) + " must have rank >= 1");
-    POPRT_ASSIGN_OR_RETURN(in_axes[j], cf::normalizeAxis(in_axes[j], rank));
+    POPRT_ASSIGN_OR_RETURN(in_axes[j], normalizeAxis(in_axes[j], rank));
     const int64_t len = x.shape()[in_axes[j]];
     if (steps >= 0 && len != steps)
       return Error("scan inputs differ in sequence length: " + std::to_string(steps) + " and " + std::to_string(len));
@@ -212,7 +205,7 @@ Expected<std::vector<RtValue>> evalScan9(const ir::Node& node, const std::vector
       results.push_back(RtValue::of(std::move(e)));
       continue;
     }
-    POPRT_ASSIGN_OR_RETURN(int64_t axis, cf::normalizeAxis(out_axes[k], static_cast<int64_t>(items[0].shape().size()) + 1));
+    POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(out_axes[k], static_cast<int64_t>(items[0].shape().size()) + 1));
     if (out_dirs[k]) std::reverse(items.begin(), items.end());
     POPRT_ASSIGN_OR_RETURN(Tensor s, cf::stackAxis(items, axis));
     results.push_back(RtValue::of(std::move(s)));
@@ -262,7 +255,7 @@ Expected<std::vector<RtValue>> evalScan8(const ir::Node& node, const std::vector
   std::vector<int64_t> lens(static_cast<size_t>(batch), max_len);
   if (in[0]) {
     POPRT_ASSIGN_OR_RETURN(Tensor sl, requireTensorValue(in[0], "'sequence_lens'"));
-    POPRT_ASSIGN_OR_RETURN(lens, cf::intValues(sl));
+    POPRT_ASSIGN_OR_RETURN(lens, toInt64s(sl));
     if (static_cast<int64_t>(lens.size()) != batch)
       return Error("'sequence_lens' has " + std::to_string(lens.size()) + " values for batch size " + std::to_string(batch));
     for (int64_t l : lens)
@@ -311,11 +304,11 @@ Expected<std::vector<RtValue>> evalScan8(const ir::Node& node, const std::vector
       Shape shape = e.shape();
       shape[0] = max_len;
       shape.insert(shape.begin(), batch);
-      POPRT_ASSIGN_OR_RETURN(Tensor z, cf::makeTensor(e.dtype(), shape));
+      POPRT_ASSIGN_OR_RETURN(Tensor z, makeOutput(e.dtype(), shape));
       results.push_back(RtValue::of(std::move(z)));
       continue;
     }
-    POPRT_ASSIGN_OR_RETURN(Tensor zero, cf::makeTensor(proto->dtype(), proto->shape()));
+    POPRT_ASSIGN_OR_RETURN(Tensor zero, makeOutput(proto->dtype(), proto->shape()));
     std::vector<Tensor> per_batch;
     for (auto& per_b : outs[k]) {
       while (static_cast<int64_t>(per_b.size()) < max_len) per_b.push_back(zero);

@@ -105,7 +105,7 @@ Result evalSequenceErase(const ir::Node&, const Values& in, EvalContext&) {
 
 Result evalSequenceLength(const ir::Node&, const Values& in, EvalContext&) {
   POPRT_ASSIGN_OR_RETURN(const RtValue* seq, sequenceInput(in, 0));
-  return one(RtValue::of(int64Scalar(static_cast<int64_t>(seq->sequence.size()))));
+  return one(RtValue::of(int64Tensor({static_cast<int64_t>(seq->sequence.size())}, {})));
 }
 
 Result evalSplitToSequence(const ir::Node& node, const Values& in, EvalContext&) {
@@ -120,7 +120,7 @@ Result evalSplitToSequence(const ir::Node& node, const Values& in, EvalContext&)
     POPRT_ASSIGN_OR_RETURN(const Tensor* split, tensorInput(in, 1));
     if (split->dtype() != DType::Int32 && split->dtype() != DType::Int64)
       return Error("'split' must be int32 or int64, got " + std::string(dtypeName(split->dtype())));
-    POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> v, intValues(*split));
+    POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> v, toInt64s(*split));
     if (split->shape().empty()) {  // a scalar: equal chunks, the last one smaller
       if (v[0] <= 0) return Error("'split' must be positive, got " + std::to_string(v[0]));
       if (dim / v[0] >= kMaxSequenceItems) return Error("sequence is too long");

@@ -1,37 +1,11 @@
 #include "lib/ops/control_flow_util.h"
 
 #include <atomic>
-#include <cstring>
 
 #include "lib/support/dtype_dispatch.h"
 
 namespace poprt::ops::cf {
 namespace {
-
-// Copies `count` elements from src[src_off...] to dst[dst_off...]; dtypes are equal.
-void copyElems(const Tensor& src, int64_t src_off, Tensor& dst, int64_t dst_off, int64_t count) {
-  if (count <= 0) return;
-  if (src.dtype() == DType::String) {
-    const auto& s = src.strings();
-    auto& d = dst.strings();
-    for (int64_t i = 0; i < count; ++i) d[static_cast<size_t>(dst_off + i)] = s[static_cast<size_t>(src_off + i)];
-    return;
-  }
-  const size_t es = dtypeSize(src.dtype());
-  std::memcpy(dst.bytes().data() + static_cast<size_t>(dst_off) * es, src.bytes().data() + static_cast<size_t>(src_off) * es,
-              static_cast<size_t>(count) * es);
-}
-
-int64_t product(const Shape& s, size_t begin, size_t end) {
-  int64_t n = 1;
-  for (size_t i = begin; i < end; ++i) n *= s[i];
-  return n;
-}
-
-Status checkDtype(DType t) {
-  if (t != DType::String && dtypeSize(t) == 0) return Error("dtype " + std::string(dtypeName(t)) + " is not supported");
-  return okStatus();
-}
 
 std::atomic<int64_t> g_max_iterations{kMaxIterations};
 
@@ -41,21 +15,15 @@ int64_t maxIterations() { return g_max_iterations.load(std::memory_order_relaxed
 IterationCapForTesting::IterationCapForTesting(int64_t cap) : saved_(g_max_iterations.exchange(cap)) {}
 IterationCapForTesting::~IterationCapForTesting() { g_max_iterations.store(saved_); }
 
-Expected<Tensor> makeTensor(DType dtype, const Shape& shape) {
-  POPRT_TRY(checkDtype(dtype));
-  POPRT_TRY(checkedNumElements(shape, kMaxElements));
-  return Tensor(dtype, shape);
-}
-
 Expected<Tensor> sliceAxis(const Tensor& t, int64_t axis, int64_t index) {
   const Shape& s = t.shape();
   if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return Error("internal: slice axis out of range");
   if (index < 0 || index >= s[axis]) return Error("internal: slice index out of range");
   Shape out_shape = s;
   out_shape.erase(out_shape.begin() + axis);
-  POPRT_ASSIGN_OR_RETURN(Tensor out, makeTensor(t.dtype(), out_shape));
-  const int64_t outer = product(s, 0, axis), inner = product(s, axis + 1, s.size());
-  for (int64_t o = 0; o < outer; ++o) copyElems(t, (o * s[axis] + index) * inner, out, o * inner, inner);
+  POPRT_ASSIGN_OR_RETURN(Tensor out, makeOutput(t.dtype(), out_shape));
+  const int64_t outer = shapeProduct(s, 0, axis), inner = shapeProduct(s, axis + 1, s.size());
+  for (int64_t o = 0; o < outer; ++o) copyBlock(t, (o * s[axis] + index) * inner, out, o * inner, inner);
   return out;
 }
 
@@ -65,9 +33,9 @@ Expected<Tensor> rangeAxis(const Tensor& t, int64_t axis, int64_t begin, int64_t
   if (begin < 0 || count < 0 || begin > s[axis] || count > s[axis] - begin) return Error("internal: range out of bounds");
   Shape out_shape = s;
   out_shape[axis] = count;
-  POPRT_ASSIGN_OR_RETURN(Tensor out, makeTensor(t.dtype(), out_shape));
-  const int64_t outer = product(s, 0, axis), inner = product(s, axis + 1, s.size());
-  for (int64_t o = 0; o < outer; ++o) copyElems(t, (o * s[axis] + begin) * inner, out, o * count * inner, count * inner);
+  POPRT_ASSIGN_OR_RETURN(Tensor out, makeOutput(t.dtype(), out_shape));
+  const int64_t outer = shapeProduct(s, 0, axis), inner = shapeProduct(s, axis + 1, s.size());
+  for (int64_t o = 0; o < outer; ++o) copyBlock(t, (o * s[axis] + begin) * inner, out, o * count * inner, count * inner);
   return out;
 }
 
@@ -85,11 +53,11 @@ Expected<Tensor> stackAxis(const std::vector<Tensor>& items, int64_t axis) {
   }
   Shape out_shape = s;
   out_shape.insert(out_shape.begin() + axis, static_cast<int64_t>(items.size()));
-  POPRT_ASSIGN_OR_RETURN(Tensor out, makeTensor(first.dtype(), out_shape));
-  const int64_t outer = product(s, 0, axis), inner = product(s, axis, s.size());
+  POPRT_ASSIGN_OR_RETURN(Tensor out, makeOutput(first.dtype(), out_shape));
+  const int64_t outer = shapeProduct(s, 0, axis), inner = shapeProduct(s, axis, s.size());
   const int64_t n = static_cast<int64_t>(items.size());
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < n; ++i) copyElems(items[i], o * inner, out, (o * n + i) * inner, inner);
+    for (int64_t i = 0; i < n; ++i) copyBlock(items[i], o * inner, out, (o * n + i) * inner, inner);
   return out;
 }
 
@@ -113,12 +81,12 @@ Expected<Tensor> concatAxis(const std::vector<Tensor>& items, int64_t axis) {
   }
   Shape out_shape = s;
   out_shape[axis] = total;
-  POPRT_ASSIGN_OR_RETURN(Tensor out, makeTensor(first.dtype(), out_shape));
-  const int64_t outer = product(s, 0, axis), inner = product(s, axis + 1, s.size());
+  POPRT_ASSIGN_OR_RETURN(Tensor out, makeOutput(first.dtype(), out_shape));
+  const int64_t outer = shapeProduct(s, 0, axis), inner = shapeProduct(s, axis + 1, s.size());
   int64_t offset = 0;  // along the axis
   for (const Tensor& t : items) {
     const int64_t len = t.shape()[axis];
-    for (int64_t o = 0; o < outer; ++o) copyElems(t, o * len * inner, out, (o * total + offset) * inner, len * inner);
+    for (int64_t o = 0; o < outer; ++o) copyBlock(t, o * len * inner, out, (o * total + offset) * inner, len * inner);
     offset += len;
   }
   return out;
@@ -145,50 +113,9 @@ Expected<bool> scalarBool(const Tensor& t, const std::string& what) {
   return nonzero;
 }
 
-Expected<int64_t> scalarInt(const Tensor& t, const std::string& what) {
-  if (t.numElements() != 1) return Error(what + " must have one element, got shape " + shapeToString(t.shape()));
-  if (!isInteger(t.dtype())) return Error(what + " must be an integer, got " + std::string(dtypeName(t.dtype())));
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> v, intValues(t));
-  return v[0];
-}
-
-Expected<std::vector<int64_t>> intValues(const Tensor& t) {
-  std::vector<int64_t> out;
-  out.reserve(static_cast<size_t>(t.numElements()));
-  auto take = [&](auto tag) {
-    using T = decltype(tag);
-    for (T v : t.data<T>()) out.push_back(static_cast<int64_t>(v));
-  };
-  switch (t.dtype()) {
-    case DType::Int8: take(int8_t{}); break;
-    case DType::Int16: take(int16_t{}); break;
-    case DType::Int32: take(int32_t{}); break;
-    case DType::Int64: take(int64_t{}); break;
-    case DType::UInt8: take(uint8_t{}); break;
-    case DType::UInt16: take(uint16_t{}); break;
-    case DType::UInt32: take(uint32_t{}); break;
-    case DType::UInt64: take(uint64_t{}); break;
-    case DType::Bool: take(uint8_t{}); break;
-    default: return Error("expected an integer tensor, got " + std::string(dtypeName(t.dtype())));
-  }
-  return out;
-}
-
-Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    return Error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  return axis < 0 ? axis + rank : axis;
-}
-
 Tensor boolScalar(bool v) {
   Tensor t(DType::Bool, {});
   t.data<uint8_t>()[0] = v ? 1 : 0;
-  return t;
-}
-
-Tensor int64Scalar(int64_t v) {
-  Tensor t(DType::Int64, {});
-  t.data<int64_t>()[0] = v;
   return t;
 }
 

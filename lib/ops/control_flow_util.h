@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/ir/graph.h"
+#include "lib/ops/op_util.h"
 #include "lib/ops/value.h"
 #include "lib/support/status.h"
 #include "lib/support/tensor.h"
@@ -28,12 +29,8 @@ class IterationCapForTesting {
  private:
   int64_t saved_;
 };
-// Most elements one tensor built here may have, and most items a sequence may hold.
-inline constexpr int64_t kMaxElements = int64_t{1} << 32;
+// Most items a sequence may hold (a tensor built here is capped at kMaxElements, op_util.h).
 inline constexpr int64_t kMaxSequenceItems = int64_t{1} << 24;
-
-// A zero-filled tensor of `shape`, or an error if the shape is negative or too large.
-Expected<Tensor> makeTensor(DType dtype, const Shape& shape);
 
 // The slice at `index` of `t` along `axis`, with that axis removed.
 Expected<Tensor> sliceAxis(const Tensor& t, int64_t axis, int64_t index);
@@ -46,17 +43,10 @@ Expected<Tensor> concatAxis(const std::vector<Tensor>& items, int64_t axis);
 
 // The graph attribute `name` of `node`, or an error naming it.
 Expected<const ir::Graph*> graphAttr(const ir::Node& node, const std::string& name);
-// A single-element tensor read as bool / int64 (error if it has another element count).
+// A single-element tensor read as bool (error if it has another element count).
 Expected<bool> scalarBool(const Tensor& t, const std::string& what);
-Expected<int64_t> scalarInt(const Tensor& t, const std::string& what);
-
-// The values of an integer or bool tensor as int64.
-Expected<std::vector<int64_t>> intValues(const Tensor& t);
-// An axis in [-rank, rank) made non-negative; an error if out of range.
-Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
 Tensor boolScalar(bool v);
-Tensor int64Scalar(int64_t v);
 
 // "tensor", "sequence" or "empty optional", for error messages.
 std::string kindName(const RtValue& v);

@@ -38,7 +38,7 @@ constexpr BinaryEntry kBinary[] = {
 Expected<std::vector<Tensor>> evalUnary(UnaryFn fn, const std::vector<const Tensor*>& in) {
   if (in.size() != 1 || !in[0]) return Error("expects 1 input");
   const Tensor& x = *in[0];
-  POPRT_TRY(ew::checkStorage(x));
+  POPRT_TRY(checkStorage(x));
   if (!isFloatingPoint(x.dtype()) && fn != UnaryFn::Relu && fn != UnaryFn::Neg && fn != UnaryFn::Abs)
     return Error("dtype " + std::string(dtypeName(x.dtype())) + " is not supported");
   Tensor y(x.dtype(), x.shape());
@@ -47,9 +47,9 @@ Expected<std::vector<Tensor>> evalUnary(UnaryFn fn, const std::vector<const Tens
     auto src = x.data<T>();
     auto dst = y.data<T>();
     for (size_t i = 0; i < src.size(); ++i)
-      dst[i] = ew::castFromDouble<T>(applyUnary(fn, static_cast<double>(toCompute(src[i]))));
+      dst[i] = castFromDouble<T>(applyUnary(fn, static_cast<double>(toCompute(src[i]))));
   }));
-  return std::vector<Tensor>{std::move(y)};
+  return single(std::move(y));
 }
 
 Expected<std::vector<Tensor>> evalBinary(BinaryFn fn, const std::vector<const Tensor*>& in) {
@@ -59,10 +59,10 @@ Expected<std::vector<Tensor>> evalBinary(BinaryFn fn, const std::vector<const Te
   if (a.dtype() != b.dtype())
     return Error("input dtypes differ: " + std::string(dtypeName(a.dtype())) + " and " + std::string(dtypeName(b.dtype())));
   if (a.dtype() == DType::Bool) return Error("dtype bool is not supported");
-  POPRT_TRY(ew::checkStorage(a));
-  POPRT_TRY(ew::checkStorage(b));
+  POPRT_TRY(checkStorage(a));
+  POPRT_TRY(checkStorage(b));
   POPRT_ASSIGN_OR_RETURN(Shape out_shape, broadcastShapes(a.shape(), b.shape()));
-  POPRT_ASSIGN_OR_RETURN(Tensor y, ew::makeOutput(a.dtype(), out_shape));
+  POPRT_ASSIGN_OR_RETURN(Tensor y, makeOutput(a.dtype(), out_shape));
   std::vector<int64_t> sa = broadcastStrides(a.shape(), out_shape);
   std::vector<int64_t> sb = broadcastStrides(b.shape(), out_shape);
   const size_t rank = out_shape.size();
@@ -90,7 +90,7 @@ Expected<std::vector<Tensor>> evalBinary(BinaryFn fn, const std::vector<const Te
     }
     }
   }));
-  return std::vector<Tensor>{std::move(y)};
+  return single(std::move(y));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -175,9 +175,9 @@ const MathEntry kMath[] = {
 #undef POPRT_FIXED
 
 Expected<std::vector<Tensor>> evalMath(const MathEntry& e, const ir::Node& node, const std::vector<const Tensor*>& in) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, ew::input(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, requireInput(in, 0));
   const Tensor& x = *xp;
-  POPRT_TRY(ew::checkStorage(x));
+  POPRT_TRY(checkStorage(x));
   if (!allowed(e.types, x.dtype())) return Error(ew::typeError(x.dtype()));
   ScalarFn f = e.make(node);
   Tensor y(x.dtype(), x.shape());
@@ -185,27 +185,27 @@ Expected<std::vector<Tensor>> evalMath(const MathEntry& e, const ir::Node& node,
     using T = decltype(tag);
     auto src = x.data<T>();
     auto dst = y.data<T>();
-    for (size_t i = 0; i < src.size(); ++i) dst[i] = ew::castFromDouble<T>(f(static_cast<double>(toCompute(src[i]))));
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = castFromDouble<T>(f(static_cast<double>(toCompute(src[i]))));
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 // Bool tensors are read as bytes (any non-zero byte is true) and written as 0/1.
 Expected<std::vector<Tensor>> evalNot(const std::vector<const Tensor*>& in) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, ew::input(in, 0));
-  POPRT_TRY(ew::checkStorage(*x));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_TRY(checkStorage(*x));
   if (x->dtype() != DType::Bool) return Error(ew::typeError(x->dtype()));
   Tensor y(DType::Bool, x->shape());
   auto src = x->data<uint8_t>();
   auto dst = y.data<uint8_t>();
   for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i] == 0;
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 // IsNaN and IsInf: a float test giving bool.
 Expected<std::vector<Tensor>> evalFloatTest(const std::vector<const Tensor*>& in, const std::function<bool(double)>& test) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, ew::input(in, 0));
-  POPRT_TRY(ew::checkStorage(*x));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_TRY(checkStorage(*x));
   if (!isFloatingPoint(x->dtype())) return Error(ew::typeError(x->dtype()));
   Tensor y(DType::Bool, x->shape());
   auto dst = y.data<uint8_t>();
@@ -214,7 +214,7 @@ Expected<std::vector<Tensor>> evalFloatTest(const std::vector<const Tensor*>& in
     auto src = x->data<T>();
     for (size_t i = 0; i < src.size(); ++i) dst[i] = test(static_cast<double>(toCompute(src[i])));
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 // Two broadcast inputs, checked; `same_dtype` requires equal dtypes.
@@ -225,12 +225,12 @@ struct BinaryArgs {
 };
 Expected<BinaryArgs> binaryArgs(const std::vector<const Tensor*>& in, bool same_dtype) {
   if (in.size() != 2 || !in[0] || !in[1]) return Error("expects 2 inputs");
-  POPRT_TRY(ew::checkStorage(*in[0]));
-  POPRT_TRY(ew::checkStorage(*in[1]));
+  POPRT_TRY(checkStorage(*in[0]));
+  POPRT_TRY(checkStorage(*in[1]));
   if (same_dtype && in[0]->dtype() != in[1]->dtype())
     return Error("input dtypes differ: " + std::string(dtypeName(in[0]->dtype())) + " and " + std::string(dtypeName(in[1]->dtype())));
   POPRT_ASSIGN_OR_RETURN(Shape out, broadcastShapes(in[0]->shape(), in[1]->shape()));
-  POPRT_TRY(checkedNumElements(out, ew::kMaxOutputElements));
+  POPRT_TRY(checkedElementCount(out));
   return BinaryArgs{in[0], in[1], std::move(out)};
 }
 
@@ -266,19 +266,19 @@ Expected<std::vector<Tensor>> evalCompare(Cmp c, const std::vector<const Tensor*
     const auto& sb = args.b->strings();
     ew::forEachBroadcast(args.out, {args.a->shape(), args.b->shape()},
                          [&](int64_t i, const int64_t* o) { py[i] = sa[o[0]] == sb[o[1]]; });
-    return ew::single(std::move(y));
+    return single(std::move(y));
   }
   if (dt == DType::Bool) {
     binaryLoop(args.a->data<uint8_t>(), args.b->data<uint8_t>(), py, args,
                [c](uint8_t a, uint8_t b) -> uint8_t { return compareValues<int>(c, a != 0, b != 0); });
-    return ew::single(std::move(y));
+    return single(std::move(y));
   }
   POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
     using T = decltype(tag);
     binaryLoop(args.a->data<T>(), args.b->data<T>(), py, args,
                [c](T a, T b) -> uint8_t { return compareValues(c, toCompute(a), toCompute(b)); });
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 enum class Logic { And, Or, Xor };
@@ -291,7 +291,7 @@ Expected<std::vector<Tensor>> evalLogic(Logic l, const std::vector<const Tensor*
     bool x = a != 0, z = b != 0;
     return l == Logic::And ? (x && z) : l == Logic::Or ? (x || z) : (x != z);
   });
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 Expected<std::vector<Tensor>> evalBitShift(const ir::Node& node, const std::vector<const Tensor*>& in) {
@@ -312,7 +312,7 @@ Expected<std::vector<Tensor>> evalBitShift(const ir::Node& node, const std::vect
       });
     }
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 Expected<std::vector<Tensor>> evalMod(const ir::Node& node, const std::vector<const Tensor*>& in) {
@@ -343,7 +343,7 @@ Expected<std::vector<Tensor>> evalMod(const ir::Node& node, const std::vector<co
       });
     }
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 // Integer power modulo 2^bits, by squaring; negative exponents truncate 1/base^-e toward zero.
@@ -371,10 +371,10 @@ Expected<std::vector<Tensor>> evalPow(const std::vector<const Tensor*>& in, Eval
   DType dt = args.a->dtype(), et = args.b->dtype();
   if (!ew::isNumeric(dt)) return Error(ew::typeError(dt));
   if (!ew::isNumeric(et)) return Error(ew::typeError(et));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> exp_d, ew::doubleValues(*args.b));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> exp_d, toDoubles(*args.b));
   std::vector<int64_t> exp_i;
   if (isInteger(et)) {
-    POPRT_ASSIGN_OR_RETURN(exp_i, ew::int64Values(*args.b));
+    POPRT_ASSIGN_OR_RETURN(exp_i, toInt64s(*args.b));
   }
   Tensor y(dt, args.out);
   POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
@@ -389,11 +389,11 @@ Expected<std::vector<Tensor>> evalPow(const std::vector<const Tensor*>& in, Eval
             return;
           }
         }
-        py[i] = ew::castFromDouble<T>(std::pow(static_cast<double>(toCompute(pa[o[0]])), exp_d[o[1]]));
+        py[i] = castFromDouble<T>(std::pow(static_cast<double>(toCompute(pa[o[0]])), exp_d[o[1]]));
       });
     }
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 // PRelu: slope broadcasts to X's shape (unidirectionally).
@@ -415,7 +415,7 @@ Expected<std::vector<Tensor>> evalPRelu(const std::vector<const Tensor*>& in) {
       });
     }
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 enum class Var { Sum, Mean, Max, Min };
@@ -427,14 +427,14 @@ Expected<std::vector<Tensor>> evalVariadic(Var v, const std::vector<const Tensor
   std::vector<Shape> shapes;
   for (size_t k = 0; k < in.size(); ++k) {
     if (!in[k]) return Error("input " + std::to_string(k) + " is missing");
-    POPRT_TRY(ew::checkStorage(*in[k]));
+    POPRT_TRY(checkStorage(*in[k]));
     if (in[k]->dtype() != in[0]->dtype()) return Error("input dtypes differ");
     shapes.push_back(in[k]->shape());
   }
   DType dt = in[0]->dtype();
   if (v == Var::Mean ? !isFloatingPoint(dt) : !ew::isNumeric(dt)) return Error(ew::typeError(dt));
   POPRT_ASSIGN_OR_RETURN(Shape out, ew::broadcastAll(shapes));
-  POPRT_ASSIGN_OR_RETURN(Tensor y, ew::makeOutput(dt, out));
+  POPRT_ASSIGN_OR_RETURN(Tensor y, makeOutput(dt, out));
   POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
     using T = decltype(tag);
     using C = typename ComputeType<T>::type;
@@ -453,27 +453,27 @@ Expected<std::vector<Tensor>> evalVariadic(Var v, const std::vector<const Tensor
           else if (ew::isNaNValue(x) || (v == Var::Max ? x > acc : x < acc)) acc = x;
         }
         if constexpr (std::is_floating_point_v<Acc>) {
-          py[i] = ew::castFromDouble<T>(v == Var::Mean ? acc / n : acc);
+          py[i] = castFromDouble<T>(v == Var::Mean ? acc / n : acc);
         } else {
           py[i] = static_cast<T>(acc);
         }
       });
     }
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 // Where(condition, X, Y): any dtype for X and Y (strings too), all three broadcast.
 Expected<std::vector<Tensor>> evalWhere(const std::vector<const Tensor*>& in) {
   if (in.size() != 3 || !in[0] || !in[1] || !in[2]) return Error("expects 3 inputs");
-  for (const Tensor* t : in) POPRT_TRY(ew::checkStorage(*t));
+  for (const Tensor* t : in) POPRT_TRY(checkStorage(*t));
   const Tensor &c = *in[0], &x = *in[1], &z = *in[2];
   if (c.dtype() != DType::Bool) return Error("condition must be bool, got " + std::string(dtypeName(c.dtype())));
   if (x.dtype() != z.dtype())
     return Error("X and Y dtypes differ: " + std::string(dtypeName(x.dtype())) + " and " + std::string(dtypeName(z.dtype())));
   std::vector<Shape> shapes{c.shape(), x.shape(), z.shape()};
   POPRT_ASSIGN_OR_RETURN(Shape out, ew::broadcastAll(shapes));
-  POPRT_ASSIGN_OR_RETURN(Tensor y, ew::makeOutput(x.dtype(), out));
+  POPRT_ASSIGN_OR_RETURN(Tensor y, makeOutput(x.dtype(), out));
   auto pc = c.data<uint8_t>();
   if (x.dtype() == DType::String) {
     ew::forEachBroadcast(out, shapes, [&](int64_t i, const int64_t* o) {
@@ -490,22 +490,22 @@ Expected<std::vector<Tensor>> evalWhere(const std::vector<const Tensor*>& in) {
       std::copy(src, src + es, &py[i * es]);
     });
   }
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 // Clip: bounds are attributes before opset 11, optional scalar inputs from 11. A missing bound
 // does not clip; when min > max every element becomes max (as numpy.clip).
 Expected<std::vector<Tensor>> evalClip(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, ew::input(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, requireInput(in, 0));
   const Tensor& x = *xp;
-  POPRT_TRY(ew::checkStorage(x));
+  POPRT_TRY(checkStorage(x));
   DType dt = x.dtype();
   if (!ew::isNumeric(dt)) return Error(ew::typeError(dt));
-  const Tensor* bounds[2] = {in.size() > 1 ? in[1] : nullptr, in.size() > 2 ? in[2] : nullptr};
+  const Tensor* bounds[2] = {optionalInput(in, 1), optionalInput(in, 2)};
   for (const Tensor* b : bounds) {
     if (!b) continue;
     if (ctx.opset() < 11) return Error("min and max are attributes before opset 11, not inputs");
-    POPRT_TRY(ew::checkStorage(*b));
+    POPRT_TRY(checkStorage(*b));
     if (b->dtype() != dt) return Error("min/max dtype differs from the input's");
     if (b->numElements() != 1) return Error("min/max must be scalars, got shape " + shapeToString(b->shape()));
   }
@@ -529,8 +529,8 @@ Expected<std::vector<Tensor>> evalClip(const ir::Node& node, const std::vector<c
           lo = static_cast<C>(a);
           hi = static_cast<C>(b);
         } else {
-          lo = ew::castFromDouble<C>(std::ceil(a));
-          hi = ew::castFromDouble<C>(std::floor(b));
+          lo = castFromDouble<C>(std::ceil(a));
+          hi = castFromDouble<C>(std::floor(b));
         }
       }
       if (bounds[0]) lo = toCompute(bounds[0]->data<T>()[0]);
@@ -545,7 +545,7 @@ Expected<std::vector<Tensor>> evalClip(const ir::Node& node, const std::vector<c
       }
     }
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 using Eval = Expected<std::vector<Tensor>> (*)(const ir::Node&, const std::vector<const Tensor*>&, EvalContext&);

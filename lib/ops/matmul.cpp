@@ -2,6 +2,7 @@
 #include <type_traits>
 
 #include "lib/ops/broadcast.h"
+#include "lib/ops/op_util.h"
 #include "lib/ops/registry.h"
 #include "lib/support/dtype_dispatch.h"
 
@@ -30,7 +31,7 @@ Expected<std::vector<Tensor>> evalMatMul(const std::vector<const Tensor*>& in) {
   Shape out_shape = batch;
   if (!a_vec) out_shape.push_back(M);
   if (!b_vec) out_shape.push_back(N);
-  Tensor y(a.dtype(), out_shape);
+  POPRT_ASSIGN_OR_RETURN(Tensor y, makeOutput(a.dtype(), out_shape));
   std::vector<int64_t> stride_a = broadcastStrides(batch_a, batch), stride_b = broadcastStrides(batch_b, batch);
   int64_t batches = 1;
   for (int64_t d : batch) batches *= d;
@@ -56,14 +57,14 @@ Expected<std::vector<Tensor>> evalMatMul(const std::vector<const Tensor*>& in) {
   });
   POPRT_TRY(st);
   if (a.dtype() == DType::Bool) return Error("dtype bool is not supported");
-  return std::vector<Tensor>{std::move(y)};
+  return single(std::move(y));
 }
 
 Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
   if (in.size() < 2 || !in[0] || !in[1]) return Error("expects inputs A and B");
   const Tensor& a = *in[0];
   const Tensor& b = *in[1];
-  const Tensor* c = in.size() > 2 ? in[2] : nullptr;
+  const Tensor* c = optionalInput(in, 2);
   if (a.shape().size() != 2 || b.shape().size() != 2) return Error("A and B must be 2-D");
   bool ta = node.attrInt("transA", 0) != 0, tb = node.attrInt("transB", 0) != 0;
   double alpha = node.attrFloat("alpha", 1.0f), beta = node.attrFloat("beta", 1.0f);
@@ -77,7 +78,7 @@ Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<c
     if (bc != out_shape) return Error("C of shape " + shapeToString(c->shape()) + " does not broadcast to " + shapeToString(out_shape));
     sc = broadcastStrides(c->shape(), out_shape);
   }
-  Tensor y(a.dtype(), out_shape);
+  POPRT_ASSIGN_OR_RETURN(Tensor y, makeOutput(a.dtype(), out_shape));
   Status st = dispatchNumeric(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) {
@@ -99,7 +100,7 @@ Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<c
     }
   });
   POPRT_TRY(st);
-  return std::vector<Tensor>{std::move(y)};
+  return single(std::move(y));
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ Expected<Term<A>> combine(const std::vector<const Term<A>*>& terms, const std::v
   Term<A> out;
   out.labels = out_labels;
   for (int l : out_labels) out.dims.push_back(sizes.at(l));
-  POPRT_TRY(checkSize(out.dims));
+  POPRT_TRY(checkedElementCount(out.dims));
   int64_t out_count = 1, work = 1;
   for (int64_t d : out.dims) out_count *= d;
   std::vector<int64_t> all_dims;

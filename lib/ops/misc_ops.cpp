@@ -11,18 +11,6 @@
 namespace poprt::ops {
 namespace {
 
-using misc::fromDoubles;
-using misc::requireInput;
-using misc::single;
-using misc::toDoubles;
-using misc::toInt64s;
-
-Status requireFloat(const Tensor& t, const std::string& what) {
-  if (!isFloatingPoint(t.dtype()))
-    return Error(what + " must be a floating-point tensor, got " + std::string(dtypeName(t.dtype())));
-  return okStatus();
-}
-
 // ---------------------------------------------------------------------------------------------
 // NegativeLogLikelihoodLoss (12, 13) and SoftmaxCrossEntropyLoss (12, 13).
 // scores [N, C, d1..dk], labels [N, d1..dk] (int), optional weights [C]; attributes reduction
@@ -35,7 +23,7 @@ Expected<std::vector<Tensor>> evalLoss(const ir::Node& node, const std::vector<c
   POPRT_ASSIGN_OR_RETURN(const Tensor* tp, requireInput(in, 1));
   const Tensor& x = *xp;
   const Tensor& target = *tp;
-  const Tensor* weight = in.size() > 2 ? in[2] : nullptr;
+  const Tensor* weight = optionalInput(in, 2);
   POPRT_TRY(requireFloat(x, "input"));
   const Shape& xs = x.shape();
   if (xs.size() < 2) return Error("input must have shape [N, C, ...], got " + shapeToString(xs));

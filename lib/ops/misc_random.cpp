@@ -55,7 +55,7 @@ enum class Dist { Normal, Uniform };
 
 Expected<Tensor> sample(const ir::Node& node, EvalContext& ctx, Dist dist, DType dtype, const Shape& shape) {
   POPRT_TRY(requireFloatType(dtype));
-  POPRT_TRY(checkSize(shape));
+  POPRT_TRY(checkedElementCount(shape));
   Rng rng = makeRng(node, ctx);
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -97,7 +97,7 @@ Expected<std::vector<Tensor>> evalMultinomial(const ir::Node& node, const std::v
   const int64_t samples = node.attrInt("sample_size", 1);
   if (samples < 0) return Error("sample_size must be non-negative");
   const Shape out_shape{batch, samples};
-  POPRT_TRY(checkSize(out_shape));
+  POPRT_TRY(checkedElementCount(out_shape));
   if (classes == 0 && batch * samples > 0) return Error("cannot sample from zero classes");
   POPRT_ASSIGN_OR_RETURN(std::vector<double> logits, toDoubles(x));
   Rng rng = makeRng(node, ctx);

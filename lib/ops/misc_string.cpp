@@ -170,7 +170,7 @@ Expected<std::vector<Tensor>> evalTfIdf(const ir::Node& node, const std::vector<
   }
   if (!weights.empty() && weights.size() != ngram_indexes.size()) return Error("weights and ngram_indexes differ in length");
   Shape out_shape = s.size() == 2 ? Shape{rows, out_size} : Shape{out_size};
-  POPRT_TRY(checkSize(out_shape));
+  POPRT_TRY(checkedElementCount(out_shape));
 
   // pools[n-1]: the n-grams of the pool -> their output index. ngram_counts[i] is where the
   // (i+1)-grams start in the pool.

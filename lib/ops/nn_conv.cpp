@@ -15,18 +15,12 @@ using StridedMap = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
 // Elements per column chunk (rows x positions) of the im2col buffer.
 constexpr int64_t kColBudget = int64_t{1} << 22;
 
-int64_t product(const Shape& s, size_t from = 0) {
-  int64_t p = 1;
-  for (size_t i = from; i < s.size(); ++i) p *= s[i];
-  return p;
-}
-
 // For kernel offsets k (flat over w.kernel) and window positions p in [p0, p1) (flat over w.out),
 // the flat offset in the w.in grid of the element the kernel tap reads, or -1 if it is padding.
 // Result is K x (p1 - p0), row-major.
 std::vector<int64_t> tapOffsets(const Window& w, int64_t p0, int64_t p1) {
   const size_t r = w.rank();
-  const int64_t K = product(w.kernel), np = p1 - p0;
+  const int64_t K = shapeProduct(w.kernel), np = p1 - p0;
   std::vector<int64_t> starts(static_cast<size_t>(np) * r);
   std::vector<int64_t> idx(r);
   int64_t rem = p0;
@@ -80,9 +74,9 @@ struct ConvArgs {
 };
 
 Expected<ConvArgs> convInputs(const ir::Node& node, const std::vector<const Tensor*>& in) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* w, needInput(in, 1));
-  const Tensor* b = in.size() > 2 ? in[2] : nullptr;
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* w, requireInput(in, 1));
+  const Tensor* b = optionalInput(in, 2);
   POPRT_TRY(requireFloat(*x, "X"));
   if (w->dtype() != x->dtype() || (b && b->dtype() != x->dtype())) return Error("X, W and B must have the same dtype");
   if (x->shape().size() < 3) return Error("X must have rank >= 3 (N, C, spatial...), got " + shapeToString(x->shape()));
@@ -109,11 +103,11 @@ Expected<std::vector<Tensor>> evalConv(const ir::Node& node, const std::vector<c
                                                     false));
   Shape ys{N, M};
   ys.insert(ys.end(), win.out.begin(), win.out.end());
-  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedCount(ys, "Conv output"));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> x, doublesOf(*a.x));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> w, doublesOf(*a.w));
+  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedElementCount(ys));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> x, toDoubles(*a.x));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> w, toDoubles(*a.w));
   std::vector<double> y(static_cast<size_t>(ny), 0.0);
-  const int64_t Cg = C / G, Mg = M / G, K = product(win.kernel), P = product(win.out), plane = product(win.in);
+  const int64_t Cg = C / G, Mg = M / G, K = shapeProduct(win.kernel), P = shapeProduct(win.out), plane = shapeProduct(win.in);
   const int64_t rows = Cg * K;
   if (ny > 0 && rows > 0) {
     const int64_t np_max = chunkSize(rows, P);
@@ -140,13 +134,13 @@ Expected<std::vector<Tensor>> evalConv(const ir::Node& node, const std::vector<c
     }
   }
   if (a.b) {
-    POPRT_ASSIGN_OR_RETURN(std::vector<double> b, doublesOf(*a.b));
+    POPRT_ASSIGN_OR_RETURN(std::vector<double> b, toDoubles(*a.b));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t m = 0; m < M; ++m)
         for (int64_t p = 0; p < P; ++p) y[(n * M + m) * P + p] += b[m];
   }
-  POPRT_ASSIGN_OR_RETURN(Tensor out, tensorFromDoubles(a.x->dtype(), ys, y));
-  return oneOutput(std::move(out));
+  POPRT_ASSIGN_OR_RETURN(Tensor out, fromDoubles(a.x->dtype(), ys, y, IntRounding::Nearest));
+  return single(std::move(out));
 }
 
 int64_t floorDiv2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
@@ -207,11 +201,11 @@ Expected<std::vector<Tensor>> evalConvTranspose(const ir::Node& node, const std:
   }
   Shape ys{N, M};
   ys.insert(ys.end(), win.in.begin(), win.in.end());
-  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedCount(ys, "ConvTranspose output"));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> x, doublesOf(*a.x));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> w, doublesOf(*a.w));
+  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedElementCount(ys));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> x, toDoubles(*a.x));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> w, toDoubles(*a.w));
   std::vector<double> y(static_cast<size_t>(ny), 0.0);
-  const int64_t K = product(win.kernel), Pin = product(win.out), plane = product(win.in), rows = Mg * K;
+  const int64_t K = shapeProduct(win.kernel), Pin = shapeProduct(win.out), plane = shapeProduct(win.in), rows = Mg * K;
   if (ny > 0 && Pin > 0 && rows > 0) {
     const int64_t np_max = chunkSize(rows, Pin);
     RowMat col;
@@ -237,13 +231,13 @@ Expected<std::vector<Tensor>> evalConvTranspose(const ir::Node& node, const std:
     }
   }
   if (a.b) {
-    POPRT_ASSIGN_OR_RETURN(std::vector<double> b, doublesOf(*a.b));
+    POPRT_ASSIGN_OR_RETURN(std::vector<double> b, toDoubles(*a.b));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t m = 0; m < M; ++m)
         for (int64_t p = 0; p < plane; ++p) y[(n * M + m) * plane + p] += b[m];
   }
-  POPRT_ASSIGN_OR_RETURN(Tensor out, tensorFromDoubles(a.x->dtype(), ys, y));
-  return oneOutput(std::move(out));
+  POPRT_ASSIGN_OR_RETURN(Tensor out, fromDoubles(a.x->dtype(), ys, y, IntRounding::Nearest));
+  return single(std::move(out));
 }
 
 }  // namespace

@@ -130,7 +130,7 @@ Expected<double> lpOrder(const ir::Node& node) {
 }
 
 Expected<std::vector<Tensor>> evalPool(PoolKind kind, const ir::Node& node, const std::vector<const Tensor*>& in) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   if (kind == PoolKind::Max) {
     if (!isFloatingPoint(x->dtype()) && !isInteger(x->dtype()))
       return Error("dtype " + std::string(dtypeName(x->dtype())) + " is not supported");
@@ -155,23 +155,23 @@ Expected<std::vector<Tensor>> evalPool(PoolKind kind, const ir::Node& node, cons
   POPRT_ASSIGN_OR_RETURN(Window w, windowGeometry(node, Shape(xs.begin() + 2, xs.end()), kernel, ceil_mode));
   Shape ys{xs[0], xs[1]};
   ys.insert(ys.end(), w.out.begin(), w.out.end());
-  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedCount(ys, "pool output"));
+  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedElementCount(ys));
   // Work: every output element visits its window's taps inside the input.
   double work = static_cast<double>(xs[0]) * static_cast<double>(xs[1]);
   for (size_t d = 0; d < r; ++d)
     work *= static_cast<double>(w.out[d]) * static_cast<double>(std::min(w.kernel[d], w.in[d]));
   if (ny > 0 && work > kMaxWork) return Error("pooling windows are too large (more than 2^36 taps in total)");
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, doublesOf(*x));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, toDoubles(*x));
   PoolResult res = pool(xv, xs[0] * xs[1], w, spec);
   std::vector<Tensor> outs;
-  POPRT_ASSIGN_OR_RETURN(Tensor y, tensorFromDoubles(x->dtype(), ys, res.values));
+  POPRT_ASSIGN_OR_RETURN(Tensor y, fromDoubles(x->dtype(), ys, res.values, IntRounding::Nearest));
   outs.push_back(std::move(y));
-  if (kind == PoolKind::Max && node.outputs().size() > 1) outs.push_back(makeInt64Tensor(res.indices, ys));
+  if (kind == PoolKind::Max && node.outputs().size() > 1) outs.push_back(int64Tensor(res.indices, ys));
   return outs;
 }
 
 Expected<std::vector<Tensor>> evalGlobalPool(PoolKind kind, const ir::Node& node, const std::vector<const Tensor*>& in) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   POPRT_TRY(requireFloat(*x, "X"));
   const Shape& xs = x->shape();
   if (xs.size() < 2) return Error("X must have rank >= 2 (N, C, spatial...), got " + shapeToString(xs));
@@ -182,7 +182,7 @@ Expected<std::vector<Tensor>> evalGlobalPool(PoolKind kind, const ir::Node& node
   int64_t plane = 1;
   for (size_t d = 2; d < xs.size(); ++d) plane *= xs[d];
   const int64_t planes = xs[0] * xs[1];
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, doublesOf(*x));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, toDoubles(*x));
   std::vector<double> y(static_cast<size_t>(planes));
   for (int64_t pl = 0; pl < planes; ++pl) {
     const double* s = xv.data() + pl * plane;
@@ -203,14 +203,14 @@ Expected<std::vector<Tensor>> evalGlobalPool(PoolKind kind, const ir::Node& node
   Shape ys(xs.size(), 1);
   ys[0] = xs[0];
   ys[1] = xs[1];
-  POPRT_ASSIGN_OR_RETURN(Tensor out, tensorFromDoubles(x->dtype(), ys, y));
-  return oneOutput(std::move(out));
+  POPRT_ASSIGN_OR_RETURN(Tensor out, fromDoubles(x->dtype(), ys, y, IntRounding::Nearest));
+  return single(std::move(out));
 }
 
 Expected<std::vector<Tensor>> evalMaxUnpool(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, needInput(in, 1));
-  const Tensor* shape_in = in.size() > 2 ? in[2] : nullptr;
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, requireInput(in, 1));
+  const Tensor* shape_in = optionalInput(in, 2);
   const Shape& xs = x->shape();
   if (xs.size() < 3) return Error("X must have rank >= 3 (N, C, spatial...), got " + shapeToString(xs));
   if (ind->shape() != xs) return Error("I of shape " + shapeToString(ind->shape()) + " must match X " + shapeToString(xs));
@@ -225,18 +225,18 @@ Expected<std::vector<Tensor>> evalMaxUnpool(const ir::Node& node, const std::vec
     if (xs[d + 2] > kMaxDim) return Error("spatial size is out of range");
     inferred.push_back((xs[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + r]);
   }
-  POPRT_ASSIGN_OR_RETURN(int64_t ni, checkedCount(inferred, "MaxUnpool output"));
+  POPRT_ASSIGN_OR_RETURN(int64_t ni, checkedElementCount(inferred));
   Shape ys = inferred;
   if (shape_in) {
-    POPRT_ASSIGN_OR_RETURN(ys, intsOf(*shape_in));
+    POPRT_ASSIGN_OR_RETURN(ys, toInt64s(*shape_in));
     if (ys.size() != xs.size()) return Error("output_shape must have " + std::to_string(xs.size()) + " values");
     for (size_t d = 0; d < ys.size(); ++d)
       if (ys[d] < inferred[d] || (d < 2 && ys[d] != inferred[d]))
         return Error("output_shape " + shapeToString(ys) + " is smaller than the unpooled shape " + shapeToString(inferred));
   }
-  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedCount(ys, "MaxUnpool output"));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, doublesOf(*x));
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> iv, intsOf(*ind));
+  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedElementCount(ys));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, toDoubles(*x));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> iv, toInt64s(*ind));
   std::vector<double> yi(static_cast<size_t>(ni), 0.0);
   for (size_t i = 0; i < iv.size(); ++i) {
     if (iv[i] < 0 || iv[i] >= ni)
@@ -254,8 +254,8 @@ Expected<std::vector<Tensor>> evalMaxUnpool(const ir::Node& node, const std::vec
       idx[d] = 0;
     }
   }
-  POPRT_ASSIGN_OR_RETURN(Tensor out, tensorFromDoubles(x->dtype(), ys, y));
-  return oneOutput(std::move(out));
+  POPRT_ASSIGN_OR_RETURN(Tensor out, fromDoubles(x->dtype(), ys, y, IntRounding::Nearest));
+  return single(std::move(out));
 }
 
 template <PoolKind K>

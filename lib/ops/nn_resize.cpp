@@ -120,7 +120,7 @@ Expected<std::vector<double>> resizeAxis(const std::vector<double>& data, Shape&
   const int64_t len = shape[axis];
   Shape next = shape;
   next[axis] = out;
-  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedCount(next, "Resize intermediate"));
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedElementCount(next));
   std::vector<double> res(static_cast<size_t>(n));
   for (int64_t a = 0; a < outer; ++a)
     for (int64_t o = 0; o < out; ++o) {
@@ -146,10 +146,10 @@ Expected<Tensor> resize(const Tensor& x, const Shape& out_shape, const std::vect
                         const std::vector<double>& len_resized, const std::vector<double>& roi, const ResizeSpec& spec) {
   const Shape& xs = x.shape();
   const size_t r = xs.size();
-  POPRT_TRY(checkedCount(out_shape, "Resize output"));
+  POPRT_TRY(checkedElementCount(out_shape));
   for (size_t d = 0; d < r; ++d)
     if (xs[d] == 0 && out_shape[d] != 0) return Error("cannot resize an empty axis to a non-empty one");
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> data, doublesOf(x));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> data, toDoubles(x));
   Shape shape = xs;
   // Shrinking axes first, then growing ones.
   std::vector<size_t> order(r);
@@ -164,7 +164,7 @@ Expected<Tensor> resize(const Tensor& x, const Shape& out_shape, const std::vect
     if (plan.identity) continue;
     POPRT_ASSIGN_OR_RETURN(data, resizeAxis(data, shape, d, out_shape[d], plan, spec.extrapolation));
   }
-  return tensorFromDoubles(x.dtype(), out_shape, data);
+  return fromDoubles(x.dtype(), out_shape, data, IntRounding::Nearest);
 }
 
 Expected<ResizeSpec> resizeSpec(const ir::Node& node, int64_t opset, bool legacy) {
@@ -219,15 +219,15 @@ Expected<Shape> scaledShape(const Shape& xs, const std::vector<double>& scales, 
 }
 
 Expected<std::vector<Tensor>> evalResize(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   const int64_t opset = ctx.opset();
   const bool legacy = opset > 0 && opset < 11;
   POPRT_ASSIGN_OR_RETURN(ResizeSpec spec, resizeSpec(node, opset, legacy));
   const Shape& xs = x->shape();
   const size_t r = xs.size();
-  const Tensor* roi_t = legacy ? nullptr : (in.size() > 1 ? in[1] : nullptr);
-  const Tensor* scales_t = legacy ? (in.size() > 1 ? in[1] : nullptr) : (in.size() > 2 ? in[2] : nullptr);
-  const Tensor* sizes_t = legacy ? nullptr : (in.size() > 3 ? in[3] : nullptr);
+  const Tensor* roi_t = legacy ? nullptr : optionalInput(in, 1);
+  const Tensor* scales_t = legacy ? optionalInput(in, 1) : optionalInput(in, 2);
+  const Tensor* sizes_t = legacy ? nullptr : optionalInput(in, 3);
   if (scales_t && scales_t->numElements() == 0) scales_t = nullptr;
   if (sizes_t && sizes_t->numElements() == 0) sizes_t = nullptr;
   if (scales_t && sizes_t) return Error("only one of scales and sizes may be given");
@@ -235,7 +235,7 @@ Expected<std::vector<Tensor>> evalResize(const ir::Node& node, const std::vector
   std::vector<double> roi;
   if (spec.coord == Coord::TfCropAndResize) {
     if (!roi_t || roi_t->numElements() == 0) return Error("tf_crop_and_resize needs the roi input");
-    POPRT_ASSIGN_OR_RETURN(roi, doublesOf(*roi_t));
+    POPRT_ASSIGN_OR_RETURN(roi, toDoubles(*roi_t));
     if (roi.size() != 2 * r) return Error("roi must have " + std::to_string(2 * r) + " values");
   }
   std::vector<double> extent(r, 1.0);
@@ -243,12 +243,12 @@ Expected<std::vector<Tensor>> evalResize(const ir::Node& node, const std::vector
   std::vector<double> scales(r), len(r);
   Shape out;
   if (scales_t) {
-    POPRT_ASSIGN_OR_RETURN(scales, doublesOf(*scales_t));
+    POPRT_ASSIGN_OR_RETURN(scales, toDoubles(*scales_t));
     POPRT_TRY(checkScales(scales, r));
     POPRT_ASSIGN_OR_RETURN(out, scaledShape(xs, scales, extent));
     for (size_t d = 0; d < r; ++d) len[d] = static_cast<double>(xs[d]) * scales[d] * extent[d];
   } else {
-    POPRT_ASSIGN_OR_RETURN(out, intsOf(*sizes_t));
+    POPRT_ASSIGN_OR_RETURN(out, toInt64s(*sizes_t));
     if (out.size() != r) return Error("sizes has " + std::to_string(out.size()) + " values, expected " + std::to_string(r));
     for (size_t d = 0; d < r; ++d) {
       if (out[d] < 0 || out[d] > kMaxDim) return Error("sizes value " + std::to_string(out[d]) + " is out of range");
@@ -258,16 +258,16 @@ Expected<std::vector<Tensor>> evalResize(const ir::Node& node, const std::vector
     }
   }
   POPRT_ASSIGN_OR_RETURN(Tensor y, resize(*x, out, scales, len, roi, spec));
-  return oneOutput(std::move(y));
+  return single(std::move(y));
 }
 
 Expected<std::vector<Tensor>> evalUpsample(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   POPRT_ASSIGN_OR_RETURN(ResizeSpec spec, resizeSpec(node, ctx.opset(), true));
   const size_t r = x->shape().size();
   std::vector<double> scales;
   if (in.size() > 1 && in[1]) {
-    POPRT_ASSIGN_OR_RETURN(scales, doublesOf(*in[1]));
+    POPRT_ASSIGN_OR_RETURN(scales, toDoubles(*in[1]));
   } else {
     for (float s : node.attrFloats("scales")) scales.push_back(s);
   }
@@ -278,7 +278,7 @@ Expected<std::vector<Tensor>> evalUpsample(const ir::Node& node, const std::vect
   std::vector<double> len(r);
   for (size_t d = 0; d < r; ++d) len[d] = static_cast<double>(out[d]);
   POPRT_ASSIGN_OR_RETURN(Tensor y, resize(*x, out, scales, len, {}, spec));
-  return oneOutput(std::move(y));
+  return single(std::move(y));
 }
 
 // ---- GridSample ----
@@ -306,8 +306,8 @@ double padCoordinate(double x, int64_t size, Padding padding, bool align) {
 }
 
 Expected<std::vector<Tensor>> evalGridSample(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* grid, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* grid, requireInput(in, 1));
   POPRT_TRY(requireFloat(*x, "X"));
   POPRT_TRY(requireFloat(*grid, "grid"));
   const Shape& xs = x->shape();
@@ -332,14 +332,14 @@ Expected<std::vector<Tensor>> evalGridSample(const ir::Node& node, const std::ve
   const int64_t N = xs[0], C = xs[1];
   Shape ys{N, C};
   ys.insert(ys.end(), gs.begin() + 1, gs.end() - 1);
-  POPRT_TRY(checkedCount(ys, "GridSample output"));
+  POPRT_TRY(checkedElementCount(ys));
   int64_t P = 1, plane = 1;
   for (size_t d = 0; d < r; ++d) {
     P *= gs[d + 1];
     plane *= xs[d + 2];
   }
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, doublesOf(*x));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> gv, doublesOf(*grid));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, toDoubles(*x));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> gv, toDoubles(*grid));
   std::vector<double> y(static_cast<size_t>(N * C * P), 0.0);
   std::vector<std::vector<Tap>> axis_taps(r);
   std::vector<Tap> combined, next;
@@ -386,8 +386,8 @@ Expected<std::vector<Tensor>> evalGridSample(const ir::Node& node, const std::ve
         y[(n * C + c) * P + p] = acc;
       }
     }
-  POPRT_ASSIGN_OR_RETURN(Tensor yt, tensorFromDoubles(x->dtype(), ys, y));
-  return oneOutput(std::move(yt));
+  POPRT_ASSIGN_OR_RETURN(Tensor yt, fromDoubles(x->dtype(), ys, y, IntRounding::Nearest));
+  return single(std::move(yt));
 }
 
 }  // namespace

@@ -15,16 +15,16 @@ constexpr double kMaxCoordinate = 1e12;
 
 Expected<std::vector<int64_t>> batchIndices(const Tensor& t, int64_t rois, int64_t batch) {
   if (t.shape() != Shape{rois}) return Error("batch_indices must have shape [" + std::to_string(rois) + "]");
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> b, intsOf(t));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> b, toInt64s(t));
   for (int64_t v : b)
     if (v < 0 || v >= batch) return Error("batch index " + std::to_string(v) + " is out of range [0, " + std::to_string(batch) + ")");
   return b;
 }
 
 Expected<std::vector<Tensor>> evalRoiAlign(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* rois_t, needInput(in, 1));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* bi_t, needInput(in, 2));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* rois_t, requireInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* bi_t, requireInput(in, 2));
   POPRT_TRY(requireFloat(*x, "X"));
   POPRT_TRY(requireFloat(*rois_t, "rois"));
   const Shape& xs = x->shape();
@@ -45,9 +45,9 @@ Expected<std::vector<Tensor>> evalRoiAlign(const ir::Node& node, const std::vect
     return Error("coordinate_transformation_mode '" + ctm + "' is not supported");
   const bool half_pixel = ctm == "half_pixel";
   const Shape ys{R, C, oh, ow};
-  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedCount(ys, "RoiAlign output"));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, doublesOf(*x));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> rv, doublesOf(*rois_t));
+  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedElementCount(ys));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, toDoubles(*x));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> rv, toDoubles(*rois_t));
   std::vector<double> y(static_cast<size_t>(ny), 0.0);
   const double offset = half_pixel ? 0.5 : 0.0;
   for (int64_t r = 0; r < R; ++r) {
@@ -113,13 +113,13 @@ Expected<std::vector<Tensor>> evalRoiAlign(const ir::Node& node, const std::vect
         }
     }
   }
-  POPRT_ASSIGN_OR_RETURN(Tensor yt, tensorFromDoubles(x->dtype(), ys, y));
-  return oneOutput(std::move(yt));
+  POPRT_ASSIGN_OR_RETURN(Tensor yt, fromDoubles(x->dtype(), ys, y, IntRounding::Nearest));
+  return single(std::move(yt));
 }
 
 Expected<std::vector<Tensor>> evalMaxRoiPool(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* rois_t, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* rois_t, requireInput(in, 1));
   POPRT_TRY(requireFloat(*x, "X"));
   POPRT_TRY(requireFloat(*rois_t, "rois"));
   const Shape& xs = x->shape();
@@ -131,9 +131,9 @@ Expected<std::vector<Tensor>> evalMaxRoiPool(const ir::Node& node, const std::ve
   const double scale = node.attrFloat("spatial_scale", 1.0f);
   const int64_t R = rois_t->shape()[0], N = xs[0], C = xs[1], H = xs[2], W = xs[3], PH = pooled[0], PW = pooled[1];
   const Shape ys{R, C, PH, PW};
-  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedCount(ys, "MaxRoiPool output"));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, doublesOf(*x));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> rv, doublesOf(*rois_t));
+  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedElementCount(ys));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, toDoubles(*x));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> rv, toDoubles(*rois_t));
   std::vector<double> y(static_cast<size_t>(ny), 0.0);
   for (int64_t r = 0; r < R; ++r) {
     const double* roi = rv.data() + r * 5;
@@ -168,8 +168,8 @@ Expected<std::vector<Tensor>> evalMaxRoiPool(const ir::Node& node, const std::ve
         }
     }
   }
-  POPRT_ASSIGN_OR_RETURN(Tensor yt, tensorFromDoubles(x->dtype(), ys, y));
-  return oneOutput(std::move(yt));
+  POPRT_ASSIGN_OR_RETURN(Tensor yt, fromDoubles(x->dtype(), ys, y, IntRounding::Nearest));
+  return single(std::move(yt));
 }
 
 struct Box {
@@ -196,8 +196,8 @@ bool suppresses(const Box& a, const Box& b, double iou_threshold) {
 }
 
 Expected<std::vector<Tensor>> evalNms(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* boxes_t, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* scores_t, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* boxes_t, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* scores_t, requireInput(in, 1));
   POPRT_TRY(requireFloat(*boxes_t, "boxes"));
   POPRT_TRY(requireFloat(*scores_t, "scores"));
   const Shape& bs = boxes_t->shape();
@@ -206,15 +206,15 @@ Expected<std::vector<Tensor>> evalNms(const ir::Node& node, const std::vector<co
   if (ss.size() != 3 || ss[0] != bs[0] || ss[2] != bs[1])
     return Error("scores of shape " + shapeToString(ss) + " do not match boxes " + shapeToString(bs));
   const int64_t B = bs[0], NB = bs[1], NC = ss[1];
-  POPRT_ASSIGN_OR_RETURN(int64_t max_out, scalarInt(in, 2, 0));
-  POPRT_ASSIGN_OR_RETURN(double iou_threshold, scalarDouble(in, 3, 0.0));
+  POPRT_ASSIGN_OR_RETURN(int64_t max_out, optionalScalarInt(in, 2, "max_output_boxes_per_class", 0));
+  POPRT_ASSIGN_OR_RETURN(double iou_threshold, optionalScalarDouble(in, 3, "iou_threshold", 0.0));
   const bool has_score_threshold = in.size() > 4 && in[4] && in[4]->numElements() > 0;
-  POPRT_ASSIGN_OR_RETURN(double score_threshold, scalarDouble(in, 4, 0.0));
+  POPRT_ASSIGN_OR_RETURN(double score_threshold, optionalScalarDouble(in, 4, "score_threshold", 0.0));
   const int64_t cpb = node.attrInt("center_point_box", 0);
   if (cpb != 0 && cpb != 1) return Error("center_point_box must be 0 or 1");
   max_out = std::clamp<int64_t>(max_out, 0, NB);
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> bv, doublesOf(*boxes_t));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> sv, doublesOf(*scores_t));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> bv, toDoubles(*boxes_t));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> sv, toDoubles(*scores_t));
   std::vector<int64_t> selected;
   std::vector<int64_t> order;
   std::vector<Box> kept;
@@ -242,7 +242,7 @@ Expected<std::vector<Tensor>> evalNms(const ir::Node& node, const std::vector<co
       }
     }
   const int64_t n = static_cast<int64_t>(selected.size() / 3);
-  return oneOutput(makeInt64Tensor(selected, {n, 3}));
+  return single(int64Tensor(selected, {n, 3}));
 }
 
 }  // namespace

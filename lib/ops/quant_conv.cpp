@@ -9,12 +9,6 @@ namespace {
 
 constexpr int64_t kMaxAttr = int64_t{1} << 31;  // bound on strides, dilations and pads
 
-Status checkQuantInput(const Tensor& t, const std::string& what) {
-  if (t.dtype() != DType::Int8 && t.dtype() != DType::UInt8)
-    return Error(what + " must be int8 or uint8, got " + std::string(dtypeName(t.dtype())));
-  return okStatus();
-}
-
 }  // namespace
 
 Expected<ConvResult> convInteger(const ir::Node& node, const Tensor& x, int64_t x_zp, const Tensor& w,
@@ -38,17 +32,9 @@ Expected<ConvResult> convInteger(const ir::Node& node, const Tensor& x, int64_t 
     if (k < 1 || k > kMaxAttr) return Error("w has an invalid kernel shape " + shapeToString(ws));
   if (node.hasAttr("kernel_shape") && node.attrInts("kernel_shape") != kernel)
     return Error("attribute 'kernel_shape' does not match w's shape " + shapeToString(ws));
-  auto readAttr = [&](const std::string& name, size_t count, int64_t dflt, int64_t lo) -> Expected<std::vector<int64_t>> {
-    std::vector<int64_t> v = node.attrInts(name, std::vector<int64_t>(count, dflt));
-    if (v.size() != count)
-      return Error("attribute '" + name + "' has " + std::to_string(v.size()) + " values, expected " + std::to_string(count));
-    for (int64_t e : v)
-      if (e < lo || e > kMaxAttr) return Error("attribute '" + name + "' has an invalid value " + std::to_string(e));
-    return v;
-  };
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> strides, readAttr("strides", S, 1, 1));
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, readAttr("dilations", S, 1, 1));
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> pads, readAttr("pads", 2 * S, 0, 0));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> strides, intsAttr(node, "strides", S, 1, 1, kMaxAttr));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, intsAttr(node, "dilations", S, 1, 1, kMaxAttr));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> pads, intsAttr(node, "pads", 2 * S, 0, 0, kMaxAttr));
   const std::string auto_pad = node.attrString("auto_pad", "NOTSET");
   ConvResult r;
   r.shape = {N, M};
@@ -73,11 +59,11 @@ Expected<ConvResult> convInteger(const ir::Node& node, const Tensor& x, int64_t 
     }
     r.shape.push_back(out);
   }
-  POPRT_ASSIGN_OR_RETURN(int64_t total, checkedNumElements(r.shape, kMaxElements));
+  POPRT_ASSIGN_OR_RETURN(int64_t total, checkedElementCount(r.shape));
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> w_zp, perChannel(w_zp_in, M, "w_zero_point (per output channel)"));
 
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> xv, ints(x, "x"));
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> wv, ints(w, "w"));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> xv, toInt64s(x, "x"));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> wv, toInt64s(w, "w"));
   for (int64_t& v : xv) v -= x_zp;
   const int64_t w_per_m = M == 0 ? 0 : static_cast<int64_t>(wv.size()) / M;
   for (size_t i = 0; i < wv.size(); ++i) wv[i] -= at(w_zp, static_cast<int64_t>(i) / w_per_m);
@@ -135,7 +121,7 @@ Expected<int64_t> scalarZeroPoint(const Tensor* zp, DType want, const std::strin
   if (zp->dtype() != want)
     return Error(what + " dtype " + std::string(dtypeName(zp->dtype())) + " differs from its input's " + std::string(dtypeName(want)));
   if (zp->numElements() != 1) return Error(what + " must be a scalar, got shape " + shapeToString(zp->shape()));
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> v, ints(*zp, what));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> v, toInt64s(*zp, what));
   return v[0];
 }
 
@@ -144,30 +130,30 @@ Expected<std::vector<int64_t>> channelZeroPoints(const Tensor* zp, DType want, c
   if (zp->dtype() != want)
     return Error(what + " dtype " + std::string(dtypeName(zp->dtype())) + " differs from its input's " + std::string(dtypeName(want)));
   if (zp->shape().size() > 1) return Error(what + " must be a scalar or 1-D, got shape " + shapeToString(zp->shape()));
-  return ints(*zp, what);
+  return toInt64s(*zp, what);
 }
 
 Expected<std::vector<Tensor>> evalConvInteger(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, input(in, 0, "x"));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* w, input(in, 1, "w"));
-  POPRT_ASSIGN_OR_RETURN(int64_t x_zp, scalarZeroPoint(optional(in, 2), x->dtype(), "x_zero_point"));
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> w_zp, channelZeroPoints(optional(in, 3), w->dtype(), "w_zero_point"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0, "x"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* w, requireInput(in, 1, "w"));
+  POPRT_ASSIGN_OR_RETURN(int64_t x_zp, scalarZeroPoint(optionalInput(in, 2), x->dtype(), "x_zero_point"));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> w_zp, channelZeroPoints(optionalInput(in, 3), w->dtype(), "w_zero_point"));
   POPRT_ASSIGN_OR_RETURN(ConvResult r, convInteger(node, *x, x_zp, *w, w_zp));
   for (int64_t& v : r.acc) v = static_cast<int32_t>(static_cast<uint32_t>(v));  // int32 wrap-around
   POPRT_ASSIGN_OR_RETURN(Tensor y, fromInts(DType::Int32, r.shape, r.acc));
-  return std::vector<Tensor>{std::move(y)};
+  return single(std::move(y));
 }
 
 // y = saturate(round((acc + B[m]) * x_scale * w_scale[m] / y_scale) + y_zero_point)
 Expected<std::vector<Tensor>> evalQLinearConv(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, input(in, 0, "x"));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* xs_t, input(in, 1, "x_scale"));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* w, input(in, 3, "w"));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* ws_t, input(in, 4, "w_scale"));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* ys_t, input(in, 6, "y_scale"));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* yzp_t, input(in, 7, "y_zero_point"));
-  POPRT_ASSIGN_OR_RETURN(int64_t x_zp, scalarZeroPoint(optional(in, 2), x->dtype(), "x_zero_point"));
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> w_zp, channelZeroPoints(optional(in, 5), w->dtype(), "w_zero_point"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0, "x"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xs_t, requireInput(in, 1, "x_scale"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* w, requireInput(in, 3, "w"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* ws_t, requireInput(in, 4, "w_scale"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* ys_t, requireInput(in, 6, "y_scale"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* yzp_t, requireInput(in, 7, "y_zero_point"));
+  POPRT_ASSIGN_OR_RETURN(int64_t x_zp, scalarZeroPoint(optionalInput(in, 2), x->dtype(), "x_zero_point"));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> w_zp, channelZeroPoints(optionalInput(in, 5), w->dtype(), "w_zero_point"));
   POPRT_ASSIGN_OR_RETURN(ConvResult r, convInteger(node, *x, x_zp, *w, w_zp));
   const int64_t M = r.shape[1];
   POPRT_ASSIGN_OR_RETURN(std::vector<float> x_scale, floats(*xs_t, "x_scale"));
@@ -178,12 +164,12 @@ Expected<std::vector<Tensor>> evalQLinearConv(const ir::Node& node, const std::v
   POPRT_ASSIGN_OR_RETURN(w_scale, perChannel(std::move(w_scale), M, "w_scale (per output channel)"));
   POPRT_ASSIGN_OR_RETURN(Range range, rangeOf(yzp_t->dtype(), "y_zero_point"));
   if (yzp_t->numElements() != 1) return Error("y_zero_point must be a scalar");
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> yzp, ints(*yzp_t, "y_zero_point"));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> yzp, toInt64s(*yzp_t, "y_zero_point"));
   std::vector<int64_t> bias(static_cast<size_t>(M), 0);
-  if (const Tensor* b = optional(in, 8)) {
+  if (const Tensor* b = optionalInput(in, 8)) {
     if (b->dtype() != DType::Int32) return Error("B must be int32, got " + std::string(dtypeName(b->dtype())));
     if (b->shape() != Shape{M}) return Error("B has shape " + shapeToString(b->shape()) + ", expected [" + std::to_string(M) + "]");
-    POPRT_ASSIGN_OR_RETURN(bias, ints(*b, "B"));
+    POPRT_ASSIGN_OR_RETURN(bias, toInt64s(*b, "B"));
   }
   int64_t per_m = 1;  // output elements per (n, m)
   for (size_t d = 2; d < r.shape.size(); ++d) per_m *= r.shape[d];
@@ -195,7 +181,7 @@ Expected<std::vector<Tensor>> evalQLinearConv(const ir::Node& node, const std::v
     y[i] = quantizeValue(static_cast<double>(v), yzp[0], range);
   }
   POPRT_ASSIGN_OR_RETURN(Tensor out, fromInts(yzp_t->dtype(), r.shape, y));
-  return std::vector<Tensor>{std::move(out)};
+  return single(std::move(out));
 }
 
 }  // namespace

@@ -25,33 +25,14 @@ Expected<Range> rangeOf(DType t, const std::string& what) {
   }
 }
 
-Expected<std::vector<int64_t>> ints(const Tensor& t, const std::string& what) {
-  if (!isInteger(t.dtype())) return Error(what + " must be an integer tensor, got " + std::string(dtypeName(t.dtype())));
-  std::vector<int64_t> out;
-  out.reserve(static_cast<size_t>(t.numElements()));
-  POPRT_TRY(dispatchNumeric(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_integral_v<T>)
-      for (T v : t.data<T>()) out.push_back(static_cast<int64_t>(v));
-  }));
-  return out;
-}
-
 Expected<std::vector<float>> floats(const Tensor& t, const std::string& what) {
-  if (!isFloatingPoint(t.dtype())) return Error(what + " must be a floating-point tensor, got " + std::string(dtypeName(t.dtype())));
-  std::vector<float> out;
-  out.reserve(static_cast<size_t>(t.numElements()));
-  POPRT_TRY(dispatchNumeric(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool>)
-      for (T v : t.data<T>()) out.push_back(static_cast<float>(toCompute(v)));
-  }));
-  return out;
+  POPRT_TRY(requireFloat(t, what));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> v, toDoubles(t));
+  return std::vector<float>(v.begin(), v.end());  // exact: the values came from a float type
 }
 
 Expected<Tensor> fromInts(DType dtype, const Shape& shape, const std::vector<int64_t>& values) {
-  POPRT_TRY(checkedNumElements(shape, kMaxElements));
-  Tensor t(dtype, shape);
+  POPRT_ASSIGN_OR_RETURN(Tensor t, makeOutput(dtype, shape));
   if (!isInteger(dtype)) return Error("internal: integer output of dtype " + std::string(dtypeName(dtype)));
   if (static_cast<int64_t>(values.size()) != t.numElements()) return Error("internal: value count mismatch");
   POPRT_TRY(dispatchNumeric(dtype, [&](auto tag) {
@@ -62,26 +43,6 @@ Expected<Tensor> fromInts(DType dtype, const Shape& shape, const std::vector<int
     }
   }));
   return t;
-}
-
-Expected<Tensor> fromFloats(DType dtype, const Shape& shape, const std::vector<float>& values) {
-  POPRT_TRY(checkedNumElements(shape, kMaxElements));
-  Tensor t(dtype, shape);
-  if (!isFloatingPoint(dtype)) return Error("internal: float output of dtype " + std::string(dtypeName(dtype)));
-  if (static_cast<int64_t>(values.size()) != t.numElements()) return Error("internal: value count mismatch");
-  POPRT_TRY(dispatchNumeric(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool>) {
-      auto d = t.data<T>();
-      for (size_t i = 0; i < d.size(); ++i) d[i] = fromCompute<T>(static_cast<typename ComputeType<T>::type>(values[i]));
-    }
-  }));
-  return t;
-}
-
-Expected<const Tensor*> input(const std::vector<const Tensor*>& in, size_t i, const std::string& name) {
-  if (i >= in.size() || !in[i]) return Error("input '" + name + "' is required");
-  return in[i];
 }
 
 namespace {
@@ -104,9 +65,7 @@ Expected<Channels> channelsOf(const ir::Node& node, const Tensor& x, const Tenso
   if (ctx.opset() < 13) return Error("scale must be a scalar before opset 13, got shape " + shapeToString(scale.shape()));
   if (scale.shape().size() != 1) return Error("scale must be a scalar or 1-D, got shape " + shapeToString(scale.shape()));
   const int64_t rank = static_cast<int64_t>(x.shape().size());
-  int64_t axis = node.attrInt("axis", 1);
-  if (axis < -rank || axis >= rank) return Error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  if (axis < 0) axis += rank;
+  POPRT_ASSIGN_OR_RETURN(const int64_t axis, normalizeAxis(node.attrInt("axis", 1), rank));
   if (scale.shape()[0] != x.shape()[axis])
     return Error("scale has " + std::to_string(scale.shape()[0]) + " values for axis " + std::to_string(axis) + " of size " +
                  std::to_string(x.shape()[axis]));
@@ -116,9 +75,9 @@ Expected<Channels> channelsOf(const ir::Node& node, const Tensor& x, const Tenso
 }
 
 Expected<std::vector<Tensor>> evalQuantizeLinear(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, input(in, 0, "x"));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* scale, input(in, 1, "y_scale"));
-  const Tensor* zp = optional(in, 2);
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0, "x"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* scale, requireInput(in, 1, "y_scale"));
+  const Tensor* zp = optionalInput(in, 2);
   POPRT_ASSIGN_OR_RETURN(Channels ch, channelsOf(node, *x, *scale, zp, ctx));
   POPRT_ASSIGN_OR_RETURN(std::vector<float> s, floats(*scale, "y_scale"));
   const DType out_type = zp ? zp->dtype() : DType::UInt8;
@@ -126,7 +85,7 @@ Expected<std::vector<Tensor>> evalQuantizeLinear(const ir::Node& node, const std
   POPRT_ASSIGN_OR_RETURN(Range range, rangeOf(out_type, "y_zero_point"));
   std::vector<int64_t> z(s.size(), 0);
   if (zp) {
-    POPRT_ASSIGN_OR_RETURN(z, ints(*zp, "y_zero_point"));
+    POPRT_ASSIGN_OR_RETURN(z, toInt64s(*zp, "y_zero_point"));
   }
   if (z.size() != s.size()) return Error("zero point and scale differ in size");
   std::vector<int64_t> y(static_cast<size_t>(x->numElements()));
@@ -148,13 +107,13 @@ Expected<std::vector<Tensor>> evalQuantizeLinear(const ir::Node& node, const std
     return Error("x must be float or int32, got " + std::string(dtypeName(x->dtype())));
   }
   POPRT_ASSIGN_OR_RETURN(Tensor out, fromInts(out_type, x->shape(), y));
-  return std::vector<Tensor>{std::move(out)};
+  return single(std::move(out));
 }
 
 Expected<std::vector<Tensor>> evalDequantizeLinear(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, input(in, 0, "x"));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* scale, input(in, 1, "x_scale"));
-  const Tensor* zp = optional(in, 2);
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0, "x"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* scale, requireInput(in, 1, "x_scale"));
+  const Tensor* zp = optionalInput(in, 2);
   POPRT_TRY(rangeOf(x->dtype(), "x"));
   if (zp && zp->dtype() != x->dtype())
     return Error("x_zero_point dtype " + std::string(dtypeName(zp->dtype())) + " differs from x dtype " +
@@ -163,24 +122,24 @@ Expected<std::vector<Tensor>> evalDequantizeLinear(const ir::Node& node, const s
   POPRT_ASSIGN_OR_RETURN(std::vector<float> s, floats(*scale, "x_scale"));
   std::vector<int64_t> z(s.size(), 0);
   if (zp) {
-    POPRT_ASSIGN_OR_RETURN(z, ints(*zp, "x_zero_point"));
+    POPRT_ASSIGN_OR_RETURN(z, toInt64s(*zp, "x_zero_point"));
   }
   if (z.size() != s.size()) return Error("zero point and scale differ in size");
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> xv, ints(*x, "x"));
-  std::vector<float> y(xv.size());
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> xv, toInt64s(*x, "x"));
+  std::vector<double> y(xv.size());  // float products, held exactly
   for (size_t i = 0; i < xv.size(); ++i) {
     const size_t c = static_cast<size_t>(ch.of(static_cast<int64_t>(i)));
     y[i] = static_cast<float>(xv[i] - z[c]) * s[c];
   }
-  POPRT_ASSIGN_OR_RETURN(Tensor out, fromFloats(scale->dtype(), x->shape(), y));
-  return std::vector<Tensor>{std::move(out)};
+  POPRT_ASSIGN_OR_RETURN(Tensor out, fromDoubles(scale->dtype(), x->shape(), y));
+  return single(std::move(out));
 }
 
 // y_scale = (max(0, max x) - min(0, min x)) / 255, y_zero_point = saturate(round(-min / y_scale)),
 // y = saturate(round(x / y_scale) + y_zero_point), all uint8. An all-zero x gives scale 0, zero
 // point 0 and y 0.
 Expected<std::vector<Tensor>> evalDynamicQuantizeLinear(const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, input(in, 0, "x"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0, "x"));
   POPRT_ASSIGN_OR_RETURN(std::vector<float> xv, floats(*x, "x"));
   float lo = 0.f, hi = 0.f;
   for (float v : xv) {  // NaN compares false and is skipped
@@ -198,7 +157,7 @@ Expected<std::vector<Tensor>> evalDynamicQuantizeLinear(const ir::Node&, const s
   std::vector<Tensor> outs;
   POPRT_ASSIGN_OR_RETURN(Tensor yt, fromInts(DType::UInt8, x->shape(), y));
   outs.push_back(std::move(yt));
-  POPRT_ASSIGN_OR_RETURN(Tensor st, fromFloats(DType::Float, {}, {scale}));
+  POPRT_ASSIGN_OR_RETURN(Tensor st, fromDoubles(DType::Float, {}, {scale}));
   outs.push_back(std::move(st));
   POPRT_ASSIGN_OR_RETURN(Tensor zt, fromInts(DType::UInt8, {}, {zp}));
   outs.push_back(std::move(zt));
@@ -212,12 +171,6 @@ struct MatMulResult {
   int64_t M = 0, N = 0;  // output element i has row (i / N) % M and column i % N
   std::vector<int64_t> acc;
 };
-
-Status checkQuantInput(const Tensor& t, const std::string& what) {
-  if (t.dtype() != DType::Int8 && t.dtype() != DType::UInt8)
-    return Error(what + " must be int8 or uint8, got " + std::string(dtypeName(t.dtype())));
-  return okStatus();
-}
 
 // numpy-style matmul of (a - a_zp[row]) and (b - b_zp[col]) with int64 accumulation.
 Expected<MatMulResult> matmulInteger(const Tensor& a, const Tensor* a_zp, const Tensor& b, const Tensor* b_zp) {
@@ -238,20 +191,20 @@ Expected<MatMulResult> matmulInteger(const Tensor& a, const Tensor* a_zp, const 
   r.shape = batch;
   if (!a_vec) r.shape.push_back(M);
   if (!b_vec) r.shape.push_back(N);
-  POPRT_ASSIGN_OR_RETURN(int64_t total, checkedNumElements(r.shape, kMaxElements));
+  POPRT_ASSIGN_OR_RETURN(int64_t total, checkedElementCount(r.shape));
   r.M = M;
   r.N = N;
   std::vector<int64_t> azp{0}, bzp{0};
   if (a_zp) {
-    POPRT_ASSIGN_OR_RETURN(azp, ints(*a_zp, "a_zero_point"));
+    POPRT_ASSIGN_OR_RETURN(azp, toInt64s(*a_zp, "a_zero_point"));
   }
   if (b_zp) {
-    POPRT_ASSIGN_OR_RETURN(bzp, ints(*b_zp, "b_zero_point"));
+    POPRT_ASSIGN_OR_RETURN(bzp, toInt64s(*b_zp, "b_zero_point"));
   }
   POPRT_ASSIGN_OR_RETURN(azp, perChannel(std::move(azp), M, "a_zero_point (per row of A)"));
   POPRT_ASSIGN_OR_RETURN(bzp, perChannel(std::move(bzp), N, "b_zero_point (per column of B)"));
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> av, ints(a, "A"));
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> bv, ints(b, "B"));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> av, toInt64s(a, "A"));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> bv, toInt64s(b, "B"));
   for (size_t i = 0; i < av.size(); ++i) av[i] -= at(azp, (static_cast<int64_t>(i) / K) % M);
   for (size_t i = 0; i < bv.size(); ++i) bv[i] -= at(bzp, static_cast<int64_t>(i) % N);
   r.acc.assign(static_cast<size_t>(total), 0);
@@ -272,19 +225,19 @@ Expected<MatMulResult> matmulInteger(const Tensor& a, const Tensor* a_zp, const 
 }
 
 Expected<std::vector<Tensor>> evalMatMulInteger(const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* a, input(in, 0, "A"));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* b, input(in, 1, "B"));
-  POPRT_ASSIGN_OR_RETURN(MatMulResult r, matmulInteger(*a, optional(in, 2), *b, optional(in, 3)));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* a, requireInput(in, 0, "A"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* b, requireInput(in, 1, "B"));
+  POPRT_ASSIGN_OR_RETURN(MatMulResult r, matmulInteger(*a, optionalInput(in, 2), *b, optionalInput(in, 3)));
   for (int64_t& v : r.acc) v = static_cast<int32_t>(static_cast<uint32_t>(v));  // int32 wrap-around
   POPRT_ASSIGN_OR_RETURN(Tensor y, fromInts(DType::Int32, r.shape, r.acc));
-  return std::vector<Tensor>{std::move(y)};
+  return single(std::move(y));
 }
 
 Expected<std::vector<Tensor>> evalQLinearMatMul(const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) {
   static const char* kNames[] = {"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"};
   std::vector<const Tensor*> t(8);
   for (size_t i = 0; i < 8; ++i) {
-    POPRT_ASSIGN_OR_RETURN(t[i], input(in, i, kNames[i]));
+    POPRT_ASSIGN_OR_RETURN(t[i], requireInput(in, i, kNames[i]));
   }
   POPRT_ASSIGN_OR_RETURN(MatMulResult r, matmulInteger(*t[0], t[2], *t[3], t[5]));
   POPRT_ASSIGN_OR_RETURN(std::vector<float> as, floats(*t[1], "a_scale"));
@@ -296,7 +249,7 @@ Expected<std::vector<Tensor>> evalQLinearMatMul(const ir::Node&, const std::vect
   const Tensor& yzp_t = *t[7];
   if (yzp_t.numElements() != 1) return Error("y_zero_point must be a scalar");
   POPRT_ASSIGN_OR_RETURN(Range range, rangeOf(yzp_t.dtype(), "y_zero_point"));
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> yzp, ints(yzp_t, "y_zero_point"));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> yzp, toInt64s(yzp_t, "y_zero_point"));
   std::vector<int64_t> y(r.acc.size());
   for (size_t i = 0; i < y.size(); ++i) {
     const int64_t m = (static_cast<int64_t>(i) / r.N) % r.M, n = static_cast<int64_t>(i) % r.N;
@@ -304,7 +257,7 @@ Expected<std::vector<Tensor>> evalQLinearMatMul(const ir::Node&, const std::vect
     y[i] = quantizeValue(static_cast<double>(static_cast<float>(r.acc[i]) * mult), yzp[0], range);
   }
   POPRT_ASSIGN_OR_RETURN(Tensor out, fromInts(yzp_t.dtype(), r.shape, y));
-  return std::vector<Tensor>{std::move(out)};
+  return single(std::move(out));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Helpers of the quantization family: integer ranges, round-half-to-even saturation, reading
 // scales and zero points, and the integer convolution/matmul cores shared by the *Integer and
-// QLinear* ops.
+// QLinear* ops (the helpers every family shares are in op_util.h).
 #pragma once
 
 #include <cmath>
@@ -9,13 +9,12 @@
 #include <vector>
 
 #include "lib/ir/graph.h"
+#include "lib/ops/op_util.h"
 #include "lib/ops/registry.h"
 #include "lib/support/status.h"
 #include "lib/support/tensor.h"
 
 namespace poprt::ops::quant {
-
-inline constexpr int64_t kMaxElements = int64_t{1} << 32;
 
 struct Range {
   int64_t lo, hi;
@@ -33,16 +32,17 @@ inline int64_t quantizeValue(double scaled, int64_t zero_point, Range r) {
   return static_cast<int64_t>(q);
 }
 
-// Values of a tensor: integers as int64 (integer dtypes only), floats as float.
-Expected<std::vector<int64_t>> ints(const Tensor& t, const std::string& what);
+// The values of a floating-point tensor as float (scale arithmetic is in float); `what` names it.
 Expected<std::vector<float>> floats(const Tensor& t, const std::string& what);
 // A tensor of integer dtype `dtype` from int64 values (already in range).
 Expected<Tensor> fromInts(DType dtype, const Shape& shape, const std::vector<int64_t>& values);
-Expected<Tensor> fromFloats(DType dtype, const Shape& shape, const std::vector<float>& values);
 
-// Input i, or an error naming it.
-Expected<const Tensor*> input(const std::vector<const Tensor*>& in, size_t i, const std::string& name);
-inline const Tensor* optional(const std::vector<const Tensor*>& in, size_t i) { return i < in.size() ? in[i] : nullptr; }
+// An error unless t is int8 or uint8 (the quantized inputs of the *Integer and QLinear* ops).
+inline Status checkQuantInput(const Tensor& t, const std::string& what) {
+  if (t.dtype() != DType::Int8 && t.dtype() != DType::UInt8)
+    return Error(what + " must be int8 or uint8, got " + std::string(dtypeName(t.dtype())));
+  return okStatus();
+}
 
 // A per-tensor or per-channel parameter (scale or zero point): one value, or `channels` values.
 // Returns the values (size 1 or `channels`); error otherwise.

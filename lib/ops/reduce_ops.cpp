@@ -77,7 +77,7 @@ void reduceTyped(Red kind, const Tensor& x, const std::vector<int64_t>& ostrides
     forEachReduced(x.shape(), ostrides, [&](int64_t i, int64_t o) {
       if (std::isfinite(mx[o])) sum[o] += std::exp(static_cast<double>(toCompute(src[i])) - mx[o]);
     });
-    for (size_t o = 0; o < n; ++o) dst[o] = ew::castFromDouble<T>(std::isfinite(mx[o]) ? std::log(sum[o]) + mx[o] : mx[o]);
+    for (size_t o = 0; o < n; ++o) dst[o] = castFromDouble<T>(std::isfinite(mx[o]) ? std::log(sum[o]) + mx[o] : mx[o]);
     return;
   }
 
@@ -113,14 +113,14 @@ void reduceTyped(Red kind, const Tensor& x, const std::vector<int64_t>& ostrides
   for (size_t o = 0; o < n; ++o) {
     Acc a = acc[o];
     if (kind == Red::L2) {
-      dst[o] = ew::castFromDouble<T>(std::sqrt(static_cast<double>(a)));
+      dst[o] = castFromDouble<T>(std::sqrt(static_cast<double>(a)));
     } else if (kind == Red::LogSum) {
-      dst[o] = ew::castFromDouble<T>(std::log(static_cast<double>(a)));
+      dst[o] = castFromDouble<T>(std::log(static_cast<double>(a)));
     } else if (kind == Red::Mean) {
-      if constexpr (kFloat) dst[o] = ew::castFromDouble<T>(a / static_cast<double>(count));  // 0/0 = NaN when empty
+      if constexpr (kFloat) dst[o] = castFromDouble<T>(a / static_cast<double>(count));  // 0/0 = NaN when empty
       else dst[o] = count == 0 ? T(0) : static_cast<T>(a / static_cast<Acc>(count));
     } else if constexpr (kFloat) {
-      dst[o] = ew::castFromDouble<T>(a);
+      dst[o] = castFromDouble<T>(a);
     } else {
       dst[o] = static_cast<T>(a);
     }
@@ -131,7 +131,7 @@ void reduceTyped(Red kind, const Tensor& x, const std::vector<int64_t>& ostrides
 Expected<std::vector<bool>> axesMask(const std::vector<int64_t>& axes, int64_t rank) {
   std::vector<bool> mask(static_cast<size_t>(rank), axes.empty());
   for (int64_t a : axes) {
-    POPRT_ASSIGN_OR_RETURN(int64_t d, ew::strictAxis(a, rank));
+    POPRT_ASSIGN_OR_RETURN(int64_t d, normalizeAxis(a, rank));
     if (mask[d]) return Error("axis " + std::to_string(a) + " is repeated");
     mask[d] = true;
   }
@@ -140,9 +140,9 @@ Expected<std::vector<bool>> axesMask(const std::vector<int64_t>& axes, int64_t r
 
 Expected<std::vector<Tensor>> evalReduce(const ReduceEntry& e, const ir::Node& node, const std::vector<const Tensor*>& in,
                                          EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, ew::input(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, requireInput(in, 0));
   const Tensor& x = *xp;
-  POPRT_TRY(ew::checkStorage(x));
+  POPRT_TRY(checkStorage(x));
   if (!ew::isNumeric(x.dtype())) return Error(ew::typeError(x.dtype()));
   const bool axes_input = ctx.opset() >= e.axes_input_since;
   std::vector<int64_t> axes;
@@ -150,13 +150,13 @@ Expected<std::vector<Tensor>> evalReduce(const ReduceEntry& e, const ir::Node& n
     if (node.hasAttr("axes")) return Error("axes is an input at this opset, not an attribute");
     if (in.size() > 1 && in[1]) {
       if (in[1]->shape().size() > 1) return Error("axes must be 1-D, got shape " + shapeToString(in[1]->shape()));
-      POPRT_ASSIGN_OR_RETURN(axes, ew::int64Values(*in[1]));
+      POPRT_ASSIGN_OR_RETURN(axes, toInt64s(*in[1]));
     }
   } else {
     if (in.size() > 1 && in[1]) return Error("axes is an attribute at this opset, not an input");
     axes = node.attrInts("axes");
   }
-  if (axes.empty() && axes_input && node.attrInt("noop_with_empty_axes", 0) != 0) return ew::single(x);
+  if (axes.empty() && axes_input && node.attrInt("noop_with_empty_axes", 0) != 0) return single(x);
   const int64_t rank = static_cast<int64_t>(x.shape().size());
   POPRT_ASSIGN_OR_RETURN(std::vector<bool> mask, axesMask(axes, rank));
   const bool keepdims = node.attrInt("keepdims", 1) != 0;
@@ -176,18 +176,18 @@ Expected<std::vector<Tensor>> evalReduce(const ReduceEntry& e, const ir::Node& n
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) reduceTyped<T>(e.kind, x, ostrides, count, y);
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 // ArgMax / ArgMin along one axis. NaN counts as the extreme (as numpy); ties pick the first
 // index, or the last with select_last_index.
 Expected<std::vector<Tensor>> evalArg(bool is_max, const ir::Node& node, const std::vector<const Tensor*>& in) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, ew::input(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, requireInput(in, 0));
   const Tensor& x = *xp;
-  POPRT_TRY(ew::checkStorage(x));
+  POPRT_TRY(checkStorage(x));
   if (!ew::isNumeric(x.dtype())) return Error(ew::typeError(x.dtype()));
   const int64_t rank = static_cast<int64_t>(x.shape().size());
-  POPRT_ASSIGN_OR_RETURN(int64_t axis, ew::strictAxis(node.attrInt("axis", 0), rank));
+  POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrInt("axis", 0), rank));
   const bool keepdims = node.attrInt("keepdims", 1) != 0;
   const bool last = node.attrInt("select_last_index", 0) != 0;
   ew::AxisSplit s = ew::splitAt(x.shape(), axis);
@@ -221,7 +221,7 @@ Expected<std::vector<Tensor>> evalArg(bool is_max, const ir::Node& node, const s
         }
     }
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 enum class SoftKind { Softmax, LogSoftmax, Hardmax };
@@ -230,14 +230,14 @@ enum class SoftKind { Softmax, LogSoftmax, Hardmax };
 // from 13 the op works along the single `axis` (default -1).
 Expected<std::vector<Tensor>> evalSoft(SoftKind kind, const ir::Node& node, const std::vector<const Tensor*>& in,
                                        EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, ew::input(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, requireInput(in, 0));
   const Tensor& x = *xp;
-  POPRT_TRY(ew::checkStorage(x));
+  POPRT_TRY(checkStorage(x));
   if (!isFloatingPoint(x.dtype())) return Error(ew::typeError(x.dtype()));
   const int64_t rank = static_cast<int64_t>(x.shape().size());
   ew::AxisSplit s;
   if (ctx.opset() >= 13) {
-    POPRT_ASSIGN_OR_RETURN(int64_t axis, ew::strictAxis(node.attrInt("axis", -1), rank));
+    POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrInt("axis", -1), rank));
     s = ew::splitAt(x.shape(), axis);
   } else {
     int64_t axis = node.attrInt("axis", 1);
@@ -268,28 +268,28 @@ Expected<std::vector<Tensor>> evalSoft(SoftKind kind, const ir::Node& node, cons
           }
         }
         if (kind == SoftKind::Hardmax) {
-          for (int64_t k = 0; k < s.len; ++k) dst[base + k * s.inner] = ew::castFromDouble<T>(k == arg ? 1.0 : 0.0);
+          for (int64_t k = 0; k < s.len; ++k) dst[base + k * s.inner] = castFromDouble<T>(k == arg ? 1.0 : 0.0);
           continue;
         }
         double sum = 0;
         for (int64_t k = 0; k < s.len; ++k) sum += std::exp(row[k] - mx);
         for (int64_t k = 0; k < s.len; ++k) {
           double v = kind == SoftKind::Softmax ? std::exp(row[k] - mx) / sum : row[k] - mx - std::log(sum);
-          dst[base + k * s.inner] = ew::castFromDouble<T>(v);
+          dst[base + k * s.inner] = castFromDouble<T>(v);
         }
       }
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 Expected<std::vector<Tensor>> evalCumSum(const ir::Node& node, const std::vector<const Tensor*>& in) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, ew::input(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* ap, ew::input(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* ap, requireInput(in, 1));
   const Tensor& x = *xp;
-  POPRT_TRY(ew::checkStorage(x));
+  POPRT_TRY(checkStorage(x));
   if (!ew::isNumeric(x.dtype())) return Error(ew::typeError(x.dtype()));
-  POPRT_ASSIGN_OR_RETURN(int64_t axis_value, ew::scalarInt(*ap, "axis"));
-  POPRT_ASSIGN_OR_RETURN(int64_t axis, ew::strictAxis(axis_value, static_cast<int64_t>(x.shape().size())));
+  POPRT_ASSIGN_OR_RETURN(int64_t axis_value, scalarInt(*ap, "axis"));
+  POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(axis_value, static_cast<int64_t>(x.shape().size())));
   const bool exclusive = node.attrInt("exclusive", 0) != 0, reverse = node.attrInt("reverse", 0) != 0;
   ew::AxisSplit s = ew::splitAt(x.shape(), axis);
   Tensor y(x.dtype(), x.shape());
@@ -308,33 +308,33 @@ Expected<std::vector<Tensor>> evalCumSum(const ir::Node& node, const std::vector
             const int64_t at = (o * s.len + k) * s.inner + i;
             Acc v = static_cast<Acc>(toCompute(src[at]));
             if (!exclusive) acc = ew::wrapAdd(acc, v);
-            if constexpr (std::is_floating_point_v<Acc>) dst[at] = ew::castFromDouble<T>(acc);
+            if constexpr (std::is_floating_point_v<Acc>) dst[at] = castFromDouble<T>(acc);
             else dst[at] = static_cast<T>(acc);
             if (exclusive) acc = ew::wrapAdd(acc, v);
           }
         }
     }
   }));
-  return ew::single(std::move(y));
+  return single(std::move(y));
 }
 
 // TopK: k is an attribute before opset 10 and an input from 10; largest/sorted exist from 11.
 // Equal values keep their index order (lower index first); NaN sorts above every number.
 Expected<std::vector<Tensor>> evalTopK(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, ew::input(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, requireInput(in, 0));
   const Tensor& x = *xp;
-  POPRT_TRY(ew::checkStorage(x));
+  POPRT_TRY(checkStorage(x));
   if (!ew::isNumeric(x.dtype())) return Error(ew::typeError(x.dtype()));
   int64_t k = 0;
   if (ctx.opset() >= 10) {
-    POPRT_ASSIGN_OR_RETURN(const Tensor* kp, ew::input(in, 1));
-    POPRT_ASSIGN_OR_RETURN(k, ew::scalarInt(*kp, "k"));
+    POPRT_ASSIGN_OR_RETURN(const Tensor* kp, requireInput(in, 1));
+    POPRT_ASSIGN_OR_RETURN(k, scalarInt(*kp, "k"));
   } else {
     if (!node.hasAttr("k")) return Error("attribute k is required");
     k = node.attrInt("k", 0);
   }
   const int64_t rank = static_cast<int64_t>(x.shape().size());
-  POPRT_ASSIGN_OR_RETURN(int64_t axis, ew::strictAxis(node.attrInt("axis", -1), rank));
+  POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrInt("axis", -1), rank));
   const bool largest = ctx.opset() < 11 || node.attrInt("largest", 1) != 0;
   ew::AxisSplit s = ew::splitAt(x.shape(), axis);
   if (k < 0 || k > s.len)

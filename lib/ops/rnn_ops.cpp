@@ -7,44 +7,14 @@
 #include <cctype>
 #include <cmath>
 
+#include "lib/ops/op_util.h"
 #include "lib/ops/registry.h"
 #include "lib/support/dtype_dispatch.h"
 
 namespace poprt::ops {
 namespace {
 
-constexpr int64_t kMaxRnnElements = int64_t{1} << 32;
-
-// ---- tensors as doubles ------------------------------------------------------------------------
-
-Expected<std::vector<double>> readDoubles(const Tensor& t, const std::string& what) {
-  if (!isFloatingPoint(t.dtype())) return Error(what + " must be a floating-point tensor, got " + std::string(dtypeName(t.dtype())));
-  std::vector<double> out;
-  out.reserve(static_cast<size_t>(t.numElements()));
-  POPRT_TRY(dispatchNumeric(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool>)
-      for (T v : t.data<T>()) out.push_back(static_cast<double>(toCompute(v)));
-  }));
-  return out;
-}
-
-Expected<Tensor> writeDoubles(DType dtype, const Shape& shape, const std::vector<double>& values) {
-  POPRT_TRY(checkedNumElements(shape, kMaxRnnElements));
-  Tensor t(dtype, shape);
-  POPRT_TRY(dispatchNumeric(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool>) {
-      auto d = t.data<T>();
-      for (size_t i = 0; i < d.size(); ++i) d[i] = fromCompute<T>(static_cast<typename ComputeType<T>::type>(values[i]));
-    }
-  }));
-  return t;
-}
-
-const Tensor* optionalInput(const std::vector<const Tensor*>& in, size_t i) {
-  return i < in.size() ? in[i] : nullptr;
-}
+// ---- input checks ------------------------------------------------------------------------------
 
 Status expectShape(const Tensor& t, const Shape& want, const std::string& what) {
   if (t.shape() != want) return Error(what + " has shape " + shapeToString(t.shape()) + ", expected " + shapeToString(want));
@@ -167,12 +137,14 @@ Expected<Recurrence> readRecurrence(const ir::Node& node, const std::vector<cons
   Recurrence r;
   r.gates = gates;
   r.nf = default_acts.size();
-  if (in.size() < 3 || !in[0] || !in[1] || !in[2]) return Error("inputs X, W and R are required");
-  const Tensor& x = *in[0];
-  const Tensor& w = *in[1];
-  const Tensor& rt = *in[2];
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, requireInput(in, 0, "X"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* wp, requireInput(in, 1, "W"));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* rp, requireInput(in, 2, "R"));
+  const Tensor& x = *xp;
+  const Tensor& w = *wp;
+  const Tensor& rt = *rp;
+  POPRT_TRY(requireFloat(x, "X"));
   r.dtype = x.dtype();
-  if (!isFloatingPoint(r.dtype)) return Error("X must be a floating-point tensor, got " + std::string(dtypeName(r.dtype)));
   const int64_t layout = node.attrInt("layout", 0);
   if (layout != 0 && layout != 1) return Error("attribute 'layout' must be 0 or 1, got " + std::to_string(layout));
   r.layout1 = layout == 1;
@@ -196,9 +168,9 @@ Expected<Recurrence> readRecurrence(const ir::Node& node, const std::vector<cons
   POPRT_TRY(expectShape(w, {r.D, G, r.I}, "W"));
   POPRT_TRY(expectShape(rt, {r.D, G, r.H}, "R"));
   // Sizes of everything read below are bounded by the inputs; outputs are checked here.
-  POPRT_TRY(checkedNumElements({r.T, r.D, r.B, r.H}, kMaxRnnElements));
+  POPRT_TRY(checkedElementCount({r.T, r.D, r.B, r.H}));
 
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, readDoubles(x, "X"));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, toDoubles(x));
   if (r.layout1) {  // [B][T][I] -> [T][B][I]
     r.X.resize(xv.size());
     for (int64_t b = 0; b < r.B; ++b)
@@ -207,13 +179,16 @@ Expected<Recurrence> readRecurrence(const ir::Node& node, const std::vector<cons
   } else {
     r.X = std::move(xv);
   }
-  POPRT_ASSIGN_OR_RETURN(r.W, readDoubles(w, "W"));
-  POPRT_ASSIGN_OR_RETURN(r.R, readDoubles(rt, "R"));
+  POPRT_TRY(requireFloat(w, "W"));
+  POPRT_ASSIGN_OR_RETURN(r.W, toDoubles(w));
+  POPRT_TRY(requireFloat(rt, "R"));
+  POPRT_ASSIGN_OR_RETURN(r.R, toDoubles(rt));
   r.Wb.assign(static_cast<size_t>(r.D * G), 0.0);
   r.Rb.assign(static_cast<size_t>(r.D * G), 0.0);
   if (const Tensor* b = optionalInput(in, 3)) {
     POPRT_TRY(expectShape(*b, {r.D, 2 * G}, "B"));
-    POPRT_ASSIGN_OR_RETURN(std::vector<double> bv, readDoubles(*b, "B"));
+    POPRT_TRY(requireFloat(*b, "B"));
+    POPRT_ASSIGN_OR_RETURN(std::vector<double> bv, toDoubles(*b));
     for (int64_t d = 0; d < r.D; ++d)
       for (int64_t k = 0; k < G; ++k) {
         r.Wb[static_cast<size_t>(d * G + k)] = bv[static_cast<size_t>(d * 2 * G + k)];
@@ -237,7 +212,8 @@ Expected<Recurrence> readRecurrence(const ir::Node& node, const std::vector<cons
     const Tensor* s = optionalInput(in, idx);
     if (!s) return okStatus();
     POPRT_TRY(expectShape(*s, r.layout1 ? Shape{r.B, r.D, r.H} : Shape{r.D, r.B, r.H}, what));
-    POPRT_ASSIGN_OR_RETURN(std::vector<double> v, readDoubles(*s, what));
+    POPRT_TRY(requireFloat(*s, what));
+    POPRT_ASSIGN_OR_RETURN(std::vector<double> v, toDoubles(*s));
     for (int64_t d = 0; d < r.D; ++d)
       for (int64_t b = 0; b < r.B; ++b)
         for (int64_t j = 0; j < r.H; ++j)
@@ -291,16 +267,16 @@ Expected<std::vector<Tensor>> runRecurrence(const Recurrence& r, const StepFn& s
         std::copy_n(Yh.data() + static_cast<size_t>((d * B + b) * H), H, yh1.data() + static_cast<size_t>((b * D + d) * H));
         std::copy_n(Yc.data() + static_cast<size_t>((d * B + b) * H), H, yc1.data() + static_cast<size_t>((b * D + d) * H));
       }
-    POPRT_ASSIGN_OR_RETURN(Tensor y, writeDoubles(r.dtype, {B, T, D, H}, y1));
-    POPRT_ASSIGN_OR_RETURN(Tensor yh, writeDoubles(r.dtype, {B, D, H}, yh1));
-    POPRT_ASSIGN_OR_RETURN(Tensor yc, writeDoubles(r.dtype, {B, D, H}, yc1));
+    POPRT_ASSIGN_OR_RETURN(Tensor y, fromDoubles(r.dtype, {B, T, D, H}, y1));
+    POPRT_ASSIGN_OR_RETURN(Tensor yh, fromDoubles(r.dtype, {B, D, H}, yh1));
+    POPRT_ASSIGN_OR_RETURN(Tensor yc, fromDoubles(r.dtype, {B, D, H}, yc1));
     outs.push_back(std::move(y));
     outs.push_back(std::move(yh));
     outs.push_back(std::move(yc));
   } else {
-    POPRT_ASSIGN_OR_RETURN(Tensor y, writeDoubles(r.dtype, {T, D, B, H}, Y));
-    POPRT_ASSIGN_OR_RETURN(Tensor yh, writeDoubles(r.dtype, {D, B, H}, Yh));
-    POPRT_ASSIGN_OR_RETURN(Tensor yc, writeDoubles(r.dtype, {D, B, H}, Yc));
+    POPRT_ASSIGN_OR_RETURN(Tensor y, fromDoubles(r.dtype, {T, D, B, H}, Y));
+    POPRT_ASSIGN_OR_RETURN(Tensor yh, fromDoubles(r.dtype, {D, B, H}, Yh));
+    POPRT_ASSIGN_OR_RETURN(Tensor yc, fromDoubles(r.dtype, {D, B, H}, Yc));
     outs.push_back(std::move(y));
     outs.push_back(std::move(yh));
     outs.push_back(std::move(yc));
@@ -363,7 +339,8 @@ Expected<std::vector<Tensor>> evalLstm(const ir::Node& node, const std::vector<c
   std::vector<double> P(static_cast<size_t>(r.D) * 3 * H, 0.0);
   if (const Tensor* p = optionalInput(in, 7)) {
     POPRT_TRY(expectShape(*p, {r.D, 3 * r.H}, "P"));
-    POPRT_ASSIGN_OR_RETURN(P, readDoubles(*p, "P"));
+    POPRT_TRY(requireFloat(*p, "P"));
+    POPRT_ASSIGN_OR_RETURN(P, toDoubles(*p));
   }
   const bool input_forget = node.attrInt("input_forget", 0) != 0;
   std::vector<double> xw(4 * H), hi(H), ho(H), hf(H), hc(H);

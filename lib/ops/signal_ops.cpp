@@ -5,7 +5,7 @@
 #include <complex>
 #include <numbers>
 
-#include "lib/ops/misc_internal.h"
+#include "lib/ops/op_util.h"
 #include "lib/ops/registry.h"
 #include "lib/support/dtype_dispatch.h"
 
@@ -13,14 +13,6 @@ namespace poprt::ops {
 namespace {
 
 using cd = std::complex<double>;
-using misc::fromDoubles;
-using misc::requireInput;
-using misc::single;
-using misc::toDoubles;
-using misc::toInt64s;
-
-// Cap on the elements of any tensor or buffer these ops allocate (untrusted sizes).
-constexpr int64_t kMaxElements = int64_t{1} << 28;
 
 // ---------------------------------------------------------------------------------------------
 // The discrete Fourier transform of any length: mixed radix (smallest prime factor first), with
@@ -94,32 +86,6 @@ std::vector<cd> transform(const std::vector<cd>& x, int sign) {
 
 // ---------------------------------------------------------------------------------------------
 
-Expected<DType> floatDType(const Tensor& t, const char* what) {
-  if (!isFloatingPoint(t.dtype()))
-    return Error(std::string(what) + " must be a floating-point tensor, got " + std::string(dtypeName(t.dtype())));
-  return t.dtype();
-}
-
-// The single value of an integer scalar (or 1-element) tensor.
-Expected<int64_t> scalarInt(const Tensor& t, const char* what) {
-  if (t.numElements() != 1) return Error(std::string(what) + " must be a scalar, got shape " + shapeToString(t.shape()));
-  auto v = toInt64s(t);
-  if (!v.ok()) return Error(std::string(what) + ": " + v.error().message());
-  return (*v)[0];
-}
-
-Expected<double> scalarDouble(const Tensor& t, const char* what) {
-  if (t.numElements() != 1) return Error(std::string(what) + " must be a scalar, got shape " + shapeToString(t.shape()));
-  auto v = toDoubles(t);
-  if (!v.ok()) return Error(std::string(what) + ": " + v.error().message());
-  return (*v)[0];
-}
-
-Expected<Shape> checkedShape(Shape shape) {
-  POPRT_TRY(checkedNumElements(shape, kMaxElements));
-  return shape;
-}
-
 Expected<DType> outputDType(const ir::Node& node, int64_t fallback) {
   int64_t v = node.attrInt("output_datatype", fallback);
   auto dt = dtypeFromOnnx(v);
@@ -134,7 +100,8 @@ Expected<DType> outputDType(const ir::Node& node, int64_t fallback) {
 Expected<std::vector<Tensor>> evalDft(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
   POPRT_ASSIGN_OR_RETURN(const Tensor* xp, requireInput(in, 0));
   const Tensor& x = *xp;
-  POPRT_ASSIGN_OR_RETURN(DType dtype, floatDType(x, "input"));
+  POPRT_TRY(requireFloat(x, "input"));
+  const DType dtype = x.dtype();
   const Shape& s = x.shape();
   const int64_t rank = static_cast<int64_t>(s.size());
   if (rank < 2) return Error("input must have rank >= 2, got shape " + shapeToString(s));
@@ -157,7 +124,7 @@ Expected<std::vector<Tensor>> evalDft(const ir::Node& node, const std::vector<co
   Shape out_shape = s;
   out_shape[static_cast<size_t>(axis)] = n_out;
   out_shape.back() = 2;
-  POPRT_TRY(checkedShape(out_shape));
+  POPRT_TRY(checkedElementCount(out_shape));
   const int64_t comps = s.back();
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= s[static_cast<size_t>(d)];
@@ -196,7 +163,8 @@ Expected<std::vector<Tensor>> evalStft(const ir::Node& node, const std::vector<c
   POPRT_ASSIGN_OR_RETURN(const Tensor* sp, requireInput(in, 0));
   POPRT_ASSIGN_OR_RETURN(const Tensor* stepp, requireInput(in, 1));
   const Tensor& sig = *sp;
-  POPRT_ASSIGN_OR_RETURN(DType dtype, floatDType(sig, "signal"));
+  POPRT_TRY(requireFloat(sig, "signal"));
+  const DType dtype = sig.dtype();
   Shape s = sig.shape();
   if (s.size() == 2) s.push_back(1);  // [batch, length] is taken as a real signal
   if (s.size() != 3 || (s[2] != 1 && s[2] != 2))
@@ -204,12 +172,12 @@ Expected<std::vector<Tensor>> evalStft(const ir::Node& node, const std::vector<c
   const int64_t batch = s[0], length = s[1], comps = s[2];
   POPRT_ASSIGN_OR_RETURN(int64_t step, scalarInt(*stepp, "frame_step"));
   if (step <= 0) return Error("frame_step must be positive, got " + std::to_string(step));
-  const Tensor* window = in.size() > 2 ? in[2] : nullptr;
-  const Tensor* flen = in.size() > 3 ? in[3] : nullptr;
+  const Tensor* window = optionalInput(in, 2);
+  const Tensor* flen = optionalInput(in, 3);
   int64_t frame_length = -1;
   std::vector<double> win;
   if (window) {
-    POPRT_TRY(floatDType(*window, "window"));
+    POPRT_TRY(requireFloat(*window, "window"));
     if (window->shape().size() != 1) return Error("window must be 1-D, got shape " + shapeToString(window->shape()));
     frame_length = window->shape()[0];
     POPRT_ASSIGN_OR_RETURN(win, toDoubles(*window));
@@ -228,7 +196,7 @@ Expected<std::vector<Tensor>> evalStft(const ir::Node& node, const std::vector<c
   const int64_t frames = 1 + (length - frame_length) / step;
   const int64_t bins = onesided ? frame_length / 2 + 1 : frame_length;
   Shape out_shape{batch, frames, bins, 2};
-  POPRT_TRY(checkedShape(out_shape));
+  POPRT_TRY(checkedElementCount(out_shape));
   POPRT_ASSIGN_OR_RETURN(std::vector<double> xs, toDoubles(sig));
   std::vector<double> ys(static_cast<size_t>(batch * frames * bins * 2));
   std::vector<cd> buf(static_cast<size_t>(frame_length));
@@ -296,7 +264,7 @@ Expected<std::vector<Tensor>> evalMelWeightMatrix(const ir::Node& node, const st
   if (dft_length > kMaxElements) return Error("dft_length " + std::to_string(dft_length) + " is too large");
   const int64_t spec_bins = dft_length / 2 + 1;
   Shape out_shape{spec_bins, num_mel_bins};
-  POPRT_TRY(checkedShape(out_shape));
+  POPRT_TRY(checkedElementCount(out_shape));
   auto hzToMel = [](double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); };
   auto melToHz = [](double mel) { return 700.0 * (std::pow(10.0, mel / 2595.0) - 1.0); };
   const double low_mel = hzToMel(lower_hz), high_mel = hzToMel(upper_hz);

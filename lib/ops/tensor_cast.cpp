@@ -248,19 +248,19 @@ namespace {
 using namespace tensor_detail;
 
 Expected<std::vector<Tensor>> evalCast(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   if (!node.hasAttr("to")) return Error("attribute 'to' is required");
   auto to = dtypeFromOnnx(node.attrInt("to", 0));
   if (!to) return Error("attribute 'to' is not a known data type: " + std::to_string(node.attrInt("to", 0)));
   POPRT_ASSIGN_OR_RETURN(Tensor y, castTensor(*x, *to));
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 Expected<std::vector<Tensor>> evalCastLike(const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* like, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* like, requireInput(in, 1));
   POPRT_ASSIGN_OR_RETURN(Tensor y, castTensor(*x, like->dtype()));
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 }  // namespace

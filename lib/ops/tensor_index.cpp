@@ -14,30 +14,17 @@ namespace poprt::ops {
 namespace {
 
 using namespace tensor_detail;
-using Inputs = std::vector<const Tensor*>;
-using Outputs = Expected<std::vector<Tensor>>;
 
-int64_t rankOf(const Tensor& t) { return static_cast<int64_t>(t.shape().size()); }
 int64_t dimOf(const Tensor& t, int64_t d) { return t.shape()[static_cast<size_t>(d)]; }
-int64_t product(const Shape& s, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t d = from; d < to && d < s.size(); ++d) p *= s[d];
-  return p;
-}
-
-Expected<std::vector<int64_t>> indexValues(const Tensor& t) {
-  if (!isInteger(t.dtype())) return Error("indices must be an integer tensor, got " + std::string(dtypeName(t.dtype())));
-  return intValues(t);
-}
 
 // ---- Gather family -----------------------------------------------------------------------
 
 Outputs evalGather(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* data, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* data, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, requireInput(in, 1));
   const int64_t r = rankOf(*data);
-  POPRT_ASSIGN_OR_RETURN(int64_t axis, axisIn(node.attrInt("axis", 0), r));
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> idx, indexValues(*ind));
+  POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrInt("axis", 0), r));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> idx, toInt64s(*ind, "indices"));
   const int64_t dim = dimOf(*data, axis);
   for (auto& i : idx) {
     POPRT_ASSIGN_OR_RETURN(i, wrapIndex(i, dim));
@@ -45,14 +32,14 @@ Outputs evalGather(const ir::Node& node, const Inputs& in, EvalContext&) {
   Shape shape(data->shape().begin(), data->shape().begin() + axis);
   shape.insert(shape.end(), ind->shape().begin(), ind->shape().end());
   shape.insert(shape.end(), data->shape().begin() + axis + 1, data->shape().end());
-  POPRT_TRY(checkedOutputSize(shape));
-  const int64_t outer = product(data->shape(), 0, static_cast<size_t>(axis));
-  const int64_t inner = product(data->shape(), static_cast<size_t>(axis) + 1, data->shape().size());
+  POPRT_TRY(checkedElementCount(shape));
+  const int64_t outer = shapeProduct(data->shape(), 0, static_cast<size_t>(axis));
+  const int64_t inner = shapeProduct(data->shape(), static_cast<size_t>(axis) + 1, data->shape().size());
   const int64_t n = static_cast<int64_t>(idx.size());
   Tensor y(data->dtype(), shape);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < n; ++j) copyBlock(*data, (o * dim + idx[static_cast<size_t>(j)]) * inner, y, (o * n + j) * inner, inner);
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 // Checks indices/updates against data for GatherElements/ScatterElements: same rank, and no
@@ -69,8 +56,8 @@ Status checkElementsShapes(const Tensor& data, const Tensor& ind, int64_t axis) 
 
 // For each element of `ind` (shape of indices), the flat offset in data it designates.
 Expected<std::vector<int64_t>> elementOffsets(const Tensor& data, const Tensor& ind, int64_t axis) {
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> idx, indexValues(ind));
-  const std::vector<int64_t> data_strides = stridesOf(data.shape()), ind_strides = stridesOf(ind.shape());
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> idx, toInt64s(ind, "indices"));
+  const std::vector<int64_t> data_strides = contiguousStrides(data.shape()), ind_strides = contiguousStrides(ind.shape());
   const int64_t dim = dimOf(data, axis);
   std::vector<int64_t> pos;
   for (size_t i = 0; i < idx.size(); ++i) {
@@ -84,12 +71,12 @@ Expected<std::vector<int64_t>> elementOffsets(const Tensor& data, const Tensor& 
 }
 
 Outputs evalGatherElements(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* data, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, needInput(in, 1));
-  POPRT_ASSIGN_OR_RETURN(int64_t axis, axisIn(node.attrInt("axis", 0), rankOf(*data)));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* data, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, requireInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrInt("axis", 0), rankOf(*data)));
   POPRT_TRY(checkElementsShapes(*data, *ind, axis));
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> src, elementOffsets(*data, *ind, axis));
-  return one(takeElements(*data, ind->shape(), src));
+  return single(takeElements(*data, ind->shape(), src));
 }
 
 // The flat offsets of the slices GatherND/ScatterND address: for each index tuple (the last dim
@@ -109,15 +96,15 @@ Expected<NdPlan> planNd(const Tensor& data, const Tensor& ind, int64_t batch) {
     return Error("indices' last dim " + std::to_string(k) + " must be in [1, " + std::to_string(r - batch) + "]");
   for (int64_t d = 0; d < batch; ++d)
     if (dimOf(ind, d) != dimOf(data, d)) return Error("batch dims of data and indices differ");
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> idx, indexValues(ind));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> idx, toInt64s(ind, "indices"));
   NdPlan plan;
   plan.out_shape.assign(ind.shape().begin(), ind.shape().end() - 1);
   plan.out_shape.insert(plan.out_shape.end(), data.shape().begin() + batch + k, data.shape().end());
-  plan.slice = product(data.shape(), static_cast<size_t>(batch + k), data.shape().size());
-  const std::vector<int64_t> strides = stridesOf(data.shape());
+  plan.slice = shapeProduct(data.shape(), static_cast<size_t>(batch + k), data.shape().size());
+  const std::vector<int64_t> strides = contiguousStrides(data.shape());
   const int64_t tuples = k ? static_cast<int64_t>(idx.size()) / k : 0;
-  const int64_t per_batch = product(ind.shape(), static_cast<size_t>(batch), static_cast<size_t>(q - 1));
-  const int64_t batch_size = product(data.shape(), static_cast<size_t>(batch), data.shape().size());
+  const int64_t per_batch = shapeProduct(ind.shape(), static_cast<size_t>(batch), static_cast<size_t>(q - 1));
+  const int64_t batch_size = shapeProduct(data.shape(), static_cast<size_t>(batch), data.shape().size());
   plan.offsets.resize(static_cast<size_t>(tuples));
   for (int64_t t = 0; t < tuples; ++t) {
     int64_t off = per_batch ? (t / per_batch) * batch_size : 0;
@@ -132,14 +119,14 @@ Expected<NdPlan> planNd(const Tensor& data, const Tensor& ind, int64_t batch) {
 }
 
 Outputs evalGatherND(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* data, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* data, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, requireInput(in, 1));
   POPRT_ASSIGN_OR_RETURN(NdPlan plan, planNd(*data, *ind, node.attrInt("batch_dims", 0)));
-  POPRT_TRY(checkedOutputSize(plan.out_shape));
+  POPRT_TRY(checkedElementCount(plan.out_shape));
   Tensor y(data->dtype(), plan.out_shape);
   for (size_t t = 0; t < plan.offsets.size(); ++t)
     copyBlock(*data, plan.offsets[t], y, static_cast<int64_t>(t) * plan.slice, plan.slice);
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 // ---- Scatter family ----------------------------------------------------------------------
@@ -192,55 +179,53 @@ Status applyUpdates(Tensor& y, const Tensor& updates, const std::vector<int64_t>
 }
 
 Outputs evalScatterElements(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* data, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, needInput(in, 1));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* upd, needInput(in, 2));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* data, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, requireInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* upd, requireInput(in, 2));
   POPRT_ASSIGN_OR_RETURN(Reduction red, reductionOf(node));
-  POPRT_ASSIGN_OR_RETURN(int64_t axis, axisIn(node.attrInt("axis", 0), rankOf(*data)));
+  POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrInt("axis", 0), rankOf(*data)));
   if (ind->shape() != upd->shape())
     return Error("indices shape " + shapeToString(ind->shape()) + " differs from updates shape " + shapeToString(upd->shape()));
   POPRT_TRY(checkElementsShapes(*data, *ind, axis));
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> dst, elementOffsets(*data, *ind, axis));
   Tensor y = *data;
   POPRT_TRY(applyUpdates(y, *upd, dst, 1, red));
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 Outputs evalScatterND(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* data, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, needInput(in, 1));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* upd, needInput(in, 2));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* data, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, requireInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* upd, requireInput(in, 2));
   POPRT_ASSIGN_OR_RETURN(Reduction red, reductionOf(node));
   POPRT_ASSIGN_OR_RETURN(NdPlan plan, planNd(*data, *ind, 0));
   if (upd->shape() != plan.out_shape)
     return Error("updates shape " + shapeToString(upd->shape()) + " must be " + shapeToString(plan.out_shape));
   Tensor y = *data;
   POPRT_TRY(applyUpdates(y, *upd, plan.offsets, plan.slice, red));
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 // ---- OneHot, NonZero, Compress -----------------------------------------------------------
 
 Outputs evalOneHot(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* dt, needInput(in, 1));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* values, needInput(in, 2));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* ind, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* dt, requireInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* values, requireInput(in, 2));
   if (values->numElements() != 2) return Error("values must have 2 elements (off, on)");
   if (dt->numElements() != 1) return Error("depth must be a scalar");
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> dv, doubleValues(*dt));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> dv, toDoubles(*dt));
   if (!(dv[0] >= 1 && dv[0] <= static_cast<double>(kMaxElements))) return Error("depth must be a positive count");
   const int64_t depth = static_cast<int64_t>(dv[0]);
   const int64_t r = rankOf(*ind);
-  int64_t axis = node.attrInt("axis", -1);
-  if (axis < -(r + 1) || axis > r) return Error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r + 1));
-  if (axis < 0) axis += r + 1;
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> iv, doubleValues(*ind));
+  POPRT_ASSIGN_OR_RETURN(const int64_t axis, normalizeAxis(node.attrInt("axis", -1), r + 1));  // an axis of the output
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> iv, toDoubles(*ind));
   Shape shape(ind->shape().begin(), ind->shape().begin() + axis);
   shape.push_back(depth);
   shape.insert(shape.end(), ind->shape().begin() + axis, ind->shape().end());
-  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedOutputSize(shape));
-  const int64_t outer = product(ind->shape(), 0, static_cast<size_t>(axis));
-  const int64_t inner = product(ind->shape(), static_cast<size_t>(axis), ind->shape().size());
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedElementCount(shape));
+  const int64_t outer = shapeProduct(ind->shape(), 0, static_cast<size_t>(axis));
+  const int64_t inner = shapeProduct(ind->shape(), static_cast<size_t>(axis), ind->shape().size());
   std::vector<int64_t> src(static_cast<size_t>(n), 0);  // values[0] = off, values[1] = on
   const bool wrap = ctx.opset() >= 11;
   for (int64_t o = 0; o < outer; ++o)
@@ -255,7 +240,7 @@ Outputs evalOneHot(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
       src[static_cast<size_t>((o * depth + k) * inner + i)] = 1;
     }
   Tensor flat_values = *values;
-  return one(takeElements(flat_values, shape, src));
+  return single(takeElements(flat_values, shape, src));
 }
 
 // Whether each element is non-zero (non-empty for strings).
@@ -274,14 +259,14 @@ Expected<std::vector<bool>> truthValues(const Tensor& t) {
 }
 
 Outputs evalNonZero(const ir::Node&, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   POPRT_ASSIGN_OR_RETURN(std::vector<bool> nz, truthValues(*x));
   Shape shape = x->shape().empty() ? Shape{1} : x->shape();  // a scalar counts as one element of a 1-D tensor
   const int64_t r = static_cast<int64_t>(shape.size());
   const int64_t count = std::count(nz.begin(), nz.end(), true);
   Tensor y(DType::Int64, {r, count});
   auto p = y.data<int64_t>();
-  const std::vector<int64_t> strides = stridesOf(shape);
+  const std::vector<int64_t> strides = contiguousStrides(shape);
   std::vector<int64_t> idx;
   int64_t col = 0;
   for (size_t i = 0; i < nz.size(); ++i) {
@@ -290,19 +275,19 @@ Outputs evalNonZero(const ir::Node&, const Inputs& in, EvalContext&) {
     for (int64_t d = 0; d < r; ++d) p[static_cast<size_t>(d * count + col)] = idx[static_cast<size_t>(d)];
     ++col;
   }
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 Outputs evalCompress(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* c, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* c, requireInput(in, 1));
   if (c->shape().size() != 1) return Error("condition must be 1-D, got shape " + shapeToString(c->shape()));
   if (c->dtype() == DType::String) return Error("condition must be bool");
   POPRT_ASSIGN_OR_RETURN(std::vector<bool> cond, truthValues(*c));
   Shape in_shape = x->shape();
   int64_t axis = 0;
   if (node.hasAttr("axis")) {
-    POPRT_ASSIGN_OR_RETURN(axis, axisIn(node.attrInt("axis", 0), rankOf(*x)));
+    POPRT_ASSIGN_OR_RETURN(axis, normalizeAxis(node.attrInt("axis", 0), rankOf(*x)));
   } else {
     in_shape = {x->numElements()};
   }
@@ -314,15 +299,15 @@ Outputs evalCompress(const ir::Node& node, const Inputs& in, EvalContext&) {
       return Error("condition selects index " + std::to_string(j) + " of an axis of size " + std::to_string(dim));
     keep.push_back(static_cast<int64_t>(j));
   }
-  const int64_t outer = product(in_shape, 0, static_cast<size_t>(axis));
-  const int64_t inner = product(in_shape, static_cast<size_t>(axis) + 1, in_shape.size());
+  const int64_t outer = shapeProduct(in_shape, 0, static_cast<size_t>(axis));
+  const int64_t inner = shapeProduct(in_shape, static_cast<size_t>(axis) + 1, in_shape.size());
   Shape shape = in_shape;
   shape[static_cast<size_t>(axis)] = static_cast<int64_t>(keep.size());
   Tensor y(x->dtype(), shape);
   const int64_t kept = static_cast<int64_t>(keep.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < kept; ++j) copyBlock(*x, (o * dim + keep[static_cast<size_t>(j)]) * inner, y, (o * kept + j) * inner, inner);
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 // ---- Unique ------------------------------------------------------------------------------
@@ -350,20 +335,20 @@ std::function<int(int64_t, int64_t)> elementComparator(const Tensor& t) {
 }
 
 Outputs evalUnique(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   if (x->dtype() != DType::String && !isInteger(x->dtype()) && !isFloatingPoint(x->dtype()) && x->dtype() != DType::Bool)
     return Error("dtype " + std::string(dtypeName(x->dtype())) + " is not supported");
   const bool sorted = node.attrInt("sorted", 1) != 0;
   Shape shape = x->shape();
   int64_t axis = 0;
   if (node.hasAttr("axis")) {
-    POPRT_ASSIGN_OR_RETURN(axis, axisIn(node.attrInt("axis", 0), rankOf(*x)));
+    POPRT_ASSIGN_OR_RETURN(axis, normalizeAxis(node.attrInt("axis", 0), rankOf(*x)));
   } else {
     shape = {x->numElements()};
   }
   const int64_t m = shape[static_cast<size_t>(axis)];
-  const int64_t outer = product(shape, 0, static_cast<size_t>(axis));
-  const int64_t inner = product(shape, static_cast<size_t>(axis) + 1, shape.size());
+  const int64_t outer = shapeProduct(shape, 0, static_cast<size_t>(axis));
+  const int64_t inner = shapeProduct(shape, static_cast<size_t>(axis) + 1, shape.size());
   auto elem = elementComparator(*x);
   // Slices a and b along the axis, compared element by element in row-major order.
   auto cmpSlices = [&](int64_t a, int64_t b) {
@@ -407,28 +392,28 @@ Outputs evalUnique(const ir::Node& node, const Inputs& in, EvalContext&) {
     for (int64_t p = 0; p < u; ++p) copyBlock(*x, (o * m + out_first[static_cast<size_t>(p)]) * inner, y, (o * u + p) * inner, inner);
   std::vector<Tensor> outs;
   outs.push_back(std::move(y));
-  outs.push_back(int64s(out_first, {u}));
-  outs.push_back(int64s(inverse, {m}));
-  outs.push_back(int64s(out_counts, {u}));
+  outs.push_back(int64Tensor(out_first, {u}));
+  outs.push_back(int64Tensor(inverse, {m}));
+  outs.push_back(int64Tensor(out_counts, {u}));
   return outs;
 }
 
 // ---- ReverseSequence ---------------------------------------------------------------------
 
 Outputs evalReverseSequence(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* lt, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* lt, requireInput(in, 1));
   if (rankOf(*x) < 2) return Error("input must have rank >= 2");
   const int64_t time_axis = node.attrInt("time_axis", 0), batch_axis = node.attrInt("batch_axis", 1);
   if ((time_axis != 0 && time_axis != 1) || (batch_axis != 0 && batch_axis != 1) || time_axis == batch_axis)
     return Error("time_axis and batch_axis must be 0 and 1 in some order");
-  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> lens, indexValues(*lt));
+  POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> lens, toInt64s(*lt, "sequence_lens"));
   const int64_t batch = dimOf(*x, batch_axis), steps = dimOf(*x, time_axis);
   if (lt->shape().size() != 1 || static_cast<int64_t>(lens.size()) != batch)
     return Error("sequence_lens must be 1-D with " + std::to_string(batch) + " entries");
   for (int64_t l : lens)
     if (l < 0 || l > steps) return Error("sequence length " + std::to_string(l) + " is out of range [0, " + std::to_string(steps) + "]");
-  const std::vector<int64_t> strides = stridesOf(x->shape());
+  const std::vector<int64_t> strides = contiguousStrides(x->shape());
   const int64_t n = x->numElements();
   std::vector<int64_t> src(static_cast<size_t>(n)), idx;
   for (int64_t i = 0; i < n; ++i) {
@@ -437,7 +422,7 @@ Outputs evalReverseSequence(const ir::Node& node, const Inputs& in, EvalContext&
     const int64_t len = lens[static_cast<size_t>(b)];
     src[static_cast<size_t>(i)] = t < len ? i + (len - 1 - 2 * t) * strides[static_cast<size_t>(time_axis)] : i;
   }
-  return one(takeElements(*x, x->shape(), src));
+  return single(takeElements(*x, x->shape(), src));
 }
 
 }  // namespace

@@ -19,17 +19,11 @@ namespace poprt::ops {
 namespace {
 
 using namespace tensor_detail;
-using Inputs = std::vector<const Tensor*>;
-using Outputs = Expected<std::vector<Tensor>>;
-
-int64_t rankOf(const Tensor& t) { return static_cast<int64_t>(t.shape().size()); }
 
 // A 1-D integer input (shape, axes, pads, repeats...).
 Expected<std::vector<int64_t>> intList(const Tensor& t, const std::string& what) {
   if (t.shape().size() > 1) return Error(what + " must be 1-D, got shape " + shapeToString(t.shape()));
-  auto v = intValues(t);
-  if (!v.ok()) return Error(what + ": " + v.error().message());
-  return v;
+  return toInt64s(t, what);
 }
 
 // ---- Constant, Identity ------------------------------------------------------------------
@@ -57,11 +51,11 @@ Outputs evalConstant(const ir::Node& node, const Inputs&, EvalContext&) {
     } else if (name == "value_int") {
       auto* i = std::get_if<int64_t>(&v);
       if (!i) return Error("attribute 'value_int' must be an int");
-      found.push_back(int64s({*i}, {}));
+      found.push_back(int64Tensor({*i}, {}));
     } else if (name == "value_ints") {
       auto* i = std::get_if<std::vector<int64_t>>(&v);
       if (!i) return Error("attribute 'value_ints' must be a list of ints");
-      found.push_back(int64s(*i, {static_cast<int64_t>(i->size())}));
+      found.push_back(int64Tensor(*i, {static_cast<int64_t>(i->size())}));
     } else if (name == "value_string") {
       auto* s = std::get_if<std::string>(&v);
       if (!s) return Error("attribute 'value_string' must be a string");
@@ -88,8 +82,8 @@ Expected<std::vector<RtValue>> evalIdentity(const ir::Node&, const std::vector<c
 // ---- Reshape family ----------------------------------------------------------------------
 
 Outputs evalReshape(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* s, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* s, requireInput(in, 1));
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> shape, intList(*s, "shape"));
   const bool allowzero = node.attrInt("allowzero", 0) != 0;
   int64_t infer = -1;
@@ -111,17 +105,17 @@ Outputs evalReshape(const ir::Node& node, const Inputs& in, EvalContext&) {
     if (has_zero) return Error("shape " + shapeToString(shape) + " has both -1 and 0: the -1 cannot be inferred");
     Shape known = shape;
     known[static_cast<size_t>(infer)] = 1;
-    POPRT_ASSIGN_OR_RETURN(int64_t k, checkedOutputSize(known));
+    POPRT_ASSIGN_OR_RETURN(int64_t k, checkedElementCount(known));
     if (x->numElements() % k != 0)
       return Error("cannot reshape " + shapeToString(x->shape()) + " to " + shapeToString(shape));
     shape[static_cast<size_t>(infer)] = x->numElements() / k;
   }
   POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(*x, shape));
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 Outputs evalFlatten(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   const int64_t r = rankOf(*x);
   int64_t axis = node.attrInt("axis", 1);
   if (axis < -r || axis > r) return Error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
@@ -129,7 +123,7 @@ Outputs evalFlatten(const ir::Node& node, const Inputs& in, EvalContext&) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < r; ++d) (d < axis ? outer : inner) *= x->shape()[static_cast<size_t>(d)];
   POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(*x, {outer, inner}));
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 // Axes from the attribute (before `input_opset`) or from input 1 (from it); nullopt if absent.
@@ -139,14 +133,14 @@ Expected<std::optional<std::vector<int64_t>>> axesOf(const ir::Node& node, const
     if (!node.hasAttr(attr)) return std::optional<std::vector<int64_t>>();
     return std::optional<std::vector<int64_t>>(node.attrInts(attr));
   }
-  const Tensor* t = optInput(in, input);
+  const Tensor* t = optionalInput(in, input);
   if (!t) return std::optional<std::vector<int64_t>>();
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> v, intList(*t, attr));
   return std::optional<std::vector<int64_t>>(std::move(v));
 }
 
 Outputs evalSqueeze(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   POPRT_ASSIGN_OR_RETURN(auto axes, axesOf(node, in, ctx, 13));
   const int64_t r = rankOf(*x);
   std::vector<bool> drop(static_cast<size_t>(r), false);
@@ -164,11 +158,11 @@ Outputs evalSqueeze(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
   for (int64_t d = 0; d < r; ++d)
     if (!drop[static_cast<size_t>(d)]) shape.push_back(x->shape()[static_cast<size_t>(d)]);
   POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(*x, shape));
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 Outputs evalUnsqueeze(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   POPRT_ASSIGN_OR_RETURN(auto axes, axesOf(node, in, ctx, 13));
   if (!axes) return Error("axes are required");
   const int64_t out_rank = rankOf(*x) + static_cast<int64_t>(axes->size());
@@ -179,29 +173,28 @@ Outputs evalUnsqueeze(const ir::Node& node, const Inputs& in, EvalContext& ctx) 
   for (auto& d : shape)
     if (d < 0) d = x->shape()[next++];
   POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(*x, shape));
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 Outputs evalTranspose(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   std::vector<int64_t> perm;
   for (int64_t d = rankOf(*x); d-- > 0;) perm.push_back(d);
   if (node.hasAttr("perm")) perm = node.attrInts("perm");
   POPRT_ASSIGN_OR_RETURN(Tensor y, transposeTensor(*x, perm));
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 // ---- Concat, Split, Slice ----------------------------------------------------------------
 
 Outputs evalConcat(const ir::Node& node, const Inputs& in, EvalContext&) {
   if (in.empty()) return Error("expects at least one input");
-  for (size_t i = 0; i < in.size(); ++i)
-    if (!in[i]) return Error("input " + std::to_string(i) + " is required");
+  for (size_t i = 0; i < in.size(); ++i) POPRT_TRY(requireInput(in, i));
   if (!node.hasAttr("axis")) return Error("attribute 'axis' is required");
   const Tensor& first = *in[0];
   const int64_t r = rankOf(first);
   if (r == 0) return Error("cannot concatenate rank-0 tensors");
-  POPRT_ASSIGN_OR_RETURN(int64_t axis, axisIn(node.attrInt("axis", 0), r));
+  POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrInt("axis", 0), r));
   Shape shape = first.shape();
   shape[static_cast<size_t>(axis)] = 0;
   for (const Tensor* t : in) {
@@ -213,7 +206,7 @@ Outputs evalConcat(const ir::Node& node, const Inputs& in, EvalContext&) {
                      " differ outside axis " + std::to_string(axis));
     shape[static_cast<size_t>(axis)] += t->shape()[static_cast<size_t>(axis)];
   }
-  POPRT_TRY(checkedOutputSize(shape));
+  POPRT_TRY(checkedElementCount(shape));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
   for (int64_t d = axis + 1; d < r; ++d) inner *= shape[static_cast<size_t>(d)];
@@ -225,7 +218,7 @@ Outputs evalConcat(const ir::Node& node, const Inputs& in, EvalContext&) {
     for (int64_t o = 0; o < outer; ++o) copyBlock(*t, o * block, y, o * out_block + offset, block);
     offset += block;
   }
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 // Elements [start, start + len) along `axis` of x.
@@ -242,10 +235,10 @@ Tensor sliceAxis(const Tensor& x, int64_t axis, int64_t start, int64_t len) {
 }
 
 Outputs evalSplit(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   const int64_t r = rankOf(*x);
   if (r == 0) return Error("cannot split a rank-0 tensor");
-  POPRT_ASSIGN_OR_RETURN(int64_t axis, axisIn(node.attrInt("axis", 0), r));
+  POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrInt("axis", 0), r));
   POPRT_ASSIGN_OR_RETURN(auto split, axesOf(node, in, ctx, 13, "split"));
   const int64_t n = static_cast<int64_t>(node.outputs().size());
   if (n == 0) return Error("expects at least one output");
@@ -282,7 +275,7 @@ int64_t stepCount(int64_t start, int64_t end, int64_t step) {
 }
 
 Outputs evalSlice(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   const int64_t r = rankOf(*x);
   std::vector<int64_t> starts, ends, axes, steps;
   bool has_axes = false, has_steps = false;
@@ -293,15 +286,15 @@ Outputs evalSlice(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
     has_axes = node.hasAttr("axes");
     axes = node.attrInts("axes");
   } else {
-    POPRT_ASSIGN_OR_RETURN(const Tensor* s, needInput(in, 1));
-    POPRT_ASSIGN_OR_RETURN(const Tensor* e, needInput(in, 2));
+    POPRT_ASSIGN_OR_RETURN(const Tensor* s, requireInput(in, 1));
+    POPRT_ASSIGN_OR_RETURN(const Tensor* e, requireInput(in, 2));
     POPRT_ASSIGN_OR_RETURN(starts, intList(*s, "starts"));
     POPRT_ASSIGN_OR_RETURN(ends, intList(*e, "ends"));
-    if (const Tensor* a = optInput(in, 3)) {
+    if (const Tensor* a = optionalInput(in, 3)) {
       has_axes = true;
       POPRT_ASSIGN_OR_RETURN(axes, intList(*a, "axes"));
     }
-    if (const Tensor* st = optInput(in, 4)) {
+    if (const Tensor* st = optionalInput(in, 4)) {
       has_steps = true;
       POPRT_ASSIGN_OR_RETURN(steps, intList(*st, "steps"));
     }
@@ -337,8 +330,8 @@ Outputs evalSlice(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
     begin[a] = s;
     step[a] = st;
   }
-  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedOutputSize(shape));
-  const std::vector<int64_t> in_strides = stridesOf(x->shape()), out_strides = stridesOf(shape);
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedElementCount(shape));
+  const std::vector<int64_t> in_strides = contiguousStrides(x->shape()), out_strides = contiguousStrides(shape);
   std::vector<int64_t> src(static_cast<size_t>(n)), idx;
   for (int64_t i = 0; i < n; ++i) {
     unravel(i, out_strides, idx);
@@ -346,28 +339,28 @@ Outputs evalSlice(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
     for (size_t d = 0; d < idx.size(); ++d) off += (begin[d] + idx[d] * step[d]) * in_strides[d];
     src[static_cast<size_t>(i)] = off;
   }
-  return one(takeElements(*x, shape, src));
+  return single(takeElements(*x, shape, src));
 }
 
 // ---- Expand, Tile, Pad -------------------------------------------------------------------
 
 Outputs evalExpand(const ir::Node&, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* s, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* s, requireInput(in, 1));
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> target, intList(*s, "shape"));
   for (int64_t d : target)
     if (d < 0) return Error("shape " + shapeToString(target) + " has a negative dimension");
   POPRT_ASSIGN_OR_RETURN(Shape shape, broadcastShapes(x->shape(), target));
-  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedOutputSize(shape));
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedElementCount(shape));
   const std::vector<int64_t> strides = broadcastStrides(x->shape(), shape), contiguous = contiguousStrides(shape);
   std::vector<int64_t> src(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) src[static_cast<size_t>(i)] = broadcastOffset(i, contiguous, strides);
-  return one(takeElements(*x, shape, src));
+  return single(takeElements(*x, shape, src));
 }
 
 Outputs evalTile(const ir::Node&, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* rt, needInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* rt, requireInput(in, 1));
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> reps, intList(*rt, "repeats"));
   const int64_t r = rankOf(*x);
   if (static_cast<int64_t>(reps.size()) != r)
@@ -379,8 +372,8 @@ Outputs evalTile(const ir::Node&, const Inputs& in, EvalContext&) {
     if (dim != 0 && rep > kMaxElements / dim) return Error("tiled output is too large");
     shape[static_cast<size_t>(d)] = dim * rep;
   }
-  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedOutputSize(shape));
-  const std::vector<int64_t> in_strides = stridesOf(x->shape()), out_strides = stridesOf(shape);
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedElementCount(shape));
+  const std::vector<int64_t> in_strides = contiguousStrides(x->shape()), out_strides = contiguousStrides(shape);
   std::vector<int64_t> src(static_cast<size_t>(n)), idx;
   for (int64_t i = 0; i < n; ++i) {
     unravel(i, out_strides, idx);
@@ -388,11 +381,11 @@ Outputs evalTile(const ir::Node&, const Inputs& in, EvalContext&) {
     for (size_t d = 0; d < idx.size(); ++d) off += (idx[d] % x->shape()[d]) * in_strides[d];
     src[static_cast<size_t>(i)] = off;
   }
-  return one(takeElements(*x, shape, src));
+  return single(takeElements(*x, shape, src));
 }
 
 Outputs evalPad(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   const int64_t r = rankOf(*x);
   const std::string mode = node.attrString("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge") return Error("mode '" + mode + "' is not supported");
@@ -405,10 +398,10 @@ Outputs evalPad(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
     v.data<float>()[0] = node.attrFloat("value", 0.0f);
     POPRT_ASSIGN_OR_RETURN(fill, castTensor(v, x->dtype()));
   } else {
-    POPRT_ASSIGN_OR_RETURN(const Tensor* p, needInput(in, 1));
+    POPRT_ASSIGN_OR_RETURN(const Tensor* p, requireInput(in, 1));
     POPRT_ASSIGN_OR_RETURN(pads, intList(*p, "pads"));
-    if (optInput(in, 3)) return Error("the axes input (opset 18) is not supported");
-    if (const Tensor* c = optInput(in, 2)) {
+    if (optionalInput(in, 3)) return Error("the axes input (opset 18) is not supported");
+    if (const Tensor* c = optionalInput(in, 2)) {
       if (c->dtype() != x->dtype()) return Error("constant_value has a different dtype than the data");
       if (c->numElements() > 1) return Error("constant_value must be a scalar");
       fill = *c;
@@ -425,8 +418,8 @@ Outputs evalPad(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
     if (dim == 0 && out > 0 && mode != "constant") return Error("cannot pad an empty axis in " + mode + " mode");
     shape[static_cast<size_t>(d)] = out;
   }
-  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedOutputSize(shape));
-  const std::vector<int64_t> in_strides = stridesOf(x->shape()), out_strides = stridesOf(shape);
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedElementCount(shape));
+  const std::vector<int64_t> in_strides = contiguousStrides(x->shape()), out_strides = contiguousStrides(shape);
   std::vector<int64_t> src(static_cast<size_t>(n)), idx;
   for (int64_t i = 0; i < n; ++i) {
     unravel(i, out_strides, idx);
@@ -452,44 +445,44 @@ Outputs evalPad(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
     }
     src[static_cast<size_t>(i)] = off;
   }
-  return one(takeElements(*x, shape, src, &fill));
+  return single(takeElements(*x, shape, src, &fill));
 }
 
 // ---- Shape, Size, ConstantOfShape, Range -------------------------------------------------
 
 Outputs evalShape(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   const int64_t r = rankOf(*x);
   auto clampDim = [r](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
   const int64_t start = clampDim(node.attrInt("start", 0));
   const int64_t end = node.hasAttr("end") ? clampDim(node.attrInt("end", r)) : r;
   std::vector<int64_t> dims;
   for (int64_t d = start; d < end; ++d) dims.push_back(x->shape()[static_cast<size_t>(d)]);
-  return one(int64s(dims, {static_cast<int64_t>(dims.size())}));
+  return single(int64Tensor(dims, {static_cast<int64_t>(dims.size())}));
 }
 
 Outputs evalSize(const ir::Node&, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
-  return one(int64s({x->numElements()}, {}));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
+  return single(int64Tensor({x->numElements()}, {}));
 }
 
 Outputs evalConstantOfShape(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* s, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* s, requireInput(in, 0));
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> shape, intList(*s, "shape"));
-  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedOutputSize(shape));
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedElementCount(shape));
   Tensor value(DType::Float, {1});
   if (auto it = node.attributes.find("value"); it != node.attributes.end()) {
     auto* t = std::get_if<Tensor>(&it->second.value);
     if (!t || t->numElements() != 1) return Error("attribute 'value' must be a one-element tensor");
     value = *t;
   }
-  return one(takeElements(value, shape, std::vector<int64_t>(static_cast<size_t>(n), 0)));
+  return single(takeElements(value, shape, std::vector<int64_t>(static_cast<size_t>(n), 0)));
 }
 
 Outputs evalRange(const ir::Node&, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* ts, needInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* tl, needInput(in, 1));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* td, needInput(in, 2));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* ts, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* tl, requireInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* td, requireInput(in, 2));
   const DType dt = ts->dtype();
   if (tl->dtype() != dt || td->dtype() != dt) return Error("start, limit and delta must have the same dtype");
   if (ts->numElements() != 1 || tl->numElements() != 1 || td->numElements() != 1)
@@ -535,17 +528,17 @@ Outputs evalRange(const ir::Node&, const Inputs& in, EvalContext&) {
     }
   }));
   POPRT_TRY(inner);
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 // ---- Trilu, EyeLike ----------------------------------------------------------------------
 
 Outputs evalTrilu(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   const int64_t r = rankOf(*x);
   if (r < 2) return Error("input must have rank >= 2");
   int64_t k = 0;
-  if (const Tensor* kt = optInput(in, 1)) {
+  if (const Tensor* kt = optionalInput(in, 1)) {
     POPRT_ASSIGN_OR_RETURN(k, scalarInt(*kt, "k"));
   }
   const bool upper = node.attrInt("upper", 1) != 0;
@@ -557,11 +550,11 @@ Outputs evalTrilu(const ir::Node& node, const Inputs& in, EvalContext&) {
     const int64_t diff = col - row;  // element kept when diff >= k (upper) or diff <= k (lower)
     src[static_cast<size_t>(i)] = (upper ? diff >= k : diff <= k) ? i : -1;
   }
-  return one(takeElements(*x, x->shape(), src));
+  return single(takeElements(*x, x->shape(), src));
 }
 
 Outputs evalEyeLike(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   if (rankOf(*x) != 2) return Error("input must be 2-D, got shape " + shapeToString(x->shape()));
   DType dt = x->dtype();
   if (node.hasAttr("dtype")) {
@@ -581,13 +574,13 @@ Outputs evalEyeLike(const ir::Node& node, const Inputs& in, EvalContext&) {
       if (col >= 0 && col < cols) p[static_cast<size_t>(row * cols + col)] = fromCompute<T>(1);
     }
   }));
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 // ---- DepthToSpace, SpaceToDepth ----------------------------------------------------------
 
 Outputs evalDepthToSpace(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   if (rankOf(*x) != 4) return Error("input must be 4-D (NCHW), got shape " + shapeToString(x->shape()));
   const int64_t b = node.attrInt("blocksize", 0);
   const int64_t N = x->shape()[0], C = x->shape()[1], H = x->shape()[2], W = x->shape()[3];
@@ -607,11 +600,11 @@ Outputs evalDepthToSpace(const ir::Node& node, const Inputs& in, EvalContext&) {
     return Error("mode '" + mode + "' is not DCR or CRD");
   }
   POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(tmp, {N, C / (b * b), H * b, W * b}));
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 Outputs evalSpaceToDepth(const ir::Node& node, const Inputs& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   if (rankOf(*x) != 4) return Error("input must be 4-D (NCHW), got shape " + shapeToString(x->shape()));
   const int64_t b = node.attrInt("blocksize", 0);
   const int64_t N = x->shape()[0], C = x->shape()[1], H = x->shape()[2], W = x->shape()[3];
@@ -620,26 +613,26 @@ Outputs evalSpaceToDepth(const ir::Node& node, const Inputs& in, EvalContext&) {
   POPRT_ASSIGN_OR_RETURN(Tensor r6, reshaped(*x, {N, C, H / b, b, W / b, b}));
   POPRT_ASSIGN_OR_RETURN(Tensor t, transposeTensor(r6, {0, 3, 5, 1, 2, 4}));
   POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(t, {N, C * b * b, H / b, W / b}));
-  return one(std::move(y));
+  return single(std::move(y));
 }
 
 // ---- Dropout -----------------------------------------------------------------------------
 
 Outputs evalDropout(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* x, needInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   double ratio = 0.5;
   bool training = false;
   if (ctx.opset() < 12) {
     ratio = node.attrFloat("ratio", 0.5f);
   } else {
-    if (const Tensor* rt = optInput(in, 1)) {
+    if (const Tensor* rt = optionalInput(in, 1)) {
       if (rt->numElements() != 1) return Error("ratio must be a scalar");
-      POPRT_ASSIGN_OR_RETURN(std::vector<double> rv, doubleValues(*rt));
+      POPRT_ASSIGN_OR_RETURN(std::vector<double> rv, toDoubles(*rt));
       ratio = rv[0];
     }
-    if (const Tensor* tm = optInput(in, 2)) {
+    if (const Tensor* tm = optionalInput(in, 2)) {
       if (tm->numElements() != 1) return Error("training_mode must be a scalar");
-      POPRT_ASSIGN_OR_RETURN(std::vector<double> tv, doubleValues(*tm));
+      POPRT_ASSIGN_OR_RETURN(std::vector<double> tv, toDoubles(*tm));
       training = tv[0] != 0;
     }
   }
@@ -665,7 +658,7 @@ Outputs evalDropout(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
     const uint32_t a = gen() >> 5, b = gen() >> 6;
     return (a * 67108864.0 + b) / 9007199254740992.0;
   };
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, doubleValues(*x));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, toDoubles(*x));
   std::vector<double> yv(xv.size());
   Tensor mask(DType::Bool, x->shape());
   auto m = mask.data<bool>();
@@ -674,7 +667,7 @@ Outputs evalDropout(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
     m[i] = uniform() >= ratio;
     yv[i] = m[i] ? xv[i] * scale : 0.0;
   }
-  POPRT_ASSIGN_OR_RETURN(Tensor y, tensorFromDoubles(x->dtype(), x->shape(), yv));
+  POPRT_ASSIGN_OR_RETURN(Tensor y, fromDoubles(x->dtype(), x->shape(), yv));
   outs.push_back(std::move(y));
   outs.push_back(std::move(mask));
   return outs;

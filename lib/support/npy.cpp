@@ -306,7 +306,7 @@ std::vector<uint32_t> codePoints(const std::string& s) {
 // Reads '<U' data: `width` UTF-32LE code points per element, NUL-padded.
 Expected<Tensor> parseUnicode(const uint8_t* src, uint64_t available, const Shape& shape, bool fortran, uint64_t width,
                               const std::string& name) {
-  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedNumElements(shape, kMaxNpyElements));
+  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedNumElements(shape, kMaxFileElements));
   const uint64_t itemsize = width * 4;
   if (itemsize != 0 && static_cast<uint64_t>(n) > available / itemsize)
     return Error(name + ": truncated: header says " + std::to_string(n) + " strings of " + std::to_string(width) +
@@ -373,7 +373,7 @@ Expected<Tensor> parseNpy(std::span<const uint8_t> bytes, const std::string& nam
     return err("unsupported dtype '" + header->descr +
                "' (supported: float16/32/64, int8..int64, uint8..uint64, bool, complex64/128)");
 
-  auto n = checkedNumElements(header->shape, kMaxNpyElements);
+  auto n = checkedNumElements(header->shape, kMaxFileElements);
   if (!n.ok()) return n.error().withContext(name);
   size_t itemsize = dtypeSize(descr->dtype);
   uint64_t data_bytes = static_cast<uint64_t>(*n) * itemsize;  // < 2^38: cannot overflow

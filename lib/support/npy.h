@@ -19,9 +19,6 @@
 
 namespace poprt {
 
-// Largest element count accepted from a .npy header, checked before anything is allocated.
-inline constexpr int64_t kMaxNpyElements = int64_t{1} << 34;
-
 // Parses the bytes of a whole .npy file; `name_for_errors` starts every error message.
 Expected<Tensor> parseNpy(std::span<const uint8_t> bytes, const std::string& name_for_errors);
 Expected<Tensor> readNpy(const std::filesystem::path& path);

@@ -17,6 +17,10 @@ using Shape = std::vector<int64_t>;
 // Number of elements of a static shape, or an error if a dim is negative or the product
 // exceeds `limit` (callers pass a cap so untrusted files cannot make us allocate without bound).
 Expected<int64_t> checkedNumElements(const Shape& shape, int64_t limit = INT64_MAX);
+// Largest element count a tensor read from a file (.npy header, TensorProto dims) may declare,
+// checked before anything is allocated (< 2^38 bytes for any dtype, so count * itemsize cannot
+// overflow). The reference evaluator's ops allocate under the tighter ops::kMaxElements.
+inline constexpr int64_t kMaxFileElements = int64_t{1} << 34;
 std::string shapeToString(const Shape& shape);  // "[1,3,224,224]"
 
 class Tensor {

@@ -228,7 +228,7 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto& p, const fs::path& mod
   auto dtype = dtypeFromOnnx(p.data_type());
   if (!dtype) return Error(label + ": unsupported data_type " + std::to_string(p.data_type()));
   Shape shape(p.dims().begin(), p.dims().end());
-  auto n = checkedNumElements(shape, kMaxProtoElements);
+  auto n = checkedNumElements(shape, kMaxFileElements);
   if (!n.ok()) return n.error().withContext(label);
 
   // Exactly one place may hold the values; data in a field the type does not use is a

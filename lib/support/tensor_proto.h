@@ -14,9 +14,6 @@
 
 namespace poprt {
 
-// Largest element count accepted from a TensorProto, checked before allocating.
-inline constexpr int64_t kMaxProtoElements = int64_t{1} << 34;
-
 // Reads any data_type 1..16 from the typed field the ONNX spec assigns to it (float_data,
 // int32_data, int64_data, double_data, uint64_data, string_data), from raw_data (little-endian),
 // or from external data. External data (data_location == EXTERNAL) is read from the file named

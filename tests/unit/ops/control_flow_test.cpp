@@ -5,32 +5,12 @@
 #include <optional>
 
 #include "lib/ops/control_flow_util.h"
-#include "lib/ops/registry.h"
+#include "tests/unit/ops/op_test_util.h"
 
 namespace poprt::ops {
 namespace {
 
 using ir::TensorType;
-
-Tensor f32(Shape shape, std::vector<float> v) {
-  Tensor t(DType::Float, std::move(shape));
-  std::copy(v.begin(), v.end(), t.data<float>().begin());
-  return t;
-}
-Tensor i64(Shape shape, std::vector<int64_t> v) {
-  Tensor t(DType::Int64, std::move(shape));
-  std::copy(v.begin(), v.end(), t.data<int64_t>().begin());
-  return t;
-}
-Tensor boolean(bool b) {
-  Tensor t(DType::Bool, {});
-  t.data<uint8_t>()[0] = b;
-  return t;
-}
-std::vector<float> values(const Tensor& t) {
-  auto d = t.data<float>();
-  return {d.begin(), d.end()};
-}
 
 // Runs one node on values (nullopt = omitted input) at `opset`.
 Expected<std::vector<RtValue>> run(const ir::Node& node, const std::vector<std::optional<RtValue>>& in, int64_t opset = 17) {
@@ -44,14 +24,6 @@ void setGraph(ir::Node* n, const std::string& name, ir::GraphPtr g) {
   ir::Attribute a;
   a.value = std::move(g);
   n->attributes[name] = a;
-}
-
-// A node `op` with `n_in` inputs and `n_out` outputs in graph g.
-ir::Node* makeNode(ir::Graph& g, const std::string& op, size_t n_in, size_t n_out) {
-  std::vector<ir::Value*> ins, outs;
-  for (size_t i = 0; i < n_in; ++i) ins.push_back(g.addInput(g.uniqueName("in"), {}));
-  for (size_t i = 0; i < n_out; ++i) outs.push_back(g.addValue(g.uniqueName("out")));
-  return g.addNode(op, ins, outs);
 }
 
 // ---- If ----------------------------------------------------------------------------------------
@@ -82,10 +54,10 @@ TEST(If, PicksTheBranchAndSeesOuterValues) {
   IfFixture f;
   auto t = f.run(boolean(true));
   ASSERT_TRUE(t.ok()) << t.error().message();
-  EXPECT_EQ(values((*t)[0]), (std::vector<float>{2, -4}));
+  EXPECT_EQ(values<float>((*t)[0]), (std::vector<float>{2, -4}));
   auto e = f.run(boolean(false));
   ASSERT_TRUE(e.ok()) << e.error().message();
-  EXPECT_EQ(values((*e)[0]), (std::vector<float>{1, -2}));
+  EXPECT_EQ(values<float>((*e)[0]), (std::vector<float>{1, -2}));
 }
 
 TEST(If, ConditionShapeOneWorksTwoElementsIsAnError) {
@@ -94,7 +66,7 @@ TEST(If, ConditionShapeOneWorksTwoElementsIsAnError) {
   c1.data<uint8_t>()[0] = 1;
   auto r = f.run(c1);
   ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(values((*r)[0]), (std::vector<float>{2, -4}));
+  EXPECT_EQ(values<float>((*r)[0]), (std::vector<float>{2, -4}));
   Tensor c2(DType::Bool, {2});
   EXPECT_FALSE(f.run(c2).ok());
   EXPECT_FALSE(f.run(Tensor(DType::Bool, {0})).ok());
@@ -150,9 +122,9 @@ TEST(Loop, TripCountOnlyStacksScanOutputs) {
   setGraph(n, "body", doublingBody(g));
   auto r = run(*n, {RtValue::of(i64({}, {3})), std::nullopt, RtValue::of(f32({1}, {1}))});
   ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(values((*r)[0].tensor), (std::vector<float>{8}));
+  EXPECT_EQ(values<float>((*r)[0].tensor), (std::vector<float>{8}));
   EXPECT_EQ((*r)[1].tensor.shape(), (Shape{3, 1}));
-  EXPECT_EQ(values((*r)[1].tensor), (std::vector<float>{2, 4, 8}));
+  EXPECT_EQ(values<float>((*r)[1].tensor), (std::vector<float>{2, 4, 8}));
 }
 
 TEST(Loop, ZeroOrNegativeTripCountKeepsInitialValuesAndGivesEmptyScans) {
@@ -162,13 +134,13 @@ TEST(Loop, ZeroOrNegativeTripCountKeepsInitialValuesAndGivesEmptyScans) {
   for (int64_t m : {0, -5}) {
     auto r = run(*n, {RtValue::of(i64({}, {m})), RtValue::of(boolean(true)), RtValue::of(f32({1}, {3}))});
     ASSERT_TRUE(r.ok()) << r.error().message();
-    EXPECT_EQ(values((*r)[0].tensor), (std::vector<float>{3}));
+    EXPECT_EQ(values<float>((*r)[0].tensor), (std::vector<float>{3}));
     EXPECT_EQ((*r)[1].tensor.shape(), (Shape{0, 1}));  // from the body output's declared shape
   }
   // A false initial condition runs nothing either.
   auto r = run(*n, {RtValue::of(i64({}, {4})), RtValue::of(boolean(false)), RtValue::of(f32({1}, {3}))});
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(values((*r)[0].tensor), (std::vector<float>{3}));
+  EXPECT_EQ(values<float>((*r)[0].tensor), (std::vector<float>{3}));
 }
 
 TEST(Loop, ConditionFromTheBodyStopsTheLoop) {
@@ -204,8 +176,8 @@ TEST(Loop, ConditionFromTheBodyStopsTheLoop) {
                      {"x0", RtValue::of(f32({}, {1}))}},
                     ctx);
   ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(values((*r)[0].tensor), (std::vector<float>{8}));
-  EXPECT_EQ(values((*r)[1].tensor), (std::vector<float>{1, 2, 4}));
+  EXPECT_EQ(values<float>((*r)[0].tensor), (std::vector<float>{8}));
+  EXPECT_EQ(values<float>((*r)[1].tensor), (std::vector<float>{1, 2, 4}));
   // The trip count still bounds it.
   auto r2 = runGraph(g,
                      {{"flags", RtValue::seq(fl, DType::Bool)},
@@ -214,7 +186,7 @@ TEST(Loop, ConditionFromTheBodyStopsTheLoop) {
                       {"x0", RtValue::of(f32({}, {1}))}},
                      ctx);
   ASSERT_TRUE(r2.ok()) << r2.error().message();
-  EXPECT_EQ(values((*r2)[0].tensor), (std::vector<float>{2}));
+  EXPECT_EQ(values<float>((*r2)[0].tensor), (std::vector<float>{2}));
 }
 
 TEST(Loop, SequenceAndOptionalLoopCarriedValues) {
@@ -335,17 +307,17 @@ TEST(Scan, Opset9AxesAndDirections) {
   Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
   auto base = run(*n, {RtValue::of(f32({2}, {0, 0})), RtValue::of(x)}, 11);
   ASSERT_TRUE(base.ok()) << base.error().message();
-  EXPECT_EQ(values((*base)[0].tensor), (std::vector<float>{9, 12}));
-  EXPECT_EQ(values((*base)[1].tensor), (std::vector<float>{1, 2, 4, 6, 9, 12}));
+  EXPECT_EQ(values<float>((*base)[0].tensor), (std::vector<float>{9, 12}));
+  EXPECT_EQ(values<float>((*base)[1].tensor), (std::vector<float>{1, 2, 4, 6, 9, 12}));
 
   // Scan along axis -1 (columns) in reverse: steps see [2,4,6] then [1,3,5].
   n->attributes["scan_input_axes"].value = std::vector<int64_t>{-1};
   n->attributes["scan_input_directions"].value = std::vector<int64_t>{1};
   auto r = run(*n, {RtValue::of(f32({3}, {0, 0, 0})), RtValue::of(x)}, 11);
   ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(values((*r)[0].tensor), (std::vector<float>{3, 7, 11}));
+  EXPECT_EQ(values<float>((*r)[0].tensor), (std::vector<float>{3, 7, 11}));
   EXPECT_EQ((*r)[1].tensor.shape(), (Shape{2, 3}));
-  EXPECT_EQ(values((*r)[1].tensor), (std::vector<float>{2, 4, 6, 3, 7, 11}));
+  EXPECT_EQ(values<float>((*r)[1].tensor), (std::vector<float>{2, 4, 6, 3, 7, 11}));
 
   // Output stacked along axis 1, in reverse order.
   n->attributes["scan_output_axes"].value = std::vector<int64_t>{1};
@@ -353,7 +325,7 @@ TEST(Scan, Opset9AxesAndDirections) {
   auto r2 = run(*n, {RtValue::of(f32({3}, {0, 0, 0})), RtValue::of(x)}, 11);
   ASSERT_TRUE(r2.ok()) << r2.error().message();
   EXPECT_EQ((*r2)[1].tensor.shape(), (Shape{3, 2}));
-  EXPECT_EQ(values((*r2)[1].tensor), (std::vector<float>{3, 2, 7, 4, 11, 6}));
+  EXPECT_EQ(values<float>((*r2)[1].tensor), (std::vector<float>{3, 2, 7, 4, 11, 6}));
 }
 
 TEST(Scan, Opset9ErrorsOnBadAxesAndLengths) {
@@ -389,7 +361,7 @@ TEST(Scan, Opset9EmptySequenceGivesInitialStateAndEmptyOutput) {
   n->attributes["num_scan_inputs"].value = int64_t{1};
   auto r = run(*n, {RtValue::of(f32({2}, {5, 6})), RtValue::of(Tensor(DType::Float, {0, 2}))}, 11);
   ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(values((*r)[0].tensor), (std::vector<float>{5, 6}));
+  EXPECT_EQ(values<float>((*r)[0].tensor), (std::vector<float>{5, 6}));
   EXPECT_EQ((*r)[1].tensor.shape(), (Shape{0, 2}));
 }
 
@@ -405,14 +377,14 @@ TEST(Scan, Opset8BatchWithSequenceLengthsPadsWithZeros) {
   lens.data<int32_t>()[1] = 1;
   auto r = run(*n, {RtValue::of(lens), RtValue::of(f32({2, 1}, {0, 100})), RtValue::of(x)}, 8);
   ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(values((*r)[0].tensor), (std::vector<float>{6, 110}));
+  EXPECT_EQ(values<float>((*r)[0].tensor), (std::vector<float>{6, 110}));
   EXPECT_EQ((*r)[1].tensor.shape(), (Shape{2, 3, 1}));
-  EXPECT_EQ(values((*r)[1].tensor), (std::vector<float>{1, 3, 6, 110, 0, 0}));
+  EXPECT_EQ(values<float>((*r)[1].tensor), (std::vector<float>{1, 3, 6, 110, 0, 0}));
   // Reverse direction: batch 0 sums 3, 2, 1.
   n->attributes["directions"].value = std::vector<int64_t>{1};
   auto rr = run(*n, {std::nullopt, RtValue::of(f32({2, 1}, {0, 0})), RtValue::of(x)}, 8);
   ASSERT_TRUE(rr.ok()) << rr.error().message();
-  EXPECT_EQ(values((*rr)[1].tensor), (std::vector<float>{3, 5, 6, 30, 50, 60}));
+  EXPECT_EQ(values<float>((*rr)[1].tensor), (std::vector<float>{3, 5, 6, 30, 50, 60}));
   // A length beyond the sequence and a batch mismatch are errors.
   lens.data<int32_t>()[1] = 4;
   EXPECT_FALSE(run(*n, {RtValue::of(lens), RtValue::of(f32({2, 1}, {0, 0})), RtValue::of(x)}, 8).ok());
@@ -434,7 +406,7 @@ TEST(SequenceMap, MapsSequencesAndBroadcastsTensors) {
   auto r = run(*n, {RtValue::seq({f32({1}, {1}), f32({2}, {2, 3})}), RtValue::of(f32({}, {10}))});
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_EQ((*r)[0].sequence.size(), 2u);
-  EXPECT_EQ(values((*r)[0].sequence[1]), (std::vector<float>{12, 13}));
+  EXPECT_EQ(values<float>((*r)[0].sequence[1]), (std::vector<float>{12, 13}));
   // Two sequences of different lengths are an error; an empty sequence maps to an empty one.
   EXPECT_FALSE(run(*n, {RtValue::seq({f32({1}, {1})}), RtValue::seq({})}).ok());
   auto e = run(*n, {RtValue::seq({}, DType::Float), RtValue::of(f32({}, {10}))});
@@ -475,7 +447,7 @@ TEST(Sequence, EmptyConstructLengthAt) {
   p32.data<int32_t>()[0] = 0;
   auto first = run(*at, {(*s)[0], RtValue::of(p32)});
   ASSERT_TRUE(first.ok());
-  EXPECT_EQ(values((*first)[0].tensor), (std::vector<float>{1}));
+  EXPECT_EQ(values<float>((*first)[0].tensor), (std::vector<float>{1}));
   EXPECT_FALSE(run(*at, {(*s)[0], RtValue::of(i64({}, {2}))}).ok());
   EXPECT_FALSE(run(*at, {(*s)[0], RtValue::of(i64({}, {-3}))}).ok());
   EXPECT_FALSE(run(*at, {(*s)[0], RtValue::of(f32({}, {0}))}).ok());
@@ -521,23 +493,23 @@ TEST(Sequence, SplitToSequence) {
   ASSERT_TRUE(keep.ok()) << keep.error().message();
   ASSERT_EQ((*keep)[0].sequence.size(), 3u);
   EXPECT_EQ((*keep)[0].sequence[1].shape(), (Shape{2, 1}));
-  EXPECT_EQ(values((*keep)[0].sequence[1]), (std::vector<float>{2, 5}));
+  EXPECT_EQ(values<float>((*keep)[0].sequence[1]), (std::vector<float>{2, 5}));
   split->attributes["keepdims"].value = int64_t{0};
   auto sq = run(*split, {RtValue::of(x), std::nullopt});
   ASSERT_TRUE(sq.ok());
   EXPECT_EQ((*sq)[0].sequence[2].shape(), (Shape{2}));
-  EXPECT_EQ(values((*sq)[0].sequence[2]), (std::vector<float>{3, 6}));
+  EXPECT_EQ(values<float>((*sq)[0].sequence[2]), (std::vector<float>{3, 6}));
   // Scalar split 2 along 3: sizes 2 and 1 (keepdims ignored).
   auto sc = run(*split, {RtValue::of(x), RtValue::of(i64({}, {2}))});
   ASSERT_TRUE(sc.ok());
   ASSERT_EQ((*sc)[0].sequence.size(), 2u);
   EXPECT_EQ((*sc)[0].sequence[0].shape(), (Shape{2, 2}));
-  EXPECT_EQ(values((*sc)[0].sequence[1]), (std::vector<float>{3, 6}));
+  EXPECT_EQ(values<float>((*sc)[0].sequence[1]), (std::vector<float>{3, 6}));
   // 1-D split [1, 0, 2], including an empty piece.
   auto v = run(*split, {RtValue::of(x), RtValue::of(i64({3}, {1, 0, 2}))});
   ASSERT_TRUE(v.ok());
   EXPECT_EQ((*v)[0].sequence[1].shape(), (Shape{2, 0}));
-  EXPECT_EQ(values((*v)[0].sequence[2]), (std::vector<float>{2, 3, 5, 6}));
+  EXPECT_EQ(values<float>((*v)[0].sequence[2]), (std::vector<float>{2, 3, 5, 6}));
   // Bad: sizes that do not add up, negative or zero sizes, axis out of range, rank 0.
   EXPECT_FALSE(run(*split, {RtValue::of(x), RtValue::of(i64({2}, {1, 1}))}).ok());
   EXPECT_FALSE(run(*split, {RtValue::of(x), RtValue::of(i64({2}, {4, -1}))}).ok());
@@ -574,13 +546,13 @@ TEST(Sequence, ConcatFromSequence) {
   auto c = run(*concat, {seq});
   ASSERT_TRUE(c.ok()) << c.error().message();
   EXPECT_EQ((*c)[0].tensor.shape(), (Shape{1, 4}));
-  EXPECT_EQ(values((*c)[0].tensor), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(values<float>((*c)[0].tensor), (std::vector<float>{1, 2, 3, 4}));
   // new_axis: axis may be rank (-1 = the new last axis).
   concat->attributes["new_axis"].value = int64_t{1};
   auto s = run(*concat, {seq});
   ASSERT_TRUE(s.ok());
   EXPECT_EQ((*s)[0].tensor.shape(), (Shape{1, 2, 2}));
-  EXPECT_EQ(values((*s)[0].tensor), (std::vector<float>{1, 3, 2, 4}));
+  EXPECT_EQ(values<float>((*s)[0].tensor), (std::vector<float>{1, 3, 2, 4}));
   concat->attributes["axis"].value = int64_t{3};
   EXPECT_FALSE(run(*concat, {seq}).ok());
   // Scalars stack with new_axis; without it they cannot be concatenated.
@@ -625,7 +597,7 @@ TEST(Optional, WrapTestAndGet) {
   ir::Node* get = makeNode(g, "OptionalGetElement", 1, 1);
   auto got = run(*get, {(*some)[0]});
   ASSERT_TRUE(got.ok());
-  EXPECT_EQ(values((*got)[0].tensor), (std::vector<float>{4}));
+  EXPECT_EQ(values<float>((*got)[0].tensor), (std::vector<float>{4}));
   auto bad = run(*get, {(*none)[0]});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("empty"), std::string::npos);

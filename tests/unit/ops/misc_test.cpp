@@ -6,64 +6,25 @@
 #include <cmath>
 #include <set>
 
-#include "lib/ops/registry.h"
-#include "lib/support/half.h"
+#include "tests/unit/ops/op_test_util.h"
 
 namespace poprt::ops {
 namespace {
-
-struct OneNode {
-  ir::Graph g;
-  ir::Node* node;
-  OneNode(const std::string& op, size_t inputs, size_t outputs = 1, const std::string& domain = "") {
-    std::vector<ir::Value*> ins, outs;
-    for (size_t i = 0; i < inputs; ++i) ins.push_back(g.addInput("in" + std::to_string(i), {}));
-    for (size_t i = 0; i < outputs; ++i) outs.push_back(g.addValue("out" + std::to_string(i)));
-    node = g.addNode(op, ins, outs, "n", domain);
-  }
-  void set(const std::string& name, ir::AttributeValue v) { node->attributes[name].value = std::move(v); }
-  Expected<std::vector<Tensor>> run(const std::vector<const Tensor*>& in) { return evaluateNode(*node, in); }
-};
-
-Tensor floats(Shape shape, std::vector<float> v) {
-  Tensor t(DType::Float, std::move(shape));
-  std::copy(v.begin(), v.end(), t.data<float>().begin());
-  return t;
-}
-
-Tensor i64(Shape shape, std::vector<int64_t> v) {
-  Tensor t(DType::Int64, std::move(shape));
-  std::copy(v.begin(), v.end(), t.data<int64_t>().begin());
-  return t;
-}
-
-Tensor strs(Shape shape, std::vector<std::string> v) {
-  Tensor t(DType::String, std::move(shape));
-  t.strings() = std::move(v);
-  return t;
-}
-
-void expectFloats(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
-  ASSERT_EQ(t.dtype(), DType::Float);
-  auto d = t.data<float>();
-  ASSERT_EQ(d.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(d[i], want[i], tol) << "[" << i << "]";
-}
 
 // ----- NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss -----
 
 TEST(NllLoss, ReductionsWithWeights) {
   OneNode n("NegativeLogLikelihoodLoss", 3);
-  Tensor x = floats({2, 3}, {-1, -2, -3, -0.5f, -1.5f, -2.5f});
+  Tensor x = f32({2, 3}, {-1, -2, -3, -0.5f, -1.5f, -2.5f});
   Tensor t = i64({2}, {2, 0});
-  Tensor w = floats({3}, {0.2f, 0.3f, 0.5f});
-  n.set("reduction", std::string("none"));
+  Tensor w = f32({3}, {0.2f, 0.3f, 0.5f});
+  n.attr("reduction", std::string("none"));
   auto none = n.run({&x, &t, &w});
   ASSERT_TRUE(none.ok()) << none.error().message();
   expectFloats((*none)[0], {1.5, 0.1});  // -x[0,2]·0.5, -x[1,0]·0.2 (by hand)
-  n.set("reduction", std::string("sum"));
+  n.attr("reduction", std::string("sum"));
   expectFloats((*n.run({&x, &t, &w}))[0], {1.6});
-  n.set("reduction", std::string("mean"));
+  n.attr("reduction", std::string("mean"));
   expectFloats((*n.run({&x, &t, &w}))[0], {1.6 / 0.7});  // sum / (0.5 + 0.2)
   auto plain = n.run({&x, &t});
   ASSERT_TRUE(plain.ok());
@@ -72,15 +33,15 @@ TEST(NllLoss, ReductionsWithWeights) {
 
 TEST(NllLoss, NegativeIgnoreIndexAndSpatialDims) {
   OneNode n("NegativeLogLikelihoodLoss", 2);
-  n.set("ignore_index", int64_t{-1});
-  n.set("reduction", std::string("none"));
-  Tensor x = floats({1, 2, 3}, {-0.1f, -0.2f, -0.3f, -1, -2, -3});
+  n.attr("ignore_index", int64_t{-1});
+  n.attr("reduction", std::string("none"));
+  Tensor x = f32({1, 2, 3}, {-0.1f, -0.2f, -0.3f, -1, -2, -3});
   Tensor t = i64({1, 3}, {1, 0, -1});
   auto r = n.run({&x, &t});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].shape(), (Shape{1, 3}));
   expectFloats((*r)[0], {1.0, 0.2, 0.0});
-  n.set("reduction", std::string("mean"));
+  n.attr("reduction", std::string("mean"));
   expectFloats((*n.run({&x, &t}))[0], {0.6});  // 1.2 over the 2 counted elements
   // Everything ignored: mean is 0/0.
   Tensor all = i64({1, 3}, {-1, -1, -1});
@@ -91,25 +52,25 @@ TEST(NllLoss, NegativeIgnoreIndexAndSpatialDims) {
 
 TEST(NllLoss, InvalidInputsAreErrors) {
   OneNode n("NegativeLogLikelihoodLoss", 3);
-  Tensor x = floats({2, 3}, {-1, -2, -3, -1, -2, -3});
+  Tensor x = f32({2, 3}, {-1, -2, -3, -1, -2, -3});
   Tensor out_of_range = i64({2}, {3, 0}), negative = i64({2}, {-1, 0}), wrong_shape = i64({3}, {0, 0, 0});
   Tensor ok_t = i64({2}, {0, 1});
-  Tensor w2 = floats({2}, {1, 1});
-  Tensor rank1 = floats({3}, {1, 2, 3});
-  Tensor ft = floats({2}, {0, 1});
+  Tensor w2 = f32({2}, {1, 1});
+  Tensor rank1 = f32({3}, {1, 2, 3});
+  Tensor ft = f32({2}, {0, 1});
   EXPECT_FALSE(n.run({&x, &out_of_range}).ok());
   EXPECT_FALSE(n.run({&x, &negative}).ok());
   EXPECT_FALSE(n.run({&x, &wrong_shape}).ok());
   EXPECT_FALSE(n.run({&x, &ok_t, &w2}).ok());
   EXPECT_FALSE(n.run({&rank1, &ok_t}).ok());
   EXPECT_FALSE(n.run({&x, &ft}).ok());
-  n.set("reduction", std::string("average"));
+  n.attr("reduction", std::string("average"));
   EXPECT_FALSE(n.run({&x, &ok_t}).ok());
 }
 
 TEST(SoftmaxCrossEntropyLoss, LogProbOutputAndFloat16) {
   OneNode n("SoftmaxCrossEntropyLoss", 2, 2);
-  Tensor x = floats({2, 3}, {1, 2, 3, 0, 0, 0});
+  Tensor x = f32({2, 3}, {1, 2, 3, 0, 0, 0});
   Tensor t = i64({2}, {2, 1});
   auto r = n.run({&x, &t});
   ASSERT_TRUE(r.ok()) << r.error().message();
@@ -118,7 +79,7 @@ TEST(SoftmaxCrossEntropyLoss, LogProbOutputAndFloat16) {
   expectFloats((*r)[1], {-2.40760596, -1.40760596, -0.40760596, -1.09861229, -1.09861229, -1.09861229});
   expectFloats((*r)[0], {(0.40760596 + 1.09861229) / 2});
   // Large logits stay finite (log-sum-exp is shifted by the max).
-  Tensor big = floats({1, 2}, {1000, 0});
+  Tensor big = f32({1, 2}, {1000, 0});
   Tensor t0 = i64({1}, {1});
   auto b = n.run({&big, &t0});
   ASSERT_TRUE(b.ok());
@@ -136,12 +97,12 @@ TEST(SoftmaxCrossEntropyLoss, LogProbOutputAndFloat16) {
 
 TEST(Det, BatchesPivotingAndSingular) {
   OneNode n("Det", 1);
-  Tensor x = floats({3, 2, 2}, {0, 1, 1, 0, 1, 2, 2, 4, 3, 0, 0, 2});
+  Tensor x = f32({3, 2, 2}, {0, 1, 1, 0, 1, 2, 2, 4, 3, 0, 0, 2});
   auto r = n.run({&x});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].shape(), Shape{3});
   expectFloats((*r)[0], {-1, 0, 6});
-  Tensor m = floats({3, 3}, {4, 3, 2, 1, 5, 7, 2, 8, 1});
+  Tensor m = f32({3, 3}, {4, 3, 2, 1, 5, 7, 2, 8, 1});
   auto d = n.run({&m});
   ASSERT_TRUE(d.ok());
   EXPECT_EQ((*d)[0].shape(), Shape{});
@@ -167,12 +128,12 @@ TEST(Det, InvalidInputsAreErrors) {
 
 Expected<std::vector<Tensor>> einsum(const std::string& eq, const std::vector<const Tensor*>& in) {
   OneNode n("Einsum", in.size());
-  n.set("equation", eq);
+  n.attr("equation", eq);
   return n.run(in);
 }
 
 TEST(Einsum, MatmulExplicitAndImplicit) {
-  Tensor a = floats({2, 2}, {1, 2, 3, 4}), b = floats({2, 2}, {5, 6, 7, 8});
+  Tensor a = f32({2, 2}, {1, 2, 3, 4}), b = f32({2, 2}, {5, 6, 7, 8});
   for (const char* eq : {"ij,jk->ik", "ij,jk", " i j , j k -> i k "}) {
     auto r = einsum(eq, {&a, &b});
     ASSERT_TRUE(r.ok()) << eq << ": " << r.error().message();
@@ -185,11 +146,11 @@ TEST(Einsum, MatmulExplicitAndImplicit) {
 }
 
 TEST(Einsum, TraceDiagonalOuterAndSum) {
-  Tensor a = floats({2, 2}, {1, 2, 3, 4});
+  Tensor a = f32({2, 2}, {1, 2, 3, 4});
   expectFloats((*einsum("ii", {&a}))[0], {5});
   expectFloats((*einsum("ii->i", {&a}))[0], {1, 4});
   expectFloats((*einsum("ij->", {&a}))[0], {10});
-  Tensor u = floats({2}, {1, 2}), v = floats({3}, {1, 10, 100});
+  Tensor u = f32({2}, {1, 2}), v = f32({3}, {1, 10, 100});
   auto o = einsum("i,j->ij", {&u, &v});
   ASSERT_TRUE(o.ok());
   EXPECT_EQ((*o)[0].shape(), (Shape{2, 3}));
@@ -206,19 +167,19 @@ TEST(Einsum, TraceDiagonalOuterAndSum) {
 
 TEST(Einsum, EllipsisBroadcasting) {
   // Row-wise dot products: [2,3] with [3] -> [2].
-  Tensor a = floats({2, 3}, {1, 2, 3, 4, 5, 6}), b = floats({3}, {1, 0, -1});
+  Tensor a = f32({2, 3}, {1, 2, 3, 4, 5, 6}), b = f32({3}, {1, 0, -1});
   auto r = einsum("...i,...i->...", {&a, &b});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].shape(), Shape{2});
   expectFloats((*r)[0], {-2, -2});
   // Batched matmul with a broadcast batch dim: [2,1,2] x [1,2,1] -> [2,1,1].
-  Tensor x = floats({2, 1, 2}, {1, 2, 3, 4}), y = floats({1, 2, 1}, {10, 1});
+  Tensor x = f32({2, 1, 2}, {1, 2, 3, 4}), y = f32({1, 2, 1}, {10, 1});
   auto m = einsum("...ij,...jk->...ik", {&x, &y});
   ASSERT_TRUE(m.ok()) << m.error().message();
   EXPECT_EQ((*m)[0].shape(), (Shape{2, 1, 1}));
   expectFloats((*m)[0], {12, 34});
   // A labelled dim of 1 broadcasts (numpy: einsum('ij,j', ones((3,1)), ones(4)) == [4,4,4]).
-  Tensor ones31 = floats({3, 1}, {1, 1, 1}), ones4 = floats({4}, {1, 1, 1, 1});
+  Tensor ones31 = f32({3, 1}, {1, 1, 1}), ones4 = f32({4}, {1, 1, 1, 1});
   auto bc = einsum("ij,j", {&ones31, &ones4});
   ASSERT_TRUE(bc.ok()) << bc.error().message();
   expectFloats((*bc)[0], {4, 4, 4});
@@ -238,14 +199,14 @@ TEST(Einsum, IntegersEmptyAndThreeOperands) {
   auto s = einsum("ij->i", {&e});
   ASSERT_TRUE(s.ok());
   expectFloats((*s)[0], {0, 0});
-  Tensor u = floats({2}, {1, 2}), v = floats({2}, {3, 4}), w = floats({2}, {5, 6});
+  Tensor u = f32({2}, {1, 2}), v = f32({2}, {3, 4}), w = f32({2}, {5, 6});
   auto t = einsum("i,j,k->", {&u, &v, &w});  // (1+2)(3+4)(5+6)
   ASSERT_TRUE(t.ok());
   expectFloats((*t)[0], {231});
 }
 
 TEST(Einsum, InvalidEquationsAreErrors) {
-  Tensor a = floats({2, 2}, {1, 2, 3, 4}), b = floats({3}, {1, 2, 3});
+  Tensor a = f32({2, 2}, {1, 2, 3, 4}), b = f32({3}, {1, 2, 3});
   EXPECT_FALSE(einsum("ij,jk->ik", {&a}).ok());    // two terms, one input
   EXPECT_FALSE(einsum("ijk", {&a}).ok());          // rank mismatch
   EXPECT_FALSE(einsum("ij->k", {&a}).ok());        // output label not in inputs
@@ -256,7 +217,7 @@ TEST(Einsum, InvalidEquationsAreErrors) {
   EXPECT_FALSE(einsum("......", {&a}).ok());
   EXPECT_FALSE(einsum("...i->i", {&a}).ok());      // ellipsis dims without '...' in the output
   EXPECT_FALSE(einsum("", {&a}).ok());
-  Tensor rect = floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor rect = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   EXPECT_FALSE(einsum("ii", {&rect}).ok());        // diagonal of differing dims
   Tensor bools(DType::Bool, {2});
   EXPECT_FALSE(einsum("i", {&bools}).ok());
@@ -266,20 +227,20 @@ TEST(Einsum, InvalidEquationsAreErrors) {
 
 TEST(StringNormalizer, CaseInsensitiveStopwordsAndUnicode) {
   OneNode n("StringNormalizer", 1);
-  n.set("stopwords", std::vector<std::string>{"THE"});
-  n.set("case_change_action", std::string("UPPER"));
-  Tensor x = strs({4}, {"the", "Café", "The", "straße"});
+  n.attr("stopwords", std::vector<std::string>{"THE"});
+  n.attr("case_change_action", std::string("UPPER"));
+  Tensor x = strings({4}, {"the", "Café", "The", "straße"});
   auto r = n.run({&x});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].shape(), Shape{2});
   EXPECT_EQ((*r)[0].strings(), (std::vector<std::string>{"CAFÉ", "STRAßE"}));
-  n.set("case_change_action", std::string("LOWER"));
-  n.set("is_case_sensitive", int64_t{1});
+  n.attr("case_change_action", std::string("LOWER"));
+  n.attr("is_case_sensitive", int64_t{1});
   auto s = n.run({&x});
   ASSERT_TRUE(s.ok());
   EXPECT_EQ((*s)[0].strings(), (std::vector<std::string>{"the", "café", "the", "straße"}));
   // Invalid UTF-8 passes through unchanged.
-  Tensor bad = strs({1}, {std::string("A\xff\xc3", 3)});
+  Tensor bad = strings({1}, {std::string("A\xff\xc3", 3)});
   auto b = n.run({&bad});
   ASSERT_TRUE(b.ok());
   EXPECT_EQ((*b)[0].strings()[0], std::string("a\xff\xc3", 3));
@@ -287,18 +248,18 @@ TEST(StringNormalizer, CaseInsensitiveStopwordsAndUnicode) {
 
 TEST(StringNormalizer, EmptyResultAndBadShapes) {
   OneNode n("StringNormalizer", 1);
-  n.set("stopwords", std::vector<std::string>{"a"});
-  Tensor x = strs({1, 2}, {"a", "a"});
+  n.attr("stopwords", std::vector<std::string>{"a"});
+  Tensor x = strings({1, 2}, {"a", "a"});
   auto r = n.run({&x});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].shape(), (Shape{1, 1}));
   EXPECT_EQ((*r)[0].strings(), std::vector<std::string>{""});
-  Tensor two_rows = strs({2, 1}, {"a", "b"});
+  Tensor two_rows = strings({2, 1}, {"a", "b"});
   EXPECT_FALSE(n.run({&two_rows}).ok());
   Tensor nums(DType::Float, {2});
   EXPECT_FALSE(n.run({&nums}).ok());
-  n.set("case_change_action", std::string("TITLE"));
-  Tensor y = strs({1}, {"b"});
+  n.attr("case_change_action", std::string("TITLE"));
+  Tensor y = strings({1}, {"b"});
   EXPECT_FALSE(n.run({&y}).ok());
 }
 
@@ -306,53 +267,53 @@ TEST(StringNormalizer, EmptyResultAndBadShapes) {
 
 TEST(TfIdfVectorizer, StringPoolAndModes) {
   OneNode n("TfIdfVectorizer", 1);
-  n.set("mode", std::string("TF"));
-  n.set("min_gram_length", int64_t{1});
-  n.set("max_gram_length", int64_t{2});
-  n.set("max_skip_count", int64_t{1});
-  n.set("ngram_counts", std::vector<int64_t>{0, 2});
-  n.set("ngram_indexes", std::vector<int64_t>{0, 1, 2});
-  n.set("pool_strings", std::vector<std::string>{"a", "b", "a", "b"});  // unigrams a, b; bigram (a,b)
-  Tensor x = strs({2, 3}, {"a", "b", "b", "a", "c", "b"});
+  n.attr("mode", std::string("TF"));
+  n.attr("min_gram_length", int64_t{1});
+  n.attr("max_gram_length", int64_t{2});
+  n.attr("max_skip_count", int64_t{1});
+  n.attr("ngram_counts", std::vector<int64_t>{0, 2});
+  n.attr("ngram_indexes", std::vector<int64_t>{0, 1, 2});
+  n.attr("pool_strings", std::vector<std::string>{"a", "b", "a", "b"});  // unigrams a, b; bigram (a,b)
+  Tensor x = strings({2, 3}, {"a", "b", "b", "a", "c", "b"});
   auto r = n.run({&x});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].shape(), (Shape{2, 3}));
   // Row 0 [a b b]: a=1, b=2, (a,b) at distance 1 and 2 -> 2. Row 1 [a c b]: a=1, b=1, (a,b) at distance 2 -> 1.
   expectFloats((*r)[0], {1, 2, 2, 1, 1, 1});
-  n.set("weights", std::vector<float>{0.5f, 2.0f, 3.0f});
-  n.set("mode", std::string("TFIDF"));
+  n.attr("weights", std::vector<float>{0.5f, 2.0f, 3.0f});
+  n.attr("mode", std::string("TFIDF"));
   expectFloats((*n.run({&x}))[0], {0.5, 4, 6, 0.5, 2, 3});
-  n.set("mode", std::string("IDF"));
+  n.attr("mode", std::string("IDF"));
   expectFloats((*n.run({&x}))[0], {0.5, 2, 3, 0.5, 2, 3});
 }
 
 TEST(TfIdfVectorizer, InvalidAttributesAreErrors) {
   OneNode n("TfIdfVectorizer", 1);
-  n.set("mode", std::string("TF"));
-  n.set("min_gram_length", int64_t{1});
-  n.set("max_gram_length", int64_t{1});
-  n.set("max_skip_count", int64_t{0});
-  n.set("ngram_counts", std::vector<int64_t>{0});
-  n.set("ngram_indexes", std::vector<int64_t>{0, 1});
-  n.set("pool_int64s", std::vector<int64_t>{7, 8});
+  n.attr("mode", std::string("TF"));
+  n.attr("min_gram_length", int64_t{1});
+  n.attr("max_gram_length", int64_t{1});
+  n.attr("max_skip_count", int64_t{0});
+  n.attr("ngram_counts", std::vector<int64_t>{0});
+  n.attr("ngram_indexes", std::vector<int64_t>{0, 1});
+  n.attr("pool_int64s", std::vector<int64_t>{7, 8});
   Tensor x = i64({3}, {7, 7, 8});
   auto ok = n.run({&x});
   ASSERT_TRUE(ok.ok()) << ok.error().message();
   expectFloats((*ok)[0], {2, 1});
-  Tensor s = strs({1}, {"7"});
+  Tensor s = strings({1}, {"7"});
   EXPECT_FALSE(n.run({&s}).ok());  // string input, int pool
-  n.set("ngram_counts", std::vector<int64_t>{0, 5});
+  n.attr("ngram_counts", std::vector<int64_t>{0, 5});
   EXPECT_FALSE(n.run({&x}).ok());
-  n.set("ngram_counts", std::vector<int64_t>{0});
-  n.set("ngram_indexes", std::vector<int64_t>{0});
+  n.attr("ngram_counts", std::vector<int64_t>{0});
+  n.attr("ngram_indexes", std::vector<int64_t>{0});
   EXPECT_FALSE(n.run({&x}).ok());  // fewer indexes than n-grams
-  n.set("ngram_indexes", std::vector<int64_t>{0, -1});
+  n.attr("ngram_indexes", std::vector<int64_t>{0, -1});
   EXPECT_FALSE(n.run({&x}).ok());
-  n.set("ngram_indexes", std::vector<int64_t>{0, 1});
-  n.set("min_gram_length", int64_t{0});
+  n.attr("ngram_indexes", std::vector<int64_t>{0, 1});
+  n.attr("min_gram_length", int64_t{0});
   EXPECT_FALSE(n.run({&x}).ok());
-  n.set("min_gram_length", int64_t{1});
-  n.set("mode", std::string("BM25"));
+  n.attr("min_gram_length", int64_t{1});
+  n.attr("mode", std::string("BM25"));
   EXPECT_FALSE(n.run({&x}).ok());
 }
 
@@ -360,11 +321,11 @@ TEST(TfIdfVectorizer, InvalidAttributesAreErrors) {
 
 TEST(Random, SeededShapesDtypesAndRanges) {
   OneNode n("RandomUniform", 0);
-  n.set("shape", std::vector<int64_t>{3, 4});
-  n.set("low", -2.0f);
-  n.set("high", 3.0f);
-  n.set("seed", 5.0f);
-  n.set("dtype", int64_t{11});
+  n.attr("shape", std::vector<int64_t>{3, 4});
+  n.attr("low", -2.0f);
+  n.attr("high", 3.0f);
+  n.attr("seed", 5.0f);
+  n.attr("dtype", int64_t{11});
   auto a = n.run({});
   auto b = n.run({});
   ASSERT_TRUE(a.ok()) << a.error().message();
@@ -372,22 +333,22 @@ TEST(Random, SeededShapesDtypesAndRanges) {
   ASSERT_EQ((*a)[0].dtype(), DType::Double);
   EXPECT_EQ((*a)[0], (*b)[0]);  // same seed, same values
   for (double v : (*a)[0].data<double>()) EXPECT_TRUE(v >= -2 && v < 3);
-  n.set("seed", 6.0f);
+  n.attr("seed", 6.0f);
   EXPECT_NE((*n.run({}))[0], (*a)[0]);
-  n.set("dtype", int64_t{6});
+  n.attr("dtype", int64_t{6});
   EXPECT_FALSE(n.run({}).ok());  // int32 output
-  n.set("dtype", int64_t{1});
-  n.set("shape", std::vector<int64_t>{-1});
+  n.attr("dtype", int64_t{1});
+  n.attr("shape", std::vector<int64_t>{-1});
   EXPECT_FALSE(n.run({}).ok());
-  n.set("shape", std::vector<int64_t>{1 << 30, 1 << 30});
+  n.attr("shape", std::vector<int64_t>{1 << 30, 1 << 30});
   EXPECT_FALSE(n.run({}).ok());
 }
 
 TEST(Random, NormalMomentsAndLikeOps) {
   OneNode n("RandomNormal", 0);
-  n.set("shape", std::vector<int64_t>{20000});
-  n.set("mean", 3.0f);
-  n.set("scale", 2.0f);
+  n.attr("shape", std::vector<int64_t>{20000});
+  n.attr("mean", 3.0f);
+  n.attr("scale", 2.0f);
   auto r = n.run({});
   ASSERT_TRUE(r.ok());
   double sum = 0, sq = 0;
@@ -406,7 +367,7 @@ TEST(Random, NormalMomentsAndLikeOps) {
   EXPECT_EQ((*l)[0].shape(), (Shape{2, 0, 3}));
   Tensor ints(DType::Int32, {2});
   EXPECT_FALSE(like.run({&ints}).ok());  // int output unless dtype says float
-  like.set("dtype", int64_t{1});
+  like.attr("dtype", int64_t{1});
   auto li = like.run({&ints});
   ASSERT_TRUE(li.ok());
   EXPECT_EQ((*li)[0].dtype(), DType::Float);
@@ -418,9 +379,9 @@ TEST(Random, NormalMomentsAndLikeOps) {
 
 TEST(Random, MultinomialAndBernoulli) {
   OneNode m("Multinomial", 1);
-  m.set("sample_size", int64_t{5});
-  m.set("dtype", int64_t{7});
-  Tensor x = floats({2, 3}, {-INFINITY, 0, -INFINITY, 0, -INFINITY, -INFINITY});
+  m.attr("sample_size", int64_t{5});
+  m.attr("dtype", int64_t{7});
+  Tensor x = f32({2, 3}, {-INFINITY, 0, -INFINITY, 0, -INFINITY, -INFINITY});
   auto r = m.run({&x});
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_EQ((*r)[0].dtype(), DType::Int64);
@@ -429,24 +390,24 @@ TEST(Random, MultinomialAndBernoulli) {
     EXPECT_EQ((*r)[0].data<int64_t>()[i], 1);
     EXPECT_EQ((*r)[0].data<int64_t>()[5 + i], 0);
   }
-  Tensor dead = floats({1, 2}, {-INFINITY, -INFINITY});
+  Tensor dead = f32({1, 2}, {-INFINITY, -INFINITY});
   EXPECT_FALSE(m.run({&dead}).ok());
-  m.set("dtype", int64_t{1});
+  m.attr("dtype", int64_t{1});
   EXPECT_FALSE(m.run({&x}).ok());
 
   OneNode b("Bernoulli", 1);
-  Tensor p = floats({4}, {0, 1, 0, 1});
+  Tensor p = f32({4}, {0, 1, 0, 1});
   auto y = b.run({&p});
   ASSERT_TRUE(y.ok());
   expectFloats((*y)[0], {0, 1, 0, 1});
-  b.set("dtype", int64_t{9});
+  b.attr("dtype", int64_t{9});
   auto yb = b.run({&p});
   ASSERT_TRUE(yb.ok());
   ASSERT_EQ((*yb)[0].dtype(), DType::Bool);
   EXPECT_EQ((*yb)[0].data<bool>()[1], true);
   Tensor ints(DType::Int32, {2});
   EXPECT_FALSE(b.run({&ints}).ok());
-  b.set("dtype", int64_t{8});
+  b.attr("dtype", int64_t{8});
   EXPECT_FALSE(b.run({&p}).ok());
 }
 
@@ -456,8 +417,8 @@ const char* kTraining = "ai.onnx.preview.training";
 
 TEST(Training, AdagradWithDecay) {
   OneNode n("Adagrad", 5, 2, kTraining);
-  n.set("decay_factor", 0.5f);
-  Tensor r = floats({}, {0.3f}), t = i64({}, {1}), x = floats({1}, {3}), g = floats({1}, {4}), h = floats({1}, {9});
+  n.attr("decay_factor", 0.5f);
+  Tensor r = f32({}, {0.3f}), t = i64({}, {1}), x = f32({1}, {3}), g = f32({1}, {4}), h = f32({1}, {9});
   auto out = n.run({&r, &t, &x, &g, &h});
   ASSERT_TRUE(out.ok()) << out.error().message();
   ASSERT_EQ(out->size(), 2u);
@@ -467,8 +428,8 @@ TEST(Training, AdagradWithDecay) {
 
 TEST(Training, AdamWithBiasCorrection) {
   OneNode n("Adam", 6, 3, kTraining);
-  Tensor r = floats({}, {0.1f}), t = i64({}, {2});
-  Tensor x = floats({2}, {1, -2}), g = floats({2}, {0.5f, 0.25f}), v = floats({2}, {0.1f, 0.2f}), h = floats({2}, {0.3f, 0.4f});
+  Tensor r = f32({}, {0.1f}), t = i64({}, {2});
+  Tensor x = f32({2}, {1, -2}), g = f32({2}, {0.5f, 0.25f}), v = f32({2}, {0.1f, 0.2f}), h = f32({2}, {0.3f, 0.4f});
   auto out = n.run({&r, &t, &x, &g, &v, &h});
   ASSERT_TRUE(out.ok()) << out.error().message();
   ASSERT_EQ(out->size(), 3u);
@@ -480,27 +441,27 @@ TEST(Training, AdamWithBiasCorrection) {
 
 TEST(Training, MomentumStandardAndNesterov) {
   OneNode n("Momentum", 5, 2, kTraining);
-  n.set("alpha", 0.9f);
-  n.set("beta", 0.5f);
-  n.set("norm_coefficient", 0.1f);
-  n.set("mode", std::string("standard"));
-  Tensor r = floats({}, {0.05f}), t = i64({}, {3}), x = floats({2}, {1, 2}), g = floats({2}, {0.5f, -1}), v = floats({2}, {0.2f, 0.4f});
+  n.attr("alpha", 0.9f);
+  n.attr("beta", 0.5f);
+  n.attr("norm_coefficient", 0.1f);
+  n.attr("mode", std::string("standard"));
+  Tensor r = f32({}, {0.05f}), t = i64({}, {3}), x = f32({2}, {1, 2}), g = f32({2}, {0.5f, -1}), v = f32({2}, {0.2f, 0.4f});
   auto out = n.run({&r, &t, &x, &g, &v});
   ASSERT_TRUE(out.ok()) << out.error().message();
   expectFloats((*out)[0], {0.976, 2.002});  // numpy
   expectFloats((*out)[1], {0.48, -0.04});
-  n.set("mode", std::string("nesterov"));
+  n.attr("mode", std::string("nesterov"));
   expectFloats((*n.run({&r, &t, &x, &g, &v}))[0], {0.9484, 2.0418});
-  n.set("mode", std::string("heavy"));
+  n.attr("mode", std::string("heavy"));
   EXPECT_FALSE(n.run({&r, &t, &x, &g, &v}).ok());
 }
 
 TEST(Training, InvalidInputsAreErrors) {
   OneNode n("Adagrad", 5, 2, kTraining);
-  Tensor r = floats({}, {0.3f}), t = i64({}, {1}), x = floats({1}, {3}), g2 = floats({2}, {4, 4}), h = floats({1}, {9});
+  Tensor r = f32({}, {0.3f}), t = i64({}, {1}), x = f32({1}, {3}), g2 = f32({2}, {4, 4}), h = f32({1}, {9});
   EXPECT_FALSE(n.run({&r, &t, &x, &g2, &h}).ok());  // G shaped unlike X
   EXPECT_FALSE(n.run({&r, &t, &x, &h}).ok());       // not 3 lists
-  Tensor rv = floats({2}, {0.1f, 0.2f});
+  Tensor rv = f32({2}, {0.1f, 0.2f});
   EXPECT_FALSE(n.run({&rv, &t, &x, &x, &h}).ok());  // R not a scalar
   OneNode m("Momentum", 5, 2, kTraining);  // alpha, beta, mode, norm_coefficient are required
   EXPECT_FALSE(m.run({&r, &t, &x, &x, &h}).ok());

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <random>
 
-#include "lib/ops/registry.h"
+#include "tests/unit/ops/op_test_util.h"
 
 namespace poprt::ops {
 namespace {
@@ -65,13 +65,9 @@ class Fuzzer {
 // Runs op_type on the inputs with the attributes; only checks that it returns.
 void runOne(const std::string& op_type, const std::vector<const Tensor*>& in, size_t n_out,
             const std::map<std::string, ir::AttributeValue>& attrs, int64_t opset) {
-  ir::Graph g;
-  std::vector<ir::Value*> ins, outs;
-  for (size_t i = 0; i < in.size(); ++i) ins.push_back(g.addInput("i" + std::to_string(i), ir::TensorType::of(DType::Float, {1})));
-  for (size_t i = 0; i < n_out; ++i) outs.push_back(g.addValue("o" + std::to_string(i)));
-  ir::Node* n = g.addNode(op_type, ins, outs);
-  for (const auto& [k, v] : attrs) n->attributes[k] = ir::Attribute{v, ""};
-  auto r = evaluateNode(*n, in, opset);
+  OneNode n(op_type, in.size(), n_out);
+  for (const auto& [k, v] : attrs) n.attr(k, v);
+  auto r = n.run(in, opset);
   if (r.ok()) {
     for (const Tensor& t : *r) EXPECT_LE(t.numElements(), int64_t{1} << 28) << op_type;
   } else {

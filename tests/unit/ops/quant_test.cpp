@@ -8,26 +8,10 @@
 #include <cmath>
 #include <filesystem>
 
-#include "lib/onnx/onnx_io.h"
-#include "lib/ops/registry.h"
-#include "lib/support/half.h"
-#include "lib/support/tensor_proto.h"
+#include "tests/unit/ops/op_test_util.h"
 
 namespace poprt::ops {
 namespace {
-
-template <class T>
-Tensor make(DType dtype, Shape shape, std::vector<T> v) {
-  Tensor t(dtype, std::move(shape));
-  auto d = t.data<T>();
-  EXPECT_EQ(d.size(), v.size());
-  std::copy(v.begin(), v.end(), d.begin());
-  return t;
-}
-Tensor f32(Shape s, std::vector<float> v) { return make<float>(DType::Float, std::move(s), std::move(v)); }
-Tensor u8(Shape s, std::vector<uint8_t> v) { return make<uint8_t>(DType::UInt8, std::move(s), std::move(v)); }
-Tensor s8(Shape s, std::vector<int8_t> v) { return make<int8_t>(DType::Int8, std::move(s), std::move(v)); }
-Tensor s32(Shape s, std::vector<int32_t> v) { return make<int32_t>(DType::Int32, std::move(s), std::move(v)); }
 
 // Element k of a generated tensor: ((k + salt) * 97) % mod + offset, as in the numpy script.
 template <class T>
@@ -45,37 +29,16 @@ std::vector<int64_t> ints(const Tensor& t) {
   return out;
 }
 
-ir::Node* makeNode(ir::Graph& g, const std::string& op, size_t n_in, size_t n_out) {
-  std::vector<ir::Value*> ins, outs;
-  for (size_t i = 0; i < n_in; ++i) ins.push_back(g.addInput(g.uniqueName("in"), {}));
-  for (size_t i = 0; i < n_out; ++i) outs.push_back(g.addValue(g.uniqueName("out")));
-  return g.addNode(op, ins, outs);
-}
-
 // ---- backend data, exact -----------------------------------------------------------------------
 
 class QuantBackendData : public testing::TestWithParam<std::string> {};
 
 TEST_P(QuantBackendData, MatchesExpectedOutputsExactly) {
-  const std::filesystem::path dir = std::filesystem::path("/usr/share/libonnx-testdata/data/node") / GetParam();
+  const std::filesystem::path dir = kBackendNodeData / GetParam();
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no backend data";
-  auto model = onnxio::importModel(dir / "model.onnx");
-  ASSERT_TRUE(model.ok()) << model.error().message();
-  std::vector<std::pair<std::string, Tensor>> inputs;
-  size_t i = 0;
-  for (const ir::Value* in : model->graph->inputs()) {
-    if (in->isInitializer()) continue;
-    auto t = readTensorProtoFile(dir / "test_data_set_0" / ("input_" + std::to_string(i++) + ".pb"));
-    ASSERT_TRUE(t.ok()) << t.error().message();
-    inputs.emplace_back(in->name(), std::move(t->tensor));
-  }
-  auto outs = evaluateGraph(*model->graph, inputs, {{"", model->opsetVersion()}});
-  ASSERT_TRUE(outs.ok()) << outs.error().message();
-  for (size_t o = 0; o < outs->size(); ++o) {
-    auto want = readTensorProtoFile(dir / "test_data_set_0" / ("output_" + std::to_string(o) + ".pb"));
-    ASSERT_TRUE(want.ok());
-    EXPECT_EQ((*outs)[o], want->tensor) << GetParam() << " output " << o;
-  }
+  std::vector<Tensor> got, want;
+  ASSERT_NO_FATAL_FAILURE(runBackendCase(dir, /*model_opset=*/true, got, want));
+  for (size_t o = 0; o < got.size(); ++o) EXPECT_EQ(got[o], want[o]) << GetParam() << " output " << o;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, QuantBackendData,
@@ -94,7 +57,7 @@ TEST(QuantizeLinear, RoundsHalfToEvenAndSaturates) {
   ir::Node* n = makeNode(g, "QuantizeLinear", 3, 1);
   Tensor x = f32({10}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 1000.f, -1000.f, NAN, INFINITY});
   Tensor one = f32({}, {1.f});
-  Tensor zp_s8 = s8({}, {0});
+  Tensor zp_s8 = i8({}, {0});
   auto r = evaluateNode(*n, {&x, &one, &zp_s8});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].dtype(), DType::Int8);
@@ -115,7 +78,7 @@ TEST(QuantizeLinear, PerAxisNegativeAxisFloat16Int32AndEmpty) {
   n->attributes["axis"].value = int64_t{-1};
   Tensor x = f32({2, 3}, {-1.0f, 0.26f, 3.1f, 7.5f, -0.26f, 100.0f});
   Tensor sc = f32({3}, {0.5f, 0.2f, 1.5f});
-  Tensor zp = s8({3}, {-3, 0, 120});
+  Tensor zp = i8({3}, {-3, 0, 120});
   auto r = evaluateNode(*n, {&x, &sc, &zp}, 13);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(ints<int8_t>((*r)[0]), (std::vector<int64_t>{-5, 1, 122, 12, -1, 127}));  // numpy
@@ -128,9 +91,9 @@ TEST(QuantizeLinear, PerAxisNegativeAxisFloat16Int32AndEmpty) {
   auto rh = evaluateNode(*n, {&h, &half_scale, nullptr});
   ASSERT_TRUE(rh.ok()) << rh.error().message();
   EXPECT_EQ(ints<uint8_t>((*rh)[0]), (std::vector<int64_t>{3}));
-  Tensor xi = s32({2}, {7, -7});
+  Tensor xi = i32({2}, {7, -7});
   Tensor two = f32({}, {2.f});
-  Tensor zp0 = s8({}, {0});
+  Tensor zp0 = i8({}, {0});
   auto ri = evaluateNode(*n, {&xi, &two, &zp0});
   ASSERT_TRUE(ri.ok());
   EXPECT_EQ(ints<int8_t>((*ri)[0]), (std::vector<int64_t>{4, -4}));
@@ -145,7 +108,7 @@ TEST(QuantizeLinear, InvalidParametersAreErrors) {
   ir::Node* n = makeNode(g, "QuantizeLinear", 3, 1);
   Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor sc2 = f32({2}, {1, 1}), sc3 = f32({3}, {1, 1, 1}), sc23 = f32({2, 3}, {1, 1, 1, 1, 1, 1});
-  Tensor zp2 = u8({2}, {0, 0}), zp_i32 = s32({}, {0}), one = f32({}, {1});
+  Tensor zp2 = u8({2}, {0, 0}), zp_i32 = i32({}, {0}), one = f32({}, {1});
   EXPECT_FALSE(evaluateNode(*n, {&x, &sc2, nullptr}, 13).ok());   // axis 1 has 3 slices
   EXPECT_FALSE(evaluateNode(*n, {&x, &sc3, &zp2}, 13).ok());      // zero point shape differs
   EXPECT_FALSE(evaluateNode(*n, {&x, &sc23, nullptr}, 13).ok());  // scale not 1-D
@@ -154,7 +117,7 @@ TEST(QuantizeLinear, InvalidParametersAreErrors) {
   EXPECT_FALSE(evaluateNode(*n, {&x, nullptr, nullptr}, 13).ok());
   n->attributes["axis"].value = int64_t{2};
   EXPECT_FALSE(evaluateNode(*n, {&x, &sc3, nullptr}, 13).ok());
-  Tensor xs = s8({1}, {1});
+  Tensor xs = i8({1}, {1});
   EXPECT_FALSE(evaluateNode(*n, {&xs, &one, nullptr}, 13).ok());  // int8 input
 }
 
@@ -169,13 +132,13 @@ TEST(DequantizeLinear, PerAxisInt32AndErrors) {
   ASSERT_TRUE(r.ok()) << r.error().message();
   const std::vector<float> want = {-12.8000002f, 12.6999998f, 0.f, 549.f};  // numpy float32
   for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ((*r)[0].data<float>()[i], want[i]);
-  Tensor xi = s32({3}, {-2147483647, 0, 5});
+  Tensor xi = i32({3}, {-2147483647, 0, 5});
   Tensor half = f32({}, {0.5f});
   auto ri = evaluateNode(*n, {&xi, &half, nullptr});
   ASSERT_TRUE(ri.ok()) << ri.error().message();
   EXPECT_FLOAT_EQ((*ri)[0].data<float>()[0], -1073741823.5f);
   EXPECT_FLOAT_EQ((*ri)[0].data<float>()[2], 2.5f);
-  Tensor zp_s8 = s8({}, {0});
+  Tensor zp_s8 = i8({}, {0});
   EXPECT_FALSE(evaluateNode(*n, {&x, &half, &zp_s8}).ok());   // zero point dtype differs
   Tensor xf = f32({1}, {1});
   EXPECT_FALSE(evaluateNode(*n, {&xf, &half, nullptr}).ok());  // float input
@@ -225,7 +188,7 @@ TEST(MatMulInteger, Int8BatchBroadcastAndVectors) {
   ir::Graph g;
   ir::Node* n = makeNode(g, "MatMulInteger", 4, 1);
   Tensor a = gen<int8_t>(DType::Int8, {2, 1, 2, 3}, 3, 256, -128), b = gen<int8_t>(DType::Int8, {3, 2}, 4, 256, -128);
-  Tensor azp = s8({}, {-5});
+  Tensor azp = i8({}, {-5});
   auto r = evaluateNode(*n, {&a, &b, &azp, nullptr});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].shape(), (Shape{2, 1, 2, 2}));
@@ -251,7 +214,7 @@ TEST(QLinearMatMul, PerRowAndPerColumnScalesInt8Output) {
   Tensor a = gen<uint8_t>(DType::UInt8, {2, 3}, 1), b = gen<uint8_t>(DType::UInt8, {3, 2}, 2);
   Tensor azp = u8({2}, {3, 250}), bzp = u8({2}, {7, 128});
   Tensor as = f32({2}, {0.05f, 0.1f}), bs = f32({2}, {0.02f, 0.5f}), ys = f32({}, {3.0f});
-  Tensor yzp = s8({}, {40});
+  Tensor yzp = i8({}, {40});
   auto r = evaluateNode(*n, {&a, &as, &azp, &b, &bs, &bzp, &ys, &yzp});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].dtype(), DType::Int8);
@@ -335,7 +298,7 @@ TEST(ConvInteger, InvalidShapesAndAttributesAreErrors) {
   EXPECT_FALSE(evaluateNode(*n, {&x, &w}).ok());  // group 1 needs 4 input channels in w
   setConvAttrs(n);
   ASSERT_TRUE(evaluateNode(*n, {&x, &w}).ok());
-  Tensor wzp3 = u8({3}, {1, 2, 3}), xzp2 = u8({2}, {1, 2}), xzp_s8 = s8({}, {0});
+  Tensor wzp3 = u8({3}, {1, 2, 3}), xzp2 = u8({2}, {1, 2}), xzp_s8 = i8({}, {0});
   EXPECT_FALSE(evaluateNode(*n, {&x, &w, nullptr, &wzp3}).ok());
   EXPECT_FALSE(evaluateNode(*n, {&x, &w, &xzp2}).ok());
   EXPECT_FALSE(evaluateNode(*n, {&x, &w, &xzp_s8}).ok());
@@ -367,7 +330,7 @@ TEST(QLinearConv, PerChannelScalesAndBias) {
   Tensor x = gen<uint8_t>(DType::UInt8, {1, 4, 5, 6}, 5), w = gen<uint8_t>(DType::UInt8, {4, 2, 3, 2}, 6);
   Tensor xzp = u8({}, {10}), wzp = u8({4}, {1, 2, 3, 4});
   Tensor xs = f32({}, {0.05f}), ws = f32({4}, {0.01f, 0.02f, 0.005f, 0.04f}), ys = f32({}, {2.0f}), yzp = u8({}, {100});
-  Tensor bias = s32({4}, {100, -2000, 0, 50000});
+  Tensor bias = i32({4}, {100, -2000, 0, 50000});
   auto r = evaluateNode(*n, {&x, &xs, &xzp, &w, &ws, &wzp, &ys, &yzp, &bias});
   ASSERT_TRUE(r.ok()) << r.error().message();
   const std::vector<int64_t> want = {  // numpy
@@ -375,7 +338,7 @@ TEST(QLinearConv, PerChannelScalesAndBias) {
       195, 202, 219, 219, 154, 149, 181, 141, 158, 181, 137, 138, 117, 109, 114, 111, 105, 109, 121, 123, 113, 120, 113, 107,
       114, 112, 116, 118, 106, 108, 255, 208, 255, 255, 227, 249, 255, 255, 255, 255, 248, 255, 255, 255, 255, 255, 251, 255};
   EXPECT_EQ(ints<uint8_t>((*r)[0]), want);
-  Tensor bias_bad = s32({3}, {0, 0, 0}), bias_f = f32({4}, {0, 0, 0, 0}), ws_bad = f32({2}, {1, 1});
+  Tensor bias_bad = i32({3}, {0, 0, 0}), bias_f = f32({4}, {0, 0, 0, 0}), ws_bad = f32({2}, {1, 1});
   EXPECT_FALSE(evaluateNode(*n, {&x, &xs, &xzp, &w, &ws, &wzp, &ys, &yzp, &bias_bad}).ok());
   EXPECT_FALSE(evaluateNode(*n, {&x, &xs, &xzp, &w, &ws, &wzp, &ys, &yzp, &bias_f}).ok());
   EXPECT_FALSE(evaluateNode(*n, {&x, &xs, &xzp, &w, &ws_bad, &wzp, &ys, &yzp}).ok());

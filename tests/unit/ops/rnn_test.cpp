@@ -7,10 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "lib/onnx/onnx_io.h"
-#include "lib/ops/registry.h"
-#include "lib/support/half.h"
-#include "lib/support/tensor_proto.h"
+#include "tests/unit/ops/op_test_util.h"
 
 namespace poprt::ops {
 namespace {
@@ -23,11 +20,7 @@ Tensor gen(Shape shape, int salt) {
   return t;
 }
 Tensor zeros(Shape shape) { return Tensor(DType::Float, std::move(shape)); }
-Tensor lens(std::vector<int32_t> v) {
-  Tensor t(DType::Int32, {static_cast<int64_t>(v.size())});
-  std::copy(v.begin(), v.end(), t.data<int32_t>().begin());
-  return t;
-}
+Tensor lens(const std::vector<int32_t>& v) { return i32({static_cast<int64_t>(v.size())}, v); }
 
 void expectValues(const Tensor& got, const Shape& shape, const std::vector<double>& want, double tol, const std::string& what) {
   ASSERT_EQ(got.shape(), shape) << what;
@@ -36,13 +29,6 @@ void expectValues(const Tensor& got, const Shape& shape, const std::vector<doubl
     double g = got.dtype() == DType::Float16 ? static_cast<float>(got.data<Half>()[i]) : got.data<float>()[i];
     EXPECT_NEAR(g, want[i], tol) << what << " [" << i << "]";
   }
-}
-
-ir::Node* makeNode(ir::Graph& g, const std::string& op, size_t n_in, size_t n_out) {
-  std::vector<ir::Value*> ins, outs;
-  for (size_t i = 0; i < n_in; ++i) ins.push_back(g.addInput(g.uniqueName("in"), {}));
-  for (size_t i = 0; i < n_out; ++i) outs.push_back(g.addValue(g.uniqueName("out")));
-  return g.addNode(op, ins, outs);
 }
 
 void setStrings(ir::Node* n, const std::string& name, std::vector<std::string> v) { n->attributes[name].value = std::move(v); }
@@ -69,25 +55,13 @@ constexpr int64_t T = 3, B = 2, I = 2, H = 2;
 class RnnBackendData : public testing::TestWithParam<std::string> {};
 
 TEST_P(RnnBackendData, MatchesExpectedOutputs) {
-  const std::filesystem::path dir = std::filesystem::path("/usr/share/libonnx-testdata/data/node") / GetParam();
+  const std::filesystem::path dir = kBackendNodeData / GetParam();
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no backend data";
-  auto model = onnxio::importModel(dir / "model.onnx");
-  ASSERT_TRUE(model.ok()) << model.error().message();
-  std::vector<std::pair<std::string, Tensor>> inputs;
-  size_t i = 0;
-  for (const ir::Value* in : model->graph->inputs()) {
-    if (in->isInitializer()) continue;
-    auto t = readTensorProtoFile(dir / "test_data_set_0" / ("input_" + std::to_string(i++) + ".pb"));
-    ASSERT_TRUE(t.ok()) << t.error().message();
-    inputs.emplace_back(in->name(), std::move(t->tensor));
-  }
-  auto outs = evaluateGraph(*model->graph, inputs, {{"", model->opsetVersion()}});
-  ASSERT_TRUE(outs.ok()) << outs.error().message();
-  for (size_t o = 0; o < outs->size(); ++o) {
-    auto want = readTensorProtoFile(dir / "test_data_set_0" / ("output_" + std::to_string(o) + ".pb"));
-    ASSERT_TRUE(want.ok());
-    std::vector<double> w(want->tensor.data<float>().begin(), want->tensor.data<float>().end());
-    expectValues((*outs)[o], want->tensor.shape(), w, 1e-5, GetParam());
+  std::vector<Tensor> got, want;
+  ASSERT_NO_FATAL_FAILURE(runBackendCase(dir, /*model_opset=*/true, got, want));
+  for (size_t o = 0; o < got.size(); ++o) {
+    std::vector<double> w(want[o].data<float>().begin(), want[o].data<float>().end());
+    expectValues(got[o], want[o].shape(), w, 1e-5, GetParam());
   }
 }
 

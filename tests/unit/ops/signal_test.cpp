@@ -5,58 +5,24 @@
 #include <cmath>
 #include <numbers>
 
-#include "lib/ops/registry.h"
-#include "lib/support/half.h"
+#include "tests/unit/ops/op_test_util.h"
 
 namespace poprt::ops {
 namespace {
 
-// One node in a scratch graph, with attributes set by the test.
-struct OneNode {
-  ir::Graph g;
-  ir::Node* node;
-  OneNode(const std::string& op, size_t inputs, size_t outputs = 1) {
-    std::vector<ir::Value*> ins, outs;
-    for (size_t i = 0; i < inputs; ++i) ins.push_back(g.addInput("in" + std::to_string(i), {}));
-    for (size_t i = 0; i < outputs; ++i) outs.push_back(g.addValue("out" + std::to_string(i)));
-    node = g.addNode(op, ins, outs, "n");
-  }
-  void set(const std::string& name, ir::AttributeValue v) { node->attributes[name].value = std::move(v); }
-  Expected<std::vector<Tensor>> run(const std::vector<const Tensor*>& in) { return evaluateNode(*node, in); }
-};
-
-Tensor floats(Shape shape, std::vector<float> v) {
-  Tensor t(DType::Float, std::move(shape));
-  std::copy(v.begin(), v.end(), t.data<float>().begin());
-  return t;
-}
-
-Tensor i64(Shape shape, std::vector<int64_t> v) {
-  Tensor t(DType::Int64, std::move(shape));
-  std::copy(v.begin(), v.end(), t.data<int64_t>().begin());
-  return t;
-}
-
 Tensor scalarI64(int64_t v) { return i64({}, {v}); }
-
-void expectFloats(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
-  ASSERT_EQ(t.dtype(), DType::Float);
-  auto d = t.data<float>();
-  ASSERT_EQ(d.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(d[i], want[i], tol) << "[" << i << "]";
-}
 
 // ----- DFT -----
 
 TEST(Dft, RealInputFullAndOnesided) {
   OneNode n("DFT", 1);
-  Tensor x = floats({1, 4, 1}, {1, 2, 3, 4});
+  Tensor x = f32({1, 4, 1}, {1, 2, 3, 4});
   auto r = n.run({&x});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].shape(), (Shape{1, 4, 2}));
   // fft([1,2,3,4]) = [10, -2+2i, -2, -2-2i] (by hand).
   expectFloats((*r)[0], {10, 0, -2, 2, -2, 0, -2, -2});
-  n.set("onesided", int64_t{1});
+  n.attr("onesided", int64_t{1});
   auto h = n.run({&x});
   ASSERT_TRUE(h.ok());
   EXPECT_EQ((*h)[0].shape(), (Shape{1, 3, 2}));
@@ -65,8 +31,8 @@ TEST(Dft, RealInputFullAndOnesided) {
 
 TEST(Dft, InverseOfComplexInput) {
   OneNode n("DFT", 1);
-  n.set("inverse", int64_t{1});
-  Tensor x = floats({1, 4, 2}, {10, 0, -2, 2, -2, 0, -2, -2});
+  n.attr("inverse", int64_t{1});
+  Tensor x = f32({1, 4, 2}, {10, 0, -2, 2, -2, 0, -2, -2});
   auto r = n.run({&x});
   ASSERT_TRUE(r.ok()) << r.error().message();
   expectFloats((*r)[0], {1, 0, 2, 0, 3, 0, 4, 0});
@@ -74,7 +40,7 @@ TEST(Dft, InverseOfComplexInput) {
 
 TEST(Dft, DftLengthPadsAndTruncates) {
   OneNode n("DFT", 2);
-  Tensor x = floats({1, 4, 1}, {1, 2, 3, 4});
+  Tensor x = f32({1, 4, 1}, {1, 2, 3, 4});
   Tensor two = scalarI64(2), six = scalarI64(6);
   auto r = n.run({&x, &two});
   ASSERT_TRUE(r.ok()) << r.error().message();
@@ -90,7 +56,7 @@ TEST(Dft, DftLengthPadsAndTruncates) {
 TEST(Dft, PrimeLengthsDirectAndChirpZ) {
   // numpy: np.fft.fft([1,2,3,4,5,6,7])
   OneNode n("DFT", 1);
-  Tensor x = floats({1, 7, 1}, {1, 2, 3, 4, 5, 6, 7});
+  Tensor x = f32({1, 7, 1}, {1, 2, 3, 4, 5, 6, 7});
   auto r = n.run({&x});
   ASSERT_TRUE(r.ok());
   expectFloats((*r)[0], {28, 0, -3.5, 7.26782489, -3.5, 2.79115686, -3.5, 0.79885216, -3.5, -0.79885216, -3.5, -2.79115686,
@@ -113,8 +79,8 @@ TEST(Dft, PrimeLengthsDirectAndChirpZ) {
 TEST(Dft, NegativeAxisAndInnerDims) {
   // [1, 2, 2, 1]: transform along axis -3 (= 1) of two interleaved columns.
   OneNode n("DFT", 1);
-  n.set("axis", int64_t{-3});
-  Tensor x = floats({1, 2, 2, 1}, {1, 5, 3, 7});  // column 0: [1,3]; column 1: [5,7]
+  n.attr("axis", int64_t{-3});
+  Tensor x = f32({1, 2, 2, 1}, {1, 5, 3, 7});  // column 0: [1,3]; column 1: [5,7]
   auto r = n.run({&x});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].shape(), (Shape{1, 2, 2, 2}));
@@ -138,7 +104,7 @@ TEST(Dft, Float16AndEmpty) {
   EXPECT_EQ((*re)[0].shape(), (Shape{0, 4, 2}));
   // A zero-length transform axis stays empty, also onesided.
   Tensor z(DType::Float, {1, 0, 1});
-  n.set("onesided", int64_t{1});
+  n.attr("onesided", int64_t{1});
   auto rz = n.run({&z});
   ASSERT_TRUE(rz.ok()) << rz.error().message();
   EXPECT_EQ((*rz)[0].shape(), (Shape{1, 0, 2}));
@@ -146,7 +112,7 @@ TEST(Dft, Float16AndEmpty) {
 
 TEST(Dft, InvalidInputsAreErrors) {
   OneNode n("DFT", 1);
-  Tensor x = floats({1, 4, 1}, {1, 2, 3, 4});
+  Tensor x = f32({1, 4, 1}, {1, 2, 3, 4});
   Tensor three(DType::Float, {1, 4, 3});
   Tensor ints(DType::Int32, {1, 4, 1});
   Tensor r1(DType::Float, {4});
@@ -154,12 +120,12 @@ TEST(Dft, InvalidInputsAreErrors) {
   EXPECT_FALSE(n.run({&ints}).ok());
   EXPECT_FALSE(n.run({&r1}).ok());
   EXPECT_FALSE(n.run({}).ok());
-  n.set("inverse", int64_t{1});
-  n.set("onesided", int64_t{1});
+  n.attr("inverse", int64_t{1});
+  n.attr("onesided", int64_t{1});
   EXPECT_FALSE(n.run({&x}).ok());
-  n.set("onesided", int64_t{0});
+  n.attr("onesided", int64_t{0});
   for (int64_t axis : {-1, 2, 5, -4}) {
-    n.set("axis", axis);
+    n.attr("axis", axis);
     auto r = n.run({&x});
     EXPECT_FALSE(r.ok()) << axis;
   }
@@ -169,19 +135,19 @@ TEST(Dft, InvalidInputsAreErrors) {
 
 TEST(Stft, FramesWithAndWithoutWindow) {
   OneNode n("STFT", 4);
-  Tensor sig = floats({1, 8, 1}, {0, 1, 2, 3, 4, 5, 6, 7});
+  Tensor sig = f32({1, 8, 1}, {0, 1, 2, 3, 4, 5, 6, 7});
   Tensor step = scalarI64(4), len = scalarI64(4);
   auto r = n.run({&sig, &step, nullptr, &len});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].shape(), (Shape{1, 2, 3, 2}));
   // fft([0,1,2,3]) = [6, -2+2i, -2, ...]; fft([4,5,6,7]) = [22, -2+2i, -2, ...] (by hand)
   expectFloats((*r)[0], {6, 0, -2, 2, -2, 0, 22, 0, -2, 2, -2, 0});
-  Tensor win = floats({4}, {0, 1, 1, 0});
+  Tensor win = f32({4}, {0, 1, 1, 0});
   auto w = n.run({&sig, &step, &win});
   ASSERT_TRUE(w.ok()) << w.error().message();
   // frame 0 windowed: [0,1,2,0] -> [3, -2-i, 1]; frame 1: [0,5,6,0] -> [11, -6-5i, 1] (by hand)
   expectFloats((*w)[0], {3, 0, -2, -1, 1, 0, 11, 0, -6, -5, 1, 0});
-  n.set("onesided", int64_t{0});
+  n.attr("onesided", int64_t{0});
   auto full = n.run({&sig, &step, &win, &len});
   ASSERT_TRUE(full.ok());
   EXPECT_EQ((*full)[0].shape(), (Shape{1, 2, 4, 2}));
@@ -189,9 +155,9 @@ TEST(Stft, FramesWithAndWithoutWindow) {
 
 TEST(Stft, InvalidInputsAreErrors) {
   OneNode n("STFT", 4);
-  Tensor sig = floats({1, 8, 1}, {0, 1, 2, 3, 4, 5, 6, 7});
+  Tensor sig = f32({1, 8, 1}, {0, 1, 2, 3, 4, 5, 6, 7});
   Tensor step = scalarI64(4), zero = scalarI64(0), big = scalarI64(9), three = scalarI64(3);
-  Tensor win = floats({4}, {1, 1, 1, 1});
+  Tensor win = f32({4}, {1, 1, 1, 1});
   EXPECT_FALSE(n.run({&sig, &zero, nullptr, &three}).ok());   // step 0
   EXPECT_FALSE(n.run({&sig, &step, nullptr, &big}).ok());     // frame longer than the signal
   EXPECT_FALSE(n.run({&sig, &step, &win, &three}).ok());      // window and frame_length differ
@@ -208,7 +174,7 @@ TEST(Windows, PeriodicAndSymmetricValues) {
   auto h = hann.run({&four});
   ASSERT_TRUE(h.ok()) << h.error().message();
   expectFloats((*h)[0], {0, 0.5, 1, 0.5});  // 0.5 - 0.5 cos(2πn/4)
-  hann.set("periodic", int64_t{0});
+  hann.attr("periodic", int64_t{0});
   auto hs = hann.run({&three});
   ASSERT_TRUE(hs.ok());
   expectFloats((*hs)[0], {0, 1, 0});  // N = 2
@@ -217,7 +183,7 @@ TEST(Windows, PeriodicAndSymmetricValues) {
   ASSERT_TRUE(m.ok());
   expectFloats((*m)[0], {4.0 / 46, 25.0 / 46, 1, 25.0 / 46});  // 25/46 - 21/46 cos(2πn/4)
   OneNode blackman("BlackmanWindow", 1);
-  blackman.set("output_datatype", int64_t{11});
+  blackman.attr("output_datatype", int64_t{11});
   auto b = blackman.run({&four});
   ASSERT_TRUE(b.ok());
   ASSERT_EQ((*b)[0].dtype(), DType::Double);
@@ -233,18 +199,18 @@ TEST(Windows, EdgeSizesAndErrors) {
   auto e = hann.run({&zero});
   ASSERT_TRUE(e.ok());
   EXPECT_EQ((*e)[0].shape(), Shape{0});
-  hann.set("periodic", int64_t{0});
+  hann.attr("periodic", int64_t{0});
   auto s1 = hann.run({&one});
   ASSERT_TRUE(s1.ok());
   expectFloats((*s1)[0], {1});
   EXPECT_FALSE(hann.run({&neg}).ok());
   Tensor vec = i64({2}, {3, 4});
   EXPECT_FALSE(hann.run({&vec}).ok());
-  Tensor f = floats({}, {3});
+  Tensor f = f32({}, {3});
   EXPECT_FALSE(hann.run({&f}).ok());
-  hann.set("output_datatype", int64_t{8});  // string
+  hann.attr("output_datatype", int64_t{8});  // string
   EXPECT_FALSE(hann.run({&one}).ok());
-  hann.set("output_datatype", int64_t{99});
+  hann.attr("output_datatype", int64_t{99});
   EXPECT_FALSE(hann.run({&one}).ok());
 }
 
@@ -253,7 +219,7 @@ TEST(Windows, EdgeSizesAndErrors) {
 TEST(MelWeightMatrix, ShapeAndErrors) {
   OneNode n("MelWeightMatrix", 5);
   Tensor bins = scalarI64(4), dft = scalarI64(8), rate = scalarI64(100);
-  Tensor lo = floats({}, {0}), hi = floats({}, {50}), too_high = floats({}, {1000});
+  Tensor lo = f32({}, {0}), hi = f32({}, {50}), too_high = f32({}, {1000});
   auto r = n.run({&bins, &dft, &rate, &lo, &hi});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].shape(), (Shape{5, 4}));
