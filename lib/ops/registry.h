@@ -22,7 +22,13 @@ enum class Fp16Policy {
 };
 
 // The codegen family that lowers an op; None means no device lowering yet (host fallback).
-enum class LoweringFamily { None, Unary, Binary, MatMul };
+//  View:      the output is the input's elements in the same order (Reshape, Flatten, Squeeze...):
+//             it reuses the input's tile mapping, no copy.
+//  Rearrange: every output element is a copy of one input element, or a constant fill, chosen by
+//             the op's (constant) parameters (Transpose, Concat, Slice, Pad, Gather with constant
+//             indices, nearest Resize...): lowered to exchange copies only. Input 0 is the data
+//             (every input for Concat); the other inputs must be constants.
+enum class LoweringFamily { None, Unary, Binary, MatMul, View, Rearrange };
 
 using Opsets = std::map<std::string, int64_t>;  // domain ("" = ai.onnx) -> version
 
