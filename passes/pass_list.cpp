@@ -12,6 +12,16 @@ const std::vector<PassInfo>& allPasses() {
        "remove Identity, inference Dropout, same-type Cast and no-op Reshape/Transpose/Expand/Pad; merge Reshape "
        "chains, Transpose pairs and Squeeze/Unsqueeze pairs",
        makeIdentityElimination},
+      // Folding fusions. BN first: it also folds through a constant bias Add (Conv -> Add -> BN,
+      // MatMul -> Add -> BN); MatMul + Add -> Gemm last, after the Mul/Add folds made their biases.
+      {"fuse_batchnorm",
+       "fold inference BatchNormalization into the Conv, ConvTranspose, Gemm or MatMul (constant weight) before it",
+       makeFuseBatchNorm},
+      {"fuse_mul_add_into_conv_matmul",
+       "fold a per-channel constant Mul/Div/Add/Sub after a Conv, ConvTranspose, Gemm or MatMul into its weights and bias",
+       makeFuseMulAddIntoConvMatMul},
+      {"fuse_matmul_add_into_gemm", "MatMul of a 2-D input by a constant [K,N] weight + bias -> Gemm",
+       makeFuseMatMulAddIntoGemm},
       {"dead_code_elimination", "remove nodes and initializers nothing uses", makeDeadCode},
       {"infer_shapes_final", "re-infer types after the rewrites", makeInferShapes},
   };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -14,28 +15,14 @@
 #include "passes/input_shapes.h"
 #include "passes/pass_manager.h"
 #include "popef/popef.h"
+#include "tools/convert_check.h"
+#include "tools/convert_options.h"
+#include "tools/convert_show.h"
+#include "tools/convert_summary.h"
 #include "tools/tool_common.h"
 
 namespace poprt::tools {
 namespace {
-
-struct ConvertOptions {
-  std::string input_model;
-  std::string output_dir = ".";
-  std::string output_model;
-  bool export_popef = false;
-  std::vector<std::string> input_shapes;
-  std::string precision = "fp32";
-  std::string ipu_version = "ipu2";
-  uint32_t num_ipus = 1;
-  uint32_t tiles_per_ipu = 0;
-  double available_memory_proportion = 0.6;
-  std::string logging_level;
-  int64_t batch_size = 0;
-  int64_t batch_axis = 0;
-  passes::PipelineOptions pipeline;
-  bool list_all_passes = false;
-};
 
 std::string humanBytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
@@ -88,6 +75,23 @@ popef::PopefFile makePopef(const codegen::CompileResult& compiled, const Convert
   return file;
 }
 
+// --summary_json must be writable where it is named (missing directories are created, like
+// --output_dir's); checked before any work so a bad path fails before anything is written.
+Status checkSummaryPath(const std::string& file) {
+  if (file.empty()) return okStatus();
+  std::filesystem::path p = std::filesystem::absolute(file);
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec)) return Error("--summary_json " + file + ": is a directory");
+  for (std::filesystem::path dir = p.parent_path();; dir = dir.parent_path()) {
+    if (std::filesystem::exists(dir, ec)) {
+      if (!std::filesystem::is_directory(dir, ec))
+        return Error("--summary_json " + file + ": '" + dir.string() + "' is not a directory");
+      return okStatus();
+    }
+    if (dir == dir.parent_path()) return okStatus();
+  }
+}
+
 Status convert(const ConvertOptions& o) {
   POPRT_TRY(applyLogging(o.logging_level));
   if (o.precision != "fp32" && o.precision != "fp16")
@@ -103,27 +107,55 @@ Status convert(const ConvertOptions& o) {
   }
   // The target is checked before any work so a bad flag fails fast.
   POPRT_ASSIGN_OR_RETURN(exec::Target target, codegen::makeTarget(o.ipu_version, o.num_ipus, o.tiles_per_ipu));
-
   POPRT_TRY(passes::resolvePipeline(o.pipeline));  // bad pass names fail before any work
+  POPRT_TRY(checkSummaryPath(o.summary_json));
 
   auto t0 = std::chrono::steady_clock::now();
   std::filesystem::path input(o.input_model);
   POPRT_ASSIGN_OR_RETURN(ir::Model model, onnxio::importModel(input));
-  const size_t nodes_before = model.graph->numNodes();
+  const int64_t opset_before = model.opsetVersion();
+  if (o.convert_version != 0 && o.convert_version != opset_before) {
+    auto converted = onnxio::convertOpset(model, o.convert_version, o.input_model);
+    if (!converted.ok()) return converted.error().withContext("--convert_version " + std::to_string(o.convert_version));
+    model = std::move(converted).value();
+  }
   if (o.batch_size != 0) POPRT_TRY(passes::applyBatchSize(model, o.batch_size, o.batch_axis));
   if (!shapes.empty() || o.batch_size != 0) {
     if (auto st = passes::applyInputShapes(model, shapes); !st.ok()) return st.error().withContext(o.input_model);
   }
+  if (o.show) {  // the inputs and outputs, nothing written
+    printModelIo(model, o.input_model, std::cout);
+    return okStatus();
+  }
   POPRT_TRY(ir::verify(*model.graph));
+  const size_t nodes_before = model.graph->numNodes();
+  const auto ops_before = countOps(*model.graph);
+  std::string check_snapshot;
+  if (o.check) {
+    POPRT_ASSIGN_OR_RETURN(check_snapshot, snapshotForCheck(model));
+  }
   auto reports = passes::runPipeline(model, o.pipeline);
   if (!reports.ok()) return reports.error().withContext(o.input_model);
+  if (o.check) POPRT_TRY(runCheck(check_snapshot, model, {o.check_rtol, o.check_atol, 0}, std::cout));
 
   std::optional<codegen::CompileResult> compiled;
+  double codegen_seconds = 0;
   if (o.export_popef) {
+    auto c0 = std::chrono::steady_clock::now();
     auto result = codegen::compile(model, {target, o.available_memory_proportion});
     if (!result.ok()) return result.error().withContext(o.input_model);
     compiled = std::move(result).value();
+    codegen_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
   }
+  std::vector<std::string> warnings;
+  if (!o.export_popef)
+    for (const ir::Value* in : model.graph->inputs())
+      if (!in->isInitializer() && in->type.kind == ValueKind::Tensor && !in->type.hasStaticShape())
+        warnings.push_back("input '" + in->name() + "' has shape " + in->type.toString() +
+                           "; --export_popef needs it static (hint: --input_shape " + in->name() + "=D0,D1,...)");
+  if (compiled && !compiled->host_nodes.empty())
+    warnings.push_back(std::to_string(compiled->host_nodes.size()) + " of " + std::to_string(model.graph->numNodes()) +
+                       " node(s) run on the host (host fallback), not on the IPU");
 
   // Everything is computed: now write, each file atomically.
   std::filesystem::path dir(o.output_dir);
@@ -134,6 +166,36 @@ Status convert(const ConvertOptions& o) {
   std::filesystem::path model_path = dir / model_name;
   POPRT_ASSIGN_OR_RETURN(std::string onnx_bytes, onnxio::serializeModel(model));
   POPRT_TRY(writeFileAtomic(model_path, onnx_bytes));
+  std::filesystem::path popef_path;
+  if (compiled) {
+    popef_path = dir / "executable.popef";
+    POPRT_TRY(popef::writePopef(popef_path, makePopef(*compiled, o, onnx_bytes)));
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!o.summary_json.empty()) {
+    ConvertSummary s;
+    s.input_model = o.input_model;
+    s.opset_before = opset_before;
+    s.opset_after = model.opsetVersion();
+    s.model = &model;
+    s.nodes_before = ops_before;
+    s.nodes_after = countOps(*model.graph);
+    s.passes = &*reports;
+    s.warnings = warnings;
+    s.compiled = compiled ? &*compiled : nullptr;
+    if (compiled) s.target = target.name;
+    if (o.check) s.check = std::make_pair(o.check_rtol, o.check_atol);
+    s.seconds = seconds;
+    s.codegen_seconds = codegen_seconds;
+    s.onnx_path = model_path.string();
+    s.popef_path = popef_path.string();
+    s.summary_path = o.summary_json;
+    std::filesystem::path summary_dir = std::filesystem::path(o.summary_json).parent_path();
+    if (!summary_dir.empty()) std::filesystem::create_directories(summary_dir, ec);
+    if (ec) return Error("--summary_json " + o.summary_json + ": cannot create its directory: " + ec.message());
+    POPRT_TRY(writeFileAtomic(o.summary_json, summaryJson(s)));
+  }
+
   std::cout << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before
             << " nodes, " << model.graph->numNodes() << " after optimisation)\n";
   for (const ir::Value* in : model.graph->inputs())
@@ -142,9 +204,6 @@ Status convert(const ConvertOptions& o) {
     std::cout << "  output  " << out->name() << "  " << out->type.toString() << "\n";
   std::cout << "  converted ONNX  " << model_path.string() << "\n";
   if (compiled) {
-    popef::PopefFile file = makePopef(*compiled, o, onnx_bytes);
-    std::filesystem::path popef_path = dir / "executable.popef";
-    POPRT_TRY(popef::writePopef(popef_path, file));
     const auto& tb = compiled->executable.tile_bytes;
     uint64_t total = 0, worst = 0;
     uint32_t used = 0;
@@ -173,9 +232,21 @@ Status convert(const ConvertOptions& o) {
       std::cout << "    on the host: " << sorted[i].first << " x " << sorted[i].second << "\n";
     POPRT_LOG(Info, "host nodes: " << nlohmann::json(compiled->host_nodes).dump());
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& w : warnings) std::cout << "  warning: " << w << "\n";
+  if (!o.summary_json.empty()) std::cout << "  summary         " << o.summary_json << "\n";
   std::printf("  compile time    %.3f s\n", seconds);
   return okStatus();
+}
+
+Status run(const CLI::App& app, ConvertOptions& o) {
+  POPRT_TRY(applyConfigYaml(app, o));
+  if (o.list_all_passes) {  // needs no model
+    for (const auto& p : passes::allPasses()) std::printf("%-24s %s\n", p.name.c_str(), p.description.c_str());
+    return okStatus();
+  }
+  if (o.input_model.empty())
+    throw UsageError("--input_model is required (on the command line or as input_model in --config_yaml)");
+  return convert(o);
 }
 
 }  // namespace
@@ -185,32 +256,6 @@ int main(int argc, char** argv) {
   using namespace poprt::tools;
   ConvertOptions o;
   CLI::App app{"poprt-convert: compile an ONNX model ahead of time for the IPU simulator"};
-  app.add_option("--input_model", o.input_model, "ONNX model to convert")->required();
-  app.add_option("--output_dir", o.output_dir, "where outputs go (default: .)");
-  app.add_option("--output_model", o.output_model, "file name of the converted ONNX (default: <input stem>.poprt.onnx)");
-  app.add_flag("--export_popef", o.export_popef, "also compile to DIR/executable.popef");
-  app.add_option("--input_shape", o.input_shapes, "NAME=D0,D1,... fixes the dynamic dims of an input (repeatable)");
-  app.add_option("--precision", o.precision, "fp32 or fp16 (default fp32)");
-  app.add_option("--ipu_version", o.ipu_version, "ipu1, ipu2 or ipu21 (default ipu2)");
-  app.add_option("--num_ipus", o.num_ipus, "IPUs to compile for (default 1)");
-  app.add_option("--tiles_per_ipu", o.tiles_per_ipu, "use only this many tiles per IPU (small test targets)");
-  app.add_option("--available_memory_proportion", o.available_memory_proportion,
-                 "share of tile memory a matmul plan may use (default 0.6)");
-  app.add_option("--batch_size", o.batch_size, "set the batch dim of every input whose batch dim is dynamic");
-  app.add_option("--batch_axis", o.batch_axis, "which dim --batch_size sets (default 0)");
-  app.add_option("--passes", o.pipeline.passes, "comma-separated passes to run instead of the default pipeline")
-      ->delimiter(',');
-  app.add_option("--skip_passes", o.pipeline.skip_passes, "comma-separated passes to leave out")->delimiter(',');
-  app.add_flag("--list_all_passes", o.list_all_passes, "print every pass with a one-line description and exit");
-  app.add_option("--print_ir_after", o.pipeline.print_ir_after, "print the IR after the named pass");
-  app.add_option("--max_tensor_size", o.pipeline.max_tensor_size,
-                 "bytes a constant-folded tensor may take (default 128 MiB)");
-  addLoggingFlag(app, o.logging_level);
-  // --list_all_passes needs no model.
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--list_all_passes") {
-      for (const auto& p : poprt::passes::allPasses()) std::printf("%-24s %s\n", p.name.c_str(), p.description.c_str());
-      return kExitOk;
-    }
-  return runTool("poprt-convert", app, argc, argv, [&] { return convert(o); });
+  addConvertFlags(app, o);
+  return runTool("poprt-convert", app, argc, argv, [&] { return run(app, o); });
 }

@@ -39,6 +39,9 @@ int runTool(const std::string& tool, CLI::App& app, int argc, char** argv, const
       return kExitError;
     }
     return kExitOk;
+  } catch (const UsageError& e) {
+    std::cerr << tool << ": usage error: " << e.what() << " (see " << tool << " --help)\n";
+    return kExitUsage;
   } catch (const std::bad_alloc&) {
     std::cerr << tool << ": error: out of memory\n";
   } catch (const std::exception& e) {

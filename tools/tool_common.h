@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -22,6 +23,13 @@ inline constexpr int kExitUsage = 2;
 void addLoggingFlag(CLI::App& app, std::string& level);
 // Applies POPRT_LOG_LEVEL, then --logging_level if given (an unknown level is a usage error).
 Status applyLogging(const std::string& level);
+
+// A usage error found after parsing (a missing required option, ...): runTool prints
+// "<tool>: usage error: ..." and exits 2, as for CLI11's own parse errors.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // Parses argv (usage errors exit 2 with CLI11's message), then runs `body`; an Error prints
 // "<tool>: error: ..." and exits 1; an internal error or exception prints "<tool>: internal error" and exits 1.

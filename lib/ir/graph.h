@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <list>
 #include <map>
 #include <memory>
@@ -158,6 +159,8 @@ class Graph {
   const std::vector<Value*>& outputs() const { return outputs_; }
   const std::vector<Value*>& initializers() const { return initializers_; }
   void addOutput(Value* v) { outputs_.push_back(v); }
+  // The value stays (e.g. as an initializer); it is just no longer fed by the caller.
+  void removeInput(Value* v) { std::erase(inputs_, v); }
   void setOutput(size_t i, Value* v) { outputs_.at(i) = v; }
 
   // Nodes in program order (kept topological by the importer and passes; see topoSort()).

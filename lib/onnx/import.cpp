@@ -266,6 +266,15 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
   for (const auto& f : proto.functions()) model.functions.push_back(f.SerializeAsString());
   Importer importer(model_dir, source);
   POPRT_TRY(importer.importGraph(proto.graph(), *model.graph));
+  // IR version 3 required every initializer to be listed as a graph input too; those are the
+  // model's constants, not inputs a caller feeds. From IR 4 on, a listed one is an overridable default.
+  if (model.ir_version < 4) {
+    std::vector<ir::Value*> listed;
+    for (ir::Value* v : model.graph->inputs())
+      if (v->isInitializer()) listed.push_back(v);
+    for (ir::Value* v : listed) model.graph->removeInput(v);
+    model.ir_version = 4;
+  }
   return model;
 }
 

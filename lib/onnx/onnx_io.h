@@ -26,6 +26,11 @@ Expected<ir::Model> importModel(const std::filesystem::path& path, const ImportO
 Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesystem::path& model_dir,
                                      const std::string& source, const ImportOptions& options = {});
 
+// Converts the model to default-domain opset `opset` (kMinOpset..kMaxOpset) with libonnx's version
+// converter and re-imports it; `source` names the model in errors (one line, e.g. an op the
+// converter has no adapter for).
+Expected<ir::Model> convertOpset(const ir::Model& model, int64_t opset, const std::string& source);
+
 onnx::ModelProto exportModelProto(const ir::Model& model);
 // The model's ONNX bytes; models over protobuf's 2 GiB limit are refused with an error.
 Expected<std::string> serializeModel(const ir::Model& model);

@@ -1,0 +1,84 @@
+// Helpers for the fusion pass tests: small graph builders and a checked run that also returns the
+// pass reports (counters and near misses).
+#pragma once
+
+#include <cmath>
+
+#include "tests/unit/passes/pass_test_util.h"
+
+namespace poprt::passes::testing {
+
+// Random values in [0.5, 1.5): variances and scales that keep BatchNormalization well defined.
+inline Tensor positiveTensor(Shape shape, uint32_t seed) {
+  Tensor t = randomTensor(std::move(shape), seed);
+  for (float& x : t.data<float>()) x = 1.0f + 0.5f * x;
+  return t;
+}
+
+inline ir::Value* f32Value(ir::Graph& g, const std::string& name, Shape shape) { return g.addValue(name, f32(std::move(shape))); }
+
+inline ir::Node* addBatchNorm(ir::Graph& g, ir::Value* x, ir::Value* y, int64_t channels, float epsilon, uint32_t seed,
+                              const std::string& name = "bn") {
+  ir::Value* scale = g.addInitializer(g.uniqueName(name + ".scale"), randomTensor({channels}, seed));
+  ir::Value* bias = g.addInitializer(g.uniqueName(name + ".bias"), randomTensor({channels}, seed + 1));
+  ir::Value* mean = g.addInitializer(g.uniqueName(name + ".mean"), randomTensor({channels}, seed + 2));
+  ir::Value* var = g.addInitializer(g.uniqueName(name + ".var"), positiveTensor({channels}, seed + 3));
+  ir::Node* bn = g.addNode("BatchNormalization", {x, scale, bias, mean, var}, {y}, name);
+  bn->attributes["epsilon"].value = epsilon;
+  return bn;
+}
+
+// Runs `passes` (empty: the default pipeline) and checks that the graph is valid and computes the
+// same outputs as before (within `tol`, relative and absolute) on random inputs. Returns the reports.
+inline std::vector<PassReport> runChecked(ir::Model& m, std::vector<std::string> passes, double tol = 1e-5) {
+  auto inputs = randomInputs(*m.graph);
+  auto before = ops::evaluateGraph(*m.graph, inputs);
+  EXPECT_TRUE(before.ok()) << before.error().message();
+  PipelineOptions options;
+  options.passes = std::move(passes);
+  auto reports = runPipeline(m, options);
+  EXPECT_TRUE(reports.ok()) << reports.error().message();
+  auto st = ir::verify(*m.graph);
+  EXPECT_TRUE(st.ok()) << st.error().message();
+  auto after = ops::evaluateGraph(*m.graph, inputs);
+  EXPECT_TRUE(after.ok()) << after.error().message();
+  if (before.ok() && after.ok()) {
+    EXPECT_EQ(before->size(), after->size());
+    for (size_t o = 0; o < before->size() && o < after->size(); ++o) {
+      EXPECT_EQ((*before)[o].shape(), (*after)[o].shape());
+      EXPECT_EQ((*before)[o].dtype(), (*after)[o].dtype());
+      auto b = (*before)[o].data<float>();
+      auto a = (*after)[o].data<float>();
+      for (size_t i = 0; i < b.size() && i < a.size(); ++i) {
+        if ((std::isnan(a[i]) && std::isnan(b[i])) || (std::isinf(b[i]) && a[i] == b[i])) continue;
+        EXPECT_NEAR(a[i], b[i], tol + tol * std::fabs(b[i])) << "output " << o;
+      }
+    }
+  }
+  return reports.ok() ? std::move(reports).value() : std::vector<PassReport>{};
+}
+
+// The one pass's report (counters and near misses).
+inline PassStats runPassStats(ir::Model& m, const std::string& pass) {
+  auto reports = runChecked(m, {pass});
+  return reports.empty() ? PassStats{} : reports.front().stats;
+}
+
+inline int64_t counter(const PassStats& s, const std::string& name) {
+  auto it = s.counters.find(name);
+  return it == s.counters.end() ? 0 : it->second;
+}
+
+inline bool nearMissMentions(const PassStats& s, const std::string& text) {
+  for (const auto& m : s.near_misses)
+    if (m.find(text) != std::string::npos) return true;
+  return false;
+}
+
+inline std::string nearMisses(const PassStats& s) {
+  std::string out;
+  for (const auto& m : s.near_misses) out += m + "\n";
+  return out;
+}
+
+}  // namespace poprt::passes::testing

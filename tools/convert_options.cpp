@@ -1,0 +1,313 @@
+#include "tools/convert_options.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <type_traits>
+#include <variant>
+
+#include "lib/support/file_io.h"
+
+namespace poprt::tools {
+namespace {
+
+using FieldRef = std::variant<std::string*, std::vector<std::string>*, bool*, int64_t*, uint32_t*, double*>;
+
+// One option: its key (the long flag without dashes, and the config-file key), where it lives
+// in ConvertOptions and, for numbers, a range check.
+struct OptionSpec {
+  const char* key;
+  const char* help;
+  std::function<FieldRef(ConvertOptions&)> field;
+  bool comma_list = false;  // a list given as "a,b,c" (--passes); otherwise a repeatable flag
+  // For numbers: "" when the value is fine, else what is wrong with it ("must be >= 0").
+  std::function<std::string(double)> check = nullptr;
+};
+
+std::string nonNegative(double v) { return std::isfinite(v) && v >= 0 ? "" : "must be a finite number >= 0"; }
+
+std::string opsetRange(double v) {
+  return v >= 7 && v <= 17 ? "" : "must be a default-domain opset from 7 to 17";
+}
+
+const std::vector<OptionSpec>& optionTable() {
+  static const std::vector<OptionSpec> table = {
+      {"input_model", "ONNX model to convert (required, here or in --config_yaml)",
+       [](ConvertOptions& o) -> FieldRef { return &o.input_model; }},
+      {"output_dir", "where outputs go (default: .)", [](ConvertOptions& o) -> FieldRef { return &o.output_dir; }},
+      {"output_model", "file name of the converted ONNX (default: <input stem>.poprt.onnx)",
+       [](ConvertOptions& o) -> FieldRef { return &o.output_model; }},
+      {"export_popef", "also compile to DIR/executable.popef", [](ConvertOptions& o) -> FieldRef { return &o.export_popef; }},
+      {"input_shape", "NAME=D0,D1,... fixes the dynamic dims of an input (repeatable)",
+       [](ConvertOptions& o) -> FieldRef { return &o.input_shapes; }},
+      {"precision", "fp32 or fp16 (default fp32)", [](ConvertOptions& o) -> FieldRef { return &o.precision; }},
+      {"ipu_version", "ipu1, ipu2 or ipu21 (default ipu2)", [](ConvertOptions& o) -> FieldRef { return &o.ipu_version; }},
+      {"num_ipus", "IPUs to compile for (default 1)", [](ConvertOptions& o) -> FieldRef { return &o.num_ipus; }},
+      {"tiles_per_ipu", "use only this many tiles per IPU (small test targets)",
+       [](ConvertOptions& o) -> FieldRef { return &o.tiles_per_ipu; }},
+      {"available_memory_proportion", "share of tile memory a matmul plan may use (default 0.6)",
+       [](ConvertOptions& o) -> FieldRef { return &o.available_memory_proportion; }},
+      {"batch_size", "set the batch dim of every input whose batch dim is dynamic",
+       [](ConvertOptions& o) -> FieldRef { return &o.batch_size; }},
+      {"batch_axis", "which dim --batch_size sets (default 0)", [](ConvertOptions& o) -> FieldRef { return &o.batch_axis; }},
+      {"passes", "comma-separated passes to run instead of the default pipeline",
+       [](ConvertOptions& o) -> FieldRef { return &o.pipeline.passes; }, true},
+      {"skip_passes", "comma-separated passes to leave out",
+       [](ConvertOptions& o) -> FieldRef { return &o.pipeline.skip_passes; }, true},
+      {"list_all_passes", "print every pass with a one-line description and exit",
+       [](ConvertOptions& o) -> FieldRef { return &o.list_all_passes; }},
+      {"print_ir_after", "print the IR after the named pass",
+       [](ConvertOptions& o) -> FieldRef { return &o.pipeline.print_ir_after; }},
+      {"max_tensor_size", "bytes a constant-folded tensor may take (default 128 MiB)",
+       [](ConvertOptions& o) -> FieldRef { return &o.pipeline.max_tensor_size; }},
+      {"show", "print the model's inputs and outputs and exit (writes nothing)",
+       [](ConvertOptions& o) -> FieldRef { return &o.show; }},
+      {"check", "run the original and the optimised graph on the same generated inputs and compare the outputs",
+       [](ConvertOptions& o) -> FieldRef { return &o.check; }},
+      {"check_rtol", "relative tolerance of --check (default 1e-3)",
+       [](ConvertOptions& o) -> FieldRef { return &o.check_rtol; }, false, nonNegative},
+      {"check_atol", "absolute tolerance of --check (default 1e-4)",
+       [](ConvertOptions& o) -> FieldRef { return &o.check_atol; }, false, nonNegative},
+      {"summary_json", "write a JSON summary of the conversion to this file",
+       [](ConvertOptions& o) -> FieldRef { return &o.summary_json; }},
+      {"convert_version", "convert the model to this default-domain opset (7-17) before the passes",
+       [](ConvertOptions& o) -> FieldRef { return &o.convert_version; }, false, opsetRange},
+      {"logging_level", "OFF, ERR, WARN, INFO, DEBUG or TRACE (also POPRT_LOG_LEVEL)",
+       [](ConvertOptions& o) -> FieldRef { return &o.logging_level; }},
+  };
+  return table;
+}
+
+std::string formatNumber(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// A CLI11 validator running the spec's range check on the text of a number.
+CLI::Validator rangeValidator(const std::function<std::string(double)>& check) {
+  return CLI::Validator(
+      [check](std::string& text) -> std::string {
+        char* end = nullptr;
+        double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0') return "";  // not a number: the conversion reports it
+        std::string why = check(v);
+        return why.empty() ? "" : why + ", got " + text;
+      },
+      "", "");
+}
+
+// ---------------------------------------------------------------------------------------- YAML
+
+std::string describeNode(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null: return "nothing";
+    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    default: return "an undefined value";
+  }
+}
+
+class YamlReader {
+ public:
+  YamlReader(std::string file, std::string key) : file_(std::move(file)), key_(std::move(key)) {}
+
+  Error typeError(const std::string& expected, const YAML::Node& got) const {
+    return Error(where() + ": expected " + expected + ", got " + describeNode(got));
+  }
+  std::string where() const { return file_ + ": key '" + key_ + "'"; }
+
+  Expected<std::string> scalar(const YAML::Node& n, const std::string& expected) const {
+    if (!n.IsScalar()) return typeError(expected, n);
+    return n.Scalar();
+  }
+
+  template <class T>
+  Expected<T> number(const YAML::Node& n, const std::string& expected) const {
+    if (!n.IsScalar()) return typeError(expected, n);
+    T v{};
+    if (!YAML::convert<T>::decode(n, v)) return typeError(expected, n);
+    return v;
+  }
+
+  Expected<bool> boolean(const YAML::Node& n) const {
+    if (!n.IsScalar()) return typeError("true or false", n);
+    bool v = false;
+    if (!YAML::convert<bool>::decode(n, v)) return typeError("true or false", n);
+    return v;
+  }
+
+  // "NAME=D0,D1,..." from a shape given as a list of integers or as the text "D0,D1,...".
+  Expected<std::string> shapeEntry(const std::string& name, const YAML::Node& dims) const {
+    if (dims.IsScalar()) return name + "=" + dims.Scalar();
+    if (!dims.IsSequence()) return typeError("a list of dims for input '" + name + "'", dims);
+    std::string text = name + "=";
+    for (size_t i = 0; i < dims.size(); ++i) {
+      POPRT_ASSIGN_OR_RETURN(int64_t d, number<int64_t>(dims[i], "an integer dim of input '" + name + "'"));
+      text += (i ? "," : "") + std::to_string(d);
+    }
+    return text;
+  }
+
+  // input_shape: "x=1,3", ["x=1,3", ...], {x: [1,3], ...} or [{x: [1,3]}, ...].
+  Expected<std::vector<std::string>> inputShapes(const YAML::Node& n) const {
+    std::vector<std::string> out;
+    auto addMap = [&](const YAML::Node& map) -> Status {
+      for (const auto& kv : map) {
+        POPRT_ASSIGN_OR_RETURN(std::string name, scalar(kv.first, "an input name"));
+        POPRT_ASSIGN_OR_RETURN(std::string entry, shapeEntry(name, kv.second));
+        out.push_back(std::move(entry));
+      }
+      return okStatus();
+    };
+    const std::string expected = "NAME=D0,D1,..., a list of them or a map {NAME: [D0, D1, ...]}";
+    if (n.IsScalar()) {
+      out.push_back(n.Scalar());
+    } else if (n.IsMap()) {
+      POPRT_TRY(addMap(n));
+    } else if (n.IsSequence()) {
+      for (const auto& item : n) {
+        if (item.IsScalar())
+          out.push_back(item.Scalar());
+        else if (item.IsMap())
+          POPRT_TRY(addMap(item));
+        else
+          return typeError(expected, item);
+      }
+    } else {
+      return typeError(expected, n);
+    }
+    return out;
+  }
+
+  // A list of strings; for comma lists also the text "a,b,c".
+  Expected<std::vector<std::string>> stringList(const YAML::Node& n, bool comma_list) const {
+    std::vector<std::string> out;
+    if (n.IsScalar() && comma_list) {
+      std::string text = n.Scalar();
+      size_t start = 0;
+      while (start <= text.size()) {
+        size_t comma = text.find(',', start);
+        if (comma == std::string::npos) comma = text.size();
+        if (comma > start) out.push_back(text.substr(start, comma - start));
+        start = comma + 1;
+      }
+      return out;
+    }
+    if (!n.IsSequence()) return typeError(comma_list ? "a list of names or \"a,b,c\"" : "a list of strings", n);
+    for (const auto& item : n) {
+      POPRT_ASSIGN_OR_RETURN(std::string s, scalar(item, "a list of strings"));
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  template <class T>
+  Status checked(T v, const OptionSpec& spec) const {
+    if (!spec.check) return okStatus();
+    std::string why = spec.check(static_cast<double>(v));
+    if (!why.empty()) return Error(where() + ": " + why + ", got " + formatNumber(static_cast<double>(v)));
+    return okStatus();
+  }
+
+  Status apply(const OptionSpec& spec, const YAML::Node& n, ConvertOptions& o) const {
+    FieldRef field = spec.field(o);
+    if (auto* s = std::get_if<std::string*>(&field)) {
+      POPRT_ASSIGN_OR_RETURN(**s, scalar(n, "a string"));
+    } else if (auto* list = std::get_if<std::vector<std::string>*>(&field)) {
+      if (std::string(spec.key) == "input_shape") {
+        POPRT_ASSIGN_OR_RETURN(**list, inputShapes(n));
+      } else {
+        POPRT_ASSIGN_OR_RETURN(**list, stringList(n, spec.comma_list));
+      }
+    } else if (auto* b = std::get_if<bool*>(&field)) {
+      POPRT_ASSIGN_OR_RETURN(**b, boolean(n));
+    } else if (auto* i = std::get_if<int64_t*>(&field)) {
+      POPRT_ASSIGN_OR_RETURN(int64_t v, number<int64_t>(n, "an integer"));
+      POPRT_TRY(checked(v, spec));
+      **i = v;
+    } else if (auto* u = std::get_if<uint32_t*>(&field)) {
+      POPRT_ASSIGN_OR_RETURN(int64_t v, number<int64_t>(n, "a non-negative integer"));
+      if (v < 0 || v > int64_t{std::numeric_limits<uint32_t>::max()}) return typeError("a non-negative integer", n);
+      POPRT_TRY(checked(v, spec));
+      **u = static_cast<uint32_t>(v);
+    } else if (auto* d = std::get_if<double*>(&field)) {
+      POPRT_ASSIGN_OR_RETURN(double v, number<double>(n, "a number"));
+      POPRT_TRY(checked(v, spec));
+      **d = v;
+    }
+    return okStatus();
+  }
+
+ private:
+  std::string file_, key_;
+};
+
+}  // namespace
+
+void addConvertFlags(CLI::App& app, ConvertOptions& o) {
+  app.add_option("--config_yaml", o.config_yaml,
+                 "read options from this YAML file (keys: the long flags without dashes); flags given here win");
+  for (const OptionSpec& spec : optionTable()) {
+    const std::string flag = std::string("--") + spec.key;
+    std::visit(
+        [&](auto* field) {
+          using T = std::remove_pointer_t<decltype(field)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            app.add_flag(flag, *field, spec.help);
+          } else {
+            CLI::Option* opt = app.add_option(flag, *field, spec.help);
+            if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+              if (spec.comma_list) opt->delimiter(',');
+            }
+            if (spec.check) opt->check(rangeValidator(spec.check));
+          }
+        },
+        spec.field(o));
+  }
+}
+
+Status applyConfigYaml(const CLI::App& app, ConvertOptions& o) {
+  if (o.config_yaml.empty()) return okStatus();
+  const std::string& file = o.config_yaml;
+  POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(file, uint64_t{16} << 20));
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(bytes.begin(), bytes.end()));
+  } catch (const YAML::Exception& e) {
+    std::string where = file;
+    if (!e.mark.is_null()) where += ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
+    return Error(where + ": not valid YAML: " + e.msg);
+  }
+  if (root.IsNull()) return okStatus();  // an empty file sets nothing
+  if (!root.IsMap()) return Error(file + ": expected a map of option: value at the top level, got " + describeNode(root));
+
+  std::set<std::string> seen;
+  try {
+    for (const auto& kv : root) {
+      if (!kv.first.IsScalar()) return Error(file + ": a key is " + describeNode(kv.first) + ", expected an option name");
+      const std::string key = kv.first.Scalar();
+      if (!seen.insert(key).second) return Error(file + ": key '" + key + "' is given twice");
+      if (key == "config_yaml") return Error(file + ": key 'config_yaml' cannot be used inside a config file");
+      const OptionSpec* spec = nullptr;
+      for (const auto& s : optionTable())
+        if (key == s.key) spec = &s;
+      if (!spec)
+        return Error(file + ": unknown key '" + key +
+                     "' (the keys are poprt-convert's long flags without dashes; see poprt-convert --help)");
+      if (app.count(std::string("--") + key) > 0) continue;  // the command line wins
+      POPRT_TRY(YamlReader(file, key).apply(*spec, kv.second, o));
+    }
+  } catch (const YAML::Exception& e) {
+    return Error(file + ": " + e.msg);
+  }
+  return okStatus();
+}
+
+}  // namespace poprt::tools

@@ -1,0 +1,50 @@
+// poprt-convert's options: one table of keys serves both the command line (--KEY) and
+// --config_yaml FILE (KEY: value), so the two always accept the same names. Flags given on the
+// command line win over the config file.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/support/status.h"
+#include "passes/pass_manager.h"
+
+namespace poprt::tools {
+
+struct ConvertOptions {
+  std::string config_yaml;
+  std::string input_model;
+  std::string output_dir = ".";
+  std::string output_model;
+  bool export_popef = false;
+  std::vector<std::string> input_shapes;
+  std::string precision = "fp32";
+  std::string ipu_version = "ipu2";
+  uint32_t num_ipus = 1;
+  uint32_t tiles_per_ipu = 0;
+  double available_memory_proportion = 0.6;
+  std::string logging_level;
+  int64_t batch_size = 0;
+  int64_t batch_axis = 0;
+  passes::PipelineOptions pipeline;
+  bool list_all_passes = false;
+  bool show = false;
+  bool check = false;
+  double check_rtol = 1e-3;
+  double check_atol = 1e-4;
+  std::string summary_json;
+  int64_t convert_version = 0;  // 0: keep the model's opset
+};
+
+// Registers every option of the table (plus --config_yaml) on `app`, bound to `o`.
+void addConvertFlags(CLI::App& app, ConvertOptions& o);
+
+// Reads o.config_yaml, when set, and applies every key the command line did not give (`app` has
+// parsed argv). Unknown keys, type errors and out-of-range values are errors naming the key and
+// the file.
+Status applyConfigYaml(const CLI::App& app, ConvertOptions& o);
+
+}  // namespace poprt::tools
