@@ -12,6 +12,11 @@ const std::vector<PassInfo>& allPasses() {
        "remove Identity, inference Dropout, same-type Cast and no-op Reshape/Transpose/Expand/Pad; merge Reshape "
        "chains, Transpose pairs and Squeeze/Unsqueeze pairs",
        makeIdentityElimination},
+      // Fusions match on static shapes: first infer/fold/simplify again until nothing changes.
+      {"shape_fixpoint",
+       "re-infer types, fold and remove no-ops again until nothing changes (Shape chains of values typed only "
+       "after the first folding), for the fusions that follow",
+       makeShapeFixpoint},
       // Folding fusions. BN first: it also folds through a constant bias Add (Conv -> Add -> BN,
       // MatMul -> Add -> BN); MatMul + Add -> Gemm last, after the Mul/Add folds made their biases.
       {"fuse_batchnorm",
@@ -22,6 +27,19 @@ const std::vector<PassInfo>& allPasses() {
        makeFuseMulAddIntoConvMatMul},
       {"fuse_matmul_add_into_gemm", "MatMul of a 2-D input by a constant [K,N] weight + bias -> Gemm",
        makeFuseMatMulAddIntoGemm},
+      // Fusions into ai.graphcore ops (LayerNormalization itself from opset 17). Conv/Gemm +
+      // activation last, after BatchNormalization and Mul/Add have been folded into the Conv.
+      {"fuse_layernorm",
+       "ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div[/Mul/Add] over the last axis -> LayerNormalization (opset >= 17) "
+       "or ai.graphcore LayerNorm",
+       makeFuseLayerNorm},
+      {"fuse_gelu", "the erf and tanh GELU chains -> ai.graphcore Gelu", makeFuseGelu},
+      {"fuse_attention",
+       "multi-head attention (head-split Reshape/Transpose, MatMul, scale, mask, Softmax, MatMul, merge) -> "
+       "ai.graphcore MultiHeadAttention",
+       makeFuseAttention},
+      {"fuse_conv_activation", "Conv/Gemm followed by its only use, an activation -> ai.graphcore ConvAct/GemmAct",
+       makeFuseConvActivation},
       {"dead_code_elimination", "remove nodes and initializers nothing uses", makeDeadCode},
       {"infer_shapes_final", "re-infer types after the rewrites", makeInferShapes},
   };

@@ -15,5 +15,12 @@ std::unique_ptr<Pass> makeFuseBatchNorm();
 std::unique_ptr<Pass> makeFuseMulAddIntoConvMatMul();
 std::unique_ptr<Pass> makeFuseMatMulAddIntoGemm();
 std::unique_ptr<Pass> makeDeadCode();
+// Fusions into ai.graphcore ops (fuse_*.cpp; the ops are in lib/ops/graphcore_ops.h), after
+// shape_fixpoint.cpp.
+std::unique_ptr<Pass> makeShapeFixpoint();
+std::unique_ptr<Pass> makeFuseLayerNorm();
+std::unique_ptr<Pass> makeFuseGelu();
+std::unique_ptr<Pass> makeFuseAttention();
+std::unique_ptr<Pass> makeFuseConvActivation();
 
 }  // namespace poprt::passes

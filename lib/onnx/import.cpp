@@ -9,6 +9,7 @@
 
 #include "lib/onnx/onnx_io.h"
 #include "lib/onnx/type_map.h"
+#include "lib/ops/registry.h"
 #include "lib/support/file_io.h"
 #include "lib/support/tensor_proto.h"
 
@@ -158,7 +159,8 @@ class Importer {
 };
 
 // Every node whose op has no ONNX schema at the model's opset (or is in a domain the model does
-// not import), reported together.
+// not import), reported together. Ops of other domains the registry knows (ai.graphcore's fused
+// ops) are accepted when the model imports their domain.
 void collectUnknownOps(const onnx::GraphProto& gp, const std::unordered_map<std::string, int>& opsets,
                        const std::set<std::pair<std::string, std::string>>& functions,
                        std::vector<std::string>& unknown) {
@@ -168,6 +170,8 @@ void collectUnknownOps(const onnx::GraphProto& gp, const std::unordered_map<std:
     bool known = functions.count({np.domain(), np.op_type()}) != 0;
     if (!known && it != opsets.end())
       known = onnx::OpSchemaRegistry::Schema(np.op_type(), it->second, domain) != nullptr;
+    if (!known && it != opsets.end() && !domain.empty() && domain != "ai.onnx.ml")
+      known = ops::findOp(domain, np.op_type()) != nullptr;
     if (!known)
       unknown.push_back("node '" + np.name() + "' (" + (domain.empty() ? "" : domain + ".") + np.op_type() + ")");
     for (const auto& ap : np.attribute()) {

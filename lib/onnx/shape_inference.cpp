@@ -54,6 +54,22 @@ void update(ir::Graph& g, const onnx::GraphProto& gp) {
   }
 }
 
+// Outputs of nodes ONNX has no schema for (custom domains such as ai.graphcore's fused ops):
+// inference cannot recompute their types, so they are handed to it, and values downstream of
+// such nodes are still inferred.
+void keepCustomOpTypes(const ir::Graph& g, onnx::GraphProto& gp) {
+  for (const auto& n : g.nodes()) {
+    const std::string& d = n->domain();
+    if (d.empty() || d == "ai.onnx" || d == "ai.onnx.ml" || d == "ai.onnx.preview.training") continue;
+    for (const ir::Value* out : n->outputs()) {
+      if (!out || out->isGraphOutput() || !out->type.isTensor() || out->type.dtype == DType::Undefined) continue;
+      auto* vi = gp.add_value_info();
+      vi->set_name(out->name());
+      typeToProto(out->type, vi->mutable_type());
+    }
+  }
+}
+
 }  // namespace
 
 std::string oneLine(std::string text) {
@@ -75,6 +91,7 @@ Status inferShapes(ir::Model& model) {
   onnx::ModelProto proto = exportModelProto(model);
   // Old types would only constrain inference; clear what it can recompute.
   proto.mutable_graph()->clear_value_info();
+  keepCustomOpTypes(*model.graph, *proto.mutable_graph());
   POPRT_TRY(runOnnxShapeInference(proto));
   update(*model.graph, proto.graph());
   return okStatus();

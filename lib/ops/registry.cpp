@@ -21,6 +21,7 @@ struct Registry {
     registerControlFlowOps(ops);
     registerSignalOps(ops);
     registerMiscOps(ops);
+    registerGraphcoreOps(ops);
     for (size_t i = 0; i < ops.size(); ++i) {
       auto key = std::make_pair(canonicalDomain(ops[i].domain), ops[i].op_type);
       POPRT_CHECK(by_key.emplace(key, i).second, "op " + ops[i].op_type + " is registered twice");

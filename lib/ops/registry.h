@@ -93,5 +93,6 @@ void registerQuantOps(std::vector<OpDef>& ops);
 void registerControlFlowOps(std::vector<OpDef>& ops);
 void registerSignalOps(std::vector<OpDef>& ops);
 void registerMiscOps(std::vector<OpDef>& ops);
+void registerGraphcoreOps(std::vector<OpDef>& ops);  // ai.graphcore fused ops (graphcore_ops.h)
 
 }  // namespace poprt::ops

@@ -1,0 +1,231 @@
+// The ai.graphcore fused ops (semantics in graphcore_ops.h): Gelu, LayerNorm, MultiHeadAttention,
+// ConvAct and GemmAct. Floating-point maths runs in double; ConvAct/GemmAct run the Conv/Gemm
+// evaluator and apply the activation to its result, so they equal the unfused pair exactly.
+#include "lib/ops/graphcore_ops.h"
+
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "lib/ops/broadcast.h"
+#include "lib/ops/op_util.h"
+#include "lib/ops/registry.h"
+
+namespace poprt::ops {
+namespace graphcore {
+
+std::optional<ActivationKind> activationKind(const std::string& op_type) {
+  static const std::pair<const char*, ActivationKind> kinds[] = {
+      {"Relu", ActivationKind::Relu},           {"Clip", ActivationKind::Clip},
+      {"LeakyRelu", ActivationKind::LeakyRelu}, {"Sigmoid", ActivationKind::Sigmoid},
+      {"HardSigmoid", ActivationKind::HardSigmoid}, {"HardSwish", ActivationKind::HardSwish},
+      {"Tanh", ActivationKind::Tanh}};
+  for (const auto& [name, kind] : kinds)
+    if (op_type == name) return kind;
+  return std::nullopt;
+}
+
+namespace {
+// v clamped to [0, 1], NaN staying NaN.
+double clamp01(double v) { return v < 0 ? 0.0 : (v > 1 ? 1.0 : v); }
+}  // namespace
+
+double applyActivation(const Activation& act, double x) {
+  switch (act.kind) {
+    case ActivationKind::Relu: return x > 0 ? x : (x == x ? 0.0 : x);
+    case ActivationKind::Clip: return x < act.min ? act.min : (x > act.max ? act.max : x);
+    case ActivationKind::LeakyRelu: return x < 0 ? act.alpha * x : x;
+    case ActivationKind::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case ActivationKind::HardSigmoid: return clamp01(act.alpha * x + act.beta);
+    case ActivationKind::HardSwish: return x * clamp01(x / 6 + 0.5);
+    case ActivationKind::Tanh: return std::tanh(x);
+  }
+  return x;
+}
+
+namespace {
+
+
+// ---- Gelu -------------------------------------------------------------------------------------
+
+Expected<std::vector<Tensor>> evalGelu(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xt, requireInput(in, 0));
+  POPRT_TRY(requireFloat(*xt, "X"));
+  const std::string approximate = node.attrString("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    return Error("approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
+  const bool tanh_form = approximate == "tanh";
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> x, toDoubles(*xt));
+  const double k = std::sqrt(2.0 / std::numbers::pi);
+  for (double& v : x)
+    v = tanh_form ? 0.5 * v * (1.0 + std::tanh(k * (v + 0.044715 * v * v * v))) : 0.5 * v * (1.0 + std::erf(v / std::numbers::sqrt2));
+  POPRT_ASSIGN_OR_RETURN(Tensor y, fromDoubles(xt->dtype(), xt->shape(), x));
+  return single(std::move(y));
+}
+
+// ---- LayerNorm --------------------------------------------------------------------------------
+
+// The values of `t` seen through a unidirectional broadcast to `shape`.
+Expected<std::vector<double>> broadcastTo(const Tensor& t, const Shape& shape, const std::string& what) {
+  auto b = broadcastShapes(t.shape(), shape);
+  if (!b.ok() || *b != shape)
+    return Error(what + " of shape " + shapeToString(t.shape()) + " does not broadcast to " + shapeToString(shape));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> v, toDoubles(t));
+  std::vector<int64_t> strides = broadcastStrides(t.shape(), shape), contiguous = contiguousStrides(shape);
+  const int64_t n = shapeProduct(shape, 0, shape.size());
+  std::vector<double> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = v[static_cast<size_t>(broadcastOffset(i, contiguous, strides))];
+  return out;
+}
+
+Expected<std::vector<Tensor>> evalLayerNorm(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xt, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* st, requireInput(in, 1));
+  const Tensor* bt = in.size() > 2 ? in[2] : nullptr;
+  POPRT_TRY(requireFloat(*xt, "X"));
+  const Shape& xs = xt->shape();
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  if (rank == 0) return Error("X must have rank >= 1");
+  POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrInt("axis", -1), rank));
+  const double eps = node.attrFloat("epsilon", 1e-5f);
+  const Shape norm_shape(xs.begin() + axis, xs.end());
+  const int64_t outer = shapeProduct(xs, 0, static_cast<size_t>(axis)), inner = shapeProduct(norm_shape, 0, norm_shape.size());
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> scale, broadcastTo(*st, norm_shape, "Scale"));
+  std::vector<double> bias(static_cast<size_t>(inner), 0.0);
+  if (bt) {
+    POPRT_ASSIGN_OR_RETURN(bias, broadcastTo(*bt, norm_shape, "B"));
+  }
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> x, toDoubles(*xt));
+  std::vector<double> y(x.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    const double* row = x.data() + o * inner;
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < inner; ++i) sum += row[i];
+    const double mean = sum / static_cast<double>(inner);
+    for (int64_t i = 0; i < inner; ++i) sq += (row[i] - mean) * (row[i] - mean);
+    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + eps);
+    for (int64_t i = 0; i < inner; ++i) y[o * inner + i] = (row[i] - mean) * inv * scale[i] + bias[i];
+  }
+  POPRT_ASSIGN_OR_RETURN(Tensor yt, fromDoubles(xt->dtype(), xs, y));
+  return single(std::move(yt));
+}
+
+// ---- MultiHeadAttention -----------------------------------------------------------------------
+
+Expected<std::vector<Tensor>> evalAttention(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* qt, requireInput(in, 0));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* kt, requireInput(in, 1));
+  POPRT_ASSIGN_OR_RETURN(const Tensor* vt, requireInput(in, 2));
+  const Tensor* mt = in.size() > 3 ? in[3] : nullptr;
+  POPRT_TRY(requireFloat(*qt, "Q"));
+  if (kt->dtype() != qt->dtype() || vt->dtype() != qt->dtype() || (mt && mt->dtype() != qt->dtype()))
+    return Error("Q, K, V and Mask must have the same dtype");
+  const Shape &qs = qt->shape(), &ks = kt->shape(), &vs = vt->shape();
+  if (qs.size() != 3 || ks.size() != 3 || vs.size() != 3)
+    return Error("Q, K and V must be [batch, sequence, hidden], got " + shapeToString(qs) + ", " + shapeToString(ks) +
+                 ", " + shapeToString(vs));
+  const int64_t H = node.attrInt("num_heads", 0);
+  if (H < 1) return Error("num_heads must be >= 1");
+  const int64_t B = qs[0], Sq = qs[1], Sk = ks[1];
+  if (ks[0] != B || vs[0] != B || vs[1] != Sk || ks[2] != qs[2])
+    return Error("Q " + shapeToString(qs) + ", K " + shapeToString(ks) + " and V " + shapeToString(vs) + " do not match");
+  if (qs[2] % H != 0 || vs[2] % H != 0) return Error("the hidden sizes are not multiples of num_heads " + std::to_string(H));
+  const int64_t D = qs[2] / H, Dv = vs[2] / H;
+  const double scale = node.hasAttr("scale") ? node.attrFloat("scale", 1.0f) : 1.0 / std::sqrt(static_cast<double>(D));
+  const Shape score_shape{B, H, Sq, Sk};
+  std::vector<double> mask;
+  if (mt) {
+    if (mt->shape().size() > 4) return Error("Mask must have rank <= 4, got " + shapeToString(mt->shape()));
+    POPRT_ASSIGN_OR_RETURN(mask, broadcastTo(*mt, score_shape, "Mask"));
+  }
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> q, toDoubles(*qt));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> k, toDoubles(*kt));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> v, toDoubles(*vt));
+  const Shape ys{B, Sq, H * Dv};
+  POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedElementCount(ys));
+  std::vector<double> y(static_cast<size_t>(ny), 0.0), s(static_cast<size_t>(Sk));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Sq; ++i) {
+        const double* qrow = q.data() + (b * Sq + i) * H * D + h * D;
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < Sk; ++j) {
+          const double* krow = k.data() + (b * Sk + j) * H * D + h * D;
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d) dot += qrow[d] * krow[d];
+          s[j] = scale * dot + (mt ? mask[((b * H + h) * Sq + i) * Sk + j] : 0.0);
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < Sk; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        double* yrow = y.data() + (b * Sq + i) * H * Dv + h * Dv;
+        for (int64_t j = 0; j < Sk; ++j) {
+          const double p = s[j] / sum;
+          const double* vrow = v.data() + (b * Sk + j) * H * Dv + h * Dv;
+          for (int64_t e = 0; e < Dv; ++e) yrow[e] += p * vrow[e];
+        }
+      }
+  POPRT_ASSIGN_OR_RETURN(Tensor yt, fromDoubles(qt->dtype(), ys, y));
+  return single(std::move(yt));
+}
+
+// ---- ConvAct / GemmAct ------------------------------------------------------------------------
+
+Expected<Activation> activationOf(const ir::Node& node) {
+  const std::string name = node.attrString("activation", "");
+  auto kind = activationKind(name);
+  if (!kind)
+    return Error("activation must be one of Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh; got \"" +
+                 name + "\"");
+  Activation act;
+  act.kind = *kind;
+  const float default_alpha = act.kind == ActivationKind::LeakyRelu ? 0.01f : 0.2f;
+  act.alpha = node.attrFloat("activation_alpha", default_alpha);
+  act.beta = node.attrFloat("activation_beta", 0.5f);
+  act.min = node.attrFloat("activation_min", -std::numeric_limits<float>::infinity());
+  act.max = node.attrFloat("activation_max", std::numeric_limits<float>::infinity());
+  return act;
+}
+
+// Runs the default-domain op `base` on the node's inputs (it reads its own attributes from the
+// node and ignores the activation's), then the activation on every element.
+Expected<std::vector<Tensor>> evalWithActivation(const std::string& base, const ir::Node& node,
+                                                 const std::vector<const Tensor*>& in, EvalContext& ctx) {
+  POPRT_ASSIGN_OR_RETURN(Activation act, activationOf(node));
+  const OpDef* def = findOp("", base);
+  POPRT_CHECK(def && def->eval, base + " has no evaluator");
+  POPRT_ASSIGN_OR_RETURN(std::vector<Tensor> out, def->eval(node, in, ctx));
+  if (out.empty()) return Error("internal: " + base + " produced no output");
+  POPRT_TRY(requireFloat(out[0], "Y"));
+  if (out[0].dtype() == DType::Float) {  // in place: the common case, kept cheap
+    for (float& v : out[0].data<float>()) v = static_cast<float>(applyActivation(act, v));
+    return single(std::move(out[0]));
+  }
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> y, toDoubles(out[0]));
+  for (double& v : y) v = applyActivation(act, v);
+  POPRT_ASSIGN_OR_RETURN(Tensor yt, fromDoubles(out[0].dtype(), out[0].shape(), y));
+  return single(std::move(yt));
+}
+
+}  // namespace
+}  // namespace graphcore
+
+void registerGraphcoreOps(std::vector<OpDef>& ops) {
+  using namespace graphcore;
+  const std::string d = kDomain;
+  ops.push_back({"Gelu", Fp16Policy::Convert, LoweringFamily::None, evalGelu, {}, d});
+  ops.push_back({"LayerNorm", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalLayerNorm, {}, d});
+  ops.push_back({"MultiHeadAttention", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalAttention, {}, d});
+  ops.push_back({"ConvAct", Fp16Policy::AccumulateFp32, LoweringFamily::None,
+                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext& ctx) {
+                   return evalWithActivation("Conv", n, in, ctx);
+                 },
+                 {}, d});
+  ops.push_back({"GemmAct", Fp16Policy::AccumulateFp32, LoweringFamily::None,
+                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext& ctx) {
+                   return evalWithActivation("Gemm", n, in, ctx);
+                 },
+                 {}, d});
+}
+
+}  // namespace poprt::ops

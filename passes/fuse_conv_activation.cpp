@@ -1,0 +1,111 @@
+// fuse_conv_activation: Conv or Gemm whose only use is an activation — Relu, Clip, LeakyRelu,
+// Sigmoid, HardSigmoid, HardSwish or Tanh — becomes ai.graphcore ConvAct / GemmAct (see
+// lib/ops/graphcore_ops.h): Conv's/Gemm's attributes plus `activation` and its parameters, always
+// written out (activation_alpha, activation_beta, activation_min, activation_max). Clip's bounds
+// must be constants (attributes before opset 11, constant inputs from 11).
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "lib/ops/graphcore_ops.h"
+#include "passes/fusion_util.h"
+#include "passes/pass_list.h"
+
+namespace poprt::passes {
+namespace {
+
+using namespace fusion;
+
+bool isActivation(const ir::Node* n) {
+  return n && (n->domain().empty() || n->domain() == "ai.onnx") && ops::graphcore::isFusableActivation(n->opType());
+}
+
+// The activation's parameters as ConvAct/GemmAct attributes, or an error text.
+std::string activationAttrs(const ir::Node& act, int64_t opset, std::map<std::string, ir::Attribute>& attrs) {
+  const std::string& op = act.opType();
+  attrs["activation"].value = op;
+  if (op == "LeakyRelu") attrs["activation_alpha"].value = act.attrFloat("alpha", 0.01f);
+  if (op == "HardSigmoid") {
+    attrs["activation_alpha"].value = act.attrFloat("alpha", 0.2f);
+    attrs["activation_beta"].value = act.attrFloat("beta", 0.5f);
+  }
+  if (op == "Clip") {
+    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+    if (opset < 11) {
+      lo = act.attrFloat("min", lo);
+      hi = act.attrFloat("max", hi);
+    } else {
+      for (size_t i = 1; i < 3; ++i) {
+        if (!act.input(i)) continue;
+        auto v = scalarOf(act.input(i));
+        if (!v) return "Clip's bounds are not constants";
+        (i == 1 ? lo : hi) = static_cast<float>(*v);
+      }
+    }
+    attrs["activation_min"].value = lo;
+    attrs["activation_max"].value = hi;
+  }
+  return "";
+}
+
+class FuseConvActivation : public Pass {
+ public:
+  Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
+    bool changed = removeDeadNodes(graph) > 0;
+    const int64_t opset = ctx.opsets()[""];
+    std::vector<ir::Node*> roots;
+    for (const auto& n : graph.nodes())
+      if (isOp(n.get(), "Conv") || isOp(n.get(), "Gemm")) roots.push_back(n.get());
+    for (ir::Node* base : roots) {
+      ir::Value* y = base->output(0);
+      if (!y || base->outputs().size() != 1) continue;
+      ir::Node* act = singleUser(y);
+      if (!isActivation(act) || act->input(0) != y) {
+        // Plausible: an activation reads the output, but so does something else (or it is returned).
+        const ir::Node* a = nullptr;
+        std::string others;
+        for (const ir::Use& u : y->uses()) {
+          if (!a && isActivation(u.node) && u.input_index == 0) {
+            a = u.node;
+          } else if (others.find(u.node->opType()) == std::string::npos) {
+            others += (others.empty() ? "" : ", ") + u.node->opType();
+          }
+        }
+        if (a) {
+          if (y->isGraphOutput()) others += std::string(others.empty() ? "" : ", ") + "a graph output";
+          ctx.nearMiss(*base, "the " + a->opType() + " is not the only use of its output (also: " + others + ")");
+        }
+        continue;
+      }
+      std::string why;
+      const DType dt = y->type.dtype;
+      if (dt != DType::Float && dt != DType::Float16) why = "its output is not float32 or float16";
+      std::map<std::string, ir::Attribute> attrs = base->attributes;
+      if (why.empty()) why = activationAttrs(*act, opset, attrs);
+      if (!why.empty()) {
+        ctx.nearMiss(*act, why);
+        continue;
+      }
+      const ir::TensorType base_type = y->type;
+      const bool conv = base->opType() == "Conv";
+      const std::string act_type = act->opType();
+      const std::string name = base->name().empty() ? act->name() : base->name();
+      ir::Node* fused = replaceWithNode(graph, act, conv ? "ConvAct" : "GemmAct", ops::graphcore::kDomain, base->inputs());
+      fused->attributes = std::move(attrs);
+      fused->setName(name);
+      refineType(fused->output(0), base_type);
+      importGraphcoreDomain(ctx.model);
+      ctx.count(std::string(conv ? "conv_" : "gemm_") + act_type);
+      changed = true;
+    }
+    if (changed) POPRT_TRY(finishRewrites(graph));
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> makeFuseConvActivation() { return std::make_unique<FuseConvActivation>(); }
+
+}  // namespace poprt::passes
