@@ -51,8 +51,20 @@ Expected<RearrangeMap> rearrangeMap(const ir::Node& node, const ops::Opsets& ops
   if (node.opType() == "Pad") map.fill_value = node.input(2) ? map.fill_value : node.attrFloat("value", 0.0f);
   const ops::OpDef* def = ops::findOp(node.domain(), node.opType());
   if (!def || !def->eval) return Error("no evaluator");
+  // Before opset 11 Pad's fill is the attribute `value`; the index run must pad with 0 (= fill).
+  const ir::Node* run = &node;
+  ir::Graph scratch;
+  if (node.opType() == "Pad" && node.hasAttr("value")) {
+    std::vector<ir::Value*> ins, outs;
+    for (size_t i = 0; i < node.inputs().size(); ++i) ins.push_back(scratch.addValue("in" + std::to_string(i)));
+    for (size_t i = 0; i < node.outputs().size(); ++i) outs.push_back(scratch.addValue("out" + std::to_string(i)));
+    ir::Node* copy = scratch.addNode(node.opType(), ins, outs, node.name(), node.domain());
+    copy->attributes = node.attributes;
+    copy->attributes["value"].value = 0.0f;
+    run = copy;
+  }
   ops::EvalContext ctx(opsets);
-  auto outs = def->eval(node, args, ctx);
+  auto outs = def->eval(*run, args, ctx);
   if (!outs.ok()) return Error("cannot plan the copies: " + outs.error().message());
   for (const Tensor& out : *outs) {
     if (out.dtype() != DType::Int64) return Error("the op changed the index dtype");

@@ -393,8 +393,9 @@ Expected<std::vector<Tensor>> evalGridSample(const ir::Node& node, const std::ve
 }  // namespace
 
 void registerNnResizeOps(std::vector<OpDef>& ops) {
-  ops.push_back({"Resize", Fp16Policy::Convert, LoweringFamily::None, evalResize});
-  ops.push_back({"Upsample", Fp16Policy::Convert, LoweringFamily::None, evalUpsample});
+  // Nearest-neighbour resizing only moves elements: the device does it with copies.
+  ops.push_back({"Resize", Fp16Policy::Convert, LoweringFamily::Rearrange, evalResize});
+  ops.push_back({"Upsample", Fp16Policy::Convert, LoweringFamily::Rearrange, evalUpsample});
   ops.push_back({"GridSample", Fp16Policy::Convert, LoweringFamily::None, evalGridSample});
 }
 

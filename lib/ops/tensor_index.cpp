@@ -428,11 +428,14 @@ Outputs evalReverseSequence(const ir::Node& node, const Inputs& in, EvalContext&
 }  // namespace
 
 void registerIndexOps(std::vector<OpDef>& ops) {
-  auto add = [&](const char* name, Fp16Policy policy, EvalFn fn) { ops.push_back({name, policy, LoweringFamily::None, std::move(fn)}); };
+  auto add = [&](const char* name, Fp16Policy policy, EvalFn fn, LoweringFamily lowering = LoweringFamily::None) {
+    ops.push_back({name, policy, lowering, std::move(fn)});
+  };
   const auto agnostic = Fp16Policy::TypeAgnostic;
-  add("Gather", agnostic, evalGather);
-  add("GatherElements", agnostic, evalGatherElements);
-  add("GatherND", agnostic, evalGatherND);
+  // With constant indices these only move elements (see codegen/rearrange.h).
+  add("Gather", agnostic, evalGather, LoweringFamily::Rearrange);
+  add("GatherElements", agnostic, evalGatherElements, LoweringFamily::Rearrange);
+  add("GatherND", agnostic, evalGatherND, LoweringFamily::Rearrange);
   add("Scatter", Fp16Policy::Convert, evalScatterElements);
   add("ScatterElements", Fp16Policy::Convert, evalScatterElements);
   add("ScatterND", Fp16Policy::Convert, evalScatterND);

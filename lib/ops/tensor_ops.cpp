@@ -676,29 +676,32 @@ Outputs evalDropout(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
 }  // namespace
 
 void registerTensorOps(std::vector<OpDef>& ops) {
-  auto add = [&](const char* name, Fp16Policy policy, EvalFn fn) { ops.push_back({name, policy, LoweringFamily::None, std::move(fn)}); };
+  auto add = [&](const char* name, Fp16Policy policy, EvalFn fn, LoweringFamily lowering = LoweringFamily::None) {
+    ops.push_back({name, policy, lowering, std::move(fn)});
+  };
   const auto agnostic = Fp16Policy::TypeAgnostic;
+  const auto view = LoweringFamily::View, rearrange = LoweringFamily::Rearrange;
   add("Constant", agnostic, evalConstant);
-  ops.push_back({"Identity", agnostic, LoweringFamily::None, nullptr, evalIdentity});
-  add("Reshape", agnostic, evalReshape);
-  add("Flatten", agnostic, evalFlatten);
-  add("Squeeze", agnostic, evalSqueeze);
-  add("Unsqueeze", agnostic, evalUnsqueeze);
-  add("Transpose", agnostic, evalTranspose);
-  add("Concat", agnostic, evalConcat);
-  add("Split", agnostic, evalSplit);
-  add("Slice", agnostic, evalSlice);
-  add("Expand", agnostic, evalExpand);
-  add("Tile", agnostic, evalTile);
-  add("Pad", agnostic, evalPad);
+  ops.push_back({"Identity", agnostic, view, nullptr, evalIdentity});
+  add("Reshape", agnostic, evalReshape, view);
+  add("Flatten", agnostic, evalFlatten, view);
+  add("Squeeze", agnostic, evalSqueeze, view);
+  add("Unsqueeze", agnostic, evalUnsqueeze, view);
+  add("Transpose", agnostic, evalTranspose, rearrange);
+  add("Concat", agnostic, evalConcat, rearrange);
+  add("Split", agnostic, evalSplit, rearrange);
+  add("Slice", agnostic, evalSlice, rearrange);
+  add("Expand", agnostic, evalExpand, rearrange);
+  add("Tile", agnostic, evalTile, rearrange);
+  add("Pad", agnostic, evalPad, rearrange);
   add("Shape", agnostic, evalShape);
   add("Size", agnostic, evalSize);
   add("ConstantOfShape", agnostic, evalConstantOfShape);
   add("Range", Fp16Policy::Convert, evalRange);
   add("Trilu", agnostic, evalTrilu);
   add("EyeLike", agnostic, evalEyeLike);
-  add("DepthToSpace", agnostic, evalDepthToSpace);
-  add("SpaceToDepth", agnostic, evalSpaceToDepth);
+  add("DepthToSpace", agnostic, evalDepthToSpace, rearrange);
+  add("SpaceToDepth", agnostic, evalSpaceToDepth, rearrange);
   add("Dropout", Fp16Policy::Convert, evalDropout);
   registerCastOps(ops);
   registerIndexOps(ops);

@@ -105,6 +105,55 @@ exec::Executable compileRelu() {
   return compiled->executable;
 }
 
+Tensor int64s(std::vector<int64_t> v) {
+  Tensor t(DType::Int64, {static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), t.data<int64_t>().begin());
+  return t;
+}
+
+TEST(Engine, LayoutOpsRunAsCopiesAndMatchTheEvaluator) {
+  ir::Model m;
+  m.opset_imports = {{"", 13}};
+  ir::Graph& g = *m.graph;
+  ir::Value* x = g.addInput("x", f32({2, 3, 4}));
+  ir::Value* t = g.addValue("t", f32({2, 4, 3}));
+  ir::Value* tt = g.addValue("tt", f32({2, 3, 4}));
+  ir::Value* c = g.addValue("c", f32({2, 6, 4}));
+  ir::Value* s = g.addValue("s", f32({2, 3, 2}));
+  ir::Value* p = g.addValue("p", f32({2, 5, 5}));
+  ir::Value* r = g.addValue("r", f32({10, 5}));
+  ir::Value* gth = g.addValue("gth", f32({3, 5}));
+  ir::Value* sp0 = g.addValue("sp0", f32({4, 5}));
+  ir::Value* sp1 = g.addValue("sp1", f32({6, 5}));
+  ir::Value* rs = g.addValue("rs", f32({2, 6, 8}));
+  ir::Node* tr = g.addNode("Transpose", {x}, {t}, "transpose");
+  tr->attributes["perm"].value = std::vector<int64_t>{0, 2, 1};
+  ir::Node* back = g.addNode("Transpose", {t}, {tt}, "transpose_back");
+  back->attributes["perm"].value = std::vector<int64_t>{0, 2, 1};
+  ir::Node* cat = g.addNode("Concat", {x, tt}, {c}, "concat");
+  cat->attributes["axis"].value = int64_t{1};
+  g.addNode("Slice", {c, g.addInitializer("starts", int64s({1, 3})), g.addInitializer("ends", int64s({100, 1})),
+                      g.addInitializer("axes", int64s({1, 2})), g.addInitializer("steps", int64s({2, -1}))},
+            {s}, "slice");  // rows 1,3,5 of axis 1; columns 3 down to 2 of axis 2
+  Tensor fill(DType::Float, {});
+  fill.data<float>()[0] = 2.5f;
+  g.addNode("Pad", {s, g.addInitializer("pads", int64s({0, 1, 1, 0, 1, 2})), g.addInitializer("value", fill)}, {p}, "pad");
+  g.addNode("Reshape", {p, g.addInitializer("shape", int64s({10, 5}))}, {r}, "reshape");  // a view
+  g.addNode("Gather", {r, g.addInitializer("idx", int64s({9, 0, -1}))}, {gth}, "gather");
+  ir::Node* split = g.addNode("Split", {r, g.addInitializer("split", int64s({4, 6}))}, {sp0, sp1}, "split");
+  split->attributes["axis"].value = int64_t{0};
+  Tensor scales(DType::Float, {3});
+  std::copy_n(std::vector<float>{1, 1, 2}.begin(), 3, scales.data<float>().begin());
+  ir::Node* resize = g.addNode("Resize", {c, nullptr, g.addInitializer("scales", scales)}, {rs}, "resize_nearest");
+  resize->attributes["mode"].value = std::string("nearest");
+  for (ir::Value* out : {gth, sp0, sp1, rs}) g.addOutput(out);
+  // Every one of them must be on the device (pure copies), none on the host.
+  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 8), 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  EXPECT_TRUE(compiled->host_nodes.empty()) << compiled->host_nodes.size() << " on the host, first: " << compiled->host_reasons[0];
+  expectSimMatchesReference(m, {{"x", randomTensor({2, 3, 4}, 21)}}, 8);
+}
+
 TEST(Engine, RefusesVertexOutsideTileMemory) {
   exec::Executable exe = compileRelu();
   exe.compute_sets[0].vertices[0].fields[0].offset = exe.tile_bytes[exe.compute_sets[0].vertices[0].tile];
