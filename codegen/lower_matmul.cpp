@@ -7,6 +7,7 @@
 #include "codegen/lowering.h"
 #include "codegen/matmul_planner.h"
 #include "lib/exec/codelets.h"
+#include "lib/ops/graphcore_ops.h"
 #include "lib/ops/broadcast.h"
 
 namespace poprt::codegen {
@@ -32,7 +33,7 @@ MatMulPlan planMatMul(int64_t batches, int64_t M, int64_t K, int64_t N, uint32_t
 }
 
 Status lowerMatMul(Lowering& l, const ir::Node& node) {
-  const bool gemm = node.opType() == "Gemm";
+  const bool gemm = node.opType() == "Gemm" || node.opType() == "GemmAct";
   const ir::Value* a = node.input(0);
   const ir::Value* b = node.input(1);
   const ir::Value* c = gemm ? node.input(2) : nullptr;
@@ -77,6 +78,15 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
                  std::to_string(N) + " matmul fits in " + std::to_string(budget) +
                  " bytes per tile (hint: raise --available_memory_proportion or use more IPUs)");
 
+  // GemmAct: the activation runs in the vertex, on each output as it is written.
+  std::vector<int64_t> act_params;
+  std::vector<float> act_fparams;
+  if (node.opType() == "GemmAct") {
+    POPRT_ASSIGN_OR_RETURN(ops::graphcore::Activation act, ops::graphcore::activationOf(node));
+    act_params = {static_cast<int64_t>(act.kind)};
+    act_fparams = {static_cast<float>(act.alpha), static_cast<float>(act.beta), static_cast<float>(act.min),
+                   static_cast<float>(act.max)};
+  }
   TileMapping out;
   uint32_t tile = 0;
   const uint32_t tiles = l.target().numTiles();
@@ -110,6 +120,8 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
                        {{out_off, static_cast<uint64_t>(rows * cols) * 4}, {a_off, static_cast<uint64_t>(rows * K) * 4},
                         {b_off, static_cast<uint64_t>(K * cols) * 4}},
                        {rows, K, cols, trans_a, trans_b, bias_mode}, {alpha, beta}};
+        v.params.insert(v.params.end(), act_params.begin(), act_params.end());
+        v.fparams.insert(v.fparams.end(), act_fparams.begin(), act_fparams.end());
         if (c) {
           const auto& mc = l.mapping(c);
           int64_t count = bias_mode == exec::kBiasScalar ? 1

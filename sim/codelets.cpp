@@ -6,6 +6,7 @@
 
 #include "lib/exec/codelets.h"
 #include "lib/support/dtype_dispatch.h"
+#include "lib/ops/graphcore_ops.h"
 #include "lib/ops/scalar_math.h"
 
 namespace poprt::sim {
@@ -72,7 +73,11 @@ Status checkBinary(const exec::Vertex& v) {
 
 Status checkMatMul(const exec::Vertex& v) {
   const auto& p = v.params;
-  if (p.size() != 6 || v.fparams.size() != 2) return Error("MatMul vertex has bad params");
+  const bool act = p.size() == 7;
+  if (!(p.size() == 6 && v.fparams.size() == 2) && !(act && v.fparams.size() == 6))
+    return Error("MatMul vertex has bad params");
+  if (act && (p[6] < 0 || p[6] > static_cast<int64_t>(ops::graphcore::ActivationKind::Tanh)))
+    return Error("MatMul vertex has an unknown activation");
   POPRT_TRY(expectFields(v, p[5] == exec::kBiasNone ? 3 : 4, "MatMul"));
   int64_t rows = p[0], K = p[1], cols = p[2];
   const int64_t limit = int64_t{1} << 24;
@@ -180,6 +185,10 @@ void runMatMul(const exec::Vertex& v, uint8_t* mem) {
   const float* a = f32(mem, v.fields[1]);
   const float* b = f32(mem, v.fields[2]);
   const float* bias = bias_mode != exec::kBiasNone ? f32(mem, v.fields[3]) : nullptr;
+  const bool has_act = v.params.size() == 7;
+  ops::graphcore::Activation act;
+  if (has_act)
+    act = {static_cast<ops::graphcore::ActivationKind>(v.params[6]), v.fparams[2], v.fparams[3], v.fparams[4], v.fparams[5]};
   for (int64_t r = 0; r < rows; ++r) {
     float* o = out + r * cols;
     std::memset(o, 0, static_cast<size_t>(cols) * sizeof(float));
@@ -201,6 +210,7 @@ void runMatMul(const exec::Vertex& v, uint8_t* mem) {
                                                     : bias[r * cols + c];
         x += beta * bv;
       }
+      if (has_act) x = static_cast<float>(ops::graphcore::applyActivation(act, x));
       o[c] = x;
     }
   }

@@ -15,7 +15,8 @@ namespace poprt::exec {
 // MatMul: fields [out, a, b, bias?]        params [rows, K, cols, trans_a, trans_b, bias_mode]
 //                                           fparams [alpha, beta]
 //         out = alpha * A x B + beta * bias, out is rows x cols; A is rows x K (K x rows if trans_a);
-//         B is K x cols (cols x K if trans_b); bias by mode (kBias*).
+//         B is K x cols (cols x K if trans_b); bias by mode (kBias*). An optional 7th param is an
+//         activation applied last (ops::graphcore::ActivationKind) with fparams [.., alpha, beta, min, max].
 // Fill:   fields [out]                      params [count]  fparams [value]   (any dtype of 1, 2, 4
 //         or 8 bytes; the value is converted to the vertex's dtype)
 enum BinaryOperandMode : int64_t { kAligned = 0, kBroadcast = 1 };

@@ -171,6 +171,8 @@ Expected<std::vector<Tensor>> evalAttention(const ir::Node& node, const std::vec
 
 // ---- ConvAct / GemmAct ------------------------------------------------------------------------
 
+}  // namespace
+
 Expected<Activation> activationOf(const ir::Node& node) {
   const std::string name = node.attrString("activation", "");
   auto kind = activationKind(name);
@@ -186,6 +188,8 @@ Expected<Activation> activationOf(const ir::Node& node) {
   act.max = node.attrFloat("activation_max", std::numeric_limits<float>::infinity());
   return act;
 }
+
+namespace {
 
 // Runs the default-domain op `base` on the node's inputs (it reads its own attributes from the
 // node and ignores the activation's), then the activation on every element.
@@ -221,7 +225,7 @@ void registerGraphcoreOps(std::vector<OpDef>& ops) {
                    return evalWithActivation("Conv", n, in, ctx);
                  },
                  {}, d});
-  ops.push_back({"GemmAct", Fp16Policy::AccumulateFp32, LoweringFamily::None,
+  ops.push_back({"GemmAct", Fp16Policy::AccumulateFp32, LoweringFamily::MatMul,
                  [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext& ctx) {
                    return evalWithActivation("Gemm", n, in, ctx);
                  },

@@ -46,6 +46,8 @@
 
 #include <cstdint>
 #include <optional>
+
+#include "lib/ir/graph.h"
 #include <string>
 
 namespace poprt::ops::graphcore {
@@ -63,5 +65,7 @@ struct Activation {
 std::optional<ActivationKind> activationKind(const std::string& op_type);
 inline bool isFusableActivation(const std::string& op_type) { return activationKind(op_type).has_value(); }
 double applyActivation(const Activation& act, double x);
+// The activation a ConvAct/GemmAct node applies (from its attributes).
+Expected<Activation> activationOf(const ir::Node& node);
 
 }  // namespace poprt::ops::graphcore

@@ -52,11 +52,11 @@ Tensor tensorOf(const std::vector<float>& v, Shape shape) {
 
 // Runs one node of the reference evaluator.
 std::vector<float> reference(const std::string& op, const std::vector<const Tensor*>& inputs,
-                             std::map<std::string, ir::AttributeValue> attrs = {}) {
+                             std::map<std::string, ir::AttributeValue> attrs = {}, const std::string& domain = "") {
   ir::Graph g;
   std::vector<ir::Value*> ins;
   for (size_t i = 0; i < inputs.size(); ++i) ins.push_back(g.addInput("i" + std::to_string(i), {}));
-  ir::Node* n = g.addNode(op, ins, {g.addValue("y")});
+  ir::Node* n = g.addNode(op, ins, {g.addValue("y")}, "", domain);
   for (auto& [k, v] : attrs) n->attributes[k].value = v;
   auto r = ops::evaluateNode(*n, inputs);
   EXPECT_TRUE(r.ok()) << r.error().message();
@@ -159,6 +159,33 @@ TEST(MatMulCodelet, AllTransposesAndBiasModesMatchReference) {
         }
       }
     }
+  }
+}
+
+TEST(MatMulCodelet, ActivationEpilogueMatchesGemmAct) {
+  const std::vector<std::pair<std::string, int64_t>> kinds = {{"Relu", 0},        {"Clip", 1},      {"LeakyRelu", 2},
+                                                              {"Sigmoid", 3},     {"HardSigmoid", 4}, {"HardSwish", 5},
+                                                              {"Tanh", 6}};
+  const int64_t rows = 3, K = 4, cols = 5;
+  auto a = randomVector(rows * K, 9), b = randomVector(K * cols, 10), c = randomVector(cols, 11);
+  Tensor TA = tensorOf(a, {rows, K}), TB = tensorOf(b, {K, cols}), TC = tensorOf(c, {cols});
+  for (const auto& [name, kind] : kinds) {
+    // Parameters chosen so every branch of Clip/LeakyRelu/HardSigmoid is exercised.
+    const float alpha = 0.3f, beta = 0.4f, lo = -0.5f, hi = 0.6f;
+    auto want = reference("GemmAct", {&TA, &TB, &TC},
+                          {{"activation", name}, {"activation_alpha", alpha}, {"activation_beta", beta},
+                           {"activation_min", lo}, {"activation_max", hi}},
+                          "ai.graphcore");
+    TileMemory mem;
+    exec::Field out = mem.add(std::vector<float>(static_cast<size_t>(rows * cols)));
+    exec::Field fa = mem.add(a), fb = mem.add(b), fc = mem.add(c);
+    exec::Vertex v{0, exec::Codelet::MatMul, DType::Float, {out, fa, fb, fc}, {rows, K, cols, 0, 0, exec::kBiasRow, kind},
+                   {1.f, 1.f, alpha, beta, lo, hi}};
+    ASSERT_TRUE(checkVertex(v).ok()) << name << ": " << checkVertex(v).error().message();
+    runVertex(v, mem.bytes.data());
+    SCOPED_TRACE(name);
+    expectClose(mem.read(out), want);
+    mem.expectGuardsIntact(out);
   }
 }
 
