@@ -40,6 +40,9 @@ const std::vector<PassInfo>& allPasses() {
        makeFuseAttention},
       {"fuse_conv_activation", "Conv/Gemm followed by its only use, an activation -> ai.graphcore ConvAct/GemmAct",
        makeFuseConvActivation},
+      {"common_subexpression_elimination",
+       "merge initializers with equal contents, then nodes with the same op, attributes and inputs",
+       makeCommonSubexpressions},
       {"dead_code_elimination", "remove nodes and initializers nothing uses", makeDeadCode},
       {"infer_shapes_final", "re-infer types after the rewrites", makeInferShapes},
   };

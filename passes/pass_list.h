@@ -15,6 +15,7 @@ std::unique_ptr<Pass> makeFuseBatchNorm();
 std::unique_ptr<Pass> makeFuseMulAddIntoConvMatMul();
 std::unique_ptr<Pass> makeFuseMatMulAddIntoGemm();
 std::unique_ptr<Pass> makeDeadCode();
+std::unique_ptr<Pass> makeCommonSubexpressions();
 // Fusions into ai.graphcore ops (fuse_*.cpp; the ops are in lib/ops/graphcore_ops.h), after
 // shape_fixpoint.cpp.
 std::unique_ptr<Pass> makeShapeFixpoint();

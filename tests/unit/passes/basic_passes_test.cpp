@@ -142,3 +142,56 @@ TEST(PassManager, UnknownPassesAreErrorsListingTheKnownOnes) {
 
 }  // namespace
 }  // namespace poprt::passes
+
+namespace poprt::passes {
+namespace {
+
+using namespace poprt::passes::testing;
+
+TEST(CommonSubexpressions, MergesDuplicateInitializersAndNodes) {
+  ir::Model m = emptyModel();
+  ir::Graph& g = *m.graph;
+  ir::Value* x = g.addInput("x", f32({2, 3}));
+  ir::Value* w1 = g.addInitializer("w1", randomTensor({3}, 7));
+  ir::Value* w2 = g.addInitializer("w2", randomTensor({3}, 7));  // same bytes as w1
+  ir::Value* w3 = g.addInitializer("w3", randomTensor({3}, 8));  // different
+  ir::Value* a = g.addValue("a", f32({2, 3}));
+  ir::Value* b = g.addValue("b", f32({2, 3}));
+  ir::Value* c = g.addValue("c", f32({2, 3}));
+  ir::Value* s = g.addValue("s", f32({2, 3}));
+  ir::Value* y = g.addValue("y", f32({2, 3}));
+  g.addNode("Mul", {x, w1}, {a}, "mul1");
+  g.addNode("Mul", {x, w2}, {b}, "mul2");  // same as mul1 once w2 is w1
+  g.addNode("Mul", {x, w3}, {c}, "mul3");  // different weight: stays
+  g.addNode("Add", {a, b}, {s}, "add");
+  g.addNode("Add", {s, c}, {y}, "add2");
+  g.addOutput(y);
+  EXPECT_TRUE(runPassChecked(m, "common_subexpression_elimination"));
+  EXPECT_EQ(g.nodes().front()->output(0)->uses().size(), 2u);  // Add reads mul1 twice now
+  EXPECT_TRUE(runPassChecked(m, "dead_code_elimination"));
+  EXPECT_EQ(opTypes(g), (std::vector<std::string>{"Mul", "Mul", "Add", "Add"}));
+}
+
+TEST(CommonSubexpressions, KeepsDifferentAttributesAndReturnedOutputs) {
+  ir::Model m = emptyModel();
+  ir::Graph& g = *m.graph;
+  ir::Value* x = g.addInput("x", f32({2, 3}));
+  ir::Value* a = g.addValue("a", f32({3, 2}));
+  ir::Value* b = g.addValue("b", f32({3, 2}));
+  ir::Value* c = g.addValue("c", f32({2, 3}));
+  ir::Value* d = g.addValue("d", f32({2, 3}));
+  ir::Node* t1 = g.addNode("Transpose", {x}, {a}, "t1");
+  t1->attributes["perm"].value = std::vector<int64_t>{1, 0};
+  ir::Node* t2 = g.addNode("Transpose", {x}, {b}, "t2");
+  t2->attributes["perm"].value = std::vector<int64_t>{1, 0};
+  ir::Node* s1 = g.addNode("Softmax", {x}, {c}, "softmax_axis1");
+  s1->attributes["axis"].value = int64_t{1};
+  ir::Node* s0 = g.addNode("Softmax", {x}, {d}, "softmax_axis0");
+  s0->attributes["axis"].value = int64_t{0};
+  for (ir::Value* v : {a, b, c, d}) g.addOutput(v);  // every output returned: nothing may merge
+  EXPECT_FALSE(runPassChecked(m, "common_subexpression_elimination"));
+  EXPECT_EQ(g.numNodes(), 4u);
+}
+
+}  // namespace
+}  // namespace poprt::passes

@@ -1,0 +1,87 @@
+// common_subexpression_elimination: initializers with the same dtype, shape and bytes become one,
+// then nodes with the same op, attributes and inputs (in order) become one. Nodes with subgraphs
+// and nondeterministic ops are left alone; a graph output keeps its own producer.
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "passes/pass_list.h"
+
+namespace poprt::passes {
+namespace {
+
+const std::set<std::string> kNondeterministic = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                                 "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+
+bool hasSubgraph(const ir::Node& n) {
+  for (const auto& [name, attr] : n.attributes)
+    if (std::holds_alternative<ir::GraphPtr>(attr.value) || std::holds_alternative<std::vector<ir::GraphPtr>>(attr.value))
+      return true;
+  return false;
+}
+
+bool sameAttributes(const ir::Node& a, const ir::Node& b) {
+  if (a.attributes.size() != b.attributes.size()) return false;
+  for (auto ia = a.attributes.begin(), ib = b.attributes.begin(); ia != a.attributes.end(); ++ia, ++ib)
+    if (ia->first != ib->first || !(ia->second.value == ib->second.value)) return false;
+  return true;
+}
+
+class CommonSubexpressions : public Pass {
+ public:
+  Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
+    bool changed = mergeInitializers(graph, ctx);
+    // Candidates are bucketed by (op, domain, inputs); attributes are compared within a bucket.
+    std::map<std::tuple<std::string, std::string, std::vector<const ir::Value*>>, std::vector<ir::Node*>> seen;
+    std::vector<ir::Node*> nodes;
+    for (const auto& n : graph.nodes()) nodes.push_back(n.get());
+    for (ir::Node* n : nodes) {
+      if (kNondeterministic.count(n->opType()) || hasSubgraph(*n) || n->outputs().empty()) continue;
+      auto key = std::make_tuple(n->opType(), n->domain(), std::vector<const ir::Value*>(n->inputs().begin(), n->inputs().end()));
+      ir::Node* twin = nullptr;
+      for (ir::Node* other : seen[key])
+        if (other->outputs().size() == n->outputs().size() && sameAttributes(*other, *n)) twin = other;
+      if (!twin) {
+        seen[key].push_back(n);
+        continue;
+      }
+      bool returned = false;
+      for (const ir::Value* v : n->outputs()) returned |= v && v->isGraphOutput();
+      if (returned) continue;  // its output keeps its name and producer
+      for (size_t i = 0; i < n->outputs().size(); ++i)
+        if (n->output(i) && twin->output(i)) graph.replaceAllUses(n->output(i), twin->output(i));
+      ctx.count("nodes_merged");
+      changed = true;
+    }
+    return changed;
+  }
+
+ private:
+  static bool mergeInitializers(ir::Graph& graph, PassContext& ctx) {
+    std::map<std::tuple<DType, Shape, size_t>, std::vector<ir::Value*>> buckets;
+    bool changed = false;
+    std::vector<ir::Value*> inits(graph.initializers().begin(), graph.initializers().end());
+    for (ir::Value* v : inits) {
+      if (v->isGraphInput() || v->isGraphOutput()) continue;  // overridable or returned: keep
+      const Tensor& t = *v->initializer();
+      auto& bucket = buckets[{t.dtype(), t.shape(), t.byteSize()}];
+      ir::Value* twin = nullptr;
+      for (ir::Value* other : bucket)
+        if (*other->initializer() == t) twin = other;
+      if (!twin) {
+        bucket.push_back(v);
+        continue;
+      }
+      graph.replaceAllUses(v, twin);
+      ctx.count("initializers_merged");
+      changed = true;
+    }
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> makeCommonSubexpressions() { return std::make_unique<CommonSubexpressions>(); }
+
+}  // namespace poprt::passes
