@@ -37,7 +37,7 @@ TEST(FusePipeline, DefaultPipelineRemovesEveryBatchNorm) {
   g.addOutput(y1);
   g.addOutput(y2);
 
-  auto reports = runChecked(m, {});  // the default pipeline
+  auto reports = runPassesChecked(m, {});  // the default pipeline
   ASSERT_FALSE(reports.empty());
   for (const auto& n : g.nodes()) EXPECT_NE(n->opType(), "BatchNormalization") << n->describe();
   // The second Conv's Relu fuses into it (fuse_conv_activation); no BatchNormalization is left.

@@ -28,39 +28,9 @@ inline ir::Node* addBatchNorm(ir::Graph& g, ir::Value* x, ir::Value* y, int64_t 
   return bn;
 }
 
-// Runs `passes` (empty: the default pipeline) and checks that the graph is valid and computes the
-// same outputs as before (within `tol`, relative and absolute) on random inputs. Returns the reports.
-inline std::vector<PassReport> runChecked(ir::Model& m, std::vector<std::string> passes, double tol = 1e-5) {
-  auto inputs = randomInputs(*m.graph);
-  auto before = ops::evaluateGraph(*m.graph, inputs);
-  EXPECT_TRUE(before.ok()) << before.error().message();
-  PipelineOptions options;
-  options.passes = std::move(passes);
-  auto reports = runPipeline(m, options);
-  EXPECT_TRUE(reports.ok()) << reports.error().message();
-  auto st = ir::verify(*m.graph);
-  EXPECT_TRUE(st.ok()) << st.error().message();
-  auto after = ops::evaluateGraph(*m.graph, inputs);
-  EXPECT_TRUE(after.ok()) << after.error().message();
-  if (before.ok() && after.ok()) {
-    EXPECT_EQ(before->size(), after->size());
-    for (size_t o = 0; o < before->size() && o < after->size(); ++o) {
-      EXPECT_EQ((*before)[o].shape(), (*after)[o].shape());
-      EXPECT_EQ((*before)[o].dtype(), (*after)[o].dtype());
-      auto b = (*before)[o].data<float>();
-      auto a = (*after)[o].data<float>();
-      for (size_t i = 0; i < b.size() && i < a.size(); ++i) {
-        if ((std::isnan(a[i]) && std::isnan(b[i])) || (std::isinf(b[i]) && a[i] == b[i])) continue;
-        EXPECT_NEAR(a[i], b[i], tol + tol * std::fabs(b[i])) << "output " << o;
-      }
-    }
-  }
-  return reports.ok() ? std::move(reports).value() : std::vector<PassReport>{};
-}
-
 // The one pass's report (counters and near misses).
 inline PassStats runPassStats(ir::Model& m, const std::string& pass) {
-  auto reports = runChecked(m, {pass});
+  auto reports = runPassesChecked(m, {pass});
   return reports.empty() ? PassStats{} : reports.front().stats;
 }
 

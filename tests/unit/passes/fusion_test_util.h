@@ -56,12 +56,6 @@ class Builder {
   int counter_ = 0;
 };
 
-inline ops::Opsets opsetsOf(const ir::Model& m) {
-  ops::Opsets o;
-  for (const auto& op : m.opset_imports) o[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
-  return o;
-}
-
 inline bool importsGraphcore(const ir::Model& m) {
   for (const auto& op : m.opset_imports)
     if (op.domain == "ai.graphcore" && op.version == 1) return true;
@@ -93,42 +87,10 @@ inline std::string reportText() {
   return text;
 }
 
-// Runs `passes` (a pipeline; empty: the default one) and checks: the graph verifies, every node
-// output has a dtype and a rank, and the outputs match the evaluator's before the passes (at the
-// model's opsets) within atol + rtol·|x|. Returns the report of the last pass.
+// runPassesChecked with the type check; keeps the reports for reportText(). Returns the last one.
 inline PassReport runPipelineChecked(ir::Model& m, std::vector<std::string> passes, double tol = 1e-5) {
-  auto inputs = randomInputs(*m.graph);
-  auto before = ops::evaluateGraph(*m.graph, inputs, opsetsOf(m));
-  EXPECT_TRUE(before.ok()) << before.error().message();
-  PipelineOptions options;
-  options.passes = std::move(passes);
-  auto reports = runPipeline(m, options);
-  EXPECT_TRUE(reports.ok()) << (reports.ok() ? "" : reports.error().message());
-  if (!reports.ok() || reports->empty()) return {};
-  g_reports = *reports;
-  EXPECT_TRUE(ir::verify(*m.graph).ok());
-  for (const auto& n : m.graph->nodes())
-    for (const ir::Value* v : n->outputs())
-      if (v) {
-        EXPECT_TRUE(v->type.dtype != DType::Undefined && v->type.dims) << v->name() << " of " << n->describe() << " has no type";
-      }
-  auto after = ops::evaluateGraph(*m.graph, inputs, opsetsOf(m));
-  EXPECT_TRUE(after.ok()) << after.error().message();
-  if (before.ok() && after.ok()) {
-    EXPECT_EQ(before->size(), after->size());
-    for (size_t o = 0; o < before->size() && o < after->size(); ++o) {
-      EXPECT_EQ((*before)[o].shape(), (*after)[o].shape());
-      EXPECT_EQ((*before)[o].dtype(), (*after)[o].dtype());
-      if ((*before)[o].dtype() != DType::Float) continue;
-      auto b = (*before)[o].data<float>();
-      auto a = (*after)[o].data<float>();
-      double worst = 0;
-      for (size_t i = 0; i < b.size() && i < a.size(); ++i)
-        worst = std::max(worst, std::fabs(double(a[i]) - b[i]) / (tol + tol * std::fabs(b[i])));
-      EXPECT_LE(worst, 1.0) << "output " << o << " differs after the passes";
-    }
-  }
-  return reports->back();
+  g_reports = runPassesChecked(m, std::move(passes), tol, /*check_types=*/true);
+  return g_reports.empty() ? PassReport{} : g_reports.back();
 }
 
 inline int64_t counter(const PassReport& r, const std::string& name) {

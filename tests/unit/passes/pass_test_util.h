@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "lib/ops/registry.h"
@@ -42,34 +43,60 @@ inline std::vector<std::pair<std::string, Tensor>> randomInputs(const ir::Graph&
   return inputs;
 }
 
-// Runs the named pass alone; returns whether it changed the graph. Checks the graph is still
-// valid and computes the same outputs as before on random inputs.
-inline bool runPassChecked(ir::Model& m, const std::string& pass) {
+inline ops::Opsets opsetsOf(const ir::Model& m) {
+  ops::Opsets o;
+  for (const auto& op : m.opset_imports) o[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
+  return o;
+}
+
+// Runs `passes` (empty: the default pipeline) and checks: the graph verifies, (with
+// `check_types`) every node output has a dtype and a rank, and the outputs equal the evaluator's
+// before the passes, at the model's opsets, within tol + tol*|x| (NaN and infinities must match).
+inline std::vector<PassReport> runPassesChecked(ir::Model& m, std::vector<std::string> passes, double tol = 1e-5,
+                                                bool check_types = false) {
   auto inputs = randomInputs(*m.graph);
-  auto before = ops::evaluateGraph(*m.graph, inputs);
+  auto before = ops::evaluateGraph(*m.graph, inputs, opsetsOf(m));
   EXPECT_TRUE(before.ok()) << before.error().message();
   PipelineOptions options;
-  options.passes = {pass};
+  options.passes = std::move(passes);
   auto reports = runPipeline(m, options);
-  EXPECT_TRUE(reports.ok()) << reports.error().message();
-  EXPECT_TRUE(ir::verify(*m.graph).ok());
-  auto after = ops::evaluateGraph(*m.graph, inputs);
+  EXPECT_TRUE(reports.ok()) << (reports.ok() ? "" : reports.error().message());
+  auto st = ir::verify(*m.graph);
+  EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message());
+  if (check_types)
+    for (const auto& n : m.graph->nodes())
+      for (const ir::Value* v : n->outputs())
+        if (v) {
+          EXPECT_TRUE(v->type.dtype != DType::Undefined && v->type.dims) << v->name() << " of " << n->describe() << " has no type";
+        }
+  auto after = ops::evaluateGraph(*m.graph, inputs, opsetsOf(m));
   EXPECT_TRUE(after.ok()) << after.error().message();
   if (before.ok() && after.ok()) {
     EXPECT_EQ(before->size(), after->size());
     for (size_t o = 0; o < before->size() && o < after->size(); ++o) {
-      EXPECT_EQ((*before)[o].shape(), (*after)[o].shape());
-      EXPECT_EQ((*before)[o].dtype(), (*after)[o].dtype());
-      if ((*before)[o].dtype() == DType::Float) {
-        auto b = (*before)[o].data<float>();
-        auto a = (*after)[o].data<float>();
-        for (size_t i = 0; i < b.size() && i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 + 1e-5 * std::fabs(b[i]));
-      } else {
-        EXPECT_TRUE((*before)[o] == (*after)[o]);
+      const Tensor& b = (*before)[o];
+      const Tensor& a = (*after)[o];
+      EXPECT_EQ(b.shape(), a.shape());
+      EXPECT_EQ(b.dtype(), a.dtype());
+      if (b.dtype() != DType::Float || a.dtype() != DType::Float) {
+        EXPECT_TRUE(a == b) << "output " << o << " differs after the passes";
+        continue;
+      }
+      auto bv = b.data<float>();
+      auto av = a.data<float>();
+      for (size_t i = 0; i < bv.size() && i < av.size(); ++i) {
+        if ((std::isnan(av[i]) && std::isnan(bv[i])) || (std::isinf(bv[i]) && av[i] == bv[i])) continue;
+        EXPECT_NEAR(av[i], bv[i], tol + tol * std::fabs(bv[i])) << "output " << o << " [" << i << "]";
       }
     }
   }
-  return reports.ok() && !reports->empty() && reports->front().changed;
+  return reports.ok() ? std::move(reports).value() : std::vector<PassReport>{};
+}
+
+// Runs the named pass alone (checked as above); returns whether it changed the graph.
+inline bool runPassChecked(ir::Model& m, const std::string& pass) {
+  auto reports = runPassesChecked(m, {pass});
+  return !reports.empty() && reports.front().changed;
 }
 
 inline std::vector<std::string> opTypes(const ir::Graph& g) {
