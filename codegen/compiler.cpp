@@ -28,13 +28,14 @@ ops::LoweringFamily familyOf(const ir::Node& node) {
 // The inputs whose data the device needs (the rest are constant parameters).
 std::vector<const ir::Value*> dataInputs(const ir::Node& node) {
   auto family = familyOf(node);
-  if (family == ops::LoweringFamily::View || (family == ops::LoweringFamily::Rearrange && node.opType() != "Concat"))
+  if (family == ops::LoweringFamily::View || family == ops::LoweringFamily::Pool ||
+      (family == ops::LoweringFamily::Rearrange && node.opType() != "Concat"))
     return {node.input(0)};
   return {node.inputs().begin(), node.inputs().end()};
 }
 
 // Why a node cannot run on the device, or "" if it can.
-std::string deviceBlocker(const ir::Node& node) {
+std::string deviceBlocker(const ir::Node& node, const CompileOptions& options) {
   const auto family = familyOf(node);
   if (family == ops::LoweringFamily::None) return "no device lowering for " + node.opType();
   // Moving data works for any fixed-size dtype; arithmetic is float32 here.
@@ -52,11 +53,12 @@ std::string deviceBlocker(const ir::Node& node) {
   };
   for (const ir::Value* v : dataInputs(node))
     if (auto why = check(v, "input"); !why.empty()) return why;
-  if (family == ops::LoweringFamily::View) {
+  if (family == ops::LoweringFamily::View || family == ops::LoweringFamily::Pool) {
     if (auto why = check(node.output(0), "output"); !why.empty()) return why;
     for (size_t i = 1; i < node.outputs().size(); ++i)
       if (node.output(i) && (!node.output(i)->uses().empty() || node.output(i)->isGraphOutput()))
         return "its output '" + node.output(i)->name() + "' is used";
+    if (family == ops::LoweringFamily::Pool) return windowBlocker(node, options);
     if (node.output(0)->type.dtype != node.input(0)->type.dtype ||
         node.output(0)->type.numElements() != node.input(0)->type.numElements())
       return "the output is not a view of the input";
@@ -64,6 +66,7 @@ std::string deviceBlocker(const ir::Node& node) {
   }
   for (const ir::Value* v : node.outputs())
     if (auto why = check(v, "output"); !why.empty()) return why;
+  if (family == ops::LoweringFamily::Conv) return windowBlocker(node, options);
   return "";
 }
 
@@ -123,7 +126,7 @@ class Compiler {
     std::vector<std::string> unsupported;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const ops::OpDef* def = ops::findOp(nodes[i]->domain(), nodes[i]->opType());
-      if (!deviceBlocker(*nodes[i]).empty() && (!def || (!def->eval && !def->value_eval)))
+      if (!deviceBlocker(*nodes[i], l_.options()).empty() && (!def || (!def->eval && !def->value_eval)))
         unsupported.push_back(nodes[i]->describe());
     }
     if (!unsupported.empty()) {
@@ -135,7 +138,7 @@ class Compiler {
     whole_ = onnxio::exportModelProto(model_);
     std::vector<size_t> pending_host;  // consecutive host nodes form one host program
     for (size_t i = 0; i < nodes.size(); ++i) {
-      std::string why = deviceBlocker(*nodes[i]);
+      std::string why = deviceBlocker(*nodes[i], l_.options());
       std::optional<RearrangeMap> map;
       const auto family = familyOf(*nodes[i]);
       const bool moves_only = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
@@ -166,7 +169,7 @@ class Compiler {
       POPRT_TRY(ensureOnDevice(out));
       copyOut(out);
     }
-    exe.tile_bytes = l_.allocator().used();
+    exe.tile_bytes = l_.finalizeMemory();
     POPRT_TRY(checkMemory(exe, exe.tile_bytes));
     result_.executable = std::move(exe);
     return std::move(result_);
@@ -231,6 +234,8 @@ class Compiler {
       case ops::LoweringFamily::MatMul: POPRT_TRY(lowerMatMul(l_, node)); break;
       case ops::LoweringFamily::View: POPRT_TRY(lowerView(l_, node)); break;
       case ops::LoweringFamily::Rearrange: POPRT_TRY(lowerRearrange(l_, node, *map)); break;
+      case ops::LoweringFamily::Conv: POPRT_TRY(lowerConv(l_, node)); break;
+      case ops::LoweringFamily::Pool: POPRT_TRY(lowerPool(l_, node)); break;
       case ops::LoweringFamily::None: break;
     }
     l_.endNode();

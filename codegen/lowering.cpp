@@ -8,8 +8,72 @@ namespace {
 constexpr int64_t kGrainBytes = 64;  // smallest piece of a tensor worth its own tile
 }
 
-Lowering::Lowering(const CompileOptions& options) : options_(options), alloc_(options.target.numTiles()) {
+Lowering::Lowering(const CompileOptions& options)
+    : options_(options),
+      alloc_(options.target.numTiles()),
+      scratch_used_(options.target.numTiles(), 0),
+      scratch_peak_(options.target.numTiles(), 0) {
   exe_.target = options.target;
+}
+
+uint32_t Lowering::startTile(int64_t count) {
+  const uint32_t tiles = target().numTiles(), start = next_tile_;
+  if (tiles > 0 && count > 0) next_tile_ = static_cast<uint32_t>((start + static_cast<uint64_t>(count)) % tiles);
+  return start;
+}
+
+uint64_t Lowering::scratch(uint32_t tile, uint64_t bytes) {
+  uint64_t offset = (scratch_used_.at(tile) + 7) & ~uint64_t{7};
+  scratch_used_[tile] = offset + bytes;
+  scratch_peak_[tile] = std::max(scratch_peak_[tile], scratch_used_[tile]);
+  return offset | kScratchFlag;
+}
+
+uint64_t Lowering::operandInScratch(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) {
+  const size_t esize = dtypeSize(v->type.dtype);
+  const TileMapping& m = mapping(v);
+  auto it = std::upper_bound(m.regions.begin(), m.regions.end(), begin,
+                             [](int64_t value, const Region& r) { return value < r.begin + r.count; });
+  if (it != m.regions.end() && it->tile == tile && it->begin <= begin && begin + count <= it->begin + it->count)
+    return it->offset + static_cast<uint64_t>(begin - it->begin) * esize;
+  if (auto hit = gathered_.find(std::make_tuple(v, begin, count, tile)); hit != gathered_.end()) return hit->second;
+  uint64_t offset = scratch(tile, static_cast<uint64_t>(count) * esize);
+  gather(v, begin, count, 1, 0, tile, offset, 0);
+  return offset;
+}
+
+void Lowering::gather(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile,
+                      uint64_t dst_offset, uint64_t dst_stride) {
+  auto [it, added] = layouts_.try_emplace(v, static_cast<uint32_t>(exe_.layouts.size()));
+  if (added) {
+    exec::Layout layout;
+    layout.elem_bytes = static_cast<uint32_t>(dtypeSize(v->type.dtype));
+    for (const Region& r : mapping(v).regions) layout.regions.push_back({r.begin, r.count, r.tile, r.offset});
+    exe_.layouts.push_back(std::move(layout));
+  }
+  if (count > 0 && reps > 0) pending_exchange_.gathers.push_back({it->second, begin, count, reps, stride, tile, dst_offset, dst_stride});
+}
+
+std::vector<uint64_t> Lowering::finalizeMemory() {
+  std::vector<uint64_t> base(alloc_.used().size()), total(alloc_.used().size());
+  for (size_t t = 0; t < base.size(); ++t) {
+    base[t] = (alloc_.used()[t] + 7) & ~uint64_t{7};
+    total[t] = scratch_peak_[t] ? base[t] + scratch_peak_[t] : alloc_.used()[t];
+  }
+  auto place = [&](uint64_t& offset, uint32_t tile) {
+    if (offset & kScratchFlag) offset = base.at(tile) + (offset & ~kScratchFlag);
+  };
+  for (auto& set : exe_.compute_sets)
+    for (auto& v : set.vertices)
+      for (auto& f : v.fields) place(f.offset, v.tile);
+  for (auto& ex : exe_.exchanges) {
+    for (auto& c : ex.copies) {
+      place(c.src_offset, c.src_tile);
+      place(c.dst_offset, c.dst_tile);
+    }
+    for (auto& g : ex.gathers) place(g.dst_offset, g.dst_tile);
+  }
+  return total;
 }
 
 TileMapping Lowering::spreadLinear(int64_t numel, size_t elem_size) {
@@ -47,12 +111,13 @@ uint64_t Lowering::operandOnTile(const ir::Value* v, int64_t begin, int64_t coun
 }
 
 void Lowering::beginNode(const std::string& name) {
+  std::fill(scratch_used_.begin(), scratch_used_.end(), 0);
   pending_exchange_ = exec::Exchange{name, {}};
   pending_set_ = exec::ComputeSet{name, {}};
 }
 
 void Lowering::endNode() {
-  if (!pending_exchange_.copies.empty()) {
+  if (!pending_exchange_.copies.empty() || !pending_exchange_.gathers.empty()) {
     exe_.main.steps.push_back({exec::StepKind::Exchange, static_cast<uint32_t>(exe_.exchanges.size())});
     exe_.exchanges.push_back(std::move(pending_exchange_));
   }

@@ -30,6 +30,27 @@ class Lowering {
   // step fills. Buffers are reused by later nodes (values never change once computed).
   uint64_t operandOnTile(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile);
 
+  // Node-local buffers: scratch memory on a tile that lives from the node's exchange step to the
+  // end of its compute set and is reused by the next node (operand windows that would otherwise
+  // stay allocated for the whole program). Scratch offsets are provisional (kScratchFlag) until
+  // finalizeMemory() places each tile's scratch area after its persistent buffers.
+  uint64_t scratch(uint32_t tile, uint64_t bytes);
+  // Elements [begin, begin+count) of `v` contiguous on `tile`: in place, or a buffer an earlier
+  // node gathered, else gathered into scratch by this node's exchange step.
+  uint64_t operandInScratch(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile);
+  // Appends to this node's exchange one gather of `v`: for r < reps, elements
+  // [begin + r*stride, +count) to dst_offset + r*dst_stride bytes on `tile` (exec::Gather).
+  void gather(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile,
+              uint64_t dst_offset, uint64_t dst_stride);
+  // Rewrites the provisional scratch offsets of every vertex field and exchange copy; returns the
+  // bytes each tile needs (persistent buffers plus its largest scratch area).
+  std::vector<uint64_t> finalizeMemory();
+  static constexpr uint64_t kScratchFlag = uint64_t{1} << 62;
+
+  // The first tile of an op whose `count` blocks go to consecutive tiles (wrapping): rotates like
+  // spreadLinear so that small ops do not all start on tile 0.
+  uint32_t startTile(int64_t count);
+
   // Begins the superstep of a node: an exchange step (if anything moves) then a compute set.
   exec::Exchange& exchange() { return pending_exchange_; }
   exec::ComputeSet& computeSet() { return pending_set_; }
@@ -44,12 +65,20 @@ class Lowering {
   exec::Exchange pending_exchange_;
   exec::ComputeSet pending_set_;
   std::map<std::tuple<const ir::Value*, int64_t, int64_t, uint32_t>, uint64_t> gathered_;
+  std::unordered_map<const ir::Value*, uint32_t> layouts_;  // the exec::Layout of each value gathers read
+  std::vector<uint64_t> scratch_used_, scratch_peak_;  // per tile: this node's scratch, the most any node used
   uint32_t next_tile_ = 0;  // rotates where small tensors start, so tile 0 is not always the busiest
 };
 
 Status lowerUnary(Lowering& l, const ir::Node& node);
 Status lowerBinary(Lowering& l, const ir::Node& node);
 Status lowerMatMul(Lowering& l, const ir::Node& node);
+// Conv/ConvAct (family Conv) and MaxPool/AveragePool/GlobalMaxPool/GlobalAveragePool (family Pool).
+Status lowerConv(Lowering& l, const ir::Node& node);
+Status lowerPool(Lowering& l, const ir::Node& node);
+// Why a Conv- or Pool-family node cannot run on the device (its geometry, or no plan fits the
+// tile memory budget), or "" if it can. Its dtypes and static shapes are checked beforehand.
+std::string windowBlocker(const ir::Node& node, const CompileOptions& options);
 Status lowerView(Lowering& l, const ir::Node& node);
 struct RearrangeMap;
 Status lowerRearrange(Lowering& l, const ir::Node& node, const RearrangeMap& map);

@@ -8,6 +8,7 @@
 #include "lib/support/dtype_dispatch.h"
 #include "lib/ops/graphcore_ops.h"
 #include "lib/ops/scalar_math.h"
+#include "sim/window_codelets.h"
 
 namespace poprt::sim {
 namespace {
@@ -224,6 +225,8 @@ Status checkVertex(const exec::Vertex& v) {
     case exec::Codelet::Binary: return checkBinary(v);
     case exec::Codelet::MatMul: return checkMatMul(v);
     case exec::Codelet::Fill: return checkFill(v);
+    case exec::Codelet::ConvPartial: return checkConvPartial(v);
+    case exec::Codelet::Pool: return checkPool(v);
   }
   return Error("unknown codelet " + std::to_string(static_cast<uint32_t>(v.codelet)));
 }
@@ -234,6 +237,8 @@ void runVertex(const exec::Vertex& v, uint8_t* tile_memory) {
     case exec::Codelet::Binary: runBinary(v, tile_memory); break;
     case exec::Codelet::MatMul: runMatMul(v, tile_memory); break;
     case exec::Codelet::Fill: runFill(v, tile_memory); break;
+    case exec::Codelet::ConvPartial: runConvPartial(v, tile_memory); break;
+    case exec::Codelet::Pool: runPool(v, tile_memory); break;
   }
 }
 
@@ -260,6 +265,8 @@ uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
       uint64_t epilogue = static_cast<uint64_t>(v.params[0]) * static_cast<uint64_t>(v.params[2]);
       return kVertexOverheadCycles + ceilDiv(macs, t.fp32_macs_per_cycle) + ceilDiv(epilogue, t.vector_width_fp32);
     }
+    case exec::Codelet::ConvPartial: return convPartialCycles(v, t);
+    case exec::Codelet::Pool: return poolCycles(v, t);
   }
   return 0;
 }

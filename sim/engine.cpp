@@ -13,6 +13,30 @@ namespace poprt::sim {
 
 using Role = exec::HostStream::Role;
 
+namespace {
+
+// Calls fn(region, first element, elements, destination byte offset) for each piece of a gather:
+// a run of elements in one region of its layout (validated beforehand).
+template <class Fn>
+void forEachPiece(const exec::Layout& layout, const exec::Gather& g, Fn&& fn) {
+  const auto& regions = layout.regions;
+  for (int64_t r = 0; r < g.reps; ++r) {
+    int64_t pos = g.begin + r * g.stride, left = g.count;
+    uint64_t dst = g.dst_offset + static_cast<uint64_t>(r) * g.dst_stride;
+    auto it = std::upper_bound(regions.begin(), regions.end(), pos,
+                               [](int64_t value, const exec::LayoutRegion& x) { return value < x.begin + x.count; });
+    for (; left > 0 && it != regions.end(); ++it) {
+      const int64_t n = std::min(left, it->begin + it->count - pos);
+      fn(*it, pos, n, dst);
+      pos += n;
+      left -= n;
+      dst += static_cast<uint64_t>(n) * layout.elem_bytes;
+    }
+  }
+}
+
+}  // namespace
+
 Engine::Engine(exec::Executable exe) : exe_(std::move(exe)) {}
 
 std::vector<const exec::HostStream*> Engine::streams(Role role) const {
@@ -117,11 +141,21 @@ Status Engine::runProgram(const exec::Program& program) {
         for (const auto& c : s.copies) std::memcpy(dst + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
         break;
       }
-      case exec::StepKind::Exchange:
+      case exec::StepKind::Exchange: {
         // Codegen only gathers into fresh buffers, so copies of one step never overlap.
-        for (const auto& c : exe_.exchanges[step.index].copies)
+        const auto& ex = exe_.exchanges[step.index];
+        for (const auto& c : ex.copies)
           std::memmove(tiles_[c.dst_tile].data() + c.dst_offset, tiles_[c.src_tile].data() + c.src_offset, c.bytes);
+        for (const auto& g : ex.gathers) {
+          const exec::Layout& layout = exe_.layouts[g.layout];
+          uint8_t* dst_mem = tiles_[g.dst_tile].data();
+          forEachPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t dst) {
+            std::memmove(dst_mem + dst, tiles_[region.tile].data() + region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes,
+                         static_cast<size_t>(n) * layout.elem_bytes);
+          });
+        }
         break;
+      }
       case exec::StepKind::Compute:
         for (const auto& v : exe_.compute_sets[step.index].vertices) runVertex(v, tiles_[v.tile].data());
         break;
@@ -207,10 +241,20 @@ void Engine::computeEstimate() {
       case exec::StepKind::Exchange: {
         // A tile sends and receives at once; the slower direction bounds it.
         std::vector<uint64_t> sent(tiles);
-        for (const auto& c : exe_.exchanges[step.index].copies) {
+        const auto& ex = exe_.exchanges[step.index];
+        for (const auto& c : ex.copies) {
           if (c.src_tile == c.dst_tile) continue;  // a local copy costs no exchange
           per_tile[c.dst_tile] += c.bytes;
           sent[c.src_tile] += c.bytes;
+        }
+        for (const auto& g : ex.gathers) {
+          const exec::Layout& layout = exe_.layouts[g.layout];
+          forEachPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t, int64_t n, uint64_t) {
+            if (region.tile == g.dst_tile) return;
+            const uint64_t bytes = static_cast<uint64_t>(n) * layout.elem_bytes;
+            per_tile[g.dst_tile] += bytes;
+            sent[region.tile] += bytes;
+          });
         }
         uint64_t worst = std::max(busiest(), *std::max_element(sent.begin(), sent.end()));
         estimate_.exchange += (worst + t.exchange_bytes_per_cycle - 1) / t.exchange_bytes_per_cycle;

@@ -34,7 +34,7 @@ nlohmann::json describe(const popef::PopefFile& file, const exec::Executable* ex
               {"anchors", anchors},
               {"placement", md.extra.is_null() ? json::object() : md.extra}}}};
   if (exe) {
-    uint64_t total = 0, worst = 0, vertices = 0, copies = 0;
+    uint64_t total = 0, worst = 0, vertices = 0, copies = 0, gathers = 0;
     uint32_t used = 0;
     for (uint64_t b : exe->tile_bytes) {
       total += b;
@@ -42,12 +42,16 @@ nlohmann::json describe(const popef::PopefFile& file, const exec::Executable* ex
       used += b > 0;
     }
     for (const auto& cs : exe->compute_sets) vertices += cs.vertices.size();
-    for (const auto& e : exe->exchanges) copies += e.copies.size();
+    for (const auto& e : exe->exchanges) {
+      copies += e.copies.size();
+      gathers += e.gathers.size();
+    }
     j["executable"] = {{"target", exe->target.name},        {"tiles", exe->target.numTiles()},
                        {"tiles_used", used},                {"tile_memory_bytes", total},
                        {"busiest_tile_bytes", worst},       {"compute_sets", exe->compute_sets.size()},
                        {"vertices", vertices},              {"exchanges", exe->exchanges.size()},
-                       {"exchange_copies", copies},         {"load_steps", exe->load.steps.size()},
+                       {"exchange_copies", copies},         {"exchange_gathers", gathers},
+                       {"load_steps", exe->load.steps.size()},
                        {"main_steps", exe->main.steps.size()},  {"host_programs", exe->host_programs.size()}};
   }
   return j;
@@ -84,7 +88,7 @@ void printTable(const nlohmann::json& j, const std::string& path) {
               << "  tiles used " << e["tiles_used"] << ", tile memory " << e["tile_memory_bytes"] << " bytes, busiest tile "
               << e["busiest_tile_bytes"] << " bytes\n"
               << "  " << e["compute_sets"] << " compute sets, " << e["vertices"] << " vertices, " << e["exchanges"]
-              << " exchanges (" << e["exchange_copies"] << " copies), " << e["host_programs"]
+              << " exchanges (" << e["exchange_copies"] << " copies, " << e["exchange_gathers"] << " gathers), " << e["host_programs"]
               << " host program(s); load " << e["load_steps"] << " steps, main " << e["main_steps"] << " steps\n";
   }
 }

@@ -1,5 +1,6 @@
 // The vertex layouts of each codelet: the contract between codegen (which emits vertices) and the
-// simulator (which checks and runs them). Fields are tile-memory byte ranges; all data float32.
+// simulator (which checks and runs them). Fields are tile-memory byte ranges; all data float32
+// (Fill: any fixed-size dtype). Multi-dim buffers are row-major.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,35 @@ namespace poprt::exec {
 //         activation applied last (ops::graphcore::ActivationKind) with fparams [.., alpha, beta, min, max].
 // Fill:   fields [out]                      params [count]  fparams [value]   (any dtype of 1, 2, 4
 //         or 8 bytes; the value is converted to the vertex's dtype)
+// ConvPartial: fields [out, in, weights, bias?]
+//         params [rank, groups, in_channels, out_channels, has_bias, in_dims[rank], out_dims[rank],
+//                 kernel[rank], strides[rank], dilations[rank], starts[rank]] (+ activation?)
+//         fparams [] (or [alpha, beta, min, max] with the activation)
+//         A block of a Conv for one batch: `groups` groups side by side, each with `in_channels`
+//         input and `out_channels` output channels. rank is 0..3 (kMaxWindowRank) spatial dims.
+//         in  is [groups * in_channels][in_dims...]   (a window of the input: the rows it needs)
+//         weights is [groups * out_channels][in_channels][kernel...]
+//         out is [groups * out_channels][out_dims...], bias is [groups * out_channels].
+//         out[g*oc + j][o] = bias[g*oc + j] + sum over c < in_channels and taps k of
+//             in[g*ic + c][starts + o*strides + k*dilations] * weights[g*oc + j][c][k]
+//         where taps outside [0, in_dims) read zero (padding is handled by bounds, never stored).
+//         starts may be negative (begin padding, or a row block starting above the rows held).
+//         An optional last param is an activation (ops::graphcore::ActivationKind) applied to
+//         each output, with fparams [alpha, beta, min, max] as for MatMul.
+// Pool:   fields [out, in]
+//         params [rank, channels, kind (kPoolMax/kPoolAvg), count_include_pad, in_dims[rank],
+//                 out_dims[rank], kernel[rank], strides[rank], dilations[rank], starts[rank],
+//                 padded_ends[rank]]
+//         in is [channels][in_dims...], out is [channels][out_dims...]; each output pools the taps
+//         starts + o*strides + k*dilations that fall inside [0, in_dims). Max: the largest (NaN
+//         wins; -inf for an empty window). Avg: the sum divided by the number of taps inside, or
+//         with count_include_pad by the number of taps before padded_ends (the end of the padded
+//         input in the same coordinates) in each dim.
 enum BinaryOperandMode : int64_t { kAligned = 0, kBroadcast = 1 };
 enum BiasMode : int64_t { kBiasNone = 0, kBiasScalar = 1, kBiasRow = 2, kBiasColumn = 3, kBiasFull = 4 };
+enum PoolKind : int64_t { kPoolMax = 0, kPoolAvg = 1 };
+inline constexpr int64_t kMaxWindowRank = 3;           // spatial dims of ConvPartial and Pool vertices
+inline constexpr int64_t kMaxWindowExtent = int64_t{1} << 24;  // cap on each dim, kernel, stride, dilation
+inline constexpr int64_t kMaxWindowStart = int64_t{1} << 40;   // cap on |starts| and padded_ends
 
 }  // namespace poprt::exec

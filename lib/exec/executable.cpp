@@ -74,11 +74,21 @@ std::vector<uint8_t> serialize(const Executable& exe) {
                        {"shape", s.shape}, {"copies", copies}, {"kind", static_cast<uint32_t>(s.kind)}});
   }
   j["streams"] = streams;
+  json layouts = json::array();
+  for (const auto& l : exe.layouts) {
+    json regions = json::array();
+    for (const auto& r : l.regions) regions.push_back({r.begin, r.count, r.tile, r.offset});
+    layouts.push_back({{"elem_bytes", l.elem_bytes}, {"regions", regions}});
+  }
+  j["layouts"] = layouts;
   json exchanges = json::array();
   for (const auto& e : exe.exchanges) {
     json copies = json::array();
     for (const auto& c : e.copies) copies.push_back({c.src_tile, c.src_offset, c.dst_tile, c.dst_offset, c.bytes});
-    exchanges.push_back({{"name", e.name}, {"copies", copies}});
+    json gathers = json::array();
+    for (const auto& g : e.gathers)
+      gathers.push_back({g.layout, g.begin, g.count, g.reps, g.stride, g.dst_tile, g.dst_offset, g.dst_stride});
+    exchanges.push_back({{"name", e.name}, {"copies", copies}, {"gathers", gathers}});
   }
   j["exchanges"] = exchanges;
   json sets = json::array();
@@ -134,12 +144,22 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
         hs.copies.push_back({c.at(0).get<uint64_t>(), c.at(1).get<uint32_t>(), c.at(2).get<uint64_t>(), c.at(3).get<uint64_t>()});
       exe.streams.push_back(std::move(hs));
     }
+    for (const auto& l : j.at("layouts")) {
+      Layout layout;
+      layout.elem_bytes = l.at("elem_bytes").get<uint32_t>();
+      for (const auto& r : l.at("regions"))
+        layout.regions.push_back({r.at(0).get<int64_t>(), r.at(1).get<int64_t>(), r.at(2).get<uint32_t>(), r.at(3).get<uint64_t>()});
+      exe.layouts.push_back(std::move(layout));
+    }
     for (const auto& e : j.at("exchanges")) {
       Exchange ex;
       ex.name = e.at("name").get<std::string>();
       for (const auto& c : e.at("copies"))
         ex.copies.push_back({c.at(0).get<uint32_t>(), c.at(1).get<uint64_t>(), c.at(2).get<uint32_t>(),
                              c.at(3).get<uint64_t>(), c.at(4).get<uint64_t>()});
+      for (const auto& g : e.at("gathers"))
+        ex.gathers.push_back({g.at(0).get<uint32_t>(), g.at(1).get<int64_t>(), g.at(2).get<int64_t>(), g.at(3).get<int64_t>(),
+                              g.at(4).get<int64_t>(), g.at(5).get<uint32_t>(), g.at(6).get<uint64_t>(), g.at(7).get<uint64_t>()});
       exe.exchanges.push_back(std::move(ex));
     }
     for (const auto& cs : j.at("compute_sets")) {
@@ -149,7 +169,7 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
         Vertex vx;
         vx.tile = v.at(0).get<uint32_t>();
         uint32_t codelet = v.at(1).get<uint32_t>();
-        if (codelet < 1 || codelet > 4) return Error(source + ": compute set '" + set.name + "' uses unknown codelet " + std::to_string(codelet));
+        if (codelet < 1 || codelet > kMaxCodelet) return Error(source + ": compute set '" + set.name + "' uses unknown codelet " + std::to_string(codelet));
         vx.codelet = static_cast<Codelet>(codelet);
         auto dt = dtypeFromName(v.at(2).get<std::string>());
         if (!dt) return Error(source + ": compute set '" + set.name + "' has a vertex with an unknown dtype");
@@ -210,10 +230,41 @@ Status validate(const Executable& exe) {
         return Error("stream '" + s.name + "' copies outside the memory of tile " + std::to_string(c.tile));
     }
   }
-  for (const auto& e : exe.exchanges)
+  constexpr int64_t kCap = int64_t{1} << 50;  // on element counts, strides and repeats
+  for (size_t i = 0; i < exe.layouts.size(); ++i) {
+    const Layout& l = exe.layouts[i];
+    if (l.elem_bytes != 1 && l.elem_bytes != 2 && l.elem_bytes != 4 && l.elem_bytes != 8)
+      return Error("layout " + std::to_string(i) + " has an unsupported element size");
+    int64_t next = 0;
+    for (const auto& r : l.regions) {
+      if (r.begin != next || r.count < 0 || r.count > kCap - next)
+        return Error("layout " + std::to_string(i) + " has regions that do not cover its elements in order");
+      if (!inTile(r.tile, r.offset, static_cast<uint64_t>(r.count) * l.elem_bytes))
+        return Error("layout " + std::to_string(i) + " has a region outside the memory of tile " + std::to_string(r.tile));
+      next += r.count;
+    }
+  }
+  for (const auto& e : exe.exchanges) {
     for (const auto& c : e.copies)
       if (!inTile(c.src_tile, c.src_offset, c.bytes) || !inTile(c.dst_tile, c.dst_offset, c.bytes))
         return Error("exchange '" + e.name + "' copies outside tile memory");
+    for (const auto& g : e.gathers) {
+      if (g.layout >= exe.layouts.size()) return Error("exchange '" + e.name + "' gathers from a missing layout");
+      const Layout& l = exe.layouts[g.layout];
+      if (g.begin < 0 || g.count < 0 || g.reps < 0 || g.stride < 0 || g.begin > kCap || g.count > kCap || g.reps > kCap ||
+          g.stride > kCap || g.dst_stride > static_cast<uint64_t>(kCap))
+        return Error("exchange '" + e.name + "' has a gather with bad sizes");
+      if (g.reps == 0 || g.count == 0) continue;
+      using u128 = unsigned __int128;
+      const u128 last = static_cast<u128>(g.begin) + static_cast<u128>(g.reps - 1) * static_cast<u128>(g.stride) +
+                        static_cast<u128>(g.count);
+      if (last > static_cast<u128>(l.numel())) return Error("exchange '" + e.name + "' gathers outside its layout");
+      const u128 end = static_cast<u128>(g.dst_offset) + static_cast<u128>(g.reps - 1) * g.dst_stride +
+                       static_cast<u128>(g.count) * l.elem_bytes;
+      if (g.dst_tile >= exe.tile_bytes.size() || end > static_cast<u128>(exe.tile_bytes[g.dst_tile]))
+        return Error("exchange '" + e.name + "' gathers outside the memory of tile " + std::to_string(g.dst_tile));
+    }
+  }
   for (const auto& cs : exe.compute_sets)
     for (const auto& v : cs.vertices) {
       if (v.tile >= exe.tile_bytes.size()) return Error("compute set '" + cs.name + "' has a vertex on a missing tile");

@@ -15,7 +15,7 @@
 
 namespace poprt::exec {
 
-inline constexpr uint32_t kExecutableVersion = 1;
+inline constexpr uint32_t kExecutableVersion = 2;
 
 // The machine a program was compiled for (see codegen/target.h for the presets).
 struct Target {
@@ -34,7 +34,8 @@ struct Target {
   uint32_t numTiles() const { return num_ipus * tiles_per_ipu; }
 };
 
-enum class Codelet : uint32_t { Unary = 1, Binary = 2, MatMul = 3, Fill = 4 };
+enum class Codelet : uint32_t { Unary = 1, Binary = 2, MatMul = 3, Fill = 4, ConvPartial = 5, Pool = 6 };
+inline constexpr uint32_t kMaxCodelet = 6;  // ids are 1..kMaxCodelet
 
 struct Field {  // a byte range of the vertex's tile memory
   uint64_t offset = 0;
@@ -63,9 +64,35 @@ struct TileCopy {
   uint64_t bytes = 0;
 };
 
+// Where a tensor's elements live, as exchange gathers read them: consecutive element ranges, each
+// at a byte offset of one tile's memory, covering elements [0, numel) in order.
+struct LayoutRegion {
+  int64_t begin = 0;  // first element
+  int64_t count = 0;
+  uint32_t tile = 0;
+  uint64_t offset = 0;
+};
+
+struct Layout {
+  uint32_t elem_bytes = 4;
+  std::vector<LayoutRegion> regions;
+  int64_t numel() const { return regions.empty() ? 0 : regions.back().begin + regions.back().count; }
+};
+
+// A strided gather into one tile: for r < reps, the elements [begin + r*stride, +count) of a
+// layout go, in order, to dst_offset + r*dst_stride (bytes) of dst_tile. One entry stands for all
+// the tile copies it implies (say, rows of every channel of an image, wherever they live).
+struct Gather {
+  uint32_t layout = 0;
+  int64_t begin = 0, count = 0, reps = 1, stride = 0;  // in elements
+  uint32_t dst_tile = 0;
+  uint64_t dst_offset = 0, dst_stride = 0;  // in bytes
+};
+
 struct Exchange {
   std::string name;
   std::vector<TileCopy> copies;
+  std::vector<Gather> gathers;
 };
 
 struct StreamCopy {
@@ -116,6 +143,7 @@ struct Executable {
   Target target;
   std::vector<uint64_t> tile_bytes;  // bytes each tile's memory needs (one entry per tile)
   std::vector<HostStream> streams;
+  std::vector<Layout> layouts;  // read by exchange gathers
   std::vector<Exchange> exchanges;
   std::vector<ComputeSet> compute_sets;
   std::vector<HostProgram> host_programs;
@@ -126,7 +154,8 @@ struct Executable {
 std::vector<uint8_t> serialize(const Executable& exe);
 // Parses and validates; `source` names the blob in errors.
 Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::string& source);
-// Bounds of every vertex field, tile copy and stream copy; step indices; tile count and sizes.
+// Bounds of every vertex field, tile copy, layout region, gather and stream copy; step indices;
+// tile count and sizes.
 Status validate(const Executable& exe);
 
 }  // namespace poprt::exec

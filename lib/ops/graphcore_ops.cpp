@@ -220,7 +220,7 @@ void registerGraphcoreOps(std::vector<OpDef>& ops) {
   ops.push_back({"Gelu", Fp16Policy::Convert, LoweringFamily::None, evalGelu, {}, d});
   ops.push_back({"LayerNorm", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalLayerNorm, {}, d});
   ops.push_back({"MultiHeadAttention", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalAttention, {}, d});
-  ops.push_back({"ConvAct", Fp16Policy::AccumulateFp32, LoweringFamily::None,
+  ops.push_back({"ConvAct", Fp16Policy::AccumulateFp32, LoweringFamily::Conv,
                  [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext& ctx) {
                    return evalWithActivation("Conv", n, in, ctx);
                  },

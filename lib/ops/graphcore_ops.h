@@ -1,8 +1,9 @@
 // The custom fused ops of domain "ai.graphcore" (PopRT's convention), opset version 1. The fusion
 // passes (passes/fuse_*.cpp) create them; the importer accepts them because the registry knows
 // them; ONNX's checker does not schema-check non-ONNX domains, and ONNX shape inference skips
-// them (the passes give every value they create a type). ONNX Runtime cannot run them. None has
-// a device lowering yet: they run on the host through these reference evaluators.
+// them (the passes give every value they create a type). ONNX Runtime cannot run them. ConvAct
+// and GemmAct run on the device (their vertices apply the activation as they write each output);
+// the others run on the host through these reference evaluators.
 //
 // Gelu(X) -> Y
 //   approximate = "none" (default): Y = 0.5·X·(1 + erf(X/√2))

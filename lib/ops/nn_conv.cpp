@@ -243,7 +243,7 @@ Expected<std::vector<Tensor>> evalConvTranspose(const ir::Node& node, const std:
 }  // namespace
 
 void registerNnConvOps(std::vector<OpDef>& ops) {
-  ops.push_back({"Conv", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalConv});
+  ops.push_back({"Conv", Fp16Policy::AccumulateFp32, LoweringFamily::Conv, evalConv});
   ops.push_back({"ConvTranspose", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalConvTranspose});
 }
 

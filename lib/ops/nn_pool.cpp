@@ -270,11 +270,11 @@ Expected<std::vector<Tensor>> globalPoolOp(const ir::Node& node, const std::vect
 }  // namespace
 
 void registerNnPoolOps(std::vector<OpDef>& ops) {
-  ops.push_back({"MaxPool", Fp16Policy::Convert, LoweringFamily::None, poolOp<PoolKind::Max>});
-  ops.push_back({"AveragePool", Fp16Policy::AccumulateFp32, LoweringFamily::None, poolOp<PoolKind::Avg>});
+  ops.push_back({"MaxPool", Fp16Policy::Convert, LoweringFamily::Pool, poolOp<PoolKind::Max>});
+  ops.push_back({"AveragePool", Fp16Policy::AccumulateFp32, LoweringFamily::Pool, poolOp<PoolKind::Avg>});
   ops.push_back({"LpPool", Fp16Policy::AccumulateFp32, LoweringFamily::None, poolOp<PoolKind::Lp>});
-  ops.push_back({"GlobalMaxPool", Fp16Policy::Convert, LoweringFamily::None, globalPoolOp<PoolKind::Max>});
-  ops.push_back({"GlobalAveragePool", Fp16Policy::AccumulateFp32, LoweringFamily::None, globalPoolOp<PoolKind::Avg>});
+  ops.push_back({"GlobalMaxPool", Fp16Policy::Convert, LoweringFamily::Pool, globalPoolOp<PoolKind::Max>});
+  ops.push_back({"GlobalAveragePool", Fp16Policy::AccumulateFp32, LoweringFamily::Pool, globalPoolOp<PoolKind::Avg>});
   ops.push_back({"GlobalLpPool", Fp16Policy::AccumulateFp32, LoweringFamily::None, globalPoolOp<PoolKind::Lp>});
   ops.push_back({"MaxUnpool", Fp16Policy::TypeAgnostic, LoweringFamily::None, evalMaxUnpool});
 }

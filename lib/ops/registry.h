@@ -28,7 +28,10 @@ enum class Fp16Policy {
 //             the op's (constant) parameters (Transpose, Concat, Slice, Pad, Gather with constant
 //             indices, nearest Resize...): lowered to exchange copies only. Input 0 is the data
 //             (every input for Concat); the other inputs must be constants.
-enum class LoweringFamily { None, Unary, Binary, MatMul, View, Rearrange };
+//  Conv:      Conv and ConvAct (1-3 spatial dims): planned over tiles, one ConvPartial vertex per block.
+//  Pool:      MaxPool (Y only), AveragePool, GlobalMaxPool, GlobalAveragePool: Pool vertices; input 0
+//             is the data.
+enum class LoweringFamily { None, Unary, Binary, MatMul, View, Rearrange, Conv, Pool };
 
 using Opsets = std::map<std::string, int64_t>;  // domain ("" = ai.onnx) -> version
 

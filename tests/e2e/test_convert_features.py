@@ -51,7 +51,10 @@ def make_conv_model(dyn=False):
         helper.make_node("Concat", ["batch1", "minus_one"], ["flat_shape"], name="concat_shape", axis=0),
         helper.make_node("Reshape", ["p", "flat_shape"], ["f"], name="flatten"),
         helper.make_node("MatMul", ["f", "fc"], ["m"], name="fc"),
-        helper.make_node("Identity", ["m"], ["y"], name="identity"),
+        # A round trip through float64, which the device never runs: a host fallback.
+        helper.make_node("Cast", ["m"], ["m64"], name="to_double", to=TensorProto.DOUBLE),
+        helper.make_node("Cast", ["m64"], ["m32"], name="to_float", to=TensorProto.FLOAT),
+        helper.make_node("Identity", ["m32"], ["y"], name="identity"),
     ]
     batch = "N" if dyn else 2
     graph = helper.make_graph(
@@ -238,7 +241,8 @@ class ConvertFeaturesTest(e2e_util.E2ETestCase):
         self.assertIsNotNone(placement)
         self.assertEqual(len(placement["device_nodes"]) + len(placement["host_nodes"]), s["nodes_after"]["total"])
         host_reasons = {h["node"]: h["reason"] for h in placement["host_nodes"]}
-        self.assertIn("conv", host_reasons)  # Conv runs on the host (no device lowering yet)
+        self.assertIn("conv", placement["device_nodes"])
+        self.assertIn("to_double", host_reasons)  # float64 runs on the host
         self.assertTrue(all(host_reasons.values()))
         self.assertTrue(any("host" in w for w in s["warnings"]), s["warnings"])
         self.assertEqual(s["check"]["passed"], True)

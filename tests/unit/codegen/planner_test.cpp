@@ -3,7 +3,10 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <tuple>
+#include <vector>
 
+#include "codegen/conv_planner.h"
 #include "codegen/matmul_planner.h"
 #include "codegen/target.h"
 #include "codegen/tile_mapping.h"
@@ -42,6 +45,114 @@ TEST(MatMulPlanner, ReportsWhenNothingFits) {
   // A 1-tile target cannot hold a 4096x4096 weight in 60% of 624 KiB.
   MatMulPlan p = planMatMul(1, 1, 4096, 4096, 1, 624 * 1024 * 6 / 10);
   EXPECT_FALSE(p.fits);
+}
+
+// A 2-D conv layer: batch, in channels, out channels, input size, kernel, stride, pad, group.
+ConvProblem conv2d(int64_t n, int64_t c, int64_t m, int64_t size, int64_t k, int64_t s, int64_t pad, int64_t group = 1) {
+  ConvProblem p;
+  p.batch = n;
+  p.groups = group;
+  p.in_channels = c / group;
+  p.out_channels = m / group;
+  const int64_t out = (size + 2 * pad - k) / s + 1;
+  p.in = {size, size};
+  p.out = {out, out};
+  p.kernel = {k, k};
+  p.strides = {s, s};
+  p.dilations = {1, 1};
+  p.has_bias = true;
+  return p;
+}
+
+// The conv layers of ResNet-50 (torchvision v1.5: the stride on the 3x3), its pools, and
+// MobileNet-style depthwise layers, at batch n, with every channel count divided by `narrow`.
+std::vector<ConvProblem> resnetLikeLayers(int64_t n, int64_t narrow = 1) {
+  std::vector<ConvProblem> layers;
+  layers.push_back(conv2d(n, 3, 64 / narrow, 224, 7, 2, 3));
+  for (auto [size, wide] : std::vector<std::pair<int64_t, int64_t>>{{56, 64}, {28, 128}, {14, 256}, {7, 512}}) {
+    const int64_t mid = wide / narrow;
+    layers.push_back(conv2d(n, 4 * mid, mid, size, 1, 1, 0));
+    layers.push_back(conv2d(n, mid, mid, size, 3, 1, 1));
+    layers.push_back(conv2d(n, mid, 4 * mid, size, 1, 1, 0));
+    if (size < 56) {
+      layers.push_back(conv2d(n, 2 * mid, mid, 2 * size, 1, 1, 0));
+      layers.push_back(conv2d(n, mid, mid, 2 * size, 3, 2, 1));
+      layers.push_back(conv2d(n, 2 * mid, 4 * mid, 2 * size, 1, 2, 0));  // downsample
+    }
+    layers.push_back(conv2d(n, mid, mid, size, 3, 1, 1, mid));      // depthwise
+    layers.push_back(conv2d(n, mid, mid, 2 * size, 3, 2, 1, mid));  // depthwise, strided
+  }
+  ConvProblem pool = conv2d(n, 64 / narrow, 64 / narrow, 112, 3, 2, 1, 64 / narrow);  // the stem's max pool
+  pool.has_weights = pool.has_bias = false;
+  layers.push_back(pool);
+  ConvProblem global = conv2d(n, 2048 / narrow, 2048 / narrow, 7, 7, 1, 0, 2048 / narrow);
+  global.has_weights = global.has_bias = false;
+  layers.push_back(global);
+  return layers;
+}
+
+TEST(ConvPlanner, ResNetLayersFitTheirBudgetOnIpu2AndSmallTargets) {
+  // (tiles, bytes per tile, batch, channels divided by, the largest input size tried): small
+  // targets get narrower layers at smaller sizes, as ResNet-50 itself cannot fit on them.
+  for (auto [tiles, bytes, batch, narrow, max_size] : std::vector<std::tuple<uint32_t, uint64_t, int64_t, int64_t, int64_t>>{
+           {1472, 624 * 1024, 1, 1, 224}, {1472, 624 * 1024, 4, 1, 224}, {1216, 256 * 1024, 1, 1, 224},
+           {64, 624 * 1024, 1, 4, 224}, {16, 624 * 1024, 1, 8, 56}, {4, 624 * 1024, 1, 8, 28}}) {
+    const uint64_t budget = bytes * 6 / 10;
+    for (const ConvProblem& p : resnetLikeLayers(batch, narrow)) {
+      if (p.in[0] > max_size) continue;
+      SCOPED_TRACE(std::to_string(tiles) + " tiles: " + std::to_string(p.batch) + "x" + std::to_string(p.groups * p.in_channels) +
+                   "x" + std::to_string(p.in[0]) + " -> " + std::to_string(p.groups * p.out_channels) + " k" +
+                   std::to_string(p.kernel[0]));
+      ConvPlan plan = planConv(p, tiles, budget);
+      ASSERT_TRUE(plan.fits);
+      EXPECT_LE(plan.bytes_per_tile, budget);
+      EXPECT_EQ(plan.bytes_per_tile, static_cast<uint64_t>(plan.blocks_per_tile) *
+                                         convBlockBytes(p, plan.group_block, plan.channel_block, plan.row_block));
+      // The blocks cover the output: batch x channel blocks x row blocks.
+      const int64_t row_blocks = (p.out[0] + plan.row_block - 1) / plan.row_block;
+      const int64_t channel_blocks = plan.channel_block < p.out_channels
+                                         ? p.groups * ((p.out_channels + plan.channel_block - 1) / plan.channel_block)
+                                         : (p.groups + plan.group_block - 1) / plan.group_block;
+      EXPECT_TRUE(plan.group_block == 1 || plan.channel_block == p.out_channels);
+      EXPECT_EQ(plan.blocks, p.batch * channel_blocks * row_blocks);
+      EXPECT_EQ(plan.blocks_per_tile, (plan.blocks + tiles - 1) / tiles);
+      EXPECT_LE(plan.row_block, p.out[0]);
+      EXPECT_LE(plan.channel_block, p.out_channels);
+      EXPECT_LE(plan.group_block, p.groups);
+    }
+  }
+}
+
+TEST(ConvPlanner, InputRowsIncludeTheHaloAndStopAtTheInput) {
+  ConvProblem p = conv2d(1, 8, 8, 20, 3, 2, 1);
+  p.dilations = {2, 2};
+  EXPECT_EQ(convInputRows(p, 1), 5);   // (3-1)*2 + 1
+  EXPECT_EQ(convInputRows(p, 3), 9);   // 2*2 + 5
+  EXPECT_EQ(convInputRows(p, 100), 20);
+  // Bytes of a block: input window + weights + bias + output.
+  EXPECT_EQ(convBlockBytes(p, 1, 4, 2), 4u * (8 * 7 * 20 + 4 * 8 * 9 + 4 + 4 * 2 * p.out[1]));
+}
+
+TEST(ConvPlanner, LargeLayersUseManyTilesAndDepthwiseBundlesGroups) {
+  ConvPlan p = planConv(conv2d(1, 64, 64, 56, 3, 1, 1), 1472, 624 * 1024 * 6 / 10);
+  ASSERT_TRUE(p.fits);
+  EXPECT_GT(p.blocks, 700);
+  // Depthwise at 7x7 with 1024 channels: blocks bundle groups rather than leaving tiles idle per channel.
+  ConvPlan d = planConv(conv2d(1, 1024, 1024, 7, 3, 1, 1, 1024), 64, 624 * 1024 * 6 / 10);
+  ASSERT_TRUE(d.fits);
+  EXPECT_GT(d.group_block, 1);
+  EXPECT_LE(d.blocks_per_tile, 2);
+}
+
+TEST(ConvPlanner, ReportsWhenNothingFits) {
+  // One tile cannot hold a single output row's 4096-channel input window in 60% of 64 KiB.
+  ConvPlan p = planConv(conv2d(1, 4096, 16, 64, 3, 1, 1), 1, 64 * 1024 * 6 / 10);
+  EXPECT_FALSE(p.fits);
+  EXPECT_GT(p.bytes_per_tile, 64u * 1024 * 6 / 10);
+  // An empty output needs no plan.
+  ConvProblem empty = conv2d(0, 4, 4, 8, 3, 1, 1);
+  EXPECT_TRUE(planConv(empty, 4, 1000).fits);
+  EXPECT_EQ(planConv(empty, 4, 1000).blocks, 0);
 }
 
 TEST(GatherElements, CopiesExactlyTheRequestedElements) {

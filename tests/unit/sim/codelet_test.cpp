@@ -2,7 +2,11 @@
 // every output and sizes 0, 1, the vector width and +-1.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <random>
 
 #include "lib/exec/codelets.h"
@@ -203,6 +207,322 @@ TEST(CheckVertex, RefusesInconsistentVertices) {
   EXPECT_FALSE(checkVertex(bin).ok());
   bin.params[8] = 0;
   EXPECT_TRUE(checkVertex(bin).ok()) << checkVertex(bin).error().message();
+}
+
+
+// ---- ConvPartial and Pool -----------------------------------------------------------------------
+
+// One sliding-window case: X is [1, C, in...]; Conv's W is [M, C/group, kernel...].
+struct WindowCase {
+  Shape in;  // spatial
+  int64_t C = 1, M = 1, group = 1;
+  Shape kernel, strides, dilations, pads;  // pads: begin..., end...
+  bool bias = false;
+  std::string activation;  // ConvAct when set
+};
+
+int64_t outExtent(const WindowCase& c, size_t d, bool ceil_mode = false) {
+  const size_t r = c.in.size();
+  const int64_t span = c.in[d] + c.pads[d] + c.pads[d + r] - ((c.kernel[d] - 1) * c.dilations[d] + 1);
+  int64_t out = span / c.strides[d] + 1;
+  if (ceil_mode && span % c.strides[d] != 0 && out * c.strides[d] < c.in[d] + c.pads[d]) ++out;
+  return out;
+}
+
+std::map<std::string, ir::AttributeValue> windowAttrs(const WindowCase& c) {
+  return {{"kernel_shape", c.kernel}, {"strides", c.strides}, {"dilations", c.dilations}, {"pads", c.pads}};
+}
+
+// The rows [r_lo, r_hi) of the first spatial dim that output rows [o0, o0 + rows) read, clipped.
+std::pair<int64_t, int64_t> inputRows(const WindowCase& c, int64_t o0, int64_t rows) {
+  const int64_t first = o0 * c.strides[0] - c.pads[0];
+  const int64_t last = (o0 + rows - 1) * c.strides[0] - c.pads[0] + (c.kernel[0] - 1) * c.dilations[0];
+  const int64_t lo = std::clamp<int64_t>(first, 0, c.in[0]);
+  return {lo, std::clamp<int64_t>(last + 1, lo, c.in[0])};
+}
+
+// Rows [lo, hi) of the first spatial dim of every channel of a [channels, d0, rest...] buffer.
+std::vector<float> rowsOf(const std::vector<float>& v, int64_t channels, int64_t d0, int64_t inner, int64_t lo, int64_t hi) {
+  std::vector<float> out;
+  for (int64_t ch = 0; ch < channels; ++ch)
+    out.insert(out.end(), v.begin() + (ch * d0 + lo) * inner, v.begin() + (ch * d0 + hi) * inner);
+  return out;
+}
+
+int64_t prod(const Shape& s, size_t first = 0) {
+  int64_t p = 1;
+  for (size_t i = first; i < s.size(); ++i) p *= s[i];
+  return p;
+}
+
+const std::vector<std::pair<std::string, int64_t>> kActivations = {
+    {"Relu", 0}, {"Clip", 1}, {"LeakyRelu", 2}, {"Sigmoid", 3}, {"HardSigmoid", 4}, {"HardSwish", 5}, {"Tanh", 6}};
+
+// Runs ConvPartial on output rows [o0, o0 + rows) of every channel (all groups in one vertex)
+// and compares with the same rows of the evaluator's Conv/ConvAct.
+// `tol` scales with the magnitude of the sums (float accumulation over in_channels x kernel terms).
+void checkConv(const WindowCase& c, int64_t o0 = 0, int64_t rows = -1, uint32_t seed = 1, double tol = 1e-5) {
+  const size_t r = c.in.size();
+  Shape out_dims;
+  for (size_t d = 0; d < r; ++d) out_dims.push_back(outExtent(c, d));
+  if (rows < 0) rows = out_dims[0] - o0;
+  const int64_t Cg = c.C / c.group, Mg = c.M / c.group;
+  Shape xs{1, c.C}, ws{c.M, Cg};
+  xs.insert(xs.end(), c.in.begin(), c.in.end());
+  ws.insert(ws.end(), c.kernel.begin(), c.kernel.end());
+  auto x = randomVector(static_cast<size_t>(prod(xs)), seed), w = randomVector(static_cast<size_t>(prod(ws)), seed + 1);
+  auto b = randomVector(static_cast<size_t>(c.M), seed + 2);
+  Tensor tx = tensorOf(x, xs), tw = tensorOf(w, ws), tb = tensorOf(b, {c.M});
+  std::vector<const Tensor*> ins{&tx, &tw};
+  if (c.bias) ins.push_back(&tb);
+  auto attrs = windowAttrs(c);
+  attrs["group"] = c.group;
+  const float alpha = 0.3f, beta = 0.4f, lo = -0.5f, hi = 0.6f;
+  int64_t act_kind = -1;
+  if (!c.activation.empty()) {
+    attrs["activation"] = c.activation;
+    attrs["activation_alpha"] = alpha;
+    attrs["activation_beta"] = beta;
+    attrs["activation_min"] = lo;
+    attrs["activation_max"] = hi;
+    for (const auto& [name, kind] : kActivations)
+      if (name == c.activation) act_kind = kind;
+  }
+  auto full = reference(c.activation.empty() ? "Conv" : "ConvAct", ins, attrs, c.activation.empty() ? "" : "ai.graphcore");
+  const int64_t inner_out = prod(out_dims, 1), inner_in = prod(c.in, 1);
+  auto want = rowsOf(full, c.M, out_dims[0], inner_out, o0, o0 + rows);
+  auto [r_lo, r_hi] = inputRows(c, o0, rows);
+  Shape in_dims = c.in, block_out = out_dims, starts(r);
+  in_dims[0] = r_hi - r_lo;
+  block_out[0] = rows;
+  for (size_t d = 0; d < r; ++d) starts[d] = -c.pads[d];
+  starts[0] = o0 * c.strides[0] - c.pads[0] - r_lo;
+  TileMemory mem;
+  exec::Field out = mem.add(std::vector<float>(want.size(), 7.f));
+  exec::Field fin = mem.add(rowsOf(x, c.C, c.in[0], inner_in, r_lo, r_hi));
+  exec::Field fw = mem.add(w);
+  exec::Vertex v{0, exec::Codelet::ConvPartial, DType::Float, {out, fin, fw}, {static_cast<int64_t>(r), c.group, Cg, Mg, c.bias ? 1 : 0}, {}};
+  if (c.bias) v.fields.push_back(mem.add(b));
+  for (const Shape* s : std::initializer_list<const Shape*>{&in_dims, &block_out, &c.kernel, &c.strides, &c.dilations, &starts})
+    v.params.insert(v.params.end(), s->begin(), s->end());
+  if (act_kind >= 0) {
+    v.params.push_back(act_kind);
+    v.fparams = {alpha, beta, lo, hi};
+  }
+  ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
+  runVertex(v, mem.bytes.data());
+  auto got = mem.read(out);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tol + 1e-5 * std::fabs(want[i])) << "at " << i;
+  mem.expectGuardsIntact(out);
+  EXPECT_GT(vertexCycles(v, exec::Target{"t", "ipu2", 1, 4, 1024, 6, 1e9, 4, 100, 16, 64, 2}), 0u);
+}
+
+TEST(ConvPartialCodelet, Conv2dStridesDilationsPadsMatchReference) {
+  for (int64_t stride : {1, 2, 3})
+    for (int64_t dil : {1, 2})
+      for (Shape pads : {Shape{0, 0, 0, 0}, Shape{1, 1, 1, 1}, Shape{2, 0, 1, 3}}) {
+        SCOPED_TRACE(std::to_string(stride) + " " + std::to_string(dil) + " " + std::to_string(pads[0]) + std::to_string(pads[2]));
+        checkConv({{7, 6}, 3, 4, 1, {3, 3}, {stride, stride}, {dil, dil}, pads, true});
+        checkConv({{5, 8}, 2, 3, 1, {2, 3}, {stride, 1}, {1, dil}, pads, false});
+      }
+}
+
+TEST(ConvPartialCodelet, SizesZeroOneAndEdges) {
+  checkConv({{1, 1}, 1, 1, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false});   // one element
+  checkConv({{1, 1}, 1, 1, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true});    // all but the centre is padding
+  checkConv({{2, 2}, 1, 1, 1, {1, 1}, {1, 1}, {1, 1}, {3, 3, 3, 3}, true});    // outputs that are all padding (bias only)
+  checkConv({{4, 4}, 2, 0, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true});    // no output channels
+  checkConv({{4, 4}, 0, 3, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true});    // no input channels: the bias
+  checkConv({{3, 9}, 1, 5, 1, {3, 9}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true});    // kernel as large as the input
+  checkConv({{6, 6}, 4, 8, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true});    // 1x1: read in place
+  checkConv({{6, 6}, 4, 8, 1, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}, false});   // 1x1 strided
+  checkConv({{6, 6}, 4, 8, 1, {1, 1}, {1, 1}, {1, 1}, {1, 0, 0, 1}, false});   // 1x1 padded
+}
+
+TEST(ConvPartialCodelet, GroupsAndDepthwise) {
+  checkConv({{6, 5}, 4, 6, 2, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true});
+  checkConv({{6, 5}, 6, 6, 6, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true});     // depthwise
+  checkConv({{6, 5}, 3, 6, 3, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, false});    // depthwise, multiplier 2
+}
+
+TEST(ConvPartialCodelet, OneAndThreeSpatialDims) {
+  checkConv({{9}, 3, 4, 1, {3}, {2}, {1}, {1, 2}, true});
+  checkConv({{9}, 4, 4, 4, {5}, {1}, {2}, {4, 4}, false});
+  checkConv({{1}, 1, 1, 1, {1}, {1}, {1}, {0, 0}, false});
+  checkConv({{4, 5, 3}, 2, 3, 1, {3, 2, 3}, {1, 2, 1}, {1, 1, 2}, {1, 0, 2, 1, 1, 2}, true});
+  checkConv({{4, 5, 3}, 4, 4, 2, {2, 2, 2}, {2, 1, 1}, {1, 1, 1}, {0, 0, 0, 1, 1, 1}, false});
+}
+
+TEST(ConvPartialCodelet, RowBlocksWithHalo) {
+  // Every row block of a padded, strided, dilated conv: the vertex holds only the rows it reads.
+  const WindowCase c{{11, 7}, 3, 4, 1, {3, 3}, {2, 1}, {2, 1}, {2, 1, 3, 1}, true};
+  const int64_t out_rows = outExtent(c, 0);
+  for (int64_t rows : {1, 2, 3})
+    for (int64_t o0 = 0; o0 < out_rows; o0 += rows) checkConv(c, o0, std::min(rows, out_rows - o0));
+  const WindowCase d{{10}, 2, 2, 2, {4}, {3}, {1}, {2, 3}, false};  // 1-D: the rows are the positions
+  for (int64_t o0 = 0; o0 < outExtent(d, 0); ++o0) checkConv(d, o0, 1);
+}
+
+TEST(ConvPartialCodelet, ActivationEpilogueMatchesConvAct) {
+  for (const auto& [name, kind] : kActivations) {
+    SCOPED_TRACE(name);
+    WindowCase c{{5, 5}, 3, 4, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, name};
+    checkConv(c);
+    checkConv(c, 2, 2);
+  }
+}
+
+TEST(ConvPartialCodelet, LargeBlocksChunkTheirScratch) {
+  // im2col in several chunks of output lines, and the tap-by-tap path for very wide lines.
+  // Sums of 576 and 12288 products of values in [-2, 2] (magnitudes around 30 and 150).
+  checkConv({{130, 64}, 64, 2, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true}, 0, -1, 1, 2e-4);
+  checkConv({{1100}, 4096, 1, 1, {3}, {1}, {1}, {1, 1}, true}, 0, -1, 1, 2e-3);
+}
+
+// Runs a Pool vertex on output rows [o0, o0 + rows) and compares with the evaluator.
+void checkPool(const std::string& op, const WindowCase& c, bool ceil_mode, bool include_pad, int64_t o0 = 0, int64_t rows = -1,
+               std::vector<float> x = {}) {
+  const size_t r = c.in.size();
+  const bool global = op.rfind("Global", 0) == 0;
+  WindowCase g = c;
+  if (global) {
+    g.kernel = c.in;
+    g.strides.assign(r, 1);
+    g.dilations.assign(r, 1);
+    g.pads.assign(2 * r, 0);
+  }
+  Shape out_dims;
+  for (size_t d = 0; d < r; ++d) out_dims.push_back(outExtent(g, d, ceil_mode));
+  if (rows < 0) rows = out_dims[0] - o0;
+  Shape xs{1, c.C};
+  xs.insert(xs.end(), c.in.begin(), c.in.end());
+  if (x.empty()) x = randomVector(static_cast<size_t>(prod(xs)), 31);
+  Tensor tx = tensorOf(x, xs);
+  std::map<std::string, ir::AttributeValue> attrs;
+  if (!global) {
+    attrs = windowAttrs(g);
+    if (op == "AveragePool") {
+      attrs.erase("dilations");
+      attrs["count_include_pad"] = int64_t{include_pad};
+    }
+    attrs["ceil_mode"] = int64_t{ceil_mode};
+  }
+  auto full = reference(op, {&tx}, attrs);
+  const int64_t inner_out = prod(out_dims, 1), inner_in = prod(c.in, 1);
+  auto want = rowsOf(full, c.C, out_dims[0], inner_out, o0, o0 + rows);
+  auto [r_lo, r_hi] = inputRows(g, o0, rows);
+  Shape in_dims = c.in, block_out = out_dims, starts(r), pends(r);
+  in_dims[0] = r_hi - r_lo;
+  block_out[0] = rows;
+  for (size_t d = 0; d < r; ++d) {
+    starts[d] = -g.pads[d];
+    pends[d] = c.in[d] + g.pads[d + r];
+  }
+  starts[0] = o0 * g.strides[0] - g.pads[0] - r_lo;
+  pends[0] -= r_lo;
+  TileMemory mem;
+  exec::Field out = mem.add(std::vector<float>(want.size(), 7.f));
+  exec::Field fin = mem.add(rowsOf(x, c.C, c.in[0], inner_in, r_lo, r_hi));
+  const bool is_max = op.find("Max") != std::string::npos;
+  exec::Vertex v{0, exec::Codelet::Pool, DType::Float, {out, fin},
+                 {static_cast<int64_t>(r), c.C, is_max ? exec::kPoolMax : exec::kPoolAvg, include_pad ? 1 : 0}, {}};
+  for (const Shape* s : std::initializer_list<const Shape*>{&in_dims, &block_out, &g.kernel, &g.strides, &g.dilations, &starts, &pends})
+    v.params.insert(v.params.end(), s->begin(), s->end());
+  ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
+  runVertex(v, mem.bytes.data());
+  auto got = mem.read(out);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << "at " << i;
+    } else {
+      ASSERT_NEAR(got[i], want[i], 1e-5 + 1e-5 * std::fabs(want[i])) << "at " << i;
+    }
+  }
+  mem.expectGuardsIntact(out);
+  EXPECT_GT(vertexCycles(v, exec::Target{"t", "ipu2", 1, 4, 1024, 6, 1e9, 4, 100, 16, 64, 2}), 0u);
+}
+
+TEST(PoolCodelet, MaxAndAveragePoolMatchReference) {
+  for (const char* op : {"MaxPool", "AveragePool"})
+    for (bool ceil_mode : {false, true})
+      for (bool include_pad : {false, true})
+        for (Shape pads : {Shape{0, 0, 0, 0}, Shape{1, 1, 1, 1}, Shape{1, 0, 2, 1}}) {
+          SCOPED_TRACE(std::string(op) + " ceil " + std::to_string(ceil_mode) + " pad " + std::to_string(include_pad));
+          checkPool(op, {{7, 8}, 3, 3, 3, {3, 3}, {2, 2}, {1, 1}, pads}, ceil_mode, include_pad);
+          checkPool(op, {{6, 5}, 2, 2, 2, {2, 3}, {2, 1}, {1, 1}, pads}, ceil_mode, include_pad);
+          checkPool(op, {{1, 1}, 1, 1, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, ceil_mode, include_pad);
+        }
+  checkPool("MaxPool", {{9, 9}, 2, 2, 2, {3, 3}, {1, 2}, {2, 2}, {1, 1, 1, 1}}, false, false);  // dilations
+  checkPool("AveragePool", {{4, 4}, 0, 0, 0, {2, 2}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, false, false);  // no channels
+  checkPool("MaxPool", {{9, 9}, 2, 2, 2, {2, 2}, {3, 3}, {2, 1}, {0, 0, 0, 0}}, true, false);
+}
+
+TEST(PoolCodelet, OneAndThreeSpatialDimsAndRowBlocks) {
+  checkPool("MaxPool", {{11}, 3, 3, 3, {3}, {2}, {1}, {1, 1}}, true, false);
+  checkPool("AveragePool", {{11}, 3, 3, 3, {4}, {3}, {1}, {2, 1}}, true, true);
+  checkPool("AveragePool", {{4, 5, 6}, 2, 2, 2, {2, 3, 2}, {2, 1, 2}, {1, 1, 1}, {1, 0, 1, 0, 1, 1}}, false, false);
+  checkPool("MaxPool", {{4, 5, 6}, 2, 2, 2, {2, 3, 2}, {2, 1, 2}, {1, 1, 1}, {1, 0, 1, 0, 1, 1}}, true, false);
+  const WindowCase c{{10, 6}, 2, 2, 2, {3, 3}, {2, 2}, {1, 1}, {1, 1, 2, 1}};
+  for (const char* op : {"MaxPool", "AveragePool"})
+    for (bool include_pad : {false, true})
+      for (int64_t o0 = 0; o0 < outExtent(c, 0, true); ++o0) checkPool(op, c, true, include_pad, o0, 1);
+}
+
+TEST(PoolCodelet, GlobalPoolsAndNaN) {
+  for (const char* op : {"GlobalMaxPool", "GlobalAveragePool"}) {
+    checkPool(op, {{7, 7}, 5, 5, 5}, false, false);
+    checkPool(op, {{1, 1}, 1, 1, 1}, false, false);
+    checkPool(op, {{9}, 3, 3, 3}, false, false);
+    checkPool(op, {{2, 3, 4}, 2, 2, 2}, false, false);
+  }
+  // Max pooling propagates NaN wherever it appears in a window.
+  std::vector<float> x = randomVector(2 * 16, 5);
+  x[5] = std::numeric_limits<float>::quiet_NaN();
+  x[16] = std::numeric_limits<float>::quiet_NaN();
+  checkPool("MaxPool", {{4, 4}, 2, 2, 2, {2, 2}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, false, false, 0, -1, x);
+  checkPool("GlobalMaxPool", {{4, 4}, 2, 2, 2}, false, false, 0, -1, x);
+}
+
+TEST(CheckVertex, RefusesInconsistentWindowVertices) {
+  // A valid 2-D ConvPartial: 1 group, 2 -> 3 channels, in 4x4, out 2x2, kernel 3x3.
+  exec::Vertex conv{0, exec::Codelet::ConvPartial, DType::Float, {{0, 3 * 4 * 4}, {64, 2 * 16 * 4}, {256, 3 * 2 * 9 * 4}},
+                    {2, 1, 2, 3, 0, 4, 4, 2, 2, 3, 3, 1, 1, 1, 1, 0, 0}, {}};
+  ASSERT_TRUE(checkVertex(conv).ok()) << checkVertex(conv).error().message();
+  auto bad = [&](auto mutate) {
+    exec::Vertex v = conv;
+    mutate(v);
+    return !checkVertex(v).ok();
+  };
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[1].bytes -= 4; }));            // input smaller than its dims
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[2].bytes += 4; }));            // weights larger
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[0] = 4; }));                   // rank beyond 3
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[4] = 1; }));                   // bias without a field
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[11] = 0; }));                  // stride 0
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[5] = int64_t{1} << 40; }));    // huge extent
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[15] = int64_t{1} << 50; }));   // huge start
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params.push_back(99); v.fparams = {0, 0, 0, 0}; }));  // unknown activation
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params.push_back(0); }));             // activation without fparams
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.dtype = DType::Float16; }));
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[0].offset = 2; }));            // misaligned
+  // Channel counts whose products overflow must not wrap around to match the fields.
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[1] = int64_t{1} << 24; v.params[2] = int64_t{1} << 24; v.params[3] = int64_t{1} << 24; }));
+  exec::Vertex pool{0, exec::Codelet::Pool, DType::Float, {{0, 2 * 2 * 4}, {64, 2 * 9 * 4}},
+                    {2, 2, exec::kPoolMax, 0, 3, 3, 2, 1, 2, 3, 1, 1, 1, 1, 0, 0, 3, 3}, {}};
+  ASSERT_TRUE(checkVertex(pool).ok()) << checkVertex(pool).error().message();
+  exec::Vertex p2 = pool;
+  p2.params[2] = 7;  // unknown kind
+  EXPECT_FALSE(checkVertex(p2).ok());
+  p2 = pool;
+  p2.fields[0].bytes = 4;
+  EXPECT_FALSE(checkVertex(p2).ok());
+  p2 = pool;
+  p2.params.pop_back();
+  EXPECT_FALSE(checkVertex(p2).ok());
+  p2 = pool;
+  p2.params[3] = 2;
+  EXPECT_FALSE(checkVertex(p2).ok());
 }
 
 }  // namespace

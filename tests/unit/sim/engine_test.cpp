@@ -1,7 +1,9 @@
 // Whole graphs through codegen and the simulator, compared with the reference evaluator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <random>
 
 #include "codegen/compiler.h"
@@ -91,6 +93,157 @@ TEST(Engine, BatchedMatMulWithBroadcastBatch) {
   expectSimMatchesReference(m, {{"a", randomTensor({2, 3, 4, 6}, 5)}, {"b", randomTensor({3, 6, 5}, 6)}}, 16);
 }
 
+// Adds a node with integer-list attributes.
+ir::Node* addWindowNode(ir::Graph& g, const std::string& op, std::vector<ir::Value*> ins, ir::Value* out, const std::string& name,
+                        std::map<std::string, std::vector<int64_t>> ints, const std::string& domain = "") {
+  ir::Node* n = g.addNode(op, std::move(ins), {out}, name, domain);
+  for (auto& [k, v] : ints) n->attributes[k].value = v;
+  return n;
+}
+
+// Conv, ConvAct (depthwise, strided, asymmetric pads), MaxPool, AveragePool and the global pools,
+// all on the device, for 4, 64 and 1472 tiles.
+TEST(Engine, ConvNetOnSeveralTileCounts) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}, {"ai.graphcore", 1}};
+  ir::Graph& g = *m.graph;
+  ir::Value* x = g.addInput("x", f32({2, 3, 10, 9}));
+  ir::Value* w1 = g.addInitializer("w1", randomTensor({8, 3, 3, 3}, 31));
+  ir::Value* b1 = g.addInitializer("b1", randomTensor({8}, 32));
+  ir::Value* w2 = g.addInitializer("w2", randomTensor({8, 1, 3, 3}, 33));
+  ir::Value* b2 = g.addInitializer("b2", randomTensor({8}, 34));
+  ir::Value* w3 = g.addInitializer("w3", randomTensor({6, 4, 1, 1}, 35));
+  ir::Value* c1 = g.addValue("c1", f32({2, 8, 10, 9}));
+  ir::Value* r1 = g.addValue("r1", f32({2, 8, 10, 9}));
+  ir::Value* p1 = g.addValue("p1", f32({2, 8, 5, 5}));
+  ir::Value* c2 = g.addValue("c2", f32({2, 8, 3, 2}));
+  ir::Value* p2 = g.addValue("p2", f32({2, 8, 3, 2}));
+  ir::Value* c3 = g.addValue("c3", f32({2, 6, 3, 2}));
+  ir::Value* gavg = g.addValue("gavg", f32({2, 6, 1, 1}));
+  ir::Value* gmax = g.addValue("gmax", f32({2, 8, 1, 1}));
+  addWindowNode(g, "Conv", {x, w1, b1}, c1, "conv1", {{"pads", {1, 1, 1, 1}}, {"kernel_shape", {3, 3}}});
+  g.addNode("Relu", {c1}, {r1}, "relu1");
+  addWindowNode(g, "MaxPool", {r1}, p1, "maxpool", {{"kernel_shape", {3, 3}}, {"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}});
+  ir::Node* dw = addWindowNode(g, "ConvAct", {p1, w2, b2}, c2, "dwconv",
+                               {{"strides", {2, 2}}, {"pads", {1, 0, 1, 1}}}, "ai.graphcore");
+  dw->attributes["group"].value = int64_t{8};
+  dw->attributes["activation"].value = std::string("HardSwish");
+  ir::Node* avg = addWindowNode(g, "AveragePool", {c2}, p2, "avgpool", {{"kernel_shape", {2, 2}}, {"pads", {0, 0, 1, 1}}});
+  avg->attributes["count_include_pad"].value = int64_t{1};
+  ir::Node* grouped = addWindowNode(g, "Conv", {p2, w3}, c3, "grouped1x1", {});
+  grouped->attributes["group"].value = int64_t{2};
+  g.addNode("GlobalAveragePool", {c3}, {gavg}, "gap");
+  g.addNode("GlobalMaxPool", {c2}, {gmax}, "gmp");
+  g.addOutput(gavg);
+  g.addOutput(gmax);
+  g.addOutput(p1);
+  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 4), 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  EXPECT_TRUE(compiled->host_nodes.empty()) << compiled->host_nodes[0] << ": " << compiled->host_reasons[0];
+  for (uint32_t tiles : {4u, 64u, 1472u}) {
+    SCOPED_TRACE(tiles);
+    expectSimMatchesReference(m, {{"x", randomTensor({2, 3, 10, 9}, 36)}}, tiles);
+  }
+}
+
+// 1-D and 3-D windows, dilations, auto_pad and ceil_mode.
+TEST(Engine, Conv1dAnd3dWithAutoPadAndCeilMode) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = *m.graph;
+  ir::Value* a = g.addInput("a", f32({3, 4, 17}));
+  ir::Value* v = g.addInput("v", f32({1, 2, 5, 6, 7}));
+  ir::Value* wa = g.addInitializer("wa", randomTensor({6, 2, 3}, 41));
+  ir::Value* wv = g.addInitializer("wv", randomTensor({3, 2, 2, 3, 2}, 42));
+  ir::Value* bv = g.addInitializer("bv", randomTensor({3}, 43));
+  ir::Value* ca = g.addValue("ca", f32({3, 6, 9}));
+  ir::Value* pa = g.addValue("pa", f32({3, 6, 5}));
+  ir::Value* cv = g.addValue("cv", f32({1, 3, 5, 3, 7}));
+  ir::Value* pv = g.addValue("pv", f32({1, 3, 3, 2, 3}));
+  ir::Node* conv1d = addWindowNode(g, "Conv", {a, wa}, ca, "conv1d", {{"strides", {2}}, {"dilations", {2}}});
+  conv1d->attributes["group"].value = int64_t{2};
+  conv1d->attributes["auto_pad"].value = std::string("SAME_UPPER");
+  ir::Node* mp = addWindowNode(g, "MaxPool", {ca}, pa, "maxpool1d", {{"kernel_shape", {2}}, {"strides", {2}}});
+  mp->attributes["ceil_mode"].value = int64_t{1};
+  ir::Node* conv3d = addWindowNode(g, "Conv", {v, wv, bv}, cv, "conv3d", {{"strides", {1, 2, 1}}});
+  conv3d->attributes["auto_pad"].value = std::string("SAME_LOWER");
+  ir::Node* ap = addWindowNode(g, "AveragePool", {cv}, pv, "avgpool3d", {{"kernel_shape", {2, 2, 3}}, {"strides", {2, 2, 2}}});
+  ap->attributes["ceil_mode"].value = int64_t{1};
+  g.addOutput(pa);
+  g.addOutput(pv);
+  for (uint32_t tiles : {4u, 64u, 1472u}) {
+    SCOPED_TRACE(tiles);
+    auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, tiles), 0.6});
+    ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+    EXPECT_TRUE(compiled->host_nodes.empty()) << compiled->host_nodes[0] << ": " << compiled->host_reasons[0];
+    expectSimMatchesReference(m, {{"a", randomTensor({3, 4, 17}, 44)}, {"v", randomTensor({1, 2, 5, 6, 7}, 45)}}, tiles);
+  }
+}
+
+// A Conv no split of which fits the budget runs on the host, with the reason; a MaxPool whose
+// Indices are used too.
+TEST(Compile, WindowOpsThatCannotRunOnTheDeviceFallBackToTheHost) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = *m.graph;
+  ir::Value* x = g.addInput("x", f32({1, 4096, 8, 8}));
+  ir::Value* w = g.addInitializer("w", randomTensor({2, 4096, 3, 3}, 51));
+  ir::Value* c = g.addValue("c", f32({1, 2, 8, 8}));
+  ir::Value* p = g.addValue("p", f32({1, 2, 4, 4}));
+  ir::Value* idx = g.addValue("idx", ir::TensorType::of(DType::Int64, {1, 2, 4, 4}));
+  ir::Value* r = g.addValue("r", f32({1, 2, 4, 4}));
+  addWindowNode(g, "Conv", {x, w}, c, "wide_conv", {{"pads", {1, 1, 1, 1}}});
+  ir::Node* mp = g.addNode("MaxPool", {c}, {p, idx}, "maxpool_with_indices");
+  mp->attributes["kernel_shape"].value = std::vector<int64_t>{2, 2};
+  mp->attributes["strides"].value = std::vector<int64_t>{2, 2};
+  g.addNode("Relu", {p}, {r}, "relu");
+  g.addOutput(r);
+  g.addOutput(idx);
+  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 1), 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  ASSERT_EQ(compiled->host_nodes, (std::vector<std::string>{"wide_conv", "maxpool_with_indices"}));
+  EXPECT_NE(compiled->host_reasons[0].find("bytes per tile"), std::string::npos) << compiled->host_reasons[0];
+  EXPECT_NE(compiled->host_reasons[1].find("'idx' is used"), std::string::npos) << compiled->host_reasons[1];
+  EXPECT_EQ(compiled->device_nodes, (std::vector<std::string>{"relu"}));
+  auto exe = exec::deserialize(exec::serialize(compiled->executable), "test");
+  ASSERT_TRUE(exe.ok()) << exe.error().message();
+  std::map<std::string, Tensor> weights(compiled->weights.begin(), compiled->weights.end());
+  auto engine = Engine::create(std::move(exe).value(), weights);
+  ASSERT_TRUE(engine.ok()) << engine.error().message();
+  Tensor xt = randomTensor({1, 4096, 8, 8}, 52);
+  auto got = (*engine)->runTensors({&xt});
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  auto want = ops::evaluateGraph(g, {{"x", xt}});
+  ASSERT_TRUE(want.ok()) << want.error().message();
+  for (size_t i = 0; i < 16 * 2; ++i) EXPECT_NEAR((*got)[0].data<float>()[i], (*want)[0].data<float>()[i], 1e-4);
+}
+
+// Operand windows live in node-local scratch: a chain of convs needs about one conv's scratch,
+// not the sum of all of them.
+TEST(Compile, ConvOperandWindowsShareScratchMemory) {
+  auto build = [](int layers) {
+    ir::Model m;
+    m.opset_imports = {{"", 17}};
+    ir::Graph& g = *m.graph;
+    ir::Value* cur = g.addInput("x", f32({1, 16, 32, 32}));
+    for (int i = 0; i < layers; ++i) {
+      ir::Value* w = g.addInitializer("w" + std::to_string(i), randomTensor({16, 16, 3, 3}, 60 + i));
+      ir::Value* y = g.addValue("y" + std::to_string(i), f32({1, 16, 32, 32}));
+      addWindowNode(g, "Conv", {cur, w}, y, "conv" + std::to_string(i), {{"pads", {1, 1, 1, 1}}});
+      cur = y;
+    }
+    g.addOutput(cur);
+    auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 16), 0.6});
+    EXPECT_TRUE(compiled.ok()) << compiled.error().message();
+    uint64_t total = 0;
+    for (uint64_t b : compiled->executable.tile_bytes) total += b;
+    return total;
+  };
+  const uint64_t one = build(1), eight = build(8);
+  // Each extra layer adds its output (64 KiB) and its weights (9 KiB), not its input windows.
+  EXPECT_LT(eight - one, 7u * (65536 + 9216) * 11 / 10) << one << " " << eight;
+}
+
 // y = Relu(x) with x float32[8], compiled for a 4-tile target.
 exec::Executable compileRelu() {
   ir::Model m;
@@ -160,6 +313,52 @@ TEST(Engine, RefusesVertexOutsideTileMemory) {
   auto engine = Engine::create(exe, {});
   ASSERT_FALSE(engine.ok());
   EXPECT_NE(engine.error().message().find("outside the memory"), std::string::npos) << engine.error().message();
+}
+
+TEST(Engine, RefusesGathersOutsideTheirLayoutOrTile) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = *m.graph;
+  ir::Value* x = g.addInput("x", f32({1, 2, 6, 6}));
+  ir::Value* w = g.addInitializer("w", randomTensor({3, 2, 3, 3}, 71));
+  ir::Value* y = g.addValue("y", f32({1, 3, 6, 6}));
+  addWindowNode(g, "Conv", {x, w}, y, "conv", {{"pads", {1, 1, 1, 1}}});
+  g.addOutput(y);
+  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 4), 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  const exec::Executable& good = compiled->executable;
+  ASSERT_FALSE(good.layouts.empty());
+  ASSERT_FALSE(good.exchanges.empty());
+  ASSERT_FALSE(good.exchanges[0].gathers.empty());
+  ASSERT_TRUE(exec::validate(good).ok());
+  auto refused = [&](auto mutate, const std::string& what) {
+    exec::Executable bad = good;
+    mutate(bad);
+    Status st = exec::validate(bad);
+    ASSERT_FALSE(st.ok()) << what;
+    EXPECT_NE(st.error().message().find(what), std::string::npos) << st.error().message();
+    // And through the serialised form, as a hostile PopEF would arrive.
+    EXPECT_FALSE(exec::deserialize(exec::serialize(bad), "test").ok());
+  };
+  refused([](exec::Executable& e) { e.exchanges[0].gathers[0].count = int64_t{1} << 40; }, "gathers outside its layout");
+  refused([](exec::Executable& e) {
+    e.exchanges[0].gathers[0].reps = 1000;
+    e.exchanges[0].gathers[0].stride = 1000;
+  }, "gathers outside its layout");
+  refused([](exec::Executable& e) {
+    e.exchanges[0].gathers[0].reps = 1000;
+    e.exchanges[0].gathers[0].stride = 0;
+    e.exchanges[0].gathers[0].dst_stride = 4096;
+  }, "gathers outside the memory of tile");
+  refused([](exec::Executable& e) { e.exchanges[0].gathers[0].dst_offset = e.tile_bytes[e.exchanges[0].gathers[0].dst_tile]; },
+          "gathers outside the memory of tile");
+  refused([](exec::Executable& e) { e.exchanges[0].gathers[0].dst_stride = uint64_t{1} << 60; }, "bad sizes");
+  refused([](exec::Executable& e) { e.exchanges[0].gathers[0].begin = -1; }, "bad sizes");
+  refused([](exec::Executable& e) { e.exchanges[0].gathers[0].layout = 99; }, "missing layout");
+  refused([](exec::Executable& e) { e.layouts[0].regions[0].offset = e.tile_bytes[e.layouts[0].regions[0].tile]; },
+          "region outside the memory");
+  refused([](exec::Executable& e) { e.layouts[0].regions[0].begin = 1; }, "do not cover");
+  refused([](exec::Executable& e) { e.layouts[0].elem_bytes = 3; }, "element size");
 }
 
 TEST(Engine, RefusesWrongInputShape) {

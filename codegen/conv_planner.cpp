@@ -1,0 +1,101 @@
+#include "codegen/conv_planner.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace poprt::codegen {
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t product(const std::vector<int64_t>& v, size_t first) {
+  int64_t p = 1;
+  for (size_t i = first; i < v.size(); ++i) p *= v[i];
+  return p;
+}
+
+// The distinct block sizes ceil(n / k) for k = 1..n, largest first (about 2·sqrt(n) of them).
+std::vector<int64_t> blockSizes(int64_t n) {
+  std::vector<int64_t> sizes;
+  for (int64_t k = 1; k <= n;) {
+    const int64_t v = ceilDiv(n, k);
+    sizes.push_back(v);
+    if (v == 1) break;
+    k = ceilDiv(n, v - 1);  // the first k whose block size is below v
+  }
+  return sizes;
+}
+
+constexpr double kVertexCycles = 20;    // per vertex, as the codelets estimate it
+constexpr double kExchangeBytesPerCycle = 4;
+constexpr double kVectorWidth = 2;      // float32 elements per cycle for the epilogue and pooling
+
+}  // namespace
+
+int64_t convInputRows(const ConvProblem& p, int64_t rows) {
+  if (p.in.empty()) return 1;
+  const int64_t extent = (rows - 1) * p.strides[0] + (p.kernel[0] - 1) * p.dilations[0] + 1;
+  return std::max<int64_t>(0, std::min(p.in[0], extent));
+}
+
+uint64_t convBlockBytes(const ConvProblem& p, int64_t group_block, int64_t channel_block, int64_t row_block) {
+  const int64_t in = group_block * p.in_channels * convInputRows(p, row_block) * product(p.in, 1);
+  const int64_t out_ch = group_block * channel_block;
+  const int64_t weights = p.has_weights ? out_ch * p.in_channels * product(p.kernel, 0) : 0;
+  const int64_t bias = p.has_bias ? out_ch : 0;
+  const int64_t out = out_ch * row_block * product(p.out, 1);
+  return 4 * static_cast<uint64_t>(in + weights + bias + out);
+}
+
+ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, uint32_t macs_per_cycle) {
+  ConvPlan best;
+  const int64_t rows = p.out.empty() ? 1 : p.out[0];
+  if (p.batch <= 0 || p.groups <= 0 || p.out_channels <= 0 || rows <= 0 || product(p.out, 1) <= 0) {
+    best.fits = true;  // an empty output: nothing to place
+    return best;
+  }
+  const int64_t tile_count = std::max<int64_t>(1, tiles);
+  const double kernel = static_cast<double>(product(p.kernel, 0));
+  const double inner_out = static_cast<double>(product(p.out, 1));
+  // Channel splits: part of one group's output channels, or whole groups.
+  std::vector<std::pair<int64_t, int64_t>> channel_splits;  // (group_block, channel_block)
+  for (int64_t cb : blockSizes(p.out_channels))
+    if (cb < p.out_channels) channel_splits.emplace_back(1, cb);
+  for (int64_t gb : blockSizes(p.groups)) channel_splits.emplace_back(gb, p.out_channels);
+  bool have = false;
+  for (int64_t rb : blockSizes(rows)) {
+    const int64_t row_blocks = ceilDiv(rows, rb);
+    for (auto [gb, cb] : channel_splits) {
+      const int64_t channel_blocks = cb < p.out_channels ? p.groups * ceilDiv(p.out_channels, cb) : ceilDiv(p.groups, gb);
+      const int64_t blocks = p.batch * channel_blocks * row_blocks;
+      const int64_t per_tile = ceilDiv(blocks, tile_count);
+      const uint64_t block_bytes = convBlockBytes(p, gb, cb, rb);
+      const uint64_t bytes = static_cast<uint64_t>(per_tile) * block_bytes;
+      const double outputs = static_cast<double>(gb * cb * rb) * inner_out;
+      const double compute = p.has_weights
+                                 ? outputs * static_cast<double>(p.in_channels) * kernel / std::max<uint32_t>(1, macs_per_cycle) +
+                                       outputs / kVectorWidth
+                                 : outputs * (kernel + 1) / kVectorWidth;
+      const double received = static_cast<double>(block_bytes) - 4 * outputs;  // everything but the output
+      const double cycles = static_cast<double>(per_tile) * (kVertexCycles + compute + received / kExchangeBytesPerCycle);
+      const bool fits = bytes <= budget_bytes;
+      bool better;
+      if (!have) {
+        better = true;
+      } else if (fits != best.fits) {
+        better = fits;
+      } else if (fits) {
+        better = cycles < best.cycles || (cycles == best.cycles && bytes < best.bytes_per_tile);
+      } else {
+        better = bytes < best.bytes_per_tile;
+      }
+      if (better) {
+        have = true;
+        best = {gb, cb, rb, blocks, per_tile, bytes, cycles, fits};
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace poprt::codegen

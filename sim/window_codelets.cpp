@@ -1,0 +1,386 @@
+// ConvPartial and Pool: the sliding-window codelets. Both see up to three spatial dims (fewer are
+// padded with leading dims of extent 1) and clip every window to the input they hold, so padding
+// costs no memory. ConvPartial builds the im2col matrix of its block (skipped for a 1x1 kernel
+// with unit strides and no offset) and multiplies it in float, each output summing its products in
+// one fixed order; Pool loops over the taps.
+#include "sim/window_codelets.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "lib/exec/codelets.h"
+#include "lib/ops/graphcore_ops.h"
+
+namespace poprt::sim {
+namespace {
+
+constexpr uint64_t kOverheadCycles = 20;            // as the other codelets: call, field loads, loop setup
+constexpr int64_t kProductCap = int64_t{1} << 50;  // no field is that large; products beyond it are refused
+
+float* f32(uint8_t* mem, const exec::Field& f) { return reinterpret_cast<float*>(mem + f.offset); }
+
+// a * b for sizes, or -1 when either is negative or the product exceeds kProductCap.
+int64_t capMul(int64_t a, int64_t b) {
+  if (a < 0 || b < 0) return -1;
+  if (b != 0 && a > kProductCap / b) return -1;
+  return a * b;
+}
+
+int64_t floorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// The geometry of a vertex, padded to three spatial dims.
+struct Window3 {
+  int64_t in[3], out[3], kernel[3], stride[3], dil[3], start[3], pend[3];
+  int64_t inSize() const { return capMul(capMul(in[0], in[1]), in[2]); }
+  int64_t outSize() const { return capMul(capMul(out[0], out[1]), out[2]); }
+  int64_t kernelSize() const { return capMul(capMul(kernel[0], kernel[1]), kernel[2]); }
+};
+
+// Reads `arrays` arrays of `rank` values from params[first..] in the order in, out, kernel,
+// stride, dilation, start, padded end.
+Window3 readWindow(const std::vector<int64_t>& p, size_t first, int64_t rank, int arrays) {
+  Window3 w;
+  int64_t* dst[7] = {w.in, w.out, w.kernel, w.stride, w.dil, w.start, w.pend};
+  const int64_t defaults[7] = {1, 1, 1, 1, 1, 0, 1};
+  for (int a = 0; a < 7; ++a)
+    for (int64_t d = 0; d < 3; ++d) {
+      const int64_t src = d - (3 - rank);
+      dst[a][d] = (a < arrays && src >= 0) ? p[first + static_cast<size_t>(a * rank + src)] : defaults[a];
+    }
+  return w;
+}
+
+Status checkWindow(const Window3& w, const char* what) {
+  const int64_t ext = exec::kMaxWindowExtent, lim = exec::kMaxWindowStart;
+  for (int d = 0; d < 3; ++d) {
+    if (w.in[d] < 0 || w.in[d] > ext || w.out[d] < 0 || w.out[d] > ext || w.kernel[d] < 0 || w.kernel[d] > ext)
+      return Error(std::string(what) + " vertex has a bad dim or kernel size");
+    if (w.stride[d] < 1 || w.stride[d] > ext || w.dil[d] < 1 || w.dil[d] > ext)
+      return Error(std::string(what) + " vertex has a bad stride or dilation");
+    if (w.start[d] < -lim || w.start[d] > lim || w.pend[d] < -lim || w.pend[d] > lim)
+      return Error(std::string(what) + " vertex has a bad window start");
+  }
+  return okStatus();
+}
+
+Status expectFloatFields(const exec::Vertex& v, size_t n, const char* what) {
+  if (v.fields.size() != n) return Error(std::string(what) + " vertex expects " + std::to_string(n) + " fields");
+  for (const auto& f : v.fields)
+    if (f.offset % 4 != 0) return Error(std::string(what) + " vertex has a misaligned field");
+  if (v.dtype != DType::Float) return Error(std::string(what) + " vertex supports float32 only");
+  return okStatus();
+}
+
+bool fieldHolds(const exec::Field& f, int64_t elements) {
+  return elements >= 0 && f.bytes == static_cast<uint64_t>(elements) * 4;
+}
+
+// The outputs o in [lo, hi) of one dim whose tap (offset `tap` = k * dilation) falls inside the input.
+void validOutputs(const Window3& w, int d, int64_t tap, int64_t& lo, int64_t& hi) {
+  const int64_t first = -w.start[d] - tap;                 // o * stride >= first
+  const int64_t last = w.in[d] - 1 - w.start[d] - tap;     // o * stride <= last
+  lo = std::max<int64_t>(0, -floorDiv(-first, w.stride[d]));  // ceil(first / stride)
+  hi = last < 0 ? 0 : std::min<int64_t>(w.out[d], floorDiv(last, w.stride[d]) + 1);
+  if (hi < lo) hi = lo;
+}
+
+constexpr size_t kConvFixed = 5;   // rank, groups, in_channels, out_channels, has_bias
+constexpr size_t kPoolFixed = 4;   // rank, channels, kind, count_include_pad
+
+bool convHasActivation(const exec::Vertex& v) {
+  return v.params.size() == kConvFixed + 6 * static_cast<size_t>(v.params[0]) + 1;
+}
+
+// im2col of one group for the output lines [l0, l1) (a line is out[2] positions at one (z, y)):
+// col[(c*K + k)][q] is the input under tap k of output position l0*out[2] + q, or 0.
+void im2col(const Window3& w, const float* x, int64_t channels, int64_t l0, int64_t l1, float* col) {
+  const int64_t Pin = w.in[0] * w.in[1] * w.in[2], width = w.out[2], pc = (l1 - l0) * width;
+  const int64_t K = w.kernel[0] * w.kernel[1] * w.kernel[2];
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* xc = x + c * Pin;
+    for (int64_t kz = 0; kz < w.kernel[0]; ++kz)
+      for (int64_t ky = 0; ky < w.kernel[1]; ++ky)
+        for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
+          float* row = col + (c * K + (kz * w.kernel[1] + ky) * w.kernel[2] + kx) * pc;
+          int64_t lo[3], hi[3];
+          validOutputs(w, 0, kz * w.dil[0], lo[0], hi[0]);
+          validOutputs(w, 1, ky * w.dil[1], lo[1], hi[1]);
+          validOutputs(w, 2, kx * w.dil[2], lo[2], hi[2]);
+          const int64_t sx = w.stride[2];
+          for (int64_t line = l0; line < l1; ++line) {
+            const int64_t oz = line / w.out[1], oy = line % w.out[1];
+            float* dst = row + (line - l0) * width;
+            if (oz < lo[0] || oz >= hi[0] || oy < lo[1] || oy >= hi[1] || lo[2] >= hi[2]) {
+              std::fill(dst, dst + width, 0.0f);
+              continue;
+            }
+            const int64_t iz = w.start[0] + oz * w.stride[0] + kz * w.dil[0];
+            const int64_t iy = w.start[1] + oy * w.stride[1] + ky * w.dil[1];
+            const float* src = xc + (iz * w.in[1] + iy) * w.in[2] + (w.start[2] + lo[2] * sx + kx * w.dil[2]);
+            std::fill(dst, dst + lo[2], 0.0f);
+            const int64_t n = hi[2] - lo[2];
+            if (sx == 1) {
+              std::copy(src, src + n, dst + lo[2]);
+            } else {
+              for (int64_t i = 0; i < n; ++i) dst[lo[2] + i] = src[i * sx];
+            }
+            std::fill(dst + hi[2], dst + width, 0.0f);
+          }
+        }
+  }
+}
+
+// Without scratch memory, tap by tap: out[j] += w[j][c][k] * (input under tap k). For blocks whose
+// im2col lines would not fit the scratch budget.
+void convDirect(const Window3& w, const float* x, const float* wts, int64_t Cg, int64_t Mb, float* out) {
+  const int64_t Pin = w.in[0] * w.in[1] * w.in[2], P = w.out[0] * w.out[1] * w.out[2];
+  const int64_t K = w.kernel[0] * w.kernel[1] * w.kernel[2];
+  std::fill(out, out + Mb * P, 0.0f);
+  for (int64_t j = 0; j < Mb; ++j)
+    for (int64_t c = 0; c < Cg; ++c)
+      for (int64_t kz = 0; kz < w.kernel[0]; ++kz)
+        for (int64_t ky = 0; ky < w.kernel[1]; ++ky)
+          for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
+            const float wv = wts[(j * Cg + c) * K + (kz * w.kernel[1] + ky) * w.kernel[2] + kx];
+            int64_t lo[3], hi[3];
+            validOutputs(w, 0, kz * w.dil[0], lo[0], hi[0]);
+            validOutputs(w, 1, ky * w.dil[1], lo[1], hi[1]);
+            validOutputs(w, 2, kx * w.dil[2], lo[2], hi[2]);
+            for (int64_t oz = lo[0]; oz < hi[0]; ++oz)
+              for (int64_t oy = lo[1]; oy < hi[1]; ++oy) {
+                const int64_t iz = w.start[0] + oz * w.stride[0] + kz * w.dil[0];
+                const int64_t iy = w.start[1] + oy * w.stride[1] + ky * w.dil[1];
+                const float* src = x + c * Pin + (iz * w.in[1] + iy) * w.in[2] + (w.start[2] + lo[2] * w.stride[2] + kx * w.dil[2]);
+                float* dst = out + j * P + (oz * w.out[1] + oy) * w.out[2];
+                for (int64_t ox = lo[2]; ox < hi[2]; ++ox) dst[ox] += wv * src[(ox - lo[2]) * w.stride[2]];
+              }
+          }
+}
+
+constexpr int64_t kScratchFloats = int64_t{1} << 22;  // im2col scratch per chunk (16 MiB)
+
+// out[j][q] = sum over k (in order) of w[j][k] * col[k][q] for J outputs and PW positions, in
+// registers. Every output sums its products in the same order whatever its place in the block,
+// so equal channels give equal results (a softmax over them stays exact) and the result does not
+// depend on how the conv was split over tiles.
+template <int J, int PW>
+void gemmTile(const float* w, int64_t rows, const float* col, int64_t col_stride, float* out, int64_t out_stride) {
+  float acc[J][PW] = {};
+  for (int64_t k = 0; k < rows; ++k) {
+    const float* c = col + k * col_stride;
+    for (int j = 0; j < J; ++j) {
+      const float wv = w[j * rows + k];
+      for (int q = 0; q < PW; ++q) acc[j][q] += wv * c[q];
+    }
+  }
+  for (int j = 0; j < J; ++j)
+    for (int q = 0; q < PW; ++q) out[j * out_stride + q] = acc[j][q];
+}
+
+// out [M x pc] (row stride out_stride) = w [M x rows] x col [rows x pc] (row stride col_stride).
+void gemm(const float* w, int64_t M, int64_t rows, const float* col, int64_t col_stride, int64_t pc, float* out,
+          int64_t out_stride) {
+  constexpr int kJ = 4, kP = 8;
+  int64_t q = 0;
+  for (; q + kP <= pc; q += kP) {
+    int64_t j = 0;
+    for (; j + kJ <= M; j += kJ) gemmTile<kJ, kP>(w + j * rows, rows, col + q, col_stride, out + j * out_stride + q, out_stride);
+    for (; j < M; ++j) gemmTile<1, kP>(w + j * rows, rows, col + q, col_stride, out + j * out_stride + q, out_stride);
+  }
+  for (; q < pc; ++q)
+    for (int64_t j = 0; j < M; ++j) gemmTile<1, 1>(w + j * rows, rows, col + q, col_stride, out + j * out_stride + q, out_stride);
+}
+
+}  // namespace
+
+Status checkConvPartial(const exec::Vertex& v) {
+  const auto& p = v.params;
+  if (p.size() < kConvFixed) return Error("ConvPartial vertex has too few params");
+  const int64_t rank = p[0];
+  if (rank < 0 || rank > exec::kMaxWindowRank) return Error("ConvPartial vertex has a bad rank");
+  const size_t base = kConvFixed + 6 * static_cast<size_t>(rank);
+  const bool act = p.size() == base + 1;
+  if (!(p.size() == base && v.fparams.empty()) && !(act && v.fparams.size() == 4))
+    return Error("ConvPartial vertex has bad params");
+  if (act && (p[base] < 0 || p[base] > static_cast<int64_t>(ops::graphcore::ActivationKind::Tanh)))
+    return Error("ConvPartial vertex has an unknown activation");
+  const int64_t groups = p[1], in_ch = p[2], out_ch = p[3];
+  if (p[4] != 0 && p[4] != 1) return Error("ConvPartial vertex has a bad bias flag");
+  POPRT_TRY(expectFloatFields(v, p[4] ? 4 : 3, "ConvPartial"));
+  const int64_t ext = exec::kMaxWindowExtent;
+  if (groups < 0 || groups > ext || in_ch < 0 || in_ch > ext || out_ch < 0 || out_ch > ext)
+    return Error("ConvPartial vertex has bad channel counts");
+  const Window3 w = readWindow(p, kConvFixed, rank, 6);
+  POPRT_TRY(checkWindow(w, "ConvPartial"));
+  const int64_t oc = capMul(groups, out_ch);
+  if (!fieldHolds(v.fields[0], capMul(oc, w.outSize())) ||
+      !fieldHolds(v.fields[1], capMul(capMul(groups, in_ch), w.inSize())) ||
+      !fieldHolds(v.fields[2], capMul(capMul(oc, in_ch), w.kernelSize())) || (p[4] && !fieldHolds(v.fields[3], oc)))
+    return Error("ConvPartial vertex field sizes do not match its shape");
+  return okStatus();
+}
+
+void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
+  const auto& p = v.params;
+  const int64_t rank = p[0], groups = p[1], Cg = p[2], Mb = p[3];
+  const Window3 w = readWindow(p, kConvFixed, rank, 6);
+  const int64_t Pin = w.inSize(), P = w.outSize(), K = w.kernelSize(), rows = Cg * K;
+  float* out = f32(mem, v.fields[0]);
+  const float* in = f32(mem, v.fields[1]);
+  const float* wts = f32(mem, v.fields[2]);
+  const float* bias = p[4] ? f32(mem, v.fields[3]) : nullptr;
+  if (P == 0 || groups == 0 || Mb == 0) return;
+  // A 1x1 kernel with unit strides, no offset and equal extents reads the input as it is.
+  bool direct = K == 1;
+  for (int d = 0; d < 3; ++d) direct = direct && w.stride[d] == 1 && w.start[d] == 0 && w.in[d] == w.out[d];
+  const int64_t width = w.out[2], lines = w.out[0] * w.out[1];
+  // Output lines per im2col chunk, within the scratch budget (0: too wide, go tap by tap).
+  const int64_t line_floats = capMul(rows, width);
+  const int64_t chunk = line_floats < 0 ? 0 : line_floats > 0 ? std::min(lines, kScratchFloats / line_floats) : lines;
+  thread_local std::vector<float> col;
+  for (int64_t g = 0; g < groups; ++g) {
+    float* og = out + g * Mb * P;
+    const float* x = in + g * Cg * Pin;
+    const float* wg = wts + g * Mb * rows;
+    if (rows == 0) {
+      std::fill(og, og + Mb * P, 0.0f);
+    } else if (direct) {
+      gemm(wg, Mb, rows, x, P, P, og, P);
+    } else if (chunk == 0) {
+      convDirect(w, x, wg, Cg, Mb, og);
+    } else {
+      col.resize(static_cast<size_t>(rows * chunk * width));
+      for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
+        const int64_t l1 = std::min(lines, l0 + chunk), pc = (l1 - l0) * width;
+        im2col(w, x, Cg, l0, l1, col.data());
+        gemm(wg, Mb, rows, col.data(), pc, pc, og + l0 * width, P);
+      }
+    }
+  }
+  const bool has_act = convHasActivation(v);
+  ops::graphcore::Activation act;
+  if (has_act)
+    act = {static_cast<ops::graphcore::ActivationKind>(p.back()), v.fparams[0], v.fparams[1], v.fparams[2], v.fparams[3]};
+  if (!bias && !has_act) return;
+  for (int64_t c = 0; c < groups * Mb; ++c) {
+    float* o = out + c * P;
+    if (bias) {
+      const float b = bias[c];
+      for (int64_t i = 0; i < P; ++i) o[i] += b;
+    }
+    if (has_act)
+      for (int64_t i = 0; i < P; ++i) o[i] = static_cast<float>(ops::graphcore::applyActivation(act, o[i]));
+  }
+}
+
+uint64_t convPartialCycles(const exec::Vertex& v, const exec::Target& t) {
+  const auto& p = v.params;
+  const Window3 w = readWindow(p, kConvFixed, p[0], 6);
+  // Every tap counts, padding included (the AMP runs whole kernel rows); then the epilogue.
+  const double outputs = static_cast<double>(p[1]) * static_cast<double>(p[3]) * static_cast<double>(w.outSize());
+  const double macs = outputs * static_cast<double>(p[2]) * static_cast<double>(w.kernelSize());
+  const double cycles = std::ceil(macs / std::max<uint32_t>(1, t.fp32_macs_per_cycle)) +
+                        std::ceil(outputs / std::max<uint32_t>(1, t.vector_width_fp32));
+  return kOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
+}
+
+Status checkPool(const exec::Vertex& v) {
+  const auto& p = v.params;
+  if (p.size() < kPoolFixed) return Error("Pool vertex has too few params");
+  const int64_t rank = p[0];
+  if (rank < 0 || rank > exec::kMaxWindowRank || p.size() != kPoolFixed + 7 * static_cast<size_t>(rank) ||
+      !v.fparams.empty())
+    return Error("Pool vertex has bad params");
+  POPRT_TRY(expectFloatFields(v, 2, "Pool"));
+  if (p[1] < 0 || p[1] > exec::kMaxWindowExtent) return Error("Pool vertex has a bad channel count");
+  if (p[2] != exec::kPoolMax && p[2] != exec::kPoolAvg) return Error("Pool vertex has an unknown kind");
+  if (p[3] != 0 && p[3] != 1) return Error("Pool vertex has a bad count_include_pad flag");
+  const Window3 w = readWindow(p, kPoolFixed, rank, 7);
+  POPRT_TRY(checkWindow(w, "Pool"));
+  if (!fieldHolds(v.fields[0], capMul(p[1], w.outSize())) || !fieldHolds(v.fields[1], capMul(p[1], w.inSize())))
+    return Error("Pool vertex field sizes do not match its shape");
+  return okStatus();
+}
+
+void runPool(const exec::Vertex& v, uint8_t* mem) {
+  const auto& p = v.params;
+  const int64_t channels = p[1];
+  const bool is_max = p[2] == exec::kPoolMax, include_pad = p[3] != 0;
+  const Window3 w = readWindow(p, kPoolFixed, p[0], 7);
+  const int64_t Pin = w.inSize(), P = w.outSize();
+  float* out = f32(mem, v.fields[0]);
+  const float* in = f32(mem, v.fields[1]);
+  if (P == 0 || channels == 0) return;
+  // Per dim and output index: the input position of tap 0, the taps [lo, hi) inside the input,
+  // and the taps inside the padded input (for count_include_pad).
+  struct Taps {
+    int64_t first, lo, hi, padded;
+  };
+  thread_local std::vector<Taps> taps[3];
+  for (int d = 0; d < 3; ++d) {
+    taps[d].resize(static_cast<size_t>(w.out[d]));
+    for (int64_t o = 0; o < w.out[d]; ++o) {
+      const int64_t s = w.start[d] + o * w.stride[d];
+      int64_t lo = s >= 0 ? 0 : std::min(w.kernel[d], (-s + w.dil[d] - 1) / w.dil[d]);
+      int64_t hi = s >= w.in[d] ? 0 : std::min(w.kernel[d], (w.in[d] - 1 - s) / w.dil[d] + 1);
+      if (hi < lo) hi = lo;
+      const int64_t pad_hi = w.pend[d] - 1 - s;
+      taps[d][static_cast<size_t>(o)] = {s, lo, hi, pad_hi < 0 ? 0 : std::min(w.kernel[d], pad_hi / w.dil[d] + 1)};
+    }
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* x = in + c * Pin;
+    float* o = out + c * P;
+    for (int64_t oz = 0; oz < w.out[0]; ++oz) {
+      const Taps& tz = taps[0][static_cast<size_t>(oz)];
+      for (int64_t oy = 0; oy < w.out[1]; ++oy) {
+        const Taps& ty = taps[1][static_cast<size_t>(oy)];
+        for (int64_t ox = 0; ox < w.out[2]; ++ox) {
+          const Taps& tx = taps[2][static_cast<size_t>(ox)];
+          float acc = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
+          bool saw_nan = false;
+          for (int64_t kz = tz.lo; kz < tz.hi; ++kz) {
+            const int64_t iz = tz.first + kz * w.dil[0];
+            for (int64_t ky = ty.lo; ky < ty.hi; ++ky) {
+              const float* row = x + (iz * w.in[1] + ty.first + ky * w.dil[1]) * w.in[2];
+              if (is_max) {
+                for (int64_t kx = tx.lo; kx < tx.hi; ++kx) {
+                  const float val = row[tx.first + kx * w.dil[2]];
+                  saw_nan |= val != val;
+                  acc = val > acc ? val : acc;
+                }
+              } else {
+                for (int64_t kx = tx.lo; kx < tx.hi; ++kx) acc += row[tx.first + kx * w.dil[2]];
+              }
+            }
+          }
+          float result;
+          if (is_max) {
+            result = saw_nan ? nan : acc;
+          } else {
+            const double count = include_pad ? static_cast<double>(tz.padded) * static_cast<double>(ty.padded) *
+                                                   static_cast<double>(tx.padded)
+                                             : static_cast<double>((tz.hi - tz.lo) * (ty.hi - ty.lo) * (tx.hi - tx.lo));
+            result = static_cast<float>(static_cast<double>(acc) / count);
+          }
+          o[(oz * w.out[1] + oy) * w.out[2] + ox] = result;
+        }
+      }
+    }
+  }
+}
+
+uint64_t poolCycles(const exec::Vertex& v, const exec::Target& t) {
+  const auto& p = v.params;
+  const Window3 w = readWindow(p, kPoolFixed, p[0], 7);
+  const double outputs = static_cast<double>(p[1]) * static_cast<double>(w.outSize());
+  const double taps = outputs * static_cast<double>(w.kernelSize());
+  const double cycles = std::ceil((taps + outputs) / std::max<uint32_t>(1, t.vector_width_fp32));
+  return kOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
+}
+
+}  // namespace poprt::sim
