@@ -29,13 +29,18 @@ uint64_t Lowering::scratch(uint32_t tile, uint64_t bytes) {
   return offset | kScratchFlag;
 }
 
-uint64_t Lowering::operandInScratch(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) {
-  const size_t esize = dtypeSize(v->type.dtype);
+std::optional<uint64_t> Lowering::inPlaceOffset(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) const {
   const TileMapping& m = mapping(v);
   auto it = std::upper_bound(m.regions.begin(), m.regions.end(), begin,
                              [](int64_t value, const Region& r) { return value < r.begin + r.count; });
   if (it != m.regions.end() && it->tile == tile && it->begin <= begin && begin + count <= it->begin + it->count)
-    return it->offset + static_cast<uint64_t>(begin - it->begin) * esize;
+    return it->offset + static_cast<uint64_t>(begin - it->begin) * dtypeSize(v->type.dtype);
+  return std::nullopt;
+}
+
+uint64_t Lowering::operandInScratch(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) {
+  const size_t esize = dtypeSize(v->type.dtype);
+  if (auto in_place = inPlaceOffset(v, begin, count, tile)) return *in_place;
   if (auto hit = gathered_.find(std::make_tuple(v, begin, count, tile)); hit != gathered_.end()) return hit->second;
   uint64_t offset = scratch(tile, static_cast<uint64_t>(count) * esize);
   gather(v, begin, count, 1, 0, tile, offset, 0);
@@ -97,15 +102,11 @@ TileMapping Lowering::spreadLinear(int64_t numel, size_t elem_size) {
 
 uint64_t Lowering::operandOnTile(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) {
   const size_t esize = dtypeSize(v->type.dtype);
-  const TileMapping& m = mapping(v);
-  auto it = std::upper_bound(m.regions.begin(), m.regions.end(), begin,
-                             [](int64_t value, const Region& r) { return value < r.begin + r.count; });
-  if (it != m.regions.end() && it->tile == tile && it->begin <= begin && begin + count <= it->begin + it->count)
-    return it->offset + static_cast<uint64_t>(begin - it->begin) * esize;
+  if (auto in_place = inPlaceOffset(v, begin, count, tile)) return *in_place;
   auto key = std::make_tuple(v, begin, count, tile);
   if (auto hit = gathered_.find(key); hit != gathered_.end()) return hit->second;
   uint64_t offset = alloc_.allocate(tile, static_cast<uint64_t>(count) * esize);
-  gatherElements(m, begin, count, esize, tile, offset, pending_exchange_.copies);
+  gatherElements(mapping(v), begin, count, esize, tile, offset, pending_exchange_.copies);
   gathered_[key] = offset;
   return offset;
 }

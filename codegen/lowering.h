@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -29,6 +30,8 @@ class Lowering {
   // `v`: in place when the mapping already has them there, else a new buffer the node's exchange
   // step fills. Buffers are reused by later nodes (values never change once computed).
   uint64_t operandOnTile(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile);
+  // Where elements [begin, begin+count) of `v` already lie contiguously on `tile`, if they do.
+  std::optional<uint64_t> inPlaceOffset(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) const;
 
   // Node-local buffers: scratch memory on a tile that lives from the node's exchange step to the
   // end of its compute set and is reused by the next node (operand windows that would otherwise

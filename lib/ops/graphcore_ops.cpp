@@ -78,36 +78,15 @@ Expected<std::vector<double>> broadcastTo(const Tensor& t, const Shape& shape, c
   return out;
 }
 
-Expected<std::vector<Tensor>> evalLayerNorm(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* xt, requireInput(in, 0));
-  POPRT_ASSIGN_OR_RETURN(const Tensor* st, requireInput(in, 1));
-  const Tensor* bt = in.size() > 2 ? in[2] : nullptr;
-  POPRT_TRY(requireFloat(*xt, "X"));
-  const Shape& xs = xt->shape();
-  const int64_t rank = static_cast<int64_t>(xs.size());
-  if (rank == 0) return Error("X must have rank >= 1");
-  POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrInt("axis", -1), rank));
-  const double eps = node.attrFloat("epsilon", 1e-5f);
-  const Shape norm_shape(xs.begin() + axis, xs.end());
-  const int64_t outer = shapeProduct(xs, 0, static_cast<size_t>(axis)), inner = shapeProduct(norm_shape, 0, norm_shape.size());
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> scale, broadcastTo(*st, norm_shape, "Scale"));
-  std::vector<double> bias(static_cast<size_t>(inner), 0.0);
-  if (bt) {
-    POPRT_ASSIGN_OR_RETURN(bias, broadcastTo(*bt, norm_shape, "B"));
-  }
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> x, toDoubles(*xt));
-  std::vector<double> y(x.size());
-  for (int64_t o = 0; o < outer; ++o) {
-    const double* row = x.data() + o * inner;
-    double sum = 0, sq = 0;
-    for (int64_t i = 0; i < inner; ++i) sum += row[i];
-    const double mean = sum / static_cast<double>(inner);
-    for (int64_t i = 0; i < inner; ++i) sq += (row[i] - mean) * (row[i] - mean);
-    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + eps);
-    for (int64_t i = 0; i < inner; ++i) y[o * inner + i] = (row[i] - mean) * inv * scale[i] + bias[i];
-  }
-  POPRT_ASSIGN_OR_RETURN(Tensor yt, fromDoubles(xt->dtype(), xs, y));
-  return single(std::move(yt));
+// The same computation as ONNX's LayerNormalization (axis, epsilon, Scale, optional B): its
+// evaluator runs it, and only Y is returned.
+Expected<std::vector<Tensor>> evalLayerNorm(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
+  const OpDef* def = findOp("", "LayerNormalization");
+  POPRT_CHECK(def && def->eval, "LayerNormalization has no evaluator");
+  POPRT_ASSIGN_OR_RETURN(std::vector<Tensor> out, def->eval(node, in, ctx));
+  if (out.empty()) return Error("internal: LayerNormalization produced no output");
+  out.resize(1);
+  return out;
 }
 
 // ---- MultiHeadAttention -----------------------------------------------------------------------
