@@ -29,13 +29,20 @@ ops::LoweringFamily familyOf(const ir::Node& node) {
 std::vector<const ir::Value*> dataInputs(const ir::Node& node) {
   auto family = familyOf(node);
   if (family == ops::LoweringFamily::View || family == ops::LoweringFamily::Pool ||
+      family == ops::LoweringFamily::Reduce || family == ops::LoweringFamily::Softmax ||
       (family == ops::LoweringFamily::Rearrange && node.opType() != "Concat"))
     return {node.input(0)};
+  if (family == ops::LoweringFamily::Activation) {  // Clip's constant bounds are vertex parameters
+    bool constant_bounds = true;
+    for (size_t i = 1; i < node.inputs().size(); ++i) constant_bounds &= !node.input(i) || node.input(i)->isInitializer();
+    if (constant_bounds) return {node.input(0)};
+  }
   return {node.inputs().begin(), node.inputs().end()};
 }
 
 // Why a node cannot run on the device, or "" if it can.
-std::string deviceBlocker(const ir::Node& node, const CompileOptions& options) {
+std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
+  const CompileOptions& options = l.options();
   const auto family = familyOf(node);
   if (family == ops::LoweringFamily::None) return "no device lowering for " + node.opType();
   // Moving data works for any fixed-size dtype; arithmetic is float32 here.
@@ -66,8 +73,16 @@ std::string deviceBlocker(const ir::Node& node, const CompileOptions& options) {
   }
   for (const ir::Value* v : node.outputs())
     if (auto why = check(v, "output"); !why.empty()) return why;
-  if (family == ops::LoweringFamily::Conv) return windowBlocker(node, options);
-  return "";
+  switch (family) {
+    case ops::LoweringFamily::Conv: return windowBlocker(node, options);
+    case ops::LoweringFamily::Binary: return node.inputs().size() < 2 ? "it has a single input" : "";
+    case ops::LoweringFamily::Activation: return activationBlocker(node, l);
+    case ops::LoweringFamily::Reduce:
+    case ops::LoweringFamily::Softmax:
+    case ops::LoweringFamily::Norm: return rowsBlocker(node, l);
+    case ops::LoweringFamily::Attention: return attentionBlocker(node, l);
+    default: return "";
+  }
 }
 
 Status checkMemory(const exec::Executable& exe, const std::vector<uint64_t>& used) {
@@ -84,6 +99,12 @@ Status checkMemory(const exec::Executable& exe, const std::vector<uint64_t>& use
   return Error(msg + " (hint: a smaller batch, or more IPUs)");
 }
 
+ops::Opsets opsetsOf(const ir::Model& model) {
+  ops::Opsets opsets;
+  for (const auto& op : model.opset_imports) opsets[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
+  return opsets;
+}
+
 Shape streamShape(const ir::Value* v) {
   Shape s;
   if (v->type.kind == ValueKind::Tensor && v->type.dims)
@@ -95,9 +116,8 @@ Shape streamShape(const ir::Value* v) {
 // user's), then each node in order, on the device or in a host program.
 class Compiler {
  public:
-  Compiler(const ir::Model& model, const CompileOptions& options) : model_(model), graph_(*model.graph), l_(options) {
-    for (const auto& op : model.opset_imports) opsets_[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
-  }
+  Compiler(const ir::Model& model, const CompileOptions& options)
+      : model_(model), graph_(*model.graph), l_(options, opsetsOf(model)) {}
 
   Expected<CompileResult> run() {
     exec::Executable& exe = l_.executable();
@@ -126,7 +146,7 @@ class Compiler {
     std::vector<std::string> unsupported;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const ops::OpDef* def = ops::findOp(nodes[i]->domain(), nodes[i]->opType());
-      if (!deviceBlocker(*nodes[i], l_.options()).empty() && (!def || (!def->eval && !def->value_eval)))
+      if (!deviceBlocker(*nodes[i], l_).empty() && (!def || (!def->eval && !def->value_eval)))
         unsupported.push_back(nodes[i]->describe());
     }
     if (!unsupported.empty()) {
@@ -138,7 +158,7 @@ class Compiler {
     whole_ = onnxio::exportModelProto(model_);
     std::vector<size_t> pending_host;  // consecutive host nodes form one host program
     for (size_t i = 0; i < nodes.size(); ++i) {
-      std::string why = deviceBlocker(*nodes[i], l_.options());
+      std::string why = deviceBlocker(*nodes[i], l_);
       std::optional<RearrangeMap> map;
       const auto family = familyOf(*nodes[i]);
       const bool moves_only = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
@@ -147,7 +167,7 @@ class Compiler {
         for (const ir::Value* v : dataInputs(*nodes[i]))
           if (v && !l_.hasMapping(v) && v->type.dtype != DType::Float) why = "its input '" + v->name() + "' lives on the host";
       if (why.empty() && family == ops::LoweringFamily::Rearrange) {
-        auto planned = rearrangeMap(*nodes[i], opsets_);
+        auto planned = rearrangeMap(*nodes[i], l_.opsets());
         if (planned.ok())
           map = std::move(planned).value();
         else
@@ -236,6 +256,11 @@ class Compiler {
       case ops::LoweringFamily::Rearrange: POPRT_TRY(lowerRearrange(l_, node, *map)); break;
       case ops::LoweringFamily::Conv: POPRT_TRY(lowerConv(l_, node)); break;
       case ops::LoweringFamily::Pool: POPRT_TRY(lowerPool(l_, node)); break;
+      case ops::LoweringFamily::Activation: POPRT_TRY(lowerActivation(l_, node)); break;
+      case ops::LoweringFamily::Reduce:
+      case ops::LoweringFamily::Softmax:
+      case ops::LoweringFamily::Norm: POPRT_TRY(lowerRows(l_, node)); break;
+      case ops::LoweringFamily::Attention: POPRT_TRY(lowerAttention(l_, node)); break;
       case ops::LoweringFamily::None: break;
     }
     l_.endNode();
@@ -293,7 +318,6 @@ class Compiler {
   std::map<const ir::Value*, uint32_t> host_buffer_;      // the stream holding a value on the host
   std::set<const ir::Value*> on_host_;                     // values whose host buffer is filled
   std::map<const ir::Value*, std::vector<size_t>> readers_;
-  ops::Opsets opsets_;
 };
 
 }  // namespace

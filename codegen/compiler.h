@@ -15,6 +15,10 @@ namespace poprt::codegen {
 struct CompileOptions {
   exec::Target target;
   double available_memory_proportion = 0.6;  // share of tile memory a matmul plan may use
+  // The bytes per tile the planners may give one node's operands and results.
+  uint64_t tileBudget() const {
+    return static_cast<uint64_t>(available_memory_proportion * static_cast<double>(target.bytes_per_tile));
+  }
 };
 
 struct CompileResult {

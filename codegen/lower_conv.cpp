@@ -112,12 +112,9 @@ Expected<WindowOp> poolOp(const ir::Node& node) {
 
 bool isPool(const ir::Node& node) { return node.opType() != "Conv" && node.opType() != "ConvAct"; }
 
-uint64_t budgetOf(const CompileOptions& options) {
-  return static_cast<uint64_t>(options.available_memory_proportion * static_cast<double>(options.target.bytes_per_tile));
-}
 
 ConvPlan planFor(const WindowOp& op, const CompileOptions& options) {
-  return planConv(op.problem, options.target.numTiles(), budgetOf(options), options.target.fp32_macs_per_cycle);
+  return planConv(op.problem, options.target.numTiles(), options.tileBudget(), options.target.fp32_macs_per_cycle);
 }
 
 int64_t product(const Shape& s, size_t first) {
@@ -141,7 +138,7 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
     return okStatus();
   }
   if (!plan.fits)
-    return Error(node.describe() + ": no split fits in " + std::to_string(budgetOf(l.options())) +
+    return Error(node.describe() + ": no split fits in " + std::to_string(l.options().tileBudget()) +
                  " bytes per tile (hint: raise --available_memory_proportion or use more IPUs)");
   const int64_t rank = static_cast<int64_t>(win.rank());
   const int64_t in_rows_all = rank ? win.in[0] : 1, out_rows_all = rank ? win.out[0] : 1;
@@ -269,7 +266,7 @@ std::string windowBlocker(const ir::Node& node, const CompileOptions& options) {
     if (v && v->type.numElements() == 0) return "its input '" + v->name() + "' is empty";
   const ConvPlan plan = planFor(*op, options);
   if (!plan.fits)
-    return "no split of it fits in " + std::to_string(budgetOf(options)) + " bytes per tile (the smallest needs " +
+    return "no split of it fits in " + std::to_string(options.tileBudget()) + " bytes per tile (the smallest needs " +
            std::to_string(plan.bytes_per_tile) + "; hint: raise --available_memory_proportion)";
   return "";
 }

@@ -1,9 +1,12 @@
-// Unary and binary elementwise ops: the output is spread over the tiles; each tile's vertex reads
-// its operands in place where they already live there, else from buffers the exchange fills.
-// A broadcast operand is copied whole to the tile and read through strides.
+// Elementwise ops — unary, binary (variadic too), activations, inference BatchNormalization: the
+// output is spread over the tiles; each tile's vertex reads its operands in place where they
+// already live there, else from buffers the exchange fills. A broadcast operand is copied whole to
+// the tile and read through strides.
 #include "codegen/lowering.h"
 #include "lib/exec/codelets.h"
 #include "lib/ops/broadcast.h"
+#include "lib/ops/graphcore_ops.h"
+#include "lib/ops/op_util.h"
 #include "lib/ops/scalar_math.h"
 
 namespace poprt::codegen {
@@ -24,29 +27,27 @@ Status lowerUnary(Lowering& l, const ir::Node& node) {
   return okStatus();
 }
 
-Status lowerBinary(Lowering& l, const ir::Node& node) {
-  const ir::Value* a = node.input(0);
-  const ir::Value* b = node.input(1);
-  const ir::Value* y = node.output(0);
-  auto fn = ops::binaryFnOf(node.opType());
-  POPRT_CHECK(fn.has_value(), "no binary function for " + node.opType());
-  const Shape out_shape = y->type.staticShape();
-  const Shape sa = a->type.staticShape(), sb = b->type.staticShape();
-  const int64_t numel = y->type.numElements();
+namespace {
+
+// One superstep of a binary op: out = fn(a, b) over the output's mapping. A null `a` means the
+// output itself (the running result of a variadic op), read in place.
+void binaryStep(Lowering& l, ops::BinaryFn fn, const ir::Value* a, const ir::Value* b, const Shape& out_shape,
+                const TileMapping& out) {
   const auto rank = static_cast<int64_t>(out_shape.size());
+  const Shape sa = a ? a->type.staticShape() : out_shape, sb = b->type.staticShape();
   std::vector<int64_t> stride_a = ops::broadcastStrides(sa, out_shape), stride_b = ops::broadcastStrides(sb, out_shape);
   const bool a_aligned = sa == out_shape, b_aligned = sb == out_shape;
-  TileMapping out = l.spreadLinear(numel, 4);
   for (const Region& r : out.regions) {
     uint64_t bytes = static_cast<uint64_t>(r.count) * 4;
     auto operand = [&](const ir::Value* v, bool aligned) -> exec::Field {
+      if (!v) return {r.offset, bytes};
       if (aligned) return {l.operandOnTile(v, r.begin, r.count, r.tile), bytes};
       int64_t n = v->type.numElements();
       return {l.operandOnTile(v, 0, n, r.tile), static_cast<uint64_t>(n) * 4};
     };
     exec::Vertex v{r.tile, exec::Codelet::Binary, DType::Float,
                    {{r.offset, bytes}, operand(a, a_aligned), operand(b, b_aligned)},
-                   {static_cast<int64_t>(*fn), r.count, a_aligned ? exec::kAligned : exec::kBroadcast,
+                   {static_cast<int64_t>(fn), r.count, a_aligned ? exec::kAligned : exec::kBroadcast,
                     b_aligned ? exec::kAligned : exec::kBroadcast, r.begin, rank},
                    {}};
     v.params.insert(v.params.end(), out_shape.begin(), out_shape.end());
@@ -54,7 +55,115 @@ Status lowerBinary(Lowering& l, const ir::Node& node) {
     v.params.insert(v.params.end(), stride_b.begin(), stride_b.end());
     l.computeSet().vertices.push_back(std::move(v));
   }
+}
+
+}  // namespace
+
+// Binary ops, and variadic Sum/Max/Min as a chain: out = fn(in0, in1), then out = fn(out, in_k)
+// one superstep per further input (the running result is read and written in place).
+Status lowerBinary(Lowering& l, const ir::Node& node) {
+  const ir::Value* y = node.output(0);
+  auto fn = ops::binaryFnOf(node.opType());
+  POPRT_CHECK(fn.has_value(), "no binary function for " + node.opType());
+  POPRT_CHECK(node.inputs().size() >= 2, node.opType() + " needs two inputs on the device");
+  const Shape out_shape = y->type.staticShape();
+  TileMapping out = l.spreadLinear(y->type.numElements(), 4);
+  binaryStep(l, *fn, node.input(0), node.input(1), out_shape, out);
+  for (size_t k = 2; k < node.inputs().size(); ++k) {
+    l.nextSuperstep();
+    binaryStep(l, *fn, nullptr, node.input(k), out_shape, out);
+  }
   l.setMapping(y, std::move(out));
+  return okStatus();
+}
+
+namespace {
+
+// Clip whose bounds are computed at run time (one-element tensors): out = Min(Max(x, lo), hi).
+bool isClipWithRuntimeBounds(const ir::Node& node, const Lowering& l) {
+  if (node.opType() != "Clip" || l.opset() < 11) return false;
+  bool runtime = false;
+  for (size_t i = 1; i < node.inputs().size(); ++i)
+    if (node.input(i) && !node.input(i)->isInitializer()) runtime = true;
+  return runtime;
+}
+
+Status lowerClipWithRuntimeBounds(Lowering& l, const ir::Node& node) {
+  const ir::Value* y = node.output(0);
+  const Shape shape = y->type.staticShape();
+  TileMapping out = l.spreadLinear(y->type.numElements(), 4);
+  const ir::Value* x = node.input(0);
+  const ir::Value* lo = node.inputs().size() > 1 ? node.input(1) : nullptr;
+  const ir::Value* hi = node.inputs().size() > 2 ? node.input(2) : nullptr;
+  if (lo) binaryStep(l, ops::BinaryFn::Max, x, lo, shape, out);
+  if (hi) {
+    if (lo) l.nextSuperstep();
+    binaryStep(l, ops::BinaryFn::Min, lo ? nullptr : x, hi, shape, out);
+  }
+  l.setMapping(y, std::move(out));
+  return okStatus();
+}
+
+}  // namespace
+
+std::string activationBlocker(const ir::Node& node, const Lowering& l) {
+  if (isClipWithRuntimeBounds(node, l)) {
+    for (size_t i = 1; i < node.inputs().size(); ++i)
+      if (node.input(i) && node.input(i)->type.numElements() != 1) return "its bounds are not scalars";
+    return "";
+  }
+  auto act = ops::graphcore::activationOfOp(node, l.opset());
+  return act.ok() ? "" : act.error().message();
+}
+
+Status lowerActivation(Lowering& l, const ir::Node& node) {
+  if (isClipWithRuntimeBounds(node, l)) return lowerClipWithRuntimeBounds(l, node);
+  POPRT_ASSIGN_OR_RETURN(ops::graphcore::Activation act, ops::graphcore::activationOfOp(node, l.opset()));
+  const ir::Value* x = node.input(0);
+  TileMapping out = l.spreadLinear(x->type.numElements(), 4);
+  for (const Region& r : out.regions) {
+    const uint64_t bytes = static_cast<uint64_t>(r.count) * 4;
+    l.computeSet().vertices.push_back(
+        {r.tile, exec::Codelet::Activation, DType::Float, {{r.offset, bytes}, {l.operandInScratch(x, r.begin, r.count, r.tile), bytes}},
+         {r.count, static_cast<int64_t>(act.kind)},
+         {static_cast<float>(act.alpha), static_cast<float>(act.beta), static_cast<float>(act.min), static_cast<float>(act.max)}});
+  }
+  l.setMapping(node.output(0), std::move(out));
+  return okStatus();
+}
+
+std::string batchNormBlocker(const ir::Node& node, const Lowering& l) {
+  const bool training = l.opset() >= 14 ? node.attrInt("training_mode", 0) != 0 : node.outputs().size() > 1;
+  if (training) return "it runs in training mode";
+  const Shape xs = node.input(0)->type.staticShape();
+  if (xs.size() < 2) return "its input has rank < 2";
+  for (size_t i = 1; i < 5; ++i)
+    if (i >= node.inputs().size() || !node.input(i) || node.input(i)->type.numElements() != xs[1])
+      return "its parameters are not per channel";
+  return "";
+}
+
+// Inference BatchNormalization: elementwise over the output's mapping; each region's tile holds
+// the parameters of the channels its elements belong to (a slice, or all when it wraps around).
+Status lowerBatchNorm(Lowering& l, const ir::Node& node) {
+  const ir::Value* x = node.input(0);
+  const Shape xs = x->type.staticShape();
+  const int64_t C = xs[1], inner = ops::shapeProduct(xs, 2, xs.size());
+  const float eps = node.attrFloat("epsilon", 1e-5f);
+  TileMapping out = l.spreadLinear(x->type.numElements(), 4);
+  for (const Region& r : out.regions) {
+    const int64_t first = r.begin / inner, last = (r.begin + r.count - 1) / inner;
+    int64_t c0 = 0, cn = C;
+    if (inner > 0 && last - first + 1 < C && first % C <= last % C) c0 = first % C, cn = last % C - c0 + 1;
+    const uint64_t bytes = static_cast<uint64_t>(r.count) * 4;
+    exec::Vertex v{r.tile, exec::Codelet::BatchNorm, DType::Float,
+                   {{r.offset, bytes}, {l.operandInScratch(x, r.begin, r.count, r.tile), bytes}},
+                   {r.count, r.begin, C, inner, c0, cn}, {eps}};
+    for (size_t i = 1; i < 5; ++i)
+      v.fields.push_back({l.operandInScratch(node.input(i), c0, cn, r.tile), static_cast<uint64_t>(cn) * 4});
+    l.computeSet().vertices.push_back(std::move(v));
+  }
+  l.setMapping(node.output(0), std::move(out));
   return okStatus();
 }
 

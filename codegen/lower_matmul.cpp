@@ -70,8 +70,7 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
     l.setMapping(y, {});
     return okStatus();
   }
-  const uint64_t budget = static_cast<uint64_t>(l.options().available_memory_proportion *
-                                                static_cast<double>(l.target().bytes_per_tile));
+  const uint64_t budget = l.options().tileBudget();
   const MatMulPlan plan = planMatMul(batches, M, K, N, l.target().numTiles(), budget);
   if (!plan.fits)
     return Error(node.describe() + ": no split of the " + std::to_string(M) + "x" + std::to_string(K) + "x" +

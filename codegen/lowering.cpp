@@ -8,12 +8,18 @@ namespace {
 constexpr int64_t kGrainBytes = 64;  // smallest piece of a tensor worth its own tile
 }
 
-Lowering::Lowering(const CompileOptions& options)
+Lowering::Lowering(const CompileOptions& options, ops::Opsets opsets)
     : options_(options),
+      opsets_(std::move(opsets)),
       alloc_(options.target.numTiles()),
       scratch_used_(options.target.numTiles(), 0),
       scratch_peak_(options.target.numTiles(), 0) {
   exe_.target = options.target;
+}
+
+int64_t Lowering::opset() const {
+  auto it = opsets_.find("");
+  return it == opsets_.end() ? 17 : it->second;
 }
 
 uint32_t Lowering::startTile(int64_t count) {
@@ -128,6 +134,12 @@ void Lowering::endNode() {
   }
   pending_exchange_ = {};
   pending_set_ = {};
+}
+
+void Lowering::nextSuperstep() {
+  std::string name = pending_set_.name;
+  endNode();
+  beginNode(name);
 }
 
 }  // namespace poprt::codegen

@@ -8,15 +8,18 @@
 
 #include "codegen/compiler.h"
 #include "codegen/tile_mapping.h"
+#include "lib/ops/registry.h"
 
 namespace poprt::codegen {
 
 class Lowering {
  public:
-  Lowering(const CompileOptions& options);
+  Lowering(const CompileOptions& options, ops::Opsets opsets);
 
   const exec::Target& target() const { return options_.target; }
   const CompileOptions& options() const { return options_; }
+  const ops::Opsets& opsets() const { return opsets_; }
+  int64_t opset() const;  // of the default domain
   exec::Executable& executable() { return exe_; }
   TileAllocator& allocator() { return alloc_; }
 
@@ -59,9 +62,13 @@ class Lowering {
   exec::ComputeSet& computeSet() { return pending_set_; }
   void beginNode(const std::string& name);
   void endNode();
+  // Ends the node's current superstep and begins another (a node whose vertices run in sequence,
+  // each step reading what the one before wrote). Scratch memory is not carried over.
+  void nextSuperstep();
 
  private:
   CompileOptions options_;
+  ops::Opsets opsets_;
   exec::Executable exe_;
   TileAllocator alloc_;
   std::unordered_map<const ir::Value*, TileMapping> mappings_;
@@ -83,6 +90,17 @@ Status lowerPool(Lowering& l, const ir::Node& node);
 // tile memory budget), or "" if it can. Its dtypes and static shapes are checked beforehand.
 std::string windowBlocker(const ir::Node& node, const CompileOptions& options);
 Status lowerView(Lowering& l, const ir::Node& node);
+// Clip/LeakyRelu/HardSigmoid/HardSwish (family Activation).
+Status lowerActivation(Lowering& l, const ir::Node& node);
+std::string activationBlocker(const ir::Node& node, const Lowering& l);
+// Reduce*, Softmax/LogSoftmax and the normalisations (families Reduce, Softmax, Norm).
+Status lowerRows(Lowering& l, const ir::Node& node);
+std::string rowsBlocker(const ir::Node& node, const Lowering& l);
+Status lowerBatchNorm(Lowering& l, const ir::Node& node);
+std::string batchNormBlocker(const ir::Node& node, const Lowering& l);
+// ai.graphcore MultiHeadAttention (family Attention).
+Status lowerAttention(Lowering& l, const ir::Node& node);
+std::string attentionBlocker(const ir::Node& node, const Lowering& l);
 struct RearrangeMap;
 Status lowerRearrange(Lowering& l, const ir::Node& node, const RearrangeMap& map);
 

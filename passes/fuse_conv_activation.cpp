@@ -23,28 +23,16 @@ bool isActivation(const ir::Node* n) {
 
 // The activation's parameters as ConvAct/GemmAct attributes, or an error text.
 std::string activationAttrs(const ir::Node& act, int64_t opset, std::map<std::string, ir::Attribute>& attrs) {
-  const std::string& op = act.opType();
-  attrs["activation"].value = op;
-  if (op == "LeakyRelu") attrs["activation_alpha"].value = act.attrFloat("alpha", 0.01f);
-  if (op == "HardSigmoid") {
-    attrs["activation_alpha"].value = act.attrFloat("alpha", 0.2f);
-    attrs["activation_beta"].value = act.attrFloat("beta", 0.5f);
-  }
-  if (op == "Clip") {
-    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-    if (opset < 11) {
-      lo = act.attrFloat("min", lo);
-      hi = act.attrFloat("max", hi);
-    } else {
-      for (size_t i = 1; i < 3; ++i) {
-        if (!act.input(i)) continue;
-        auto v = scalarOf(act.input(i));
-        if (!v) return "Clip's bounds are not constants";
-        (i == 1 ? lo : hi) = static_cast<float>(*v);
-      }
-    }
-    attrs["activation_min"].value = lo;
-    attrs["activation_max"].value = hi;
+  auto a = ops::graphcore::activationOfOp(act, opset);
+  if (!a.ok()) return a.error().message();
+  attrs["activation"].value = act.opType();
+  const auto kind = a->kind;
+  using K = ops::graphcore::ActivationKind;
+  if (kind == K::LeakyRelu || kind == K::HardSigmoid) attrs["activation_alpha"].value = static_cast<float>(a->alpha);
+  if (kind == K::HardSigmoid) attrs["activation_beta"].value = static_cast<float>(a->beta);
+  if (kind == K::Clip) {
+    attrs["activation_min"].value = static_cast<float>(a->min);
+    attrs["activation_max"].value = static_cast<float>(a->max);
   }
   return "";
 }

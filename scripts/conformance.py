@@ -202,16 +202,18 @@ def run_checks(test_dir, work, timeout, data_root, log):
         raise TestFailure("no test_data_set_* folder")
     paths = [(work, "<work>"), (data_root, "<data>")]
     compiled = {}  # tuple of (name, dims) -> popef path, or TestFailure
+    host_nodes = []  # [node, reason] of every node a compile left on the host
     for set_dir in sets:
         try:
-            check_data_set(test_dir, set_dir, work, timeout, paths, graph_inputs, graph_outputs, compiled, log)
+            check_data_set(test_dir, set_dir, work, timeout, paths, graph_inputs, graph_outputs, compiled, host_nodes, log)
         except TestFailure as f:
             if len(sets) > 1:
                 raise TestFailure("%s: %s" % (os.path.basename(set_dir), f))
             raise
+    return host_nodes
 
 
-def check_data_set(test_dir, set_dir, work, timeout, paths, graph_inputs, graph_outputs, compiled, log):
+def check_data_set(test_dir, set_dir, work, timeout, paths, graph_inputs, graph_outputs, compiled, host_nodes, log):
     """Compiles (unless a PopEF for these input shapes exists already), runs and compares one test_data_set_*."""
     set_name = os.path.basename(set_dir)
     in_files = numbered_files(set_dir, "input")
@@ -232,13 +234,18 @@ def check_data_set(test_dir, set_dir, work, timeout, paths, graph_inputs, graph_
 
     if key not in compiled:
         out = os.path.join(work, "compile_%d" % len(compiled))
-        args = ["--input_model", os.path.join(test_dir, "model.onnx"), "--output_dir", out, "--export_popef"]
+        summary = os.path.join(work, "summary_%d.json" % len(compiled))
+        args = ["--input_model", os.path.join(test_dir, "model.onnx"), "--output_dir", out, "--export_popef",
+                "--summary_json", summary]
         for name, dims in shapes:
             if dims is not None:
                 args += ["--input_shape", "%s=%s" % (name, ",".join(str(d) for d in dims))]
         try:
             call_tool("poprt-convert", args, timeout, paths, log)
             compiled[key] = os.path.join(out, "executable.popef")
+            with open(summary) as f:
+                placement = json.load(f).get("placement") or {}
+            host_nodes += [[h["node"], h["reason"]] for h in placement.get("host_nodes", [])]
         except TestFailure as f:
             compiled[key] = f
     if isinstance(compiled[key], TestFailure):
@@ -321,9 +328,9 @@ def run_test(job):
     os.makedirs(work, exist_ok=True)
     log = []
     start = time.monotonic()
-    status, reason = "pass", ""
+    status, reason, host_nodes = "pass", "", []
     try:
-        run_checks(job["test_dir"], work, job["timeout"], job["data_root"], log)
+        host_nodes = run_checks(job["test_dir"], work, job["timeout"], job["data_root"], log)
     except TestFailure as f:
         status, reason = "fail", str(f)
     except Exception as e:  # noqa: BLE001 - a bug in this runner must not stop the run
@@ -335,7 +342,7 @@ def run_test(job):
     else:
         shutil.rmtree(work, ignore_errors=True)
     return {"suite": suite, "test": test, "status": status, "reason": shorten(reason), "seconds": round(seconds, 3),
-            "group": reason_group(reason) if reason else "", "full_reason": reason}
+            "group": reason_group(reason) if reason else "", "full_reason": reason, "host_nodes": host_nodes}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -504,6 +511,16 @@ def main(argv=None):
     print("%-20s %7d %7d %7d   total %d/%d" % ("total", tp, tf, tp + tf, tp, tp + tf))
     print("(%.1f s, %d jobs)" % (elapsed, args.jobs))
 
+    # Of the passing tests, those whose every node ran on the device (no host fallback).
+    passed = [r for r in results if r["status"] == "pass"]
+    on_device = [r for r in passed if not r["host_nodes"]]
+    print("all nodes on the device: %d of %d passing tests" % (len(on_device), len(passed)))
+    host_reasons = Counter(reason_group(reason) for r in passed for reason in {h[1] for h in r["host_nodes"]})
+    if host_reasons and args.verbose:
+        print("why passing tests use the host (tests):")
+        for g, n in sorted(host_reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:25]:
+            print("%6d  %s" % (n, g))
+
     failures = [r for r in results if r["status"] != "pass"]
     if failures:
         groups = defaultdict(list)
@@ -527,7 +544,8 @@ def main(argv=None):
 
     if args.json:
         with open(args.json, "w") as f:
-            json.dump([{k: r[k] for k in ("suite", "test", "status", "reason", "seconds")} for r in results], f, indent=1)
+            json.dump([{k: r[k] for k in ("suite", "test", "status", "reason", "seconds", "host_nodes")} for r in results], f,
+                      indent=1)
             f.write("\n")
 
     status = 0

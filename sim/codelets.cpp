@@ -8,25 +8,15 @@
 #include "lib/support/dtype_dispatch.h"
 #include "lib/ops/graphcore_ops.h"
 #include "lib/ops/scalar_math.h"
+#include "sim/codelet_util.h"
+#include "sim/row_codelets.h"
 #include "sim/window_codelets.h"
 
 namespace poprt::sim {
 namespace {
 
-constexpr uint64_t kVertexOverheadCycles = 20;  // call, field loads, loop setup
-
-float* f32(uint8_t* mem, const exec::Field& f) { return reinterpret_cast<float*>(mem + f.offset); }
-
-Status expectFields(const exec::Vertex& v, size_t n, const char* what) {
-  if (v.fields.size() != n) return Error(std::string(what) + " vertex expects " + std::to_string(n) + " fields");
-  for (const auto& f : v.fields)
-    if (f.offset % 4 != 0) return Error(std::string(what) + " vertex has a misaligned field");
-  if (v.dtype != DType::Float) return Error(std::string(what) + " vertex supports float32 only");
-  return okStatus();
-}
-
 Status checkUnary(const exec::Vertex& v) {
-  POPRT_TRY(expectFields(v, 2, "Unary"));
+  POPRT_TRY(expectFloatFields(v, 2, "Unary"));
   if (v.params.size() != 2 || v.params[0] < 0 || v.params[0] > static_cast<int64_t>(ops::UnaryFn::Ceil) || v.params[1] < 0)
     return Error("Unary vertex has bad params");
   uint64_t bytes = static_cast<uint64_t>(v.params[1]) * 4;
@@ -35,7 +25,7 @@ Status checkUnary(const exec::Vertex& v) {
 }
 
 Status checkBinary(const exec::Vertex& v) {
-  POPRT_TRY(expectFields(v, 3, "Binary"));
+  POPRT_TRY(expectFloatFields(v, 3, "Binary"));
   const auto& p = v.params;
   if (p.size() < 6) return Error("Binary vertex has too few params");
   int64_t rank = p[5];
@@ -79,7 +69,7 @@ Status checkMatMul(const exec::Vertex& v) {
     return Error("MatMul vertex has bad params");
   if (act && (p[6] < 0 || p[6] > static_cast<int64_t>(ops::graphcore::ActivationKind::Tanh)))
     return Error("MatMul vertex has an unknown activation");
-  POPRT_TRY(expectFields(v, p[5] == exec::kBiasNone ? 3 : 4, "MatMul"));
+  POPRT_TRY(expectFloatFields(v, p[5] == exec::kBiasNone ? 3 : 4, "MatMul"));
   int64_t rows = p[0], K = p[1], cols = p[2];
   const int64_t limit = int64_t{1} << 24;
   if (rows < 0 || K < 0 || cols < 0 || rows > limit || K > limit || cols > limit || p[5] < 0 || p[5] > exec::kBiasFull)
@@ -128,6 +118,25 @@ void runUnary(const exec::Vertex& v, uint8_t* mem) {
     return;
   }
   for (int64_t i = 0; i < n; ++i) out[i] = ops::applyUnaryF(fn, in[i]);
+}
+
+Status checkActivation(const exec::Vertex& v) {
+  POPRT_TRY(expectFloatFields(v, 2, "Activation"));
+  const auto& p = v.params;
+  if (p.size() != 2 || v.fparams.size() != 4 || p[0] < 0 || p[1] < 0 ||
+      p[1] > static_cast<int64_t>(ops::graphcore::ActivationKind::Tanh))
+    return Error("Activation vertex has bad params");
+  if (!fieldHolds(v.fields[0], p[0]) || !fieldHolds(v.fields[1], p[0])) return Error("Activation vertex field sizes do not match its count");
+  return okStatus();
+}
+
+void runActivation(const exec::Vertex& v, uint8_t* mem) {
+  const ops::graphcore::Activation act{static_cast<ops::graphcore::ActivationKind>(v.params[1]), v.fparams[0], v.fparams[1],
+                                       v.fparams[2], v.fparams[3]};
+  const int64_t n = v.params[0];
+  float* out = f32(mem, v.fields[0]);
+  const float* in = f32(mem, v.fields[1]);
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(ops::graphcore::applyActivation(act, in[i]));
 }
 
 template <ops::BinaryFn Fn>
@@ -227,6 +236,12 @@ Status checkVertex(const exec::Vertex& v) {
     case exec::Codelet::Fill: return checkFill(v);
     case exec::Codelet::ConvPartial: return checkConvPartial(v);
     case exec::Codelet::Pool: return checkPool(v);
+    case exec::Codelet::Activation: return checkActivation(v);
+    case exec::Codelet::Reduce: return checkReduce(v);
+    case exec::Codelet::Softmax: return checkSoftmax(v);
+    case exec::Codelet::Norm: return checkNorm(v);
+    case exec::Codelet::BatchNorm: return checkBatchNorm(v);
+    case exec::Codelet::Attention: return checkAttention(v);
   }
   return Error("unknown codelet " + std::to_string(static_cast<uint32_t>(v.codelet)));
 }
@@ -239,11 +254,16 @@ void runVertex(const exec::Vertex& v, uint8_t* tile_memory) {
     case exec::Codelet::Fill: runFill(v, tile_memory); break;
     case exec::Codelet::ConvPartial: runConvPartial(v, tile_memory); break;
     case exec::Codelet::Pool: runPool(v, tile_memory); break;
+    case exec::Codelet::Activation: runActivation(v, tile_memory); break;
+    case exec::Codelet::Reduce: runReduce(v, tile_memory); break;
+    case exec::Codelet::Softmax: runSoftmax(v, tile_memory); break;
+    case exec::Codelet::Norm: runNorm(v, tile_memory); break;
+    case exec::Codelet::BatchNorm: runBatchNorm(v, tile_memory); break;
+    case exec::Codelet::Attention: runAttention(v, tile_memory); break;
   }
 }
 
 uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
-  auto ceilDiv = [](uint64_t a, uint64_t b) { return (a + b - 1) / b; };
   switch (v.codelet) {
     case exec::Codelet::Unary: {
       auto fn = static_cast<ops::UnaryFn>(v.params[0]);
@@ -267,6 +287,16 @@ uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
     }
     case exec::Codelet::ConvPartial: return convPartialCycles(v, t);
     case exec::Codelet::Pool: return poolCycles(v, t);
+    case exec::Codelet::Activation: {
+      auto kind = static_cast<ops::graphcore::ActivationKind>(v.params[1]);
+      uint64_t per = (kind == ops::graphcore::ActivationKind::Sigmoid || kind == ops::graphcore::ActivationKind::Tanh) ? 4 : 1;
+      return kVertexOverheadCycles + per * ceilDiv(static_cast<uint64_t>(v.params[0]), t.vector_width_fp32);
+    }
+    case exec::Codelet::Reduce: return reduceCycles(v, t);
+    case exec::Codelet::Softmax: return softmaxCycles(v, t);
+    case exec::Codelet::Norm: return normCycles(v, t);
+    case exec::Codelet::BatchNorm: return batchNormCycles(v, t);
+    case exec::Codelet::Attention: return attentionCycles(v, t);
   }
   return 0;
 }

@@ -13,21 +13,10 @@
 
 #include "lib/exec/codelets.h"
 #include "lib/ops/graphcore_ops.h"
+#include "sim/codelet_util.h"
 
 namespace poprt::sim {
 namespace {
-
-constexpr uint64_t kOverheadCycles = 20;            // as the other codelets: call, field loads, loop setup
-constexpr int64_t kProductCap = int64_t{1} << 50;  // no field is that large; products beyond it are refused
-
-float* f32(uint8_t* mem, const exec::Field& f) { return reinterpret_cast<float*>(mem + f.offset); }
-
-// a * b for sizes, or -1 when either is negative or the product exceeds kProductCap.
-int64_t capMul(int64_t a, int64_t b) {
-  if (a < 0 || b < 0) return -1;
-  if (b != 0 && a > kProductCap / b) return -1;
-  return a * b;
-}
 
 int64_t floorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
@@ -66,17 +55,6 @@ Status checkWindow(const Window3& w, const char* what) {
   return okStatus();
 }
 
-Status expectFloatFields(const exec::Vertex& v, size_t n, const char* what) {
-  if (v.fields.size() != n) return Error(std::string(what) + " vertex expects " + std::to_string(n) + " fields");
-  for (const auto& f : v.fields)
-    if (f.offset % 4 != 0) return Error(std::string(what) + " vertex has a misaligned field");
-  if (v.dtype != DType::Float) return Error(std::string(what) + " vertex supports float32 only");
-  return okStatus();
-}
-
-bool fieldHolds(const exec::Field& f, int64_t elements) {
-  return elements >= 0 && f.bytes == static_cast<uint64_t>(elements) * 4;
-}
 
 // The outputs o in [lo, hi) of one dim whose tap (offset `tap` = k * dilation) falls inside the input.
 void validOutputs(const Window3& w, int d, int64_t tap, int64_t& lo, int64_t& hi) {
@@ -284,7 +262,7 @@ uint64_t convPartialCycles(const exec::Vertex& v, const exec::Target& t) {
   const double macs = outputs * static_cast<double>(p[2]) * static_cast<double>(w.kernelSize());
   const double cycles = std::ceil(macs / std::max<uint32_t>(1, t.fp32_macs_per_cycle)) +
                         std::ceil(outputs / std::max<uint32_t>(1, t.vector_width_fp32));
-  return kOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
+  return kVertexOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
 }
 
 Status checkPool(const exec::Vertex& v) {
@@ -380,7 +358,7 @@ uint64_t poolCycles(const exec::Vertex& v, const exec::Target& t) {
   const double outputs = static_cast<double>(p[1]) * static_cast<double>(w.outSize());
   const double taps = outputs * static_cast<double>(w.kernelSize());
   const double cycles = std::ceil((taps + outputs) / std::max<uint32_t>(1, t.vector_width_fp32));
-  return kOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
+  return kVertexOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
 }
 
 }  // namespace poprt::sim

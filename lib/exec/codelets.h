@@ -44,6 +44,31 @@ namespace poprt::exec {
 //         wins; -inf for an empty window). Avg: the sum divided by the number of taps inside, or
 //         with count_include_pad by the number of taps before padded_ends (the end of the padded
 //         input in the same coordinates) in each dim.
+// Activation: fields [out, in]           params [count, kind (ops::graphcore::ActivationKind)]
+//         fparams [alpha, beta, min, max]   out = act(in), as the ConvAct/GemmAct epilogue.
+// Reduce: fields [out, in]                 params [kind (ReduceKind), outer, extent, inner]
+//         in is [outer][extent][inner], out is [outer][inner]: each output reduces the `extent`
+//         elements of its column (accumulating in double, as the evaluator).
+// Softmax: fields [out, in]                params [log (0/1), outer, extent, inner]
+//         out has in's shape [outer][extent][inner]; softmax (or log-softmax) along extent.
+// Norm:   fields [out, in, scale, bias?]   params [rows, N, per_row (0/1), channels, row_begin]
+//         fparams [epsilon]   in and out are [rows][N]; each row is normalised by its own mean
+//         and biased variance, then scaled and shifted: per_row 0 by scale[N]/bias[N] (layer
+//         norm), per_row 1 by scale[c]/bias[c] with c = (row_begin + row) % channels
+//         (instance norm; scale and bias hold `channels` values).
+// BatchNorm: fields [out, in, scale, bias, mean, var]
+//         params [count, begin, channels, inner, c_first, c_count]   fparams [epsilon]
+//         inference batch norm of elements begin..begin+count of an [N][channels][inner] tensor:
+//         out = (in - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c] with
+//         c = ((begin + i) / inner) % channels; the per-channel fields hold the c_count channels
+//         from c_first (all of them, or the slice the elements' channels fall in).
+// Attention: fields [out, q, k, v, mask?]  params [rows, keys, D, Dv, has_mask]  fparams [scale]
+//         q is [rows][D], k [keys][D], v [keys][Dv], mask [rows][keys], out [rows][Dv]:
+//         out[i] = softmax_j(scale * q[i].k[j] + mask[i][j]) . v  (one head of MultiHeadAttention).
+enum ReduceKind : int64_t {
+  kReduceSum = 0, kReduceMean, kReduceMax, kReduceMin, kReduceProd, kReduceL1, kReduceL2, kReduceLogSum,
+  kReduceLogSumExp, kReduceSumSquare,
+};
 enum BinaryOperandMode : int64_t { kAligned = 0, kBroadcast = 1 };
 enum BiasMode : int64_t { kBiasNone = 0, kBiasScalar = 1, kBiasRow = 2, kBiasColumn = 3, kBiasFull = 4 };
 enum PoolKind : int64_t { kPoolMax = 0, kPoolAvg = 1 };

@@ -34,8 +34,11 @@ struct Target {
   uint32_t numTiles() const { return num_ipus * tiles_per_ipu; }
 };
 
-enum class Codelet : uint32_t { Unary = 1, Binary = 2, MatMul = 3, Fill = 4, ConvPartial = 5, Pool = 6 };
-inline constexpr uint32_t kMaxCodelet = 6;  // ids are 1..kMaxCodelet
+enum class Codelet : uint32_t {
+  Unary = 1, Binary = 2, MatMul = 3, Fill = 4, ConvPartial = 5, Pool = 6,
+  Activation = 7, Reduce = 8, Softmax = 9, Norm = 10, BatchNorm = 11, Attention = 12,
+};
+inline constexpr uint32_t kMaxCodelet = 12;  // ids are 1..kMaxCodelet
 
 struct Field {  // a byte range of the vertex's tile memory
   uint64_t offset = 0;

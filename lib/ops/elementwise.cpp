@@ -586,6 +586,15 @@ const HostEntry kHost[] = {
 };
 #undef POPRT_EVAL
 
+// The device lowering of the ops outside the unary/binary tables: variadic Sum/Max/Min and Pow
+// run as chains of binary vertices, the ConvAct activations as Activation vertices.
+LoweringFamily loweringOf(const std::string& op_type) {
+  if (op_type == "Sum" || op_type == "Max" || op_type == "Min" || op_type == "Pow") return LoweringFamily::Binary;
+  if (op_type == "Clip" || op_type == "LeakyRelu" || op_type == "HardSigmoid" || op_type == "HardSwish")
+    return LoweringFamily::Activation;
+  return LoweringFamily::None;
+}
+
 }  // namespace
 
 void registerElementwiseOps(std::vector<OpDef>& ops) {
@@ -596,9 +605,9 @@ void registerElementwiseOps(std::vector<OpDef>& ops) {
     ops.push_back({b.op_type, Fp16Policy::Convert, LoweringFamily::Binary,
                    [fn = b.fn](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalBinary(fn, in); }});
   for (const auto& m : kMath)
-    ops.push_back({m.op_type, m.fp16, LoweringFamily::None,
+    ops.push_back({m.op_type, m.fp16, loweringOf(m.op_type),
                    [e = &m](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) { return evalMath(*e, node, in); }});
-  for (const auto& h : kHost) ops.push_back({h.op_type, h.fp16, LoweringFamily::None, h.eval});
+  for (const auto& h : kHost) ops.push_back({h.op_type, h.fp16, loweringOf(h.op_type), h.eval});
 }
 
 // The codegen needs the function id of an elementwise node.
@@ -611,6 +620,10 @@ std::optional<UnaryFn> unaryFnOf(const std::string& op_type) {
 std::optional<BinaryFn> binaryFnOf(const std::string& op_type) {
   for (const auto& b : kBinary)
     if (op_type == b.op_type) return b.fn;
+  if (op_type == "Sum") return BinaryFn::Add;
+  if (op_type == "Max") return BinaryFn::Max;
+  if (op_type == "Min") return BinaryFn::Min;
+  if (op_type == "Pow") return BinaryFn::Pow;
   return std::nullopt;
 }
 

@@ -168,6 +168,35 @@ Expected<Activation> activationOf(const ir::Node& node) {
   return act;
 }
 
+Expected<Activation> activationOfOp(const ir::Node& node, int64_t opset) {
+  auto kind = activationKind(node.opType());
+  if (!kind) return Error(node.opType() + " is not an activation ConvAct/GemmAct can take");
+  Activation act;
+  act.kind = *kind;
+  act.min = -std::numeric_limits<double>::infinity();
+  act.max = std::numeric_limits<double>::infinity();
+  if (act.kind == ActivationKind::LeakyRelu) act.alpha = node.attrFloat("alpha", 0.01f);
+  if (act.kind == ActivationKind::HardSigmoid) {
+    act.alpha = node.attrFloat("alpha", 0.2f);
+    act.beta = node.attrFloat("beta", 0.5f);
+  }
+  if (act.kind != ActivationKind::Clip) return act;
+  if (opset < 11) {
+    act.min = node.attrFloat("min", -std::numeric_limits<float>::infinity());
+    act.max = node.attrFloat("max", std::numeric_limits<float>::infinity());
+    return act;
+  }
+  for (size_t i = 1; i < 3 && i < node.inputs().size(); ++i) {
+    const ir::Value* bound = node.input(i);
+    if (!bound) continue;
+    const Tensor* t = bound->initializer();
+    if (!t || t->numElements() != 1) return Error("Clip's bounds are not constants");
+    POPRT_ASSIGN_OR_RETURN(std::vector<double> v, toDoubles(*t));
+    (i == 1 ? act.min : act.max) = v[0];
+  }
+  return act;
+}
+
 namespace {
 
 // Runs the default-domain op `base` on the node's inputs (it reads its own attributes from the
@@ -197,8 +226,8 @@ void registerGraphcoreOps(std::vector<OpDef>& ops) {
   using namespace graphcore;
   const std::string d = kDomain;
   ops.push_back({"Gelu", Fp16Policy::Convert, LoweringFamily::None, evalGelu, {}, d});
-  ops.push_back({"LayerNorm", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalLayerNorm, {}, d});
-  ops.push_back({"MultiHeadAttention", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalAttention, {}, d});
+  ops.push_back({"LayerNorm", Fp16Policy::AccumulateFp32, LoweringFamily::Norm, evalLayerNorm, {}, d});
+  ops.push_back({"MultiHeadAttention", Fp16Policy::AccumulateFp32, LoweringFamily::Attention, evalAttention, {}, d});
   ops.push_back({"ConvAct", Fp16Policy::AccumulateFp32, LoweringFamily::Conv,
                  [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext& ctx) {
                    return evalWithActivation("Conv", n, in, ctx);

@@ -68,5 +68,8 @@ inline bool isFusableActivation(const std::string& op_type) { return activationK
 double applyActivation(const Activation& act, double x);
 // The activation a ConvAct/GemmAct node applies (from its attributes).
 Expected<Activation> activationOf(const ir::Node& node);
+// The activation a plain default-domain activation node computes (Relu, Clip, LeakyRelu...) at
+// `opset`. Clip's bounds must be constants: attributes before opset 11, initializers from 11.
+Expected<Activation> activationOfOp(const ir::Node& node, int64_t opset);
 
 }  // namespace poprt::ops::graphcore

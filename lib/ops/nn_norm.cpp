@@ -294,9 +294,9 @@ Expected<std::vector<Tensor>> evalLpNorm(const ir::Node& node, const std::vector
 }  // namespace
 
 void registerNnNormOps(std::vector<OpDef>& ops) {
-  ops.push_back({"BatchNormalization", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalBatchNorm});
-  ops.push_back({"InstanceNormalization", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalInstanceNorm});
-  ops.push_back({"LayerNormalization", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalLayerNorm});
+  ops.push_back({"BatchNormalization", Fp16Policy::AccumulateFp32, LoweringFamily::Norm, evalBatchNorm});
+  ops.push_back({"InstanceNormalization", Fp16Policy::AccumulateFp32, LoweringFamily::Norm, evalInstanceNorm});
+  ops.push_back({"LayerNormalization", Fp16Policy::AccumulateFp32, LoweringFamily::Norm, evalLayerNorm});
   ops.push_back({"LRN", Fp16Policy::KeepFp32, LoweringFamily::None, evalLrn});
   ops.push_back({"MeanVarianceNormalization", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalMvn});
   ops.push_back({"LpNormalization", Fp16Policy::AccumulateFp32, LoweringFamily::None, evalLpNorm});

@@ -383,7 +383,7 @@ Expected<std::vector<Tensor>> evalTopK(const ir::Node& node, const std::vector<c
 
 void registerReduceOps(std::vector<OpDef>& ops) {
   for (const auto& r : kReduce)
-    ops.push_back({r.op_type, Fp16Policy::AccumulateFp32, LoweringFamily::None,
+    ops.push_back({r.op_type, Fp16Policy::AccumulateFp32, LoweringFamily::Reduce,
                    [e = &r](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
                      return evalReduce(*e, node, in, ctx);
                    }});
@@ -394,7 +394,7 @@ void registerReduceOps(std::vector<OpDef>& ops) {
   const std::pair<const char*, SoftKind> soft[] = {
       {"Softmax", SoftKind::Softmax}, {"LogSoftmax", SoftKind::LogSoftmax}, {"Hardmax", SoftKind::Hardmax}};
   for (const auto& [name, kind] : soft)
-    ops.push_back({name, Fp16Policy::AccumulateFp32, LoweringFamily::None,
+    ops.push_back({name, Fp16Policy::AccumulateFp32, kind == SoftKind::Hardmax ? LoweringFamily::None : LoweringFamily::Softmax,
                    [kind = kind](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
                      return evalSoft(kind, node, in, ctx);
                    }});

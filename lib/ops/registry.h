@@ -31,7 +31,16 @@ enum class Fp16Policy {
 //  Conv:      Conv and ConvAct (1-3 spatial dims): planned over tiles, one ConvPartial vertex per block.
 //  Pool:      MaxPool (Y only), AveragePool, GlobalMaxPool, GlobalAveragePool: Pool vertices; input 0
 //             is the data.
-enum class LoweringFamily { None, Unary, Binary, MatMul, View, Rearrange, Conv, Pool };
+//  Binary:    Add/Sub/Mul/Div/Pow and variadic Sum/Max/Min with broadcasting (a chain of binary
+//             vertices, one superstep per extra input).
+//  Activation: Clip (constant bounds), LeakyRelu, HardSigmoid, HardSwish: Activation vertices with
+//             the ConvAct/GemmAct functions; input 0 is the data.
+//  Reduce:    Reduce* with constant axes; input 0 is the data.
+//  Softmax:   Softmax and LogSoftmax along one axis; input 0 is the data.
+//  Norm:      BatchNormalization (inference), InstanceNormalization, LayerNormalization and
+//             ai.graphcore LayerNorm: row statistics on the device.
+//  Attention: ai.graphcore MultiHeadAttention: one vertex per (batch, head, block of queries).
+enum class LoweringFamily { None, Unary, Binary, MatMul, View, Rearrange, Conv, Pool, Activation, Reduce, Softmax, Norm, Attention };
 
 using Opsets = std::map<std::string, int64_t>;  // domain ("" = ai.onnx) -> version
 

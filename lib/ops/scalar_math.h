@@ -61,8 +61,8 @@ T applyBinary(BinaryFn fn, T a, T b) {
     case BinaryFn::Sub: return a - b;
     case BinaryFn::Mul: return a * b;
     case BinaryFn::Div: return a / b;
-    case BinaryFn::Max: return a > b ? a : b;
-    case BinaryFn::Min: return a < b ? a : b;
+    case BinaryFn::Max: return (a > b || a != a) ? a : b;  // NaN wins, as ONNX Max/Min
+    case BinaryFn::Min: return (a < b || a != a) ? a : b;
     case BinaryFn::Pow: return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
   }
   return a;

@@ -1,0 +1,41 @@
+// Helpers every codelet file shares: field access, size arithmetic that cannot overflow, and the
+// common field checks. Vertices are untrusted (they come from a PopEF): checks run before any
+// vertex executes, so the run functions may assume consistent fields.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lib/exec/executable.h"
+
+namespace poprt::sim {
+
+inline constexpr uint64_t kVertexOverheadCycles = 20;  // call, field loads, loop setup
+inline constexpr int64_t kProductCap = int64_t{1} << 50;  // no field is that large; products beyond it are refused
+
+inline float* f32(uint8_t* mem, const exec::Field& f) { return reinterpret_cast<float*>(mem + f.offset); }
+
+// a * b for sizes, or -1 when either is negative or the product exceeds kProductCap.
+inline int64_t capMul(int64_t a, int64_t b) {
+  if (a < 0 || b < 0) return -1;
+  if (b != 0 && a > kProductCap / b) return -1;
+  return a * b;
+}
+
+inline uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// `n` float32 fields, each 4-byte aligned.
+inline Status expectFloatFields(const exec::Vertex& v, size_t n, const char* what) {
+  if (v.fields.size() != n) return Error(std::string(what) + " vertex expects " + std::to_string(n) + " fields");
+  for (const auto& f : v.fields)
+    if (f.offset % 4 != 0) return Error(std::string(what) + " vertex has a misaligned field");
+  if (v.dtype != DType::Float) return Error(std::string(what) + " vertex supports float32 only");
+  return okStatus();
+}
+
+// The field holds exactly `elements` floats (false for a negative count).
+inline bool fieldHolds(const exec::Field& f, int64_t elements) {
+  return elements >= 0 && f.bytes == static_cast<uint64_t>(elements) * 4;
+}
+
+}  // namespace poprt::sim

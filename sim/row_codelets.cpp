@@ -1,0 +1,290 @@
+// Row codelets. Statistics (sums, means, variances, softmax denominators) accumulate in double as
+// the reference evaluator does, so device and host results agree to float rounding.
+#include "sim/row_codelets.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "lib/exec/codelets.h"
+#include "sim/codelet_util.h"
+
+namespace poprt::sim {
+namespace {
+
+constexpr uint64_t kTranscendentalCycles = 4;  // exp/log/sqrt per element, as the Unary estimate
+
+// Reads params [first, first+3) as outer, extent, inner; their product must stay capped.
+struct Rows3 {
+  int64_t outer = 0, extent = 0, inner = 0;
+  int64_t inSize() const { return capMul(capMul(outer, extent), inner); }
+  int64_t outSize() const { return capMul(outer, inner); }
+};
+
+Expected<Rows3> readRows3(const exec::Vertex& v, const char* what) {
+  if (v.params.size() != 4) return Error(std::string(what) + " vertex expects 4 params");
+  Rows3 r{v.params[1], v.params[2], v.params[3]};
+  if (r.inSize() < 0) return Error(std::string(what) + " vertex has bad sizes");
+  return r;
+}
+
+}  // namespace
+
+// ---- Reduce --------------------------------------------------------------------------------------
+
+Status checkReduce(const exec::Vertex& v) {
+  POPRT_TRY(expectFloatFields(v, 2, "Reduce"));
+  POPRT_ASSIGN_OR_RETURN(Rows3 r, readRows3(v, "Reduce"));
+  if (v.params[0] < exec::kReduceSum || v.params[0] > exec::kReduceSumSquare) return Error("Reduce vertex has an unknown kind");
+  if (!fieldHolds(v.fields[0], r.outSize()) || !fieldHolds(v.fields[1], r.inSize()))
+    return Error("Reduce vertex field sizes do not match its shape");
+  return okStatus();
+}
+
+void runReduce(const exec::Vertex& v, uint8_t* mem) {
+  const auto kind = static_cast<exec::ReduceKind>(v.params[0]);
+  const int64_t outer = v.params[1], extent = v.params[2], inner = v.params[3];
+  float* out = f32(mem, v.fields[0]);
+  const float* in = f32(mem, v.fields[1]);
+  const double inf = std::numeric_limits<double>::infinity();
+  double init = kind == exec::kReduceProd ? 1.0 : kind == exec::kReduceMax ? -inf : kind == exec::kReduceMin ? inf : 0.0;
+  std::vector<double> acc(static_cast<size_t>(inner)), mx(static_cast<size_t>(inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* x = in + o * extent * inner;
+    std::fill(acc.begin(), acc.end(), init);
+    if (kind == exec::kReduceLogSumExp) {  // log(sum(exp(x - max))) + max
+      std::fill(mx.begin(), mx.end(), -inf);
+      for (int64_t e = 0; e < extent; ++e)
+        for (int64_t i = 0; i < inner; ++i) {
+          double xv = x[e * inner + i];
+          if (!std::isnan(mx[i]) && (std::isnan(xv) || xv > mx[i])) mx[i] = xv;
+        }
+      for (int64_t e = 0; e < extent; ++e)
+        for (int64_t i = 0; i < inner; ++i)
+          if (std::isfinite(mx[i])) acc[i] += std::exp(static_cast<double>(x[e * inner + i]) - mx[i]);
+      for (int64_t i = 0; i < inner; ++i)
+        out[o * inner + i] = static_cast<float>(std::isfinite(mx[i]) ? std::log(acc[i]) + mx[i] : mx[i]);
+      continue;
+    }
+    for (int64_t e = 0; e < extent; ++e) {
+      const float* row = x + e * inner;
+      switch (kind) {
+        case exec::kReduceSum:
+        case exec::kReduceMean:
+        case exec::kReduceLogSum:
+          for (int64_t i = 0; i < inner; ++i) acc[i] += row[i];
+          break;
+        case exec::kReduceProd:
+          for (int64_t i = 0; i < inner; ++i) acc[i] *= row[i];
+          break;
+        case exec::kReduceL1:
+          for (int64_t i = 0; i < inner; ++i) acc[i] += std::fabs(static_cast<double>(row[i]));
+          break;
+        case exec::kReduceL2:
+        case exec::kReduceSumSquare:
+          for (int64_t i = 0; i < inner; ++i) acc[i] += static_cast<double>(row[i]) * row[i];
+          break;
+        case exec::kReduceMax:  // NaN wins, as in the evaluator
+          for (int64_t i = 0; i < inner; ++i)
+            if (!std::isnan(acc[i]) && (std::isnan(row[i]) || row[i] > acc[i])) acc[i] = row[i];
+          break;
+        case exec::kReduceMin:
+          for (int64_t i = 0; i < inner; ++i)
+            if (!std::isnan(acc[i]) && (std::isnan(row[i]) || row[i] < acc[i])) acc[i] = row[i];
+          break;
+        default: break;
+      }
+    }
+    for (int64_t i = 0; i < inner; ++i) {
+      double a = acc[i];
+      if (kind == exec::kReduceMean) a /= static_cast<double>(extent);  // 0/0 = NaN when empty
+      if (kind == exec::kReduceL2) a = std::sqrt(a);
+      if (kind == exec::kReduceLogSum) a = std::log(a);
+      out[o * inner + i] = static_cast<float>(a);
+    }
+  }
+}
+
+uint64_t reduceCycles(const exec::Vertex& v, const exec::Target& t) {
+  const uint64_t n = static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[2]) * static_cast<uint64_t>(v.params[3]);
+  const uint64_t per = v.params[0] == exec::kReduceLogSumExp ? kTranscendentalCycles : 1;
+  return kVertexOverheadCycles + per * ceilDiv(n, t.vector_width_fp32);
+}
+
+// ---- Softmax -------------------------------------------------------------------------------------
+
+Status checkSoftmax(const exec::Vertex& v) {
+  POPRT_TRY(expectFloatFields(v, 2, "Softmax"));
+  POPRT_ASSIGN_OR_RETURN(Rows3 r, readRows3(v, "Softmax"));
+  if (v.params[0] != 0 && v.params[0] != 1) return Error("Softmax vertex has a bad log flag");
+  if (!fieldHolds(v.fields[0], r.inSize()) || !fieldHolds(v.fields[1], r.inSize()))
+    return Error("Softmax vertex field sizes do not match its shape");
+  return okStatus();
+}
+
+void runSoftmax(const exec::Vertex& v, uint8_t* mem) {
+  const bool log = v.params[0] != 0;
+  const int64_t outer = v.params[1], extent = v.params[2], inner = v.params[3];
+  float* out = f32(mem, v.fields[0]);
+  const float* in = f32(mem, v.fields[1]);
+  std::vector<double> e(static_cast<size_t>(extent));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * extent * inner + i;
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < extent; ++k) {
+        double x = in[base + k * inner];
+        if (!std::isnan(mx) && (std::isnan(x) || x > mx || k == 0)) mx = x;
+      }
+      double sum = 0;
+      for (int64_t k = 0; k < extent; ++k) sum += (e[k] = std::exp(static_cast<double>(in[base + k * inner]) - mx));
+      const double log_sum = std::log(sum);
+      for (int64_t k = 0; k < extent; ++k)
+        out[base + k * inner] = static_cast<float>(log ? in[base + k * inner] - mx - log_sum : e[k] / sum);
+    }
+}
+
+uint64_t softmaxCycles(const exec::Vertex& v, const exec::Target& t) {
+  const uint64_t n = static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[2]) * static_cast<uint64_t>(v.params[3]);
+  return kVertexOverheadCycles + (2 + kTranscendentalCycles) * ceilDiv(n, t.vector_width_fp32);  // max, exp+sum, scale
+}
+
+// ---- Norm ----------------------------------------------------------------------------------------
+
+Status checkNorm(const exec::Vertex& v) {
+  const auto& p = v.params;
+  if (v.fields.size() != 3 && v.fields.size() != 4) return Error("Norm vertex expects 3 or 4 fields");
+  POPRT_TRY(expectFloatFields(v, v.fields.size(), "Norm"));
+  if (p.size() != 5 || v.fparams.size() != 1) return Error("Norm vertex has bad params");
+  const int64_t rows = p[0], N = p[1], per_row = p[2], channels = p[3], row_begin = p[4];
+  if (capMul(rows, N) < 0 || (per_row != 0 && per_row != 1) || channels < 1 || channels > kProductCap || row_begin < 0 ||
+      row_begin > kProductCap)
+    return Error("Norm vertex has bad sizes");
+  if (!fieldHolds(v.fields[0], rows * N) || !fieldHolds(v.fields[1], rows * N)) return Error("Norm vertex field sizes do not match its shape");
+  const int64_t affine = per_row ? channels : N;
+  for (size_t f = 2; f < v.fields.size(); ++f)
+    if (!fieldHolds(v.fields[f], affine)) return Error("Norm vertex scale or bias size does not match its mode");
+  return okStatus();
+}
+
+void runNorm(const exec::Vertex& v, uint8_t* mem) {
+  const int64_t rows = v.params[0], N = v.params[1], channels = v.params[3], row_begin = v.params[4];
+  const bool per_row = v.params[2] != 0;
+  const double eps = v.fparams[0];
+  float* out = f32(mem, v.fields[0]);
+  const float* in = f32(mem, v.fields[1]);
+  const float* scale = f32(mem, v.fields[2]);
+  const float* bias = v.fields.size() > 3 ? f32(mem, v.fields[3]) : nullptr;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = in + r * N;
+    float* y = out + r * N;
+    double sum = 0, sq = 0;
+    for (int64_t k = 0; k < N; ++k) sum += x[k];
+    const double mean = sum / static_cast<double>(N);
+    for (int64_t k = 0; k < N; ++k) sq += (x[k] - mean) * (x[k] - mean);
+    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(N) + eps);
+    if (per_row) {
+      const int64_t c = (row_begin + r) % channels;
+      const double s = scale[c] * inv, b = bias ? bias[c] : 0.0;
+      for (int64_t k = 0; k < N; ++k) y[k] = static_cast<float>((x[k] - mean) * s + b);
+    } else {
+      for (int64_t k = 0; k < N; ++k) y[k] = static_cast<float>((x[k] - mean) * inv * scale[k] + (bias ? bias[k] : 0.0f));
+    }
+  }
+}
+
+uint64_t normCycles(const exec::Vertex& v, const exec::Target& t) {
+  const uint64_t n = static_cast<uint64_t>(v.params[0]) * static_cast<uint64_t>(v.params[1]);
+  return kVertexOverheadCycles + 3 * ceilDiv(n, t.vector_width_fp32) + kTranscendentalCycles * static_cast<uint64_t>(v.params[0]);
+}
+
+// ---- BatchNorm -----------------------------------------------------------------------------------
+
+Status checkBatchNorm(const exec::Vertex& v) {
+  POPRT_TRY(expectFloatFields(v, 6, "BatchNorm"));
+  const auto& p = v.params;
+  if (p.size() != 6 || v.fparams.size() != 1) return Error("BatchNorm vertex has bad params");
+  const int64_t count = p[0], begin = p[1], channels = p[2], inner = p[3], c0 = p[4], cn = p[5];
+  for (int64_t x : p)
+    if (x < 0 || x > kProductCap) return Error("BatchNorm vertex has bad sizes");
+  if (channels < 1 || inner < 1 || c0 + cn > channels) return Error("BatchNorm vertex has bad sizes");
+  if (!fieldHolds(v.fields[0], count) || !fieldHolds(v.fields[1], count)) return Error("BatchNorm vertex field sizes do not match its count");
+  for (size_t f = 2; f < 6; ++f)
+    if (!fieldHolds(v.fields[f], cn)) return Error("BatchNorm vertex per-channel fields do not hold its channel slice");
+  // Every element's channel must lie in the slice: all channels, or a range that does not wrap.
+  if (count > 0 && !(c0 == 0 && cn == channels)) {
+    const int64_t g0 = begin / inner, g1 = (begin + count - 1) / inner;
+    if (g1 - g0 + 1 >= channels || g0 % channels > g1 % channels || g0 % channels < c0 || g1 % channels >= c0 + cn)
+      return Error("BatchNorm vertex elements fall outside its channel slice");
+  }
+  return okStatus();
+}
+
+void runBatchNorm(const exec::Vertex& v, uint8_t* mem) {
+  const int64_t count = v.params[0], begin = v.params[1], channels = v.params[2], inner = v.params[3], c0 = v.params[4];
+  const double eps = v.fparams[0];
+  float* out = f32(mem, v.fields[0]);
+  const float* in = f32(mem, v.fields[1]);
+  const float *scale = f32(mem, v.fields[2]), *bias = f32(mem, v.fields[3]), *mean = f32(mem, v.fields[4]),
+              *var = f32(mem, v.fields[5]);
+  // Runs of elements that share a channel: one scale and shift each.
+  for (int64_t i = 0; i < count;) {
+    const int64_t g = begin + i, c = (g / inner) % channels - c0, run = std::min(count - i, inner - g % inner);
+    const double s = scale[c] / std::sqrt(static_cast<double>(var[c]) + eps);
+    const double m = mean[c], b = bias[c];
+    for (int64_t k = i; k < i + run; ++k) out[k] = static_cast<float>((in[k] - m) * s + b);
+    i += run;
+  }
+}
+
+uint64_t batchNormCycles(const exec::Vertex& v, const exec::Target& t) {
+  return kVertexOverheadCycles + ceilDiv(static_cast<uint64_t>(v.params[0]), t.vector_width_fp32);
+}
+
+// ---- Attention -----------------------------------------------------------------------------------
+
+Status checkAttention(const exec::Vertex& v) {
+  const auto& p = v.params;
+  if (p.size() != 5 || v.fparams.size() != 1 || (p[4] != 0 && p[4] != 1)) return Error("Attention vertex has bad params");
+  POPRT_TRY(expectFloatFields(v, p[4] ? 5 : 4, "Attention"));
+  const int64_t rows = p[0], keys = p[1], D = p[2], Dv = p[3];
+  if (capMul(rows, D) < 0 || capMul(keys, D) < 0 || capMul(keys, Dv) < 0 || capMul(rows, keys) < 0 || capMul(rows, Dv) < 0)
+    return Error("Attention vertex has bad sizes");
+  if (!fieldHolds(v.fields[0], rows * Dv) || !fieldHolds(v.fields[1], rows * D) || !fieldHolds(v.fields[2], keys * D) ||
+      !fieldHolds(v.fields[3], keys * Dv) || (p[4] && !fieldHolds(v.fields[4], rows * keys)))
+    return Error("Attention vertex field sizes do not match its shape");
+  return okStatus();
+}
+
+void runAttention(const exec::Vertex& v, uint8_t* mem) {
+  const int64_t rows = v.params[0], keys = v.params[1], D = v.params[2], Dv = v.params[3];
+  const double scale = v.fparams[0];
+  float* out = f32(mem, v.fields[0]);
+  const float *q = f32(mem, v.fields[1]), *k = f32(mem, v.fields[2]), *val = f32(mem, v.fields[3]);
+  const float* mask = v.params[4] ? f32(mem, v.fields[4]) : nullptr;
+  std::vector<double> s(static_cast<size_t>(keys)), y(static_cast<size_t>(Dv));
+  for (int64_t i = 0; i < rows; ++i) {
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < keys; ++j) {
+      double dot = 0;
+      for (int64_t d = 0; d < D; ++d) dot += static_cast<double>(q[i * D + d]) * k[j * D + d];
+      s[j] = scale * dot + (mask ? mask[i * keys + j] : 0.0f);
+      mx = std::max(mx, s[j]);
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < keys; ++j) sum += (s[j] = std::exp(s[j] - mx));
+    std::fill(y.begin(), y.end(), 0.0);
+    for (int64_t j = 0; j < keys; ++j)
+      for (int64_t e = 0; e < Dv; ++e) y[e] += s[j] * val[j * Dv + e];
+    for (int64_t e = 0; e < Dv; ++e) out[i * Dv + e] = static_cast<float>(y[e] / sum);
+  }
+}
+
+uint64_t attentionCycles(const exec::Vertex& v, const exec::Target& t) {
+  const uint64_t rows = static_cast<uint64_t>(v.params[0]), keys = static_cast<uint64_t>(v.params[1]);
+  const uint64_t macs = rows * keys * static_cast<uint64_t>(v.params[2] + v.params[3]);
+  return kVertexOverheadCycles + ceilDiv(macs, t.fp32_macs_per_cycle) + kTranscendentalCycles * ceilDiv(rows * keys, t.vector_width_fp32);
+}
+
+}  // namespace poprt::sim
