@@ -2,8 +2,9 @@
 // passes (passes/fuse_*.cpp) create them; the importer accepts them because the registry knows
 // them; ONNX's checker does not schema-check non-ONNX domains, and ONNX shape inference skips
 // them (the passes give every value they create a type). ONNX Runtime cannot run them. ConvAct
-// and GemmAct run on the device (their vertices apply the activation as they write each output);
-// the others run on the host through these reference evaluators.
+// and GemmAct run on the device (their vertices apply the activation as they write each output),
+// LayerNorm and MultiHeadAttention too (Norm and Attention vertices); Gelu runs on the host
+// through its reference evaluator.
 //
 // Gelu(X) -> Y
 //   approximate = "none" (default): Y = 0.5·X·(1 + erf(X/√2))
