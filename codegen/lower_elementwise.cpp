@@ -11,17 +11,27 @@
 
 namespace poprt::codegen {
 
+namespace {
+
+Expected<ops::UnaryFn> unaryFnOfNode(const ir::Node& node) {
+  if (node.domain() == ops::graphcore::kDomain && node.opType() == "Gelu") return ops::graphcore::geluFn(node);
+  auto fn = ops::unaryFnOf(node.opType());
+  if (!fn) return Error("no unary function for " + node.opType());
+  return *fn;
+}
+
+}  // namespace
+
 Status lowerUnary(Lowering& l, const ir::Node& node) {
   const ir::Value* x = node.input(0);
   const ir::Value* y = node.output(0);
-  auto fn = ops::unaryFnOf(node.opType());
-  POPRT_CHECK(fn.has_value(), "no unary function for " + node.opType());
+  POPRT_ASSIGN_OR_RETURN(ops::UnaryFn fn, unaryFnOfNode(node));
   TileMapping out = l.spreadLinear(x->type.numElements(), 4);
   for (const Region& r : out.regions) {
     uint64_t in = l.operandOnTile(x, r.begin, r.count, r.tile);
     uint64_t bytes = static_cast<uint64_t>(r.count) * 4;
     l.computeSet().vertices.push_back({r.tile, exec::Codelet::Unary, DType::Float, {{r.offset, bytes}, {in, bytes}},
-                                       {static_cast<int64_t>(*fn), r.count}, {}});
+                                       {static_cast<int64_t>(fn), r.count}, {}});
   }
   l.setMapping(y, std::move(out));
   return okStatus();

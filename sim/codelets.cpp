@@ -17,7 +17,7 @@ namespace {
 
 Status checkUnary(const exec::Vertex& v) {
   POPRT_TRY(expectFloatFields(v, 2, "Unary"));
-  if (v.params.size() != 2 || v.params[0] < 0 || v.params[0] > static_cast<int64_t>(ops::UnaryFn::Ceil) || v.params[1] < 0)
+  if (v.params.size() != 2 || v.params[0] < 0 || v.params[0] > static_cast<int64_t>(ops::kLastUnaryFn) || v.params[1] < 0)
     return Error("Unary vertex has bad params");
   uint64_t bytes = static_cast<uint64_t>(v.params[1]) * 4;
   if (v.fields[0].bytes != bytes || v.fields[1].bytes != bytes) return Error("Unary vertex field sizes do not match its count");
@@ -269,7 +269,7 @@ uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
       auto fn = static_cast<ops::UnaryFn>(v.params[0]);
       // Transcendentals take several cycles per element; simple ops run at the vector width.
       uint64_t per = (fn == ops::UnaryFn::Exp || fn == ops::UnaryFn::Log || fn == ops::UnaryFn::Sigmoid ||
-                      fn == ops::UnaryFn::Tanh) ? 4 : 1;
+                      fn == ops::UnaryFn::Tanh || fn == ops::UnaryFn::Gelu || fn == ops::UnaryFn::GeluTanh) ? 4 : 1;
       return kVertexOverheadCycles + per * ceilDiv(static_cast<uint64_t>(v.params[1]), t.vector_width_fp32);
     }
     case exec::Codelet::Binary: {

@@ -10,6 +10,7 @@
 #include "lib/ops/broadcast.h"
 #include "lib/ops/op_util.h"
 #include "lib/ops/registry.h"
+#include "lib/ops/scalar_math.h"
 
 namespace poprt::ops {
 namespace graphcore {
@@ -51,14 +52,9 @@ namespace {
 Expected<std::vector<Tensor>> evalGelu(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
   POPRT_ASSIGN_OR_RETURN(const Tensor* xt, requireInput(in, 0));
   POPRT_TRY(requireFloat(*xt, "X"));
-  const std::string approximate = node.attrString("approximate", "none");
-  if (approximate != "none" && approximate != "tanh")
-    return Error("approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
-  const bool tanh_form = approximate == "tanh";
+  POPRT_ASSIGN_OR_RETURN(UnaryFn fn, geluFn(node));
   POPRT_ASSIGN_OR_RETURN(std::vector<double> x, toDoubles(*xt));
-  const double k = std::sqrt(2.0 / std::numbers::pi);
-  for (double& v : x)
-    v = tanh_form ? 0.5 * v * (1.0 + std::tanh(k * (v + 0.044715 * v * v * v))) : 0.5 * v * (1.0 + std::erf(v / std::numbers::sqrt2));
+  for (double& v : x) v = applyUnary(fn, v);
   POPRT_ASSIGN_OR_RETURN(Tensor y, fromDoubles(xt->dtype(), xt->shape(), x));
   return single(std::move(y));
 }
@@ -168,6 +164,13 @@ Expected<Activation> activationOf(const ir::Node& node) {
   return act;
 }
 
+Expected<UnaryFn> geluFn(const ir::Node& node) {
+  const std::string approximate = node.attrString("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    return Error("approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
+  return approximate == "tanh" ? UnaryFn::GeluTanh : UnaryFn::Gelu;
+}
+
 Expected<Activation> activationOfOp(const ir::Node& node, int64_t opset) {
   auto kind = activationKind(node.opType());
   if (!kind) return Error(node.opType() + " is not an activation ConvAct/GemmAct can take");
@@ -225,7 +228,7 @@ Expected<std::vector<Tensor>> evalWithActivation(const std::string& base, const 
 void registerGraphcoreOps(std::vector<OpDef>& ops) {
   using namespace graphcore;
   const std::string d = kDomain;
-  ops.push_back({"Gelu", Fp16Policy::Convert, LoweringFamily::None, evalGelu, {}, d});
+  ops.push_back({"Gelu", Fp16Policy::Convert, LoweringFamily::Unary, evalGelu, {}, d});
   ops.push_back({"LayerNorm", Fp16Policy::AccumulateFp32, LoweringFamily::Norm, evalLayerNorm, {}, d});
   ops.push_back({"MultiHeadAttention", Fp16Policy::AccumulateFp32, LoweringFamily::Attention, evalAttention, {}, d});
   ops.push_back({"ConvAct", Fp16Policy::AccumulateFp32, LoweringFamily::Conv,

@@ -3,8 +3,7 @@
 // them; ONNX's checker does not schema-check non-ONNX domains, and ONNX shape inference skips
 // them (the passes give every value they create a type). ONNX Runtime cannot run them. ConvAct
 // and GemmAct run on the device (their vertices apply the activation as they write each output),
-// LayerNorm and MultiHeadAttention too (Norm and Attention vertices); Gelu runs on the host
-// through its reference evaluator.
+// Gelu (Unary vertices), LayerNorm and MultiHeadAttention too (Norm and Attention vertices).
 //
 // Gelu(X) -> Y
 //   approximate = "none" (default): Y = 0.5·X·(1 + erf(X/√2))
@@ -50,6 +49,7 @@
 #include <optional>
 
 #include "lib/ir/graph.h"
+#include "lib/ops/scalar_math.h"
 #include <string>
 
 namespace poprt::ops::graphcore {
@@ -69,6 +69,8 @@ inline bool isFusableActivation(const std::string& op_type) { return activationK
 double applyActivation(const Activation& act, double x);
 // The activation a ConvAct/GemmAct node applies (from its attributes).
 Expected<Activation> activationOf(const ir::Node& node);
+// The scalar function of a Gelu node (by its `approximate` attribute).
+Expected<UnaryFn> geluFn(const ir::Node& node);
 // The activation a plain default-domain activation node computes (Relu, Clip, LeakyRelu...) at
 // `opset`. Clip's bounds must be constants: attributes before opset 11, initializers from 11.
 Expected<Activation> activationOfOp(const ir::Node& node, int64_t opset);

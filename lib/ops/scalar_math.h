@@ -10,7 +10,9 @@
 
 namespace poprt::ops {
 
-enum class UnaryFn : int32_t { Relu, Neg, Abs, Exp, Log, Sqrt, Sigmoid, Tanh, Reciprocal, Floor, Ceil };
+// Gelu and GeluTanh are ai.graphcore Gelu (approximate "none" / "tanh", see graphcore_ops.h).
+enum class UnaryFn : int32_t { Relu, Neg, Abs, Exp, Log, Sqrt, Sigmoid, Tanh, Reciprocal, Floor, Ceil, Gelu, GeluTanh };
+inline constexpr UnaryFn kLastUnaryFn = UnaryFn::GeluTanh;
 enum class BinaryFn : int32_t { Add, Sub, Mul, Div, Max, Min, Pow };
 
 inline double applyUnary(UnaryFn fn, double x) {
@@ -26,6 +28,8 @@ inline double applyUnary(UnaryFn fn, double x) {
     case UnaryFn::Reciprocal: return 1.0 / x;
     case UnaryFn::Floor: return std::floor(x);
     case UnaryFn::Ceil: return std::ceil(x);
+    case UnaryFn::Gelu: return 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440));  // x / sqrt(2)
+    case UnaryFn::GeluTanh: return 0.5 * x * (1.0 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
   }
   return x;
 }
@@ -43,6 +47,8 @@ inline float applyUnaryF(UnaryFn fn, float x) {
     case UnaryFn::Reciprocal: return 1.f / x;
     case UnaryFn::Floor: return std::floor(x);
     case UnaryFn::Ceil: return std::ceil(x);
+    case UnaryFn::Gelu:
+    case UnaryFn::GeluTanh: return static_cast<float>(applyUnary(fn, x));  // erf/tanh in double, as the evaluator
   }
   return x;
 }

@@ -41,6 +41,48 @@ TEST(UnaryCodelet, MatchesReference) {
   (void)target;
 }
 
+TEST(UnaryCodelet, GeluBothFormsMatchTheFusedOp) {
+  for (const char* approximate : {"none", "tanh"})
+    for (int64_t n : kSizes) {
+      auto x = randomVector(static_cast<size_t>(n), 12);
+      TileMemory mem;
+      exec::Field out = mem.add(std::vector<float>(static_cast<size_t>(n))), in = mem.add(x);
+      const auto fn = std::string(approximate) == "tanh" ? ops::UnaryFn::GeluTanh : ops::UnaryFn::Gelu;
+      exec::Vertex v{0, exec::Codelet::Unary, DType::Float, {out, in}, {static_cast<int64_t>(fn), n}, {}};
+      ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
+      runVertex(v, mem.bytes.data());
+      Tensor t = tensorOf(x, {n});
+      expectClose(mem.read(out), reference("Gelu", {&t}, {{"approximate", std::string(approximate)}}, "ai.graphcore"));
+      mem.expectGuardsIntact(out);
+    }
+}
+
+TEST(FillCodelet, EveryElementSizeWithGuards) {
+  for (DType dt : {DType::Float, DType::Float16, DType::Int64, DType::Int32, DType::UInt8, DType::Bool, DType::Double})
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(std::string(dtypeName(dt)) + " n=" + std::to_string(n));
+      const size_t esize = dt == DType::Bool ? 1 : dtypeSize(dt);
+      const uint64_t offset = 64, bytes = static_cast<uint64_t>(n) * esize;
+      std::vector<uint8_t> mem(offset + bytes + kGuardBytes, kGuard);
+      exec::Vertex v{0, exec::Codelet::Fill, dt, {{offset, bytes}}, {n}, {3.0f}};
+      ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
+      runVertex(v, mem.data());
+      // The expected bytes: the value cast to that dtype by the evaluator.
+      Tensor three(DType::Float, {});
+      three.data<float>()[0] = 3.0f;
+      ir::Graph g;
+      ir::Node* node = g.addNode("Cast", {g.addInput("c", {})}, {g.addValue("y")});
+      node->attributes["to"].value = static_cast<int64_t>(dt);
+      auto cast = ops::evaluateNode(*node, {&three});
+      ASSERT_TRUE(cast.ok()) << cast.error().message();
+      const auto& one = (*cast)[0];
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(std::memcmp(mem.data() + offset + static_cast<uint64_t>(i) * esize, one.bytes().data(), esize), 0) << "at " << i;
+      for (uint64_t i = 0; i < offset; ++i) ASSERT_EQ(mem[i], kGuard) << "guard before";
+      for (uint64_t i = 0; i < kGuardBytes; ++i) ASSERT_EQ(mem[offset + bytes + i], kGuard) << "guard after";
+    }
+}
+
 TEST(BinaryCodelet, AlignedAndBroadcastMatchReference) {
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
     for (int64_t n : kSizes) {
