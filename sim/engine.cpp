@@ -8,6 +8,7 @@
 #include "lib/onnx/onnx_io.h"
 #include "lib/ops/registry.h"
 #include "sim/codelets.h"
+#include "sim/thread_pool.h"
 
 namespace poprt::sim {
 
@@ -37,7 +38,13 @@ void forEachPiece(const exec::Layout& layout, const exec::Gather& g, Fn&& fn) {
 
 }  // namespace
 
+// Below this much work a superstep runs on the calling thread: waking workers costs more.
+constexpr uint64_t kParallelCycles = 20000;
+constexpr uint64_t kParallelBytes = 64 * 1024;
+constexpr size_t kParallelEntries = 256;
+
 Engine::Engine(exec::Executable exe) : exe_(std::move(exe)) {}
+Engine::~Engine() = default;
 
 std::vector<const exec::HostStream*> Engine::streams(Role role) const {
   std::vector<const exec::HostStream*> out;
@@ -46,7 +53,8 @@ std::vector<const exec::HostStream*> Engine::streams(Role role) const {
   return out;
 }
 
-Expected<std::unique_ptr<Engine>> Engine::create(exec::Executable exe, const std::map<std::string, Tensor>& weights) {
+Expected<std::unique_ptr<Engine>> Engine::create(exec::Executable exe, const std::map<std::string, Tensor>& weights,
+                                                 unsigned workers) {
   POPRT_TRY(exec::validate(exe));
   for (const auto& cs : exe.compute_sets)
     for (size_t i = 0; i < cs.vertices.size(); ++i)
@@ -75,6 +83,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(exec::Executable exe, const std
     engine->host_opsets_.push_back(std::move(opsets));
     engine->host_models_.push_back(std::move(model).value());
   }
+  engine->pool_ = std::make_unique<ThreadPool>(workers ? workers : ThreadPool::defaultWorkers());
   engine->tiles_.resize(engine->exe_.tile_bytes.size());
   for (size_t t = 0; t < engine->tiles_.size(); ++t) engine->tiles_[t].assign(engine->exe_.tile_bytes[t], 0);
   // The load program streams each weight to its tiles once.
@@ -141,30 +150,50 @@ Status Engine::runProgram(const exec::Program& program) {
         for (const auto& c : s.copies) std::memcpy(dst + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
         break;
       }
-      case exec::StepKind::Exchange: {
-        // Codegen only gathers into fresh buffers, so copies of one step never overlap.
-        const auto& ex = exe_.exchanges[step.index];
-        for (const auto& c : ex.copies)
-          std::memmove(tiles_[c.dst_tile].data() + c.dst_offset, tiles_[c.src_tile].data() + c.src_offset, c.bytes);
-        for (const auto& g : ex.gathers) {
-          const exec::Layout& layout = exe_.layouts[g.layout];
-          uint8_t* dst_mem = tiles_[g.dst_tile].data();
-          forEachPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t dst) {
-            std::memmove(dst_mem + dst, tiles_[region.tile].data() + region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes,
-                         static_cast<size_t>(n) * layout.elem_bytes);
-          });
-        }
-        break;
-      }
-      case exec::StepKind::Compute:
-        for (const auto& v : exe_.compute_sets[step.index].vertices) runVertex(v, tiles_[v.tile].data());
-        break;
+      case exec::StepKind::Exchange: runExchange(step.index); break;
+      case exec::StepKind::Compute: runComputeSet(step.index); break;
       case exec::StepKind::HostCall:
         POPRT_TRY(runHostProgram(step.index));
         break;
     }
   }
   return okStatus();
+}
+
+// Codegen only gathers into fresh buffers, so the runs of one step never overlap: each worker
+// takes the runs into its share of the tiles.
+void Engine::runExchange(uint32_t index) {
+  const auto& ex = exe_.exchanges[index];
+  auto work = [&](unsigned worker, unsigned workers) {
+    for (const auto& c : ex.copies)
+      if (c.dst_tile % workers == worker)
+        std::memmove(tiles_[c.dst_tile].data() + c.dst_offset, tiles_[c.src_tile].data() + c.src_offset, c.bytes);
+    for (const auto& g : ex.gathers) {
+      if (g.dst_tile % workers != worker) continue;
+      const exec::Layout& layout = exe_.layouts[g.layout];
+      uint8_t* dst_mem = tiles_[g.dst_tile].data();
+      forEachPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t dst) {
+        std::memmove(dst_mem + dst,
+                     tiles_[region.tile].data() + region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes,
+                     static_cast<size_t>(n) * layout.elem_bytes);
+      });
+    }
+  };
+  if (!parallel_exchange_[index]) return work(0, 1);
+  const unsigned workers = pool_->workers();
+  pool_->run([&](unsigned w) { work(w, workers); });
+}
+
+// A vertex touches only its own tile's memory; each worker runs the vertices of its tiles, in order.
+void Engine::runComputeSet(uint32_t index) {
+  const auto& vertices = exe_.compute_sets[index].vertices;
+  auto work = [&](unsigned worker, unsigned workers) {
+    for (const auto& v : vertices)
+      if (v.tile % workers == worker) runVertex(v, tiles_[v.tile].data());
+  };
+  if (!parallel_compute_[index]) return work(0, 1);
+  const unsigned workers = pool_->workers();
+  pool_->run([&](unsigned w) { work(w, workers); });
 }
 
 std::string inputMismatch(const ops::RtValue& v, const exec::HostStream& s) {
@@ -228,7 +257,9 @@ Expected<std::vector<Tensor>> Engine::runTensors(const std::vector<const Tensor*
 void Engine::computeEstimate() {
   const auto& t = exe_.target;
   const size_t tiles = exe_.tile_bytes.size();
-  std::vector<uint64_t> per_tile(tiles);
+  std::vector<uint64_t> per_tile(tiles), sent(tiles);
+  parallel_exchange_.assign(exe_.exchanges.size(), false);
+  parallel_compute_.assign(exe_.compute_sets.size(), false);
   auto busiest = [&] { return *std::max_element(per_tile.begin(), per_tile.end()); };
   for (const exec::Step& step : exe_.main.steps) {
     std::fill(per_tile.begin(), per_tile.end(), 0);
@@ -240,32 +271,39 @@ void Engine::computeEstimate() {
         break;
       case exec::StepKind::Exchange: {
         // A tile sends and receives at once; the slower direction bounds it.
-        std::vector<uint64_t> sent(tiles);
+        std::fill(sent.begin(), sent.end(), 0);
+        uint64_t total = 0;
         const auto& ex = exe_.exchanges[step.index];
-        for (const auto& c : ex.copies) {
-          if (c.src_tile == c.dst_tile) continue;  // a local copy costs no exchange
-          per_tile[c.dst_tile] += c.bytes;
-          sent[c.src_tile] += c.bytes;
-        }
+        auto move = [&](uint32_t src, uint32_t dst, uint64_t bytes) {
+          total += bytes;
+          if (src == dst) return;  // a local copy costs no exchange
+          per_tile[dst] += bytes;
+          sent[src] += bytes;
+        };
+        for (const auto& c : ex.copies) move(c.src_tile, c.dst_tile, c.bytes);
         for (const auto& g : ex.gathers) {
           const exec::Layout& layout = exe_.layouts[g.layout];
           forEachPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t, int64_t n, uint64_t) {
-            if (region.tile == g.dst_tile) return;
-            const uint64_t bytes = static_cast<uint64_t>(n) * layout.elem_bytes;
-            per_tile[g.dst_tile] += bytes;
-            sent[region.tile] += bytes;
+            move(region.tile, g.dst_tile, static_cast<uint64_t>(n) * layout.elem_bytes);
           });
         }
         uint64_t worst = std::max(busiest(), *std::max_element(sent.begin(), sent.end()));
         estimate_.exchange += (worst + t.exchange_bytes_per_cycle - 1) / t.exchange_bytes_per_cycle;
+        parallel_exchange_[step.index] = total >= kParallelBytes || ex.copies.size() + ex.gathers.size() >= kParallelEntries;
         break;
       }
       case exec::StepKind::Compute: {
         const auto& cs = exe_.compute_sets[step.index];
-        for (const auto& v : cs.vertices) per_tile[v.tile] += vertexCycles(v, t);
+        uint64_t total = 0;
+        for (const auto& v : cs.vertices) {
+          const uint64_t c = vertexCycles(v, t);
+          per_tile[v.tile] += c;
+          total += c;
+        }
         uint64_t cycles = busiest();
         estimate_.compute += cycles;
         cs_cycles_.push_back({cs.name, cycles, cs.vertices.size()});
+        parallel_compute_[step.index] = cs.vertices.size() > 1 && total >= kParallelCycles;
         break;
       }
       case exec::StepKind::HostCall:

@@ -29,12 +29,16 @@ struct ComputeSetCycles {
 // Why `value` cannot feed the input stream `s` ("" when it can).
 std::string inputMismatch(const ops::RtValue& value, const exec::HostStream& s);
 
+class ThreadPool;
+
 class Engine {
  public:
   // Checks every vertex (the executable's bounds were checked when it was read) and prepares the
-  // tile memories. `weights` holds the data of each Weight stream, by name.
+  // tile memories. `weights` holds the data of each Weight stream, by name. Supersteps with
+  // enough work are split between `workers` threads (0: ThreadPool::defaultWorkers()).
   static Expected<std::unique_ptr<Engine>> create(exec::Executable exe,
-                                                  const std::map<std::string, Tensor>& weights);
+                                                  const std::map<std::string, Tensor>& weights, unsigned workers = 0);
+  ~Engine();
 
   const exec::Executable& executable() const { return exe_; }
   // Inputs in the order of the executable's Input streams; returns the Output streams in order.
@@ -52,6 +56,8 @@ class Engine {
   Status runProgram(const exec::Program& program);
   Status runHostProgram(uint32_t index);
   void computeEstimate();
+  void runExchange(uint32_t index);
+  void runComputeSet(uint32_t index);
 
   exec::Executable exe_;
   std::vector<std::vector<uint8_t>> tiles_;
@@ -60,6 +66,8 @@ class Engine {
   std::vector<std::map<std::string, int64_t>> host_opsets_;
   CycleEstimate estimate_;
   std::vector<ComputeSetCycles> cs_cycles_;
+  std::vector<bool> parallel_exchange_, parallel_compute_;  // worth splitting between workers
+  std::unique_ptr<ThreadPool> pool_;
 };
 
 }  // namespace poprt::sim
