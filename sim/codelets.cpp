@@ -186,7 +186,7 @@ void runBinary(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-void runMatMul(const exec::Vertex& v, uint8_t* mem) {
+POPRT_VECTOR_CLONES void runMatMul(const exec::Vertex& v, uint8_t* mem) {
   const int64_t rows = v.params[0], K = v.params[1], cols = v.params[2];
   const bool ta = v.params[3] != 0, tb = v.params[4] != 0;
   const int64_t bias_mode = v.params[5];

@@ -159,8 +159,8 @@ void gemmTile(const float* w, int64_t rows, const float* col, int64_t col_stride
 }
 
 // out [M x pc] (row stride out_stride) = w [M x rows] x col [rows x pc] (row stride col_stride).
-void gemm(const float* w, int64_t M, int64_t rows, const float* col, int64_t col_stride, int64_t pc, float* out,
-          int64_t out_stride) {
+POPRT_VECTOR_CLONES void gemm(const float* w, int64_t M, int64_t rows, const float* col, int64_t col_stride, int64_t pc,
+                              float* out, int64_t out_stride) {
   constexpr int kJ = 4, kP = 8;
   int64_t q = 0;
   for (; q + kP <= pc; q += kP) {
