@@ -21,11 +21,18 @@ namespace {
 template <class Fn>
 void forEachPiece(const exec::Layout& layout, const exec::Gather& g, Fn&& fn) {
   const auto& regions = layout.regions;
+  auto ends_after = [](int64_t value, const exec::LayoutRegion& x) { return value < x.begin + x.count; };
+  auto hint = regions.begin();
   for (int64_t r = 0; r < g.reps; ++r) {
     int64_t pos = g.begin + r * g.stride, left = g.count;
     uint64_t dst = g.dst_offset + static_cast<uint64_t>(r) * g.dst_stride;
-    auto it = std::upper_bound(regions.begin(), regions.end(), pos,
-                               [](int64_t value, const exec::LayoutRegion& x) { return value < x.begin + x.count; });
+    // Reps move forward through the layout: look near where the last one started first.
+    auto it = hint;
+    if (it == regions.end() || pos < it->begin) it = regions.begin();
+    for (int step = 0; step < 4 && it != regions.end() && it->begin + it->count <= pos; ++step) ++it;
+    if (it != regions.end() && it->begin + it->count <= pos) it = std::upper_bound(it, regions.end(), pos, ends_after);
+    if (it != regions.end() && pos < it->begin) it = std::upper_bound(regions.begin(), it, pos, ends_after);
+    hint = it;
     for (; left > 0 && it != regions.end(); ++it) {
       const int64_t n = std::min(left, it->begin + it->count - pos);
       fn(*it, pos, n, dst);
