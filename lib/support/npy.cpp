@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "lib/support/file_io.h"
+#include "lib/support/limits.h"
 
 namespace poprt {
 namespace {
@@ -306,7 +307,12 @@ std::vector<uint32_t> codePoints(const std::string& s) {
 // Reads '<U' data: `width` UTF-32LE code points per element, NUL-padded.
 Expected<Tensor> parseUnicode(const uint8_t* src, uint64_t available, const Shape& shape, bool fortran, uint64_t width,
                               const std::string& name) {
-  POPRT_ASSIGN_OR_RETURN(int64_t n, checkedNumElements(shape, kMaxFileElements));
+  // Zero-width strings would take no bytes each, so the file size would not bound their count;
+  // numpy never writes them (it widens '<U0' to '<U1').
+  if (width == 0) return Error(name + ": dtype '<U0' (zero-width strings) is not supported");
+  auto count = checkedNumElements(shape, kMaxFileElements);
+  if (!count.ok()) return count.error().withContext(name);
+  const int64_t n = *count;
   const uint64_t itemsize = width * 4;
   if (itemsize != 0 && static_cast<uint64_t>(n) > available / itemsize)
     return Error(name + ": truncated: header says " + std::to_string(n) + " strings of " + std::to_string(width) +
@@ -381,6 +387,12 @@ Expected<Tensor> parseNpy(std::span<const uint8_t> bytes, const std::string& nam
   if (data_bytes > available)
     return err("truncated: header says " + std::to_string(data_bytes) + " bytes of data, file has " +
                std::to_string(available));
+  // The file holds the data (it was read whole, under kMaxFileBytes); the tensor copy of it must
+  // also fit the configured cap.
+  POPRT_ASSIGN_OR_RETURN(uint64_t cap, maxTensorBytes());
+  if (data_bytes > cap)
+    return err("header says " + std::to_string(data_bytes) + " bytes of data, above the limit of " +
+               std::to_string(cap) + " (POPRT_MAX_TENSOR_BYTES)");
   if (data_bytes < available)
     return err(std::to_string(available - data_bytes) + " unexpected bytes after the data (header says " +
                std::to_string(data_bytes) + " bytes of data)");

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "lib/support/file_io.h"
+#include "lib/support/limits.h"
 
 namespace fs = std::filesystem;
 
@@ -156,48 +157,71 @@ bool isInside(const fs::path& p, const fs::path& root) {
   return r == root.end();
 }
 
-Expected<Tensor> fromExternal(const onnx::TensorProto& p, DType dtype, const Shape& shape, int64_t n,
-                              const fs::path& model_dir, const std::string& label) {
-  if (dtype == DType::String) return Error(label + ": string tensors cannot use external data");
-  if (model_dir.empty())
-    return Error(label + ": has external data, but the model's directory is unknown (load the model from a file)");
+// The external data keys of a proto: each at most once; offset and length are numbers.
+struct ExternalKeys {
   std::optional<std::string> location;
   std::optional<uint64_t> offset, length;
+};
+
+Expected<ExternalKeys> externalKeys(const onnx::TensorProto& p, const std::string& label) {
+  ExternalKeys k;
   for (const auto& entry : p.external_data()) {
     const std::string& key = entry.key();
-    if ((key == "location" && location) || (key == "offset" && offset) || (key == "length" && length))
+    if ((key == "location" && k.location) || (key == "offset" && k.offset) || (key == "length" && k.length))
       return Error(label + ": external data key '" + key + "' appears twice");
     if (key == "location") {
-      location = entry.value();
+      k.location = entry.value();
     } else if (key == "offset") {
-      POPRT_ASSIGN_OR_RETURN(offset, parseUnsigned(entry.value(), "offset", label));
+      POPRT_ASSIGN_OR_RETURN(k.offset, parseUnsigned(entry.value(), "offset", label));
     } else if (key == "length") {
-      POPRT_ASSIGN_OR_RETURN(length, parseUnsigned(entry.value(), "length", label));
+      POPRT_ASSIGN_OR_RETURN(k.length, parseUnsigned(entry.value(), "length", label));
     }
     // 'checksum' (and any key we do not know) does not change where the bytes are: ignored.
   }
-  if (!location || location->empty()) return Error(label + ": external data has no 'location'");
+  return k;
+}
 
-  // The model file must not be able to make us read arbitrary files on this machine.
-  fs::path rel(*location);
+// The model file must not be able to make us read, or even look at, arbitrary files on this
+// machine: the location is relative, has no '..' and resolves (symlinks followed) inside the
+// model's folder.
+Expected<fs::path> resolveLocation(const ExternalKeys& k, const fs::path& model_dir, const std::string& label) {
+  if (model_dir.empty())
+    return Error(label + ": has external data, but the model's directory is unknown (load the model from a file)");
+  if (!k.location || k.location->empty()) return Error(label + ": external data has no 'location'");
+  const std::string& location = *k.location;
+  if (location.find('\0') != std::string::npos)
+    return Error(label + ": external data location contains a NUL byte");
+  fs::path rel(location);
   if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory())
-    return Error(label + ": external data location '" + *location +
+    return Error(label + ": external data location '" + location +
                  "' is an absolute path; it must be relative to the model directory");
   for (const auto& part : rel)
     if (part == "..")
-      return Error(label + ": external data location '" + *location +
+      return Error(label + ": external data location '" + location +
                    "' contains '..'; it must stay inside the model directory");
   std::error_code ec;
   fs::path root = fs::canonical(model_dir, ec);
   if (ec) return Error(label + ": cannot resolve model directory '" + model_dir.string() + "': " + ec.message());
   fs::path file = fs::canonical(model_dir / rel, ec);
   if (ec)
-    return Error(label + ": external data file '" + *location + "' not found in '" + model_dir.string() + "'");
+    return Error(label + ": external data file '" + location + "' not found in '" + model_dir.string() + "'");
   if (!isInside(file, root))
-    return Error(label + ": external data location '" + *location + "' resolves to '" + file.string() +
+    return Error(label + ": external data location '" + location + "' resolves to '" + file.string() +
                  "', outside the model directory '" + root.string() + "'");
   if (!fs::is_regular_file(file, ec))
-    return Error(label + ": external data location '" + *location + "' is not a regular file");
+    return Error(label + ": external data location '" + location + "' is not a regular file");
+  return file;
+}
+
+Expected<Tensor> fromExternal(const onnx::TensorProto& p, DType dtype, const Shape& shape, int64_t n,
+                              const fs::path& model_dir, const std::string& label) {
+  if (dtype == DType::String) return Error(label + ": string tensors cannot use external data");
+  POPRT_ASSIGN_OR_RETURN(ExternalKeys keys, externalKeys(p, label));
+  POPRT_ASSIGN_OR_RETURN(fs::path file, resolveLocation(keys, model_dir, label));
+  const std::string& location = *keys.location;
+  const std::optional<uint64_t>& offset = keys.offset;
+  const std::optional<uint64_t>& length = keys.length;
+  std::error_code ec;
   uint64_t size = fs::file_size(file, ec);
   if (ec) return Error(label + ": cannot read the size of '" + file.string() + "': " + ec.message());
 
@@ -208,7 +232,7 @@ Expected<Tensor> fromExternal(const onnx::TensorProto& p, DType dtype, const Sha
                  shapeToString(shape) + " of " + std::string(dtypeName(dtype)) + " (needs " +
                  std::to_string(need) + " bytes)");
   if (off > size || need > size - off)
-    return Error(label + ": external data '" + *location + "' is " + std::to_string(size) +
+    return Error(label + ": external data '" + location + "' is " + std::to_string(size) +
                  " bytes, too short for " + std::to_string(need) + " bytes at offset " + std::to_string(off));
 
   Tensor t(dtype, shape);
@@ -220,45 +244,77 @@ Expected<Tensor> fromExternal(const onnx::TensorProto& p, DType dtype, const Sha
   return t;
 }
 
-}  // namespace
+// What a proto declares, checked before anything is read or allocated: a dtype we know, no
+// segment, dims that are not negative and whose element count and byte size stay under the caps
+// (so a sparse external file or a lying length cannot make us allocate more than the limit).
+struct Declared {
+  DType dtype;
+  Shape shape;
+  int64_t n;
+};
 
-Expected<Tensor> tensorFromProto(const onnx::TensorProto& p, const fs::path& model_dir) {
-  std::string label = labelOf(p);
+Expected<Declared> declared(const onnx::TensorProto& p, const std::string& label) {
   if (p.has_segment()) return Error(label + ": segmented tensors are not supported");
   auto dtype = dtypeFromOnnx(p.data_type());
   if (!dtype) return Error(label + ": unsupported data_type " + std::to_string(p.data_type()));
   Shape shape(p.dims().begin(), p.dims().end());
   auto n = checkedNumElements(shape, kMaxFileElements);
   if (!n.ok()) return n.error().withContext(label);
+  POPRT_ASSIGN_OR_RETURN(uint64_t cap, maxTensorBytes());
+  if (uint64_t bytes = static_cast<uint64_t>(*n) * dtypeSize(*dtype); bytes > cap)
+    return Error(label + ": shape " + shapeToString(shape) + " of " + std::string(dtypeName(*dtype)) + " is " +
+                 std::to_string(bytes) + " bytes, above the limit of " + std::to_string(cap) +
+                 " (POPRT_MAX_TENSOR_BYTES)");
+  return Declared{*dtype, std::move(shape), *n};
+}
+
+}  // namespace
+
+Status checkTensorDeclaration(const onnx::TensorProto& p) {
+  auto d = declared(p, labelOf(p));
+  if (!d.ok()) return d.error();
+  return okStatus();
+}
+
+Expected<Tensor> tensorFromProto(const onnx::TensorProto& p, const fs::path& model_dir) {
+  std::string label = labelOf(p);
+  POPRT_ASSIGN_OR_RETURN(Declared d, declared(p, label));
+  const Shape& shape = d.shape;
 
   // Exactly one place may hold the values; data in a field the type does not use is a
   // malformed proto, not something to silently drop.
-  Field expected = fieldFor(*dtype).field;
+  Field expected = fieldFor(d.dtype).field;
   bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
   for (Field f : kAllFields) {
     if (fieldSize(p, f) == 0) continue;
     if (external || p.has_raw_data())
       return Error(label + ": has both " + (external ? "external data" : "raw_data") + " and " + fieldName(f));
     if (f != expected)
-      return Error(label + ": has " + fieldName(f) + ", but " + std::string(dtypeName(*dtype)) +
+      return Error(label + ": has " + fieldName(f) + ", but " + std::string(dtypeName(d.dtype)) +
                    " values belong in " + fieldName(expected));
   }
   if (external) {
     if (p.has_raw_data()) return Error(label + ": has both external data and raw_data");
-    return fromExternal(p, *dtype, shape, *n, model_dir, label);
+    return fromExternal(p, d.dtype, shape, d.n, model_dir, label);
   }
   if (p.has_raw_data()) {
-    if (*dtype == DType::String) return Error(label + ": string tensors cannot use raw_data");
-    uint64_t need = static_cast<uint64_t>(*n) * dtypeSize(*dtype);
+    if (d.dtype == DType::String) return Error(label + ": string tensors cannot use raw_data");
+    uint64_t need = static_cast<uint64_t>(d.n) * dtypeSize(d.dtype);
     if (p.raw_data().size() != need)
       return Error(label + ": raw_data has " + std::to_string(p.raw_data().size()) + " bytes, shape " +
-                   shapeToString(shape) + " of " + std::string(dtypeName(*dtype)) + " needs " +
+                   shapeToString(shape) + " of " + std::string(dtypeName(d.dtype)) + " needs " +
                    std::to_string(need));
-    Tensor t(*dtype, shape);
+    Tensor t(d.dtype, shape);
     std::copy(p.raw_data().begin(), p.raw_data().end(), t.bytes().begin());
     return t;
   }
-  return fromTypedField(p, *dtype, shape, *n, label);
+  return fromTypedField(p, d.dtype, shape, d.n, label);
+}
+
+Expected<fs::path> externalDataFile(const onnx::TensorProto& p, const fs::path& model_dir) {
+  const std::string label = labelOf(p);
+  POPRT_ASSIGN_OR_RETURN(ExternalKeys keys, externalKeys(p, label));
+  return resolveLocation(keys, model_dir, label);
 }
 
 void tensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto) {

@@ -22,6 +22,17 @@ namespace poprt {
 // 'checksum' is ignored. An empty `model_dir` makes external data an error.
 Expected<Tensor> tensorFromProto(const onnx::TensorProto& proto, const std::filesystem::path& model_dir);
 
+// What tensorFromProto checks before reading anything: a known data_type, no segment, dims not
+// negative, the element count and byte size under the caps (kMaxFileElements, maxTensorBytes()).
+// The importer runs it on every initializer before libonnx's checker and shape inference see them.
+Status checkTensorDeclaration(const onnx::TensorProto& proto);
+
+// The file the external data of `proto` lives in: its 'location' resolved in `model_dir` with the
+// rules above (relative, no '..', no NUL byte, inside `model_dir` after following symlinks, a
+// regular file). Reads nothing: the importer checks every external tensor with it before
+// libonnx's checker opens any file.
+Expected<std::filesystem::path> externalDataFile(const onnx::TensorProto& proto, const std::filesystem::path& model_dir);
+
 // Fills `proto` (cleared first): name, data_type, dims, and raw_data for numeric and bool types
 // or string_data for strings.
 void tensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto);
