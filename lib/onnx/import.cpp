@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "lib/onnx/import_checks.h"
 #include "lib/onnx/onnx_io.h"
 #include "lib/onnx/type_map.h"
 #include "lib/ops/registry.h"
@@ -194,6 +195,19 @@ bool hasExternalData(const onnx::GraphProto& gp) {
   return false;
 }
 
+Status runChecker(const onnx::ModelProto& proto, const std::string& source, const ImportOptions& options) {
+  if (!options.run_checker) return okStatus();
+  try {
+    if (hasExternalData(proto.graph()))
+      onnx::checker::check_model(source);
+    else
+      onnx::checker::check_model(proto);
+  } catch (const std::exception& e) {
+    return Error(source + ": ONNX checker: " + oneLine(e.what()));
+  }
+  return okStatus();
+}
+
 }  // namespace
 
 Expected<ir::Model> importModel(const std::filesystem::path& path, const ImportOptions& options) {
@@ -216,7 +230,16 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
   // Models of other domains only (e.g. ai.onnx.preview.training) need no default-domain opset.
   const bool default_domain = opsets.count("") != 0;
   int64_t opset = default_domain ? opsets[""] : kMinOpset;
+  // Ours first: libonnx's version converter and checker open the files external data names and
+  // trust the graph's names to connect (the converter crashes on a graph output nothing produces).
+  POPRT_TRY(checkExternalLocations(proto.graph(), model_dir, source));
+  POPRT_TRY(checkDeclaredShapes(proto.graph(), source));
+  if (options.run_checker) POPRT_TRY(checkGraphStructure(proto.graph(), source));
+  bool upgraded = false;
   if (default_domain && opset < kMinOpset && opset >= 1) {
+    if (!options.run_checker) POPRT_TRY(checkGraphStructure(proto.graph(), source));
+    POPRT_TRY(runChecker(proto, source, options));  // the converter assumes a valid model
+    upgraded = true;
     // Older models are upgraded with libonnx's version converter, as onnx.version_converter would.
     try {
       proto = onnx::version_conversion::ConvertVersion(proto, static_cast<int>(kMinOpset));
@@ -244,18 +267,15 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
     if (unknown.size() > 20) msg += ", ... (" + std::to_string(unknown.size() - 20) + " more)";
     return Error(msg);
   }
-  if (options.run_checker) {
-    try {
-      if (hasExternalData(proto.graph()))
-        onnx::checker::check_model(source);
-      else
-        onnx::checker::check_model(proto);
-    } catch (const std::exception& e) {
-      return Error(source + ": ONNX checker: " + oneLine(e.what()));
-    }
-  }
+  POPRT_TRY(checkCustomOps(proto.graph(), opset, source));  // the checker knows no custom domain
+  POPRT_TRY(runChecker(proto, source, options));
   if (options.infer_shapes) {
-    if (auto st = runOnnxShapeInference(proto); !st.ok()) return st.error().withContext(source);
+    // Strict: an input that does not fit its node (a weight of the wrong shape, a dtype the op
+    // does not take) is refused here, naming the node, instead of being compiled into nonsense.
+    // Models the version converter upgraded keep old-opset constructs the newer type rules reject
+    // (int64 Constants below opset 9), so their dtypes are not checked.
+    if (auto st = runOnnxShapeInference(proto, {/*strict=*/true, /*check_types=*/!upgraded}); !st.ok())
+      return st.error().withContext(source);
   }
 
   ir::Model model;

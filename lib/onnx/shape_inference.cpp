@@ -77,10 +77,11 @@ std::string oneLine(std::string text) {
   return text;
 }
 
-Status runOnnxShapeInference(onnx::ModelProto& proto) {
+Status runOnnxShapeInference(onnx::ModelProto& proto, InferenceStrictness strictness) {
   try {
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(),
-                                       onnx::ShapeInferenceOptions(false, 0, true));
+    onnx::shape_inference::InferShapes(
+        proto, onnx::OpSchemaRegistry::Instance(),
+        onnx::ShapeInferenceOptions(strictness.check_types, strictness.strict ? 1 : 0, true));
   } catch (const std::exception& e) {
     return Error("ONNX shape inference: " + oneLine(e.what()));
   }

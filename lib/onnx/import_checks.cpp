@@ -1,0 +1,179 @@
+#include "lib/onnx/import_checks.h"
+
+#include <onnx/defs/schema.h>
+
+#include <map>
+#include <set>
+#include <optional>
+
+#include "lib/ops/graphcore_ops.h"
+#include "lib/support/tensor_proto.h"
+
+namespace poprt::onnxio {
+namespace {
+
+using Attr = onnx::AttributeProto;
+
+// Calls fn(graph, where) for the graph and every subgraph below it.
+template <class Fn>
+Status forEachGraph(const onnx::GraphProto& g, const std::string& where, const Fn& fn) {
+  POPRT_TRY(fn(g, where));
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      const std::string sub = where + ": node '" + n.name() + "' (" + n.op_type() + ") attribute '" + a.name() + "'";
+      if (a.has_g()) POPRT_TRY(forEachGraph(a.g(), sub, fn));
+      for (const auto& g2 : a.graphs()) POPRT_TRY(forEachGraph(g2, sub, fn));
+    }
+  return okStatus();
+}
+
+Status checkType(const onnx::TypeProto& t, const std::string& what) {
+  if (t.has_sequence_type()) return checkType(t.sequence_type().elem_type(), what);
+  if (t.has_optional_type()) return checkType(t.optional_type().elem_type(), what);
+  if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return okStatus();
+  int64_t n = 1;
+  bool overflow = false;
+  for (const auto& d : t.tensor_type().shape().dim()) {
+    if (!d.has_dim_value()) continue;
+    const int64_t v = d.dim_value();
+    if (v < 0) return Error(what + " has the negative dimension " + std::to_string(v));
+    if (v != 0 && n > INT64_MAX / v) overflow = true;
+    else n *= v;
+  }
+  if (overflow) return Error(what + " declares a shape whose element count does not fit in 64 bits");
+  return okStatus();
+}
+
+struct CustomOp {
+  int min_inputs, max_inputs;
+  std::map<std::string, Attr::AttributeType> attrs;
+  const char* base = nullptr;  // a default-domain op whose attributes it also takes
+};
+
+const std::map<std::string, CustomOp>& customOps() {
+  static const std::map<std::string, CustomOp> ops = [] {
+    const std::map<std::string, Attr::AttributeType> act = {
+        {"activation", Attr::STRING}, {"activation_alpha", Attr::FLOAT}, {"activation_beta", Attr::FLOAT},
+        {"activation_min", Attr::FLOAT}, {"activation_max", Attr::FLOAT}};
+    return std::map<std::string, CustomOp>{
+        {"Gelu", {1, 1, {{"approximate", Attr::STRING}}}},
+        {"LayerNorm", {2, 3, {{"axis", Attr::INT}, {"epsilon", Attr::FLOAT}}}},
+        {"MultiHeadAttention", {3, 4, {{"num_heads", Attr::INT}, {"scale", Attr::FLOAT}}}},
+        {"ConvAct", {2, 3, act, "Conv"}},
+        {"GemmAct", {2, 3, act, "Gemm"}},
+    };
+  }();
+  return ops;
+}
+
+std::optional<Attr::AttributeType> attrType(const CustomOp& op, const std::string& name, int64_t opset) {
+  if (auto it = op.attrs.find(name); it != op.attrs.end()) return it->second;
+  if (op.base)
+    if (const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(op.base, static_cast<int>(opset))) {
+      auto it = s->attributes().find(name);
+      if (it != s->attributes().end()) return it->second.type;
+    }
+  return std::nullopt;
+}
+
+Status checkNames(const onnx::GraphProto& g, const std::string& where, std::set<std::string> defined) {
+  std::set<std::string> local;  // defined in this graph, for duplicates (outer names may be shadowed)
+  auto define = [&](const std::string& name, const std::string& by) -> Status {
+    if (name.empty()) return okStatus();
+    if (!local.insert(name).second) return Error(where + ": value '" + name + "' is defined twice (again by " + by + ")");
+    defined.insert(name);
+    return okStatus();
+  };
+  for (const auto& v : g.input()) POPRT_TRY(define(v.name(), "a graph input"));
+  for (const auto& t : g.initializer())
+    if (!local.count(t.name())) POPRT_TRY(define(t.name(), "an initializer"));  // IR < 4 lists them as inputs too
+  for (const auto& n : g.node()) {
+    const std::string node = "node '" + n.name() + "' (" + n.op_type() + ")";
+    for (const auto& in : n.input())
+      if (!in.empty() && !defined.count(in))
+        return Error(where + ": " + node + " reads '" + in +
+                     "', which no graph input, initializer or earlier node defines (a missing value, or a cycle)");
+    for (const auto& a : n.attribute()) {
+      const std::string sub = where + ": " + node + " attribute '" + a.name() + "'";
+      if (a.has_g()) POPRT_TRY(checkNames(a.g(), sub + ": graph '" + a.g().name() + "'", defined));
+      for (const auto& g2 : a.graphs()) POPRT_TRY(checkNames(g2, sub + ": graph '" + g2.name() + "'", defined));
+    }
+    for (const auto& out : n.output()) POPRT_TRY(define(out, node));
+  }
+  for (const auto& v : g.output())
+    if (!defined.count(v.name())) return Error(where + ": graph output '" + v.name() + "' is never produced");
+  return okStatus();
+}
+
+}  // namespace
+
+Status checkGraphStructure(const onnx::GraphProto& graph, const std::string& source) {
+  return checkNames(graph, source + ": graph '" + graph.name() + "'", {});
+}
+
+Status checkExternalLocations(const onnx::GraphProto& graph, const std::filesystem::path& model_dir,
+                              const std::string& source) {
+  return forEachGraph(graph, source + ": graph '" + graph.name() + "'", [&](const onnx::GraphProto& g, const std::string& where) -> Status {
+    auto check = [&](const onnx::TensorProto& t, const std::string& what) -> Status {
+      if (t.data_location() != onnx::TensorProto::EXTERNAL) return okStatus();
+      auto file = externalDataFile(t, model_dir);
+      if (!file.ok()) return file.error().withContext(where + ": " + what);
+      return okStatus();
+    };
+    for (const auto& t : g.initializer()) POPRT_TRY(check(t, "initializer '" + t.name() + "'"));
+    for (const auto& n : g.node())
+      for (const auto& a : n.attribute()) {
+        const std::string attr = "node '" + n.name() + "' (" + n.op_type() + "): attribute '" + a.name() + "'";
+        if (a.has_t()) POPRT_TRY(check(a.t(), attr));
+        for (const auto& t : a.tensors()) POPRT_TRY(check(t, attr));
+      }
+    return okStatus();
+  });
+}
+
+Status checkDeclaredShapes(const onnx::GraphProto& graph, const std::string& source) {
+  return forEachGraph(graph, source + ": graph '" + graph.name() + "'", [](const onnx::GraphProto& g, const std::string& where) -> Status {
+    for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+      for (const auto& v : *list) POPRT_TRY(checkType(v.type(), where + ": value '" + v.name() + "'"));
+    for (const auto& t : g.initializer())
+      if (auto st = checkTensorDeclaration(t); !st.ok()) return st.error().withContext(where + ": initializer '" + t.name() + "'");
+    for (const auto& n : g.node())
+      for (const auto& a : n.attribute()) {
+        const std::string attr = where + ": node '" + n.name() + "' (" + n.op_type() + "): attribute '" + a.name() + "'";
+        if (a.has_t())
+          if (auto st = checkTensorDeclaration(a.t()); !st.ok()) return st.error().withContext(attr);
+        for (const auto& t : a.tensors())
+          if (auto st = checkTensorDeclaration(t); !st.ok()) return st.error().withContext(attr);
+      }
+    return okStatus();
+  });
+}
+
+Status checkCustomOps(const onnx::GraphProto& graph, int64_t opset, const std::string& source) {
+  return forEachGraph(graph, source + ": graph '" + graph.name() + "'", [&](const onnx::GraphProto& g, const std::string& where) -> Status {
+    for (const auto& n : g.node()) {
+      if (n.domain() != ops::graphcore::kDomain) continue;
+      auto it = customOps().find(n.op_type());
+      if (it == customOps().end()) continue;  // the importer reports ops it does not know
+      const CustomOp& op = it->second;
+      const std::string node = where + ": node '" + n.name() + "' (" + n.domain() + "." + n.op_type() + ")";
+      // Trailing empty names are omitted optional inputs, as in ONNX.
+      int inputs = n.input_size();
+      while (inputs > 0 && n.input(inputs - 1).empty()) --inputs;
+      if (inputs < op.min_inputs || inputs > op.max_inputs)
+        return Error(node + " has " + std::to_string(inputs) + " inputs, expected " + std::to_string(op.min_inputs) +
+                     (op.max_inputs != op.min_inputs ? " to " + std::to_string(op.max_inputs) : ""));
+      if (n.output_size() != 1) return Error(node + " has " + std::to_string(n.output_size()) + " outputs, expected 1");
+      for (const auto& a : n.attribute()) {
+        auto type = attrType(op, a.name(), opset);
+        if (!type) return Error(node + " has an unknown attribute '" + a.name() + "'");
+        if (a.type() != *type)
+          return Error(node + ": attribute '" + a.name() + "' is " + Attr::AttributeType_Name(a.type()) + ", expected " +
+                       Attr::AttributeType_Name(*type));
+      }
+    }
+    return okStatus();
+  });
+}
+
+}  // namespace poprt::onnxio
