@@ -9,6 +9,7 @@
 #include "lib/ops/registry.h"
 #include "sim/codelets.h"
 #include "sim/thread_pool.h"
+#include "sim/verify_popef.h"
 
 namespace poprt::sim {
 
@@ -62,20 +63,7 @@ std::vector<const exec::HostStream*> Engine::streams(Role role) const {
 
 Expected<std::unique_ptr<Engine>> Engine::create(exec::Executable exe, const std::map<std::string, Tensor>& weights,
                                                  unsigned workers) {
-  POPRT_TRY(exec::validate(exe));
-  for (const auto& cs : exe.compute_sets)
-    for (size_t i = 0; i < cs.vertices.size(); ++i)
-      if (auto st = checkVertex(cs.vertices[i]); !st.ok())
-        return st.error().withContext("compute set '" + cs.name + "', vertex " + std::to_string(i));
-  for (const auto& step : exe.load.steps)
-    if (step.kind != exec::StepKind::StreamIn || exe.streams[step.index].role != Role::Weight)
-      return Error("the load program may only stream weights in");
-  for (const auto& step : exe.main.steps) {
-    if (step.kind != exec::StepKind::StreamIn && step.kind != exec::StepKind::StreamOut) continue;
-    const auto& s = exe.streams[step.index];
-    bool ok = step.kind == exec::StepKind::StreamIn ? s.role != Role::Weight : (s.role == Role::Output || s.role == Role::Host);
-    if (!ok) return Error("the main program streams '" + s.name + "' the wrong way");
-  }
+  POPRT_TRY(verifyExecutable(exe));  // the PopEF verifier's checks of the executable (sim/verify_popef.h)
   std::unique_ptr<Engine> engine(new Engine(std::move(exe)));
   // Host programs are ONNX models run by the reference evaluator; import them once.
   for (const auto& hp : engine->exe_.host_programs) {

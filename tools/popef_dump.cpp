@@ -1,11 +1,14 @@
 // popef-dump: shows what a PopEF holds — blobs, metadata, anchors, program flow and a summary
 // of the executable — as a table or, with --json, as JSON.
+#include <algorithm>
 #include <iostream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "lib/exec/executable.h"
 #include "popef/popef.h"
+#include "sim/verify_popef.h"
 #include "tools/tool_common.h"
 
 namespace poprt::tools {
@@ -57,34 +60,67 @@ nlohmann::json describe(const popef::PopefFile& file, const exec::Executable* ex
   return j;
 }
 
-void printTable(const nlohmann::json& j, const std::string& path) {
-  std::cout << "PopEF " << path << "\n\nblobs\n";
+// A text from the file, shown with control characters escaped: a name must not be able to drive
+// the terminal or break a line of the table.
+std::string shown(const nlohmann::json& text) {
+  std::string s = text.get<std::string>(), out;
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+// printf-style formatting into a string (names are padded into columns).
+template <class... Args>
+std::string line(const char* format, Args... args) {
+  int n = std::snprintf(nullptr, 0, format, args...);
+  std::string s(static_cast<size_t>(n > 0 ? n : 0) + 1, '\0');
+  std::snprintf(s.data(), s.size(), format, args...);
+  s.pop_back();
+  return s;
+}
+
+void printTable(const nlohmann::json& j, const std::string& path, std::ostream& out) {
+  out << "PopEF " << path << "\n\nblobs\n";
   for (const auto& b : j["blobs"])
-    std::printf("  %-12s %-40s %12llu bytes\n", b["type"].get<std::string>().c_str(), b["name"].get<std::string>().c_str(),
+    out << line("  %-12s %-40s %12llu bytes\n", b["type"].get<std::string>().c_str(), shown(b["name"]).c_str(),
                 static_cast<unsigned long long>(b["bytes"].get<uint64_t>()));
   const auto& md = j["metadata"];
-  std::cout << "\nmetadata\n"
-            << "  ipu_version " << md["ipu_version"].get<std::string>() << ", num_ipus " << md["num_ipus"]
+  out << "\nmetadata\n"
+            << "  ipu_version " << shown(md["ipu_version"]) << ", num_ipus " << md["num_ipus"]
             << ", replication_factor " << md["replication_factor"] << ", batches_per_step " << md["batches_per_step"] << "\n"
             << "  program flow: load " << md["program_flow"]["load"].dump() << ", main " << md["program_flow"]["main"].dump()
             << ", save " << md["program_flow"]["save"].dump() << "\n";
-  for (const auto& [k, v] : md["compile_options"].items()) std::cout << "  option " << k << " = " << v.get<std::string>() << "\n";
-  std::cout << "\nanchors\n";
+  for (const auto& [k, v] : md["compile_options"].items()) out << "  option " << shown(k) << " = " << shown(v) << "\n";
+  out << "\nanchors\n";
   for (const auto& a : md["anchors"]) {
     std::string shape = a["shape"].dump();
-    std::printf("  %-6s %-30s %-8s %s\n", a["kind"].get<std::string>().c_str(), a["name"].get<std::string>().c_str(),
+    out << line("  %-6s %-30s %-8s %s\n", a["kind"].get<std::string>().c_str(), shown(a["name"]).c_str(),
                 a["dtype"].get<std::string>().c_str(), shape.c_str());
   }
-  if (md["placement"].contains("device_nodes")) {
-    const auto& host = md["placement"]["host_nodes"];
-    std::cout << "\nplacement: " << md["placement"]["device_nodes"].size() << " node(s) on the device, " << host.size()
-              << " on the host\n";
-    for (size_t i = 0; i < host.size() && i < 20; ++i) std::cout << "  host  " << host[i].get<std::string>() << "\n";
-    if (host.size() > 20) std::cout << "  ... and " << host.size() - 20 << " more (--json lists all)\n";
+  // 'extra' is free-form: show the placement only when it has the shape poprt-convert writes.
+  const auto& placement = md["placement"];
+  auto stringList = [&](const char* key) {
+    return placement.contains(key) && placement[key].is_array() &&
+           std::all_of(placement[key].begin(), placement[key].end(), [](const nlohmann::json& x) { return x.is_string(); });
+  };
+  if (placement.is_object() && stringList("device_nodes") && stringList("host_nodes")) {
+    const auto& host = placement["host_nodes"];
+    out << "\nplacement: " << placement["device_nodes"].size() << " node(s) on the device, " << host.size()
+        << " on the host\n";
+    for (size_t i = 0; i < host.size() && i < 20; ++i) out << "  host  " << shown(host[i]) << "\n";
+    if (host.size() > 20) out << "  ... and " << host.size() - 20 << " more (--json lists all)\n";
   }
   if (j.contains("executable")) {
     const auto& e = j["executable"];
-    std::cout << "\nexecutable (" << e["target"].get<std::string>() << ", " << e["tiles"] << " tiles)\n"
+    out << "\nexecutable (" << shown(e["target"]) << ", " << e["tiles"] << " tiles)\n"
               << "  tiles used " << e["tiles_used"] << ", tile memory " << e["tile_memory_bytes"] << " bytes, busiest tile "
               << e["busiest_tile_bytes"] << " bytes\n"
               << "  " << e["compute_sets"] << " compute sets, " << e["vertices"] << " vertices, " << e["exchanges"]
@@ -108,16 +144,16 @@ int main(int argc, char** argv) {
   return runTool("popef-dump", app, argc, argv, [&]() -> Status {
     POPRT_TRY(applyLogging(level));
     POPRT_ASSIGN_OR_RETURN(popef::PopefFile file, popef::readPopef(path));
-    std::optional<exec::Executable> exe;
-    if (const popef::Blob* b = file.find(popef::BlobType::Executable, file.metadata.executable_name)) {
-      POPRT_ASSIGN_OR_RETURN(exec::Executable e, exec::deserialize(b->payload, path + ": executable"));
-      exe = std::move(e);
-    }
-    nlohmann::json j = describe(file, exe ? &*exe : nullptr);
+    // The checks popef-run makes before it runs anything: a file one refuses, the other does too.
+    POPRT_ASSIGN_OR_RETURN(sim::VerifiedPopef verified, sim::verifyPopef(file, path));
+    nlohmann::json j = describe(file, &verified.executable);
+    // Rendered whole before anything is printed, so a failure leaves stdout empty.
+    std::ostringstream out;
     if (json_out)
-      std::cout << j.dump(2) << "\n";
+      out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else
-      printTable(j, path);
+      printTable(j, path, out);
+    std::cout << out.str() << std::flush;
     return okStatus();
   });
 }

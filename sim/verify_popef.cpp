@@ -1,0 +1,263 @@
+#include "sim/verify_popef.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <set>
+#include <vector>
+
+#include "lib/onnx/onnx_io.h"
+#include "lib/support/limits.h"
+#include "sim/codelets.h"
+
+namespace poprt::sim {
+
+using Role = exec::HostStream::Role;
+using exec::StepKind;
+
+namespace {
+
+std::string q(const std::string& s) { return popef::quoteForError(s); }
+
+bool hasRunTimeDim(const exec::HostStream& s) {
+  for (int64_t d : s.shape)
+    if (d < 0) return true;
+  return false;
+}
+
+const char* roleName(Role r) {
+  switch (r) {
+    case Role::Input: return "input";
+    case Role::Output: return "output";
+    case Role::Weight: return "weight";
+    case Role::Host: return "host";
+  }
+  return "?";
+}
+
+std::string streamLabel(const exec::HostStream& s) { return std::string(roleName(s.role)) + " stream " + q(s.name); }
+
+// Gathers may overlap nothing within one repeat sequence: each repeat writes its own destination
+// row. Without this a single entry with stride 0 could stand for 2^50 copies of one element.
+Status checkGathers(const exec::Executable& exe) {
+  for (const auto& e : exe.exchanges)
+    for (size_t i = 0; i < e.gathers.size(); ++i) {
+      const exec::Gather& g = e.gathers[i];
+      if (g.reps <= 1) continue;
+      const uint64_t row = static_cast<uint64_t>(g.count) * exe.layouts[g.layout].elem_bytes;  // validated: < 2^53
+      if (g.count == 0 || g.dst_stride < row)
+        return Error("exchange " + q(e.name) + ", gather " + std::to_string(i) + ": " + std::to_string(g.reps) +
+                     " repeats of " + std::to_string(row) + " bytes with a destination stride of " +
+                     std::to_string(g.dst_stride) + " overlap or are empty");
+    }
+  return okStatus();
+}
+
+// Which host buffers hold a value at each step of the main program (inputs from the start; a
+// stream out or a host call writes its buffers), so nothing reads a buffer that was never filled.
+Status checkMainDataflow(const exec::Executable& exe) {
+  const auto& streams = exe.streams;
+  std::vector<bool> filled(streams.size(), false);
+  for (size_t i = 0; i < streams.size(); ++i) filled[i] = streams[i].role == Role::Input;
+  for (size_t k = 0; k < exe.main.steps.size(); ++k) {
+    const exec::Step& step = exe.main.steps[k];
+    const std::string where = "main program step " + std::to_string(k);
+    switch (step.kind) {
+      case StepKind::StreamIn: {
+        const auto& s = streams[step.index];
+        if (s.role == Role::Weight) return Error(where + " streams " + streamLabel(s) + " in; weights belong to the load program");
+        if (s.kind != ValueKind::Tensor || s.dtype == DType::String || hasRunTimeDim(s))
+          return Error(where + " streams " + streamLabel(s) + " in, but it is not a tensor of fixed size");
+        if (!filled[step.index]) return Error(where + " streams " + streamLabel(s) + " in before anything wrote it");
+        break;
+      }
+      case StepKind::StreamOut: {
+        const auto& s = streams[step.index];
+        if (s.role != Role::Output && s.role != Role::Host)
+          return Error(where + " streams " + streamLabel(s) + " out; only output and host streams can be");
+        if (s.kind != ValueKind::Tensor || s.dtype == DType::String || hasRunTimeDim(s))
+          return Error(where + " streams " + streamLabel(s) + " out, but it is not a tensor of fixed size");
+        filled[step.index] = true;
+        break;
+      }
+      case StepKind::HostCall: {
+        const auto& hp = exe.host_programs[step.index];
+        for (uint32_t i : hp.inputs)
+          if (!filled[i]) return Error(where + " runs host program " + q(hp.name) + ", which reads " + streamLabel(streams[i]) + " before anything wrote it");
+        for (uint32_t o : hp.outputs) {
+          if (streams[o].role != Role::Output && streams[o].role != Role::Host)
+            return Error("host program " + q(hp.name) + " writes " + streamLabel(streams[o]) + "; only output and host streams can be");
+          filled[o] = true;
+        }
+        break;
+      }
+      case StepKind::Exchange:
+      case StepKind::Compute:
+        break;
+    }
+  }
+  for (size_t i = 0; i < streams.size(); ++i)
+    if (streams[i].role == Role::Output && !filled[i])
+      return Error(streamLabel(streams[i]) + " is never written by the main program");
+  return okStatus();
+}
+
+// The streams of each role must be told apart by name: popef-run binds inputs and names output
+// files by it, and weights are found by it.
+Status checkStreamNames(const exec::Executable& exe) {
+  std::set<std::pair<Role, std::string>> seen;
+  for (const auto& s : exe.streams) {
+    if (s.role == Role::Host) continue;  // internal buffers; referred to by index only
+    if (s.name.empty()) return Error("an " + std::string(roleName(s.role)) + " stream has no name");
+    if (!seen.insert({s.role, s.name}).second) return Error("two " + streamLabel(s) + "s");
+    if (s.role == Role::Weight && (s.kind != ValueKind::Tensor || !popef::tensorDataSupports(s.dtype) || hasRunTimeDim(s)))
+      return Error(streamLabel(s) + " is not a tensor of fixed size");
+  }
+  return okStatus();
+}
+
+Status checkDeviceSize(const exec::Executable& exe) {
+  POPRT_ASSIGN_OR_RETURN(uint64_t cap, maxDeviceBytes());
+  uint64_t total = 0;  // each entry is at most bytes_per_tile and there are at most 2^19 tiles
+  for (uint64_t b : exe.tile_bytes) total = b > UINT64_MAX - total ? UINT64_MAX : total + b;
+  if (total > cap)
+    return Error("its tiles need " + std::to_string(total) + " bytes of memory in all, above the limit of " +
+                 std::to_string(cap) + " (POPRT_MAX_DEVICE_BYTES)");
+  return okStatus();
+}
+
+// A host program is an ONNX model the reference evaluator runs: it must pass libonnx's checker
+// and import, and agree with the streams it reads and writes.
+Status checkHostProgram(const exec::Executable& exe, const exec::HostProgram& hp) {
+  const std::string label = "host program " + q(hp.name);
+  onnx::ModelProto proto;
+  if (hp.onnx.size() > static_cast<size_t>(INT32_MAX) || !proto.ParseFromString(hp.onnx))
+    return Error(label + " is not a valid ONNX model");
+  auto model = onnxio::importModelProto(proto, "", label, {/*run_checker=*/true, /*infer_shapes=*/false});
+  if (!model.ok()) return model.error();
+  const auto& inputs = model->graph->inputs();
+  const auto& outputs = model->graph->outputs();
+  if (inputs.size() != hp.inputs.size() || outputs.size() != hp.outputs.size())
+    return Error(label + " has " + std::to_string(inputs.size()) + " inputs and " + std::to_string(outputs.size()) +
+                 " outputs, its stream lists " + std::to_string(hp.inputs.size()) + " and " + std::to_string(hp.outputs.size()));
+  auto agree = [&](const ir::Value* v, const exec::HostStream& s) -> Status {
+    const ir::TensorType& t = v->type;
+    if (t.dtype != DType::Undefined && (t.kind != s.kind || t.dtype != s.dtype))
+      return Error(label + ": " + std::string(valueKindName(t.kind)) + " '" + v->name() + "' of " +
+                   std::string(dtypeName(t.dtype)) + " is bound to " + streamLabel(s) + " of " +
+                   std::string(dtypeName(s.dtype)));
+    return okStatus();
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) POPRT_TRY(agree(inputs[i], exe.streams[hp.inputs[i]]));
+  for (size_t i = 0; i < outputs.size(); ++i) POPRT_TRY(agree(outputs[i], exe.streams[hp.outputs[i]]));
+  return okStatus();
+}
+
+// Input anchors are input streams. Output anchors are output streams, or host buffers between
+// device and host programs, which poprt-convert also lists as outputs (readable after a run).
+bool sameDirection(const popef::Anchor& a, const exec::HostStream& s) {
+  return (a.kind == popef::Anchor::Kind::Input && s.role == Role::Input) ||
+         (a.kind == popef::Anchor::Kind::Output && (s.role == Role::Output || s.role == Role::Host));
+}
+
+Status checkAnchors(const popef::Metadata& md, const exec::Executable& exe) {
+  for (const auto& a : md.anchors) {
+    const exec::HostStream* match = nullptr;
+    for (const auto& s : exe.streams)
+      if (s.name == a.name && sameDirection(a, s)) match = &s;
+    const char* dir = a.kind == popef::Anchor::Kind::Input ? "input" : "output";
+    if (!match) return Error(std::string(dir) + " anchor " + q(a.name) + " has no " + dir + " stream in the executable");
+    if (match->dtype != a.dtype || match->shape != a.shape || match->kind != a.value)
+      return Error(std::string(dir) + " anchor " + q(a.name) + " is " + std::string(valueKindName(a.value)) + " " +
+                   std::string(dtypeName(a.dtype)) + shapeToString(a.shape) + ", its stream " +
+                   std::string(valueKindName(match->kind)) + " " + std::string(dtypeName(match->dtype)) +
+                   shapeToString(match->shape));
+  }
+  for (const auto& s : exe.streams) {
+    if (s.role != Role::Input && s.role != Role::Output) continue;
+    bool anchored = false;
+    for (const auto& a : md.anchors) anchored = anchored || (a.name == s.name && sameDirection(a, s));
+    if (!anchored) return Error(streamLabel(s) + " has no anchor in the metadata");
+  }
+  return okStatus();
+}
+
+// Weights come from the tensor data blobs, one per weight stream, nothing left over; feed data
+// is data for an input anchor and must fit it.
+Expected<std::map<std::string, Tensor>> collectWeights(const popef::PopefFile& file, const exec::Executable& exe) {
+  std::map<std::string, const exec::HostStream*> weight_streams;
+  for (const auto& s : exe.streams)
+    if (s.role == Role::Weight) weight_streams[s.name] = &s;
+  std::map<std::string, Tensor> weights;
+  for (const auto& b : file.blobs) {
+    if (b.type == popef::BlobType::TensorData) {
+      auto it = weight_streams.find(b.name);
+      if (it == weight_streams.end())
+        return Error("tensor data blob " + q(b.name) + " is not a weight of the executable");
+      POPRT_ASSIGN_OR_RETURN(Tensor t, popef::tensorFromBlob(b));
+      const exec::HostStream& s = *it->second;
+      if (t.dtype() != s.dtype || t.shape() != s.shape)
+        return Error("tensor data blob " + q(b.name) + " is " + std::string(dtypeName(t.dtype())) + shapeToString(t.shape()) +
+                     ", its weight stream " + std::string(dtypeName(s.dtype)) + shapeToString(s.shape));
+      weights.emplace(b.name, std::move(t));
+    } else if (b.type == popef::BlobType::FeedData) {
+      const popef::Anchor* anchor = nullptr;
+      for (const auto& a : file.metadata.anchors)
+        if (a.name == b.name && a.kind == popef::Anchor::Kind::Input) anchor = &a;
+      if (!anchor) return Error("feed data blob " + q(b.name) + " names no input anchor");
+      POPRT_ASSIGN_OR_RETURN(Tensor t, popef::tensorFromBlob(b));
+      if (anchor->value != ValueKind::Tensor || t.dtype() != anchor->dtype || t.shape() != anchor->shape)
+        return Error("feed data blob " + q(b.name) + " is " + std::string(dtypeName(t.dtype())) + shapeToString(t.shape()) +
+                     ", its anchor " + std::string(dtypeName(anchor->dtype)) + shapeToString(anchor->shape));
+    }
+  }
+  for (const auto& [name, s] : weight_streams)
+    if (!weights.count(name)) return Error("weight " + q(name) + " has no tensor data blob");
+  return weights;
+}
+
+}  // namespace
+
+Status verifyExecutable(const exec::Executable& exe) {
+  POPRT_TRY(exec::validate(exe));
+  POPRT_TRY(checkDeviceSize(exe));
+  POPRT_TRY(checkStreamNames(exe));
+  for (const auto& cs : exe.compute_sets)
+    for (size_t i = 0; i < cs.vertices.size(); ++i)
+      if (auto st = checkVertex(cs.vertices[i]); !st.ok())
+        return st.error().withContext("compute set " + q(cs.name) + ", vertex " + std::to_string(i));
+  POPRT_TRY(checkGathers(exe));
+  for (size_t k = 0; k < exe.load.steps.size(); ++k) {
+    const exec::Step& step = exe.load.steps[k];
+    if (step.kind != StepKind::StreamIn || exe.streams[step.index].role != Role::Weight)
+      return Error("load program step " + std::to_string(k) + ": the load program may only stream weights in");
+  }
+  return checkMainDataflow(exe);
+}
+
+Expected<VerifiedPopef> verifyPopef(const popef::PopefFile& file, const std::string& source) {
+  auto fail = [&](const Error& e) { return e.withContext(source); };
+  const popef::Metadata& md = file.metadata;
+  const popef::Blob* blob = file.find(popef::BlobType::Executable, md.executable_name);
+  // find() with an empty name takes any executable; the metadata must name the one it means.
+  if (!blob || blob->name != md.executable_name)
+    return Error(source + ": no executable blob named " + q(md.executable_name));
+  auto exe = exec::deserialize(blob->payload, source + ": executable");
+  if (!exe.ok()) return exe.error();
+  if (static_cast<uint64_t>(md.num_ipus) != exe->target.num_ipus || md.ipu_version != exe->target.ipu_version)
+    return Error(source + ": metadata says " + std::to_string(md.num_ipus) + " x " + q(md.ipu_version) +
+                 ", the executable's target is " + std::to_string(exe->target.num_ipus) + " x " + q(exe->target.ipu_version));
+  if (auto st = verifyExecutable(*exe); !st.ok()) return fail(st.error().withContext("executable"));
+  if (auto st = checkAnchors(md, *exe); !st.ok()) return fail(st.error());
+  auto weights = collectWeights(file, *exe);
+  if (!weights.ok()) return fail(weights.error());
+  for (const auto& hp : exe->host_programs)
+    if (auto st = checkHostProgram(*exe, hp); !st.ok()) return fail(st.error());
+  return VerifiedPopef{md, std::move(exe).value(), std::move(weights).value()};
+}
+
+Expected<VerifiedPopef> readVerifiedPopef(const std::filesystem::path& path) {
+  POPRT_ASSIGN_OR_RETURN(popef::PopefFile file, popef::readPopef(path));
+  return verifyPopef(file, path.string());
+}
+
+}  // namespace poprt::sim
