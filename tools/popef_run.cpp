@@ -8,6 +8,7 @@
 #include <map>
 
 #include "lib/support/dtype_dispatch.h"
+#include "lib/support/file_io.h"
 #include "lib/support/log.h"
 #include "lib/support/npy.h"
 #include "lib/onnx/value_io.h"
@@ -67,7 +68,8 @@ Status run(const RunOptions& o) {
   auto in_streams = engine.streams(exec::HostStream::Role::Input);
   std::string names;
   for (const auto* s : in_streams) names += (names.empty() ? "" : ", ") + s->name;
-  for (const auto& [name, file] : files) {
+  for (const auto& entry : files) {
+    const std::string& name = entry.first;  // not a structured binding: clang 14 cannot capture those
     bool known = std::any_of(in_streams.begin(), in_streams.end(), [&](const auto* s) { return s->name == name; });
     if (!known) return Error("--input: the model has no input named '" + name + "' (inputs: " + names + ")");
   }
@@ -90,18 +92,25 @@ Status run(const RunOptions& o) {
 
   auto out_streams = engine.streams(exec::HostStream::Role::Output);
   if (!o.output_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.output_dir, ec);
-    if (ec) return Error("--output_dir " + o.output_dir + ": cannot create: " + ec.message());
     // Tensors as .npy; sequences and optionals as ONNX .pb, the format of the ONNX test data.
+    // All staged, then renamed into place together: an output that cannot be written (a bfloat16
+    // tensor has no .npy form) leaves no other output behind, and no fresh directory.
+    OutputFiles files;
+    std::filesystem::path dir(o.output_dir);
     for (size_t i = 0; i < outputs.size(); ++i) {
-      std::filesystem::path dir(o.output_dir);
       const auto* s = out_streams[i];
-      if (s->kind == ValueKind::Tensor)
-        POPRT_TRY(writeNpy(dir / outputFileName(i, s->name, ".npy"), outputs[i].tensor));
-      else
-        POPRT_TRY(onnxio::writeValueProto(dir / outputFileName(i, s->name, ".pb"), outputs[i], s->kind, s->name));
+      if (s->kind == ValueKind::Tensor) {
+        const std::filesystem::path path = dir / outputFileName(i, s->name, ".npy");
+        auto bytes = serializeNpy(outputs[i].tensor);
+        if (!bytes.ok()) return bytes.error().withContext(path.string());
+        if (auto st = files.add(path, *bytes); !st.ok()) return st.error().withContext("--output_dir " + o.output_dir);
+      } else {
+        const std::filesystem::path path = dir / outputFileName(i, s->name, ".pb");
+        POPRT_ASSIGN_OR_RETURN(std::string bytes, onnxio::serializeValueProto(outputs[i], s->kind, s->name));
+        if (auto st = files.add(path, bytes); !st.ok()) return st.error().withContext("--output_dir " + o.output_dir);
+      }
     }
+    POPRT_TRY(files.commit());
   }
   const auto& target = engine.executable().target;
   const auto& est = engine.estimate();

@@ -157,19 +157,22 @@ Status convert(const ConvertOptions& o) {
     warnings.push_back(std::to_string(compiled->host_nodes.size()) + " of " + std::to_string(model.graph->numNodes()) +
                        " node(s) run on the host (host fallback), not on the IPU");
 
-  // Everything is computed: now write, each file atomically.
+  // Everything is computed: now write. All the files are staged and renamed into place together,
+  // so a failure anywhere (a PopEF that does not validate, a full disk) leaves the output
+  // directory as it was, a fresh one not even created.
+  OutputFiles files;
   std::filesystem::path dir(o.output_dir);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Error("--output_dir " + o.output_dir + ": cannot create: " + ec.message());
   std::string model_name = o.output_model.empty() ? input.stem().string() + ".poprt.onnx" : o.output_model;
   std::filesystem::path model_path = dir / model_name;
   POPRT_ASSIGN_OR_RETURN(std::string onnx_bytes, onnxio::serializeModel(model));
-  POPRT_TRY(writeFileAtomic(model_path, onnx_bytes));
+  if (auto st = files.add(model_path, onnx_bytes); !st.ok()) return st.error().withContext("--output_dir " + o.output_dir);
   std::filesystem::path popef_path;
   if (compiled) {
     popef_path = dir / "executable.popef";
-    POPRT_TRY(popef::writePopef(popef_path, makePopef(*compiled, o, onnx_bytes)));
+    popef::PopefFile popef = makePopef(*compiled, o, onnx_bytes);
+    if (auto valid = popef::validatePopef(popef); !valid.ok())
+      return valid.error().withContext(popef_path.string() + ": cannot write PopEF");
+    POPRT_TRY(files.add(popef_path, popef::serializePopef(popef)));
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!o.summary_json.empty()) {
@@ -190,11 +193,9 @@ Status convert(const ConvertOptions& o) {
     s.onnx_path = model_path.string();
     s.popef_path = popef_path.string();
     s.summary_path = o.summary_json;
-    std::filesystem::path summary_dir = std::filesystem::path(o.summary_json).parent_path();
-    if (!summary_dir.empty()) std::filesystem::create_directories(summary_dir, ec);
-    if (ec) return Error("--summary_json " + o.summary_json + ": cannot create its directory: " + ec.message());
-    POPRT_TRY(writeFileAtomic(o.summary_json, summaryJson(s)));
+    if (auto st = files.add(o.summary_json, summaryJson(s)); !st.ok()) return st.error().withContext("--summary_json");
   }
+  POPRT_TRY(files.commit());
 
   std::cout << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before
             << " nodes, " << model.graph->numNodes() << " after optimisation)\n";

@@ -19,6 +19,30 @@ Status applyLogging(const std::string& level) {
   return okStatus();
 }
 
+namespace {
+
+// Messages quote names from untrusted files (node, tensor, blob names); escaping control
+// characters keeps every error on its one line and keeps a file from writing to the terminal.
+std::string oneLineMessage(const std::string& message) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (char ch : message) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 int runTool(const std::string& tool, CLI::App& app, int argc, char** argv, const std::function<Status()>& body) {
   try {
     app.parse(argc, argv);
@@ -29,25 +53,25 @@ int runTool(const std::string& tool, CLI::App& app, int argc, char** argv, const
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << tool << ": usage error: " << e.what() << " (see " << tool << " --help)\n";
+    std::cerr << tool << ": usage error: " << oneLineMessage(e.what()) << " (see " << tool << " --help)\n";
     return kExitUsage;
   }
   try {
     Status st = body();
     if (!st.ok()) {
-      std::cerr << tool << ": error: " << st.error().message() << "\n";
+      std::cerr << tool << ": error: " << oneLineMessage(st.error().message()) << "\n";
       return kExitError;
     }
     return kExitOk;
   } catch (const UsageError& e) {
-    std::cerr << tool << ": usage error: " << e.what() << " (see " << tool << " --help)\n";
+    std::cerr << tool << ": usage error: " << oneLineMessage(e.what()) << " (see " << tool << " --help)\n";
     return kExitUsage;
   } catch (const std::bad_alloc&) {
     std::cerr << tool << ": error: out of memory\n";
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (what.rfind("internal error", 0) != 0) what = "internal error: " + what;
-    std::cerr << tool << ": " << what << "\n";
+    std::cerr << tool << ": " << oneLineMessage(what) << "\n";
   }
   return kExitError;
 }

@@ -74,6 +74,11 @@ Expected<ops::RtValue> readValueFile(const std::filesystem::path& path, ValueKin
 
 Status writeValueProto(const std::filesystem::path& path, const ops::RtValue& value, ValueKind kind,
                        const std::string& name) {
+  POPRT_ASSIGN_OR_RETURN(std::string bytes, serializeValueProto(value, kind, name));
+  return writeFileAtomic(path, bytes);
+}
+
+Expected<std::string> serializeValueProto(const ops::RtValue& value, ValueKind kind, const std::string& name) {
   std::string bytes;
   if (kind == ValueKind::Sequence) {
     if (value.kind != ops::RtValue::Kind::Sequence) return Error("output '" + name + "' is not a sequence");
@@ -96,7 +101,7 @@ Status writeValueProto(const std::filesystem::path& path, const ops::RtValue& va
   } else {
     return Error("output '" + name + "' is a tensor; write it as .npy");
   }
-  return writeFileAtomic(path, bytes);
+  return bytes;
 }
 
 }  // namespace poprt::onnxio

@@ -12,6 +12,8 @@ namespace poprt::onnxio {
 
 // Reads a value of `kind`: .npy (tensors only) or .pb.
 Expected<ops::RtValue> readValueFile(const std::filesystem::path& path, ValueKind kind);
+// The bytes of a sequence or optional as a .pb (SequenceProto or OptionalProto).
+Expected<std::string> serializeValueProto(const ops::RtValue& value, ValueKind kind, const std::string& name);
 // Writes a sequence or optional as a .pb (SequenceProto or OptionalProto), atomically.
 Status writeValueProto(const std::filesystem::path& path, const ops::RtValue& value, ValueKind kind,
                        const std::string& name);

@@ -48,6 +48,69 @@ Status writeFileAtomic(const std::filesystem::path& path, std::span<const uint8_
   return okStatus();
 }
 
+OutputFiles::~OutputFiles() {
+  if (!committed_) rollback();
+}
+
+void OutputFiles::rollback() {
+  std::error_code ignore;
+  for (const auto& s : staged_) std::filesystem::remove(s.temp, ignore);
+  staged_.clear();
+  // Innermost first; remove() leaves a directory alone if something else was put in it.
+  for (auto it = created_dirs_.rbegin(); it != created_dirs_.rend(); ++it) std::filesystem::remove(*it, ignore);
+  created_dirs_.clear();
+}
+
+Status OutputFiles::makeParents(const std::filesystem::path& path) {
+  std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+  std::vector<std::filesystem::path> missing;
+  std::error_code ec;
+  for (auto d = dir; !d.empty() && !std::filesystem::exists(d, ec); d = d.parent_path()) {
+    missing.push_back(d);
+    if (d == d.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (!std::filesystem::create_directory(*it, ec) && ec)
+      return Error(it->string() + ": cannot create directory: " + ec.message());
+    created_dirs_.push_back(*it);
+  }
+  if (!std::filesystem::is_directory(dir, ec)) return Error(dir.string() + ": is not a directory");
+  return okStatus();
+}
+
+Status OutputFiles::add(const std::filesystem::path& path, std::span<const uint8_t> bytes) {
+  POPRT_TRY(makeParents(path));
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return Error(path.string() + ": is a directory");
+  std::filesystem::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(staged_.size());
+  staged_.push_back({path, tmp});  // before writing, so a partial temporary file is removed too
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) return Error(path.string() + ": cannot write: " + std::strerror(errno));
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.flush();
+  if (!out) return Error(path.string() + ": write failed (disk full?)");
+  return okStatus();
+}
+
+Status OutputFiles::add(const std::filesystem::path& path, const std::string& text) {
+  return add(path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+Status OutputFiles::commit() {
+  for (size_t i = 0; i < staged_.size(); ++i) {
+    std::error_code ec;
+    std::filesystem::rename(staged_[i].temp, staged_[i].target, ec);
+    if (ec) {
+      staged_.erase(staged_.begin(), staged_.begin() + static_cast<std::ptrdiff_t>(i));
+      return Error(staged_.front().target.string() + ": cannot rename temporary file into place: " + ec.message());
+    }
+  }
+  staged_.clear();
+  committed_ = true;
+  return okStatus();
+}
+
 Status writeFileAtomic(const std::filesystem::path& path, const std::string& text) {
   return writeFileAtomic(path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
 }

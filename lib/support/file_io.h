@@ -21,4 +21,31 @@ Expected<std::vector<uint8_t>> readFileBytes(const std::filesystem::path& path,
 Status writeFileAtomic(const std::filesystem::path& path, std::span<const uint8_t> bytes);
 Status writeFileAtomic(const std::filesystem::path& path, const std::string& text);
 
+// Files a run writes together, or not at all. add() writes each to a temporary file beside its
+// target (creating missing parent directories); commit() renames them all into place. Destroyed
+// without a successful commit() — an error on the way, an exception — it removes the temporary
+// files and the directories it created, so a failed run leaves the file system as it found it.
+// (A rename that fails halfway through commit() is reported; the files renamed before it stay.)
+class OutputFiles {
+ public:
+  OutputFiles() = default;
+  OutputFiles(const OutputFiles&) = delete;
+  OutputFiles& operator=(const OutputFiles&) = delete;
+  ~OutputFiles();
+
+  Status add(const std::filesystem::path& path, std::span<const uint8_t> bytes);
+  Status add(const std::filesystem::path& path, const std::string& text);
+  Status commit();
+
+ private:
+  struct Staged {
+    std::filesystem::path target, temp;
+  };
+  Status makeParents(const std::filesystem::path& path);
+  void rollback();
+  std::vector<Staged> staged_;
+  std::vector<std::filesystem::path> created_dirs_;  // outermost first
+  bool committed_ = false;
+};
+
 }  // namespace poprt

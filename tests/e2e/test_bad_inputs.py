@@ -502,6 +502,69 @@ class BadInputsTest(e2e_util.E2ETestCase):
         self.assertIn(r.returncode, (1, 2), r.describe())
         self.assertFails(r, "popef-dump", code=r.returncode, usage=(r.returncode == 2), mentions=["LOUD"])
 
+    # ------------------------------------------------------------------ nothing half-written
+
+    def test_convert_write_failure_leaves_nothing(self):
+        """A failure while writing (here the summary cannot be written: /proc takes no files) comes
+        after the converted ONNX and the PopEF are ready: neither may appear, in an existing output
+        dir or a fresh one."""
+        bad_summary = "/proc/poprt_summary_%d.json" % os.getpid()
+        self.convert_fails(["--input_model", self.model_path, "--export_popef", "--summary_json", bad_summary],
+                           mentions=["--summary_json"])
+        fresh = self.path("fresh", "nested")
+        r = e2e_util.run_tool("poprt-convert", ["--input_model", self.model_path, "--export_popef",
+                                                "--summary_json", bad_summary, "--output_dir", fresh])
+        self.assertFails(r, "poprt-convert", mentions=["--summary_json"])
+        self.assertFalse(os.path.exists(self.path("fresh")), "a failed convert left a fresh output dir behind")
+
+    def test_run_unwritable_output_leaves_nothing(self):
+        """The second output is bfloat16, which has no .npy form: the first, which could be
+        written, must not be left behind either, and a fresh output dir must not be created."""
+        graph = helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["y0"], name="relu"),
+             helper.make_node("Cast", ["x"], ["y1"], name="to_bf16", to=TensorProto.BFLOAT16)], "two_outputs",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [M, K])],
+            [helper.make_tensor_value_info("y0", TensorProto.FLOAT, [M, K]),
+             helper.make_tensor_value_info("y1", TensorProto.BFLOAT16, [M, K])])
+        p = self.path("bf16.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), p)
+        out = self.mkdir("bf16_compiled")
+        self.assertOk(e2e_util.run_tool("poprt-convert", ["--input_model", p, "--export_popef", "--output_dir", out]))
+        popef = os.path.join(out, "executable.popef")
+        line = self.run_fails([popef, "--input", "x=" + self.x_path], mentions=["output_1_y1.npy", "bfloat16"])
+        self.assertNotIn("output_0", line)
+        fresh = self.path("fresh_run_out")
+        r = e2e_util.run_tool("popef-run", [popef, "--input", "x=" + self.x_path, "--output_dir", fresh])
+        self.assertFails(r, "popef-run", mentions=["bfloat16"])
+        self.assertFalse(os.path.exists(fresh), "a failed run created its output dir")
+
+    def test_error_names_with_control_characters_stay_on_one_line(self):
+        """Names come from the file: a newline in a node name must not split the error line."""
+        m, _, _ = make_model()
+        m.graph.node[0].name = "evil\nname\x1b[31m"
+        m.graph.node[0].input[1] = "no_such_value"
+        p = self.path("evil.onnx")
+        with open(p, "wb") as f:
+            f.write(m.SerializeToString())
+        line = self.convert_fails(["--input_model", p], mentions=[p])
+        self.assertNotIn("\x1b", line)
+
+    def test_popef_dump_free_form_extra(self):
+        """The metadata's 'extra' is free-form: popef-dump shows any shape of it without crashing."""
+        sys.path.insert(0, os.path.join(e2e_util.REPO_DIR, "tests", "malformed"))
+        import popef_io
+        blobs = popef_io.decode_popef(self.popef_bytes)
+        md = popef_io.find(blobs, 1)
+        for extra in ({"device_nodes": 1}, {"device_nodes": ["a"], "host_nodes": [1, None]}, [1, 2], "text",
+                      {"host_nodes": {"a": 1}}):
+            with self.subTest(extra=extra):
+                doc = popef_io.cbor_decode(md.payload)
+                doc["extra"] = extra
+                md.payload = popef_io.cbor_encode(doc)
+                p = self.write_bytes("extra.popef", popef_io.encode_popef(blobs))
+                for args in ([p], [p, "--json"]):
+                    self.assertOk(e2e_util.run_tool("popef-dump", args))
+
 
 if __name__ == "__main__":
     e2e_util.main()
