@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build and test dependencies from Debian 12's packages. Idempotent: does nothing
 # when everything is already installed. Uses sudo when not run as root.
+# --clang: also clang with its sanitizer and libFuzzer runtimes and llvm-symbolizer, for the
+# sanitizer and fuzzing builds (scripts/test.sh --sanitize, scripts/fuzz.sh).
 set -euo pipefail
 
 packages=(
@@ -10,6 +12,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata python3-onnx python3-numpy
 )
+if [ "${1:-}" = "--clang" ]; then
+  packages+=(clang libclang-rt-14-dev llvm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

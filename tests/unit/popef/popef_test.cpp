@@ -65,6 +65,8 @@ json minimalMetadataJson() {
           {"compile_options", json::object()}};
 }
 
+// (Lists of anchors are built with json::array: a braced list holding one json is a copy of it
+// for clang, not an array, as nlohmann's documentation warns.)
 json anchorJson(const std::string& name, const std::string& dtype, json shape) {
   return {{"name", name},       {"handle", "h_" + name}, {"dtype", dtype},          {"shape", shape},
           {"kind", "input"},    {"per_replica", false},  {"programs", {"main"}}};
@@ -271,7 +273,7 @@ TEST(PopefTest, FileHeaderAndFirstBlobHeaderAreByteExact) {
 
 TEST(PopefTest, ReadsHandBuiltFile) {
   json md = minimalMetadataJson();
-  md["anchors"] = {anchorJson("x", "float32", {2, 2})};
+  md["anchors"] = json::array({anchorJson("x", "float32", {2, 2})});
   md["extra"] = {{"k", "v"}};
   Bytes f = fileHeader(4);
   appendBlob(f, 5, "framework", Bytes{'o', 'k'});  // metadata need not come first
@@ -511,15 +513,15 @@ TEST(PopefTest, RefusesBadMetadata) {
   ASSERT_TRUE(parsePopef(fileWithMetadata(minimalMetadataJson()), "md.popef").ok());
 
   json bad_dtype = minimalMetadataJson();
-  bad_dtype["anchors"] = {anchorJson("x", "float33", {1})};
+  bad_dtype["anchors"] = json::array({anchorJson("x", "float33", {1})});
   check(bad_dtype, "unknown dtype 'float33'");
 
   json neg = minimalMetadataJson();
-  neg["anchors"] = {anchorJson("x", "float32", {1, -3})};
+  neg["anchors"] = json::array({anchorJson("x", "float32", {1, -3})});
   check(neg, "negative dimension -3");
 
   json dup = minimalMetadataJson();
-  dup["anchors"] = {anchorJson("x", "float32", {1}), anchorJson("x", "int32", {2})};
+  dup["anchors"] = json::array({anchorJson("x", "float32", {1}), anchorJson("x", "int32", {2})});
   check(dup, "anchor 'x': duplicate anchor name");
 
   json missing = minimalMetadataJson();
@@ -545,29 +547,29 @@ TEST(PopefTest, RefusesBadMetadata) {
   check(ipus, "num_ipus: -1 is outside 1..1024");
 
   json float_dim = minimalMetadataJson();
-  float_dim["anchors"] = {anchorJson("x", "float32", {1.5})};
+  float_dim["anchors"] = json::array({anchorJson("x", "float32", {1.5})});
   check(float_dim, "shape[0]: expected an integer");
 
   json huge_dim = minimalMetadataJson();
-  huge_dim["anchors"] = {anchorJson("x", "float32", {std::numeric_limits<uint64_t>::max()})};
+  huge_dim["anchors"] = json::array({anchorJson("x", "float32", {std::numeric_limits<uint64_t>::max()})});
   check(huge_dim, "out of range");
 
   json overflow = minimalMetadataJson();
-  overflow["anchors"] = {anchorJson("x", "float32", {int64_t{1} << 40, int64_t{1} << 40})};
+  overflow["anchors"] = json::array({anchorJson("x", "float32", {int64_t{1} << 40, int64_t{1} << 40})});
   check(overflow, "anchor 'x'");
 
   json kind = minimalMetadataJson();
-  kind["anchors"] = {anchorJson("x", "float32", {1})};
+  kind["anchors"] = json::array({anchorJson("x", "float32", {1})});
   kind["anchors"][0]["kind"] = "sideways";
   check(kind, "expected \"input\" or \"output\"");
 
   json program = minimalMetadataJson();
-  program["anchors"] = {anchorJson("x", "float32", {1})};
+  program["anchors"] = json::array({anchorJson("x", "float32", {1})});
   program["anchors"][0]["programs"] = {"elsewhere"};
   check(program, "program 'elsewhere' is not in program_flow");
 
   json anchor_key = minimalMetadataJson();
-  anchor_key["anchors"] = {anchorJson("x", "float32", {1})};
+  anchor_key["anchors"] = json::array({anchorJson("x", "float32", {1})});
   anchor_key["anchors"][0]["colour"] = "blue";
   check(anchor_key, "anchors[0] 'x': unknown key 'colour'");
 
@@ -576,7 +578,7 @@ TEST(PopefTest, RefusesBadMetadata) {
   check(opts, "compile_options['a']: expected a text string");
 
   json newline = minimalMetadataJson();
-  newline["anchors"] = {anchorJson("x", "float\n32", {1})};
+  newline["anchors"] = json::array({anchorJson("x", "float\n32", {1})});
   check(newline, "unknown dtype 'float\\n32'");
 
   check(json::array(), "metadata: expected a map");
