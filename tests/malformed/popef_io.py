@@ -1,0 +1,138 @@
+"""PopEF files and their CBOR, in Python, for crafting malformed files (docs/POPEF.md).
+
+decode_popef(bytes) -> [Blob]; encode_popef([Blob], fix_crc=True) -> bytes; cbor_decode /
+cbor_encode for the metadata and executable payloads (definite lengths, as poprt writes them).
+The encoder is deliberately plain: it writes what it is given, so tests can build files that a
+careful writer never would (wrong CRCs, lying sizes, bad blob counts).
+"""
+
+import struct
+import zlib
+
+
+class Blob:
+    def __init__(self, type_, name, payload, version=1, crc=None, size=None, magic=0x424F4C42):
+        self.type, self.name, self.payload = type_, name, payload
+        self.version, self.crc, self.size, self.magic = version, crc, size, magic
+
+
+def decode_popef(data):
+    (count,) = struct.unpack_from("<I", data, 12)
+    o, blobs = 16, []
+    for _ in range(count):
+        magic, ver, typ, size, crc, nlen = struct.unpack_from("<IHHQII", data, o)
+        name = data[o + 24:o + 24 + nlen]
+        blobs.append(Blob(typ, name, data[o + 24 + nlen:o + 24 + nlen + size], ver, crc, None, magic))
+        o += 24 + nlen + size
+    assert o == len(data), "not a well-formed PopEF"
+    return blobs
+
+
+def encode_popef(blobs, fix_crc=True, count=None, version=1, flags=0, reserved=0):
+    out = bytearray(b"POPEF\0" + struct.pack("<HHHI", version, flags, reserved, len(blobs) if count is None else count))
+    for b in blobs:
+        crc = zlib.crc32(b.payload) if (fix_crc or b.crc is None) else b.crc
+        size = len(b.payload) if b.size is None else b.size
+        out += struct.pack("<IHHQII", b.magic, b.version, b.type, size, crc, len(b.name)) + b.name + b.payload
+    return bytes(out)
+
+
+def find(blobs, type_, name=None):
+    for b in blobs:
+        if b.type == type_ and (name is None or b.name == name):
+            return b
+    raise KeyError((type_, name))
+
+
+# ---- CBOR (RFC 8949), the subset poprt reads and writes ------------------------------------
+
+
+class Float32(float):
+    """A float written as CBOR float32 (as poprt writes floats that fit)."""
+
+
+def cbor_decode(data):
+    value, pos = _item(data, 0)
+    assert pos == len(data), "trailing CBOR bytes"
+    return value
+
+
+def _head(data, pos):
+    ib = data[pos]
+    major, ai = ib >> 5, ib & 31
+    pos += 1
+    if ai < 24:
+        return major, ai, ai, pos
+    n = 1 << (ai - 24)
+    return major, ai, int.from_bytes(data[pos:pos + n], "big"), pos + n
+
+
+def _item(data, pos):
+    major, ai, v, pos = _head(data, pos)
+    if major == 0:
+        return v, pos
+    if major == 1:
+        return -1 - v, pos
+    if major == 2:
+        return bytes(data[pos:pos + v]), pos + v
+    if major == 3:
+        return data[pos:pos + v].decode("utf-8"), pos + v
+    if major == 4:
+        items = []
+        for _ in range(v):
+            x, pos = _item(data, pos)
+            items.append(x)
+        return items, pos
+    if major == 5:
+        d = {}
+        for _ in range(v):
+            k, pos = _item(data, pos)
+            d[k], pos = _item(data, pos)
+        return d, pos
+    if major == 7:
+        if ai == 20:
+            return False, pos
+        if ai == 21:
+            return True, pos
+        if ai == 22:
+            return None, pos
+        raw = v.to_bytes({25: 2, 26: 4, 27: 8}[ai], "big")
+        return (Float32(struct.unpack(">f", raw)[0]) if ai == 26 else
+                struct.unpack(">e", raw)[0] if ai == 25 else struct.unpack(">d", raw)[0]), pos
+    raise ValueError("CBOR major type %d not supported" % major)
+
+
+def _encode_head(major, v):
+    if v < 24:
+        return bytes([major << 5 | v])
+    for ai, n in ((24, 1), (25, 2), (26, 4), (27, 8)):
+        if v < 1 << (8 * n):
+            return bytes([major << 5 | ai]) + v.to_bytes(n, "big")
+    raise ValueError("integer too large for CBOR")
+
+
+def cbor_encode(x):
+    if x is True:
+        return b"\xf5"
+    if x is False:
+        return b"\xf4"
+    if x is None:
+        return b"\xf6"
+    if isinstance(x, int):
+        return _encode_head(0, x) if x >= 0 else _encode_head(1, -1 - x)
+    if isinstance(x, float):
+        if x != x or x in (float("inf"), float("-inf")):
+            return b"\xf9" + struct.pack(">e", x)  # NaN and infinities as float16, as poprt writes them
+        if isinstance(x, Float32) or struct.unpack(">f", struct.pack(">f", x))[0] == x:
+            return b"\xfa" + struct.pack(">f", x)
+        return b"\xfb" + struct.pack(">d", x)
+    if isinstance(x, bytes):
+        return _encode_head(2, len(x)) + x
+    if isinstance(x, str):
+        b = x.encode("utf-8")
+        return _encode_head(3, len(b)) + b
+    if isinstance(x, list):
+        return _encode_head(4, len(x)) + b"".join(cbor_encode(i) for i in x)
+    if isinstance(x, dict):
+        return _encode_head(5, len(x)) + b"".join(cbor_encode(k) + cbor_encode(v) for k, v in x.items())
+    raise TypeError(type(x))
