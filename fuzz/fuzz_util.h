@@ -3,6 +3,7 @@
 // abort (libFuzzer records an abort as a finding, with the input), and quiet logging.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

@@ -31,6 +31,9 @@ struct OptionSpec {
 
 std::string nonNegative(double v) { return std::isfinite(v) && v >= 0 ? "" : "must be a finite number >= 0"; }
 
+// NaN passes a "<= 0 || > 1" test; this one it does not.
+std::string proportion(double v) { return v > 0 && v <= 1 ? "" : "must be a number in (0, 1]"; }
+
 std::string opsetRange(double v) {
   return v >= 7 && v <= 17 ? "" : "must be a default-domain opset from 7 to 17";
 }
@@ -51,7 +54,7 @@ const std::vector<OptionSpec>& optionTable() {
       {"tiles_per_ipu", "use only this many tiles per IPU (small test targets)",
        [](ConvertOptions& o) -> FieldRef { return &o.tiles_per_ipu; }},
       {"available_memory_proportion", "share of tile memory a matmul plan may use (default 0.6)",
-       [](ConvertOptions& o) -> FieldRef { return &o.available_memory_proportion; }},
+       [](ConvertOptions& o) -> FieldRef { return &o.available_memory_proportion; }, false, proportion},
       {"batch_size", "set the batch dim of every input whose batch dim is dynamic",
        [](ConvertOptions& o) -> FieldRef { return &o.batch_size; }},
       {"batch_axis", "which dim --batch_size sets (default 0)", [](ConvertOptions& o) -> FieldRef { return &o.batch_axis; }},
@@ -64,7 +67,7 @@ const std::vector<OptionSpec>& optionTable() {
       {"print_ir_after", "print the IR after the named pass",
        [](ConvertOptions& o) -> FieldRef { return &o.pipeline.print_ir_after; }},
       {"max_tensor_size", "bytes a constant-folded tensor may take (default 128 MiB)",
-       [](ConvertOptions& o) -> FieldRef { return &o.pipeline.max_tensor_size; }},
+       [](ConvertOptions& o) -> FieldRef { return &o.pipeline.max_tensor_size; }, false, nonNegative},
       {"show", "print the model's inputs and outputs and exit (writes nothing)",
        [](ConvertOptions& o) -> FieldRef { return &o.show; }},
       {"check", "run the original and the optimised graph on the same generated inputs and compare the outputs",

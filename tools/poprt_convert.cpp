@@ -98,7 +98,7 @@ Status convert(const ConvertOptions& o) {
     return Error("--precision: expected fp32 or fp16, got '" + o.precision + "'");
   if (o.precision == "fp16")
     return Error("--precision fp16: half-precision conversion is not available in this build yet; use fp32");
-  if (o.available_memory_proportion <= 0 || o.available_memory_proportion > 1)
+  if (!(o.available_memory_proportion > 0 && o.available_memory_proportion <= 1))  // NaN too
     return Error("--available_memory_proportion must be in (0, 1]");
   std::vector<passes::InputShape> shapes;
   for (const auto& text : o.input_shapes) {

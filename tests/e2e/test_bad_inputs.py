@@ -248,6 +248,13 @@ class BadInputsTest(e2e_util.E2ETestCase):
         self.convert_fails(["--bogus_flag", "--input_model", self.model_path, "--export_popef"], code=2,
                            usage=True, mentions=["--bogus_flag"])
 
+    def test_convert_bad_numbers(self):
+        for flag, value in (("--available_memory_proportion", "nan"), ("--available_memory_proportion", "0"),
+                            ("--max_tensor_size", "-5")):
+            with self.subTest(flag=flag, value=value):
+                self.convert_fails(["--input_model", self.model_path, "--export_popef", flag, value], code=2,
+                                   usage=True, mentions=[flag, value])
+
     def test_convert_dynamic_dim_without_input_shape(self):
         dyn, w, b = make_model(dyn=True)
         p = self.path("dyn.onnx")
