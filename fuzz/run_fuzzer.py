@@ -52,11 +52,12 @@ def main():
         return int(m[-1]) if m else None
 
     runs = stat("number_of_executed_units")
-    corpus_files = len(os.listdir(corpus))
-    cov = re.findall(r"cov: (\d+)", text)
-    print("%s: %s, %.0f s, %s execs (%s/s), corpus %d new + seeds, cov %s, peak rss %s MB" % (
+    # libFuzzer's own view of the corpus: seeds deduplicated by the coverage they add, plus finds.
+    status = re.findall(r"cov: (\d+) ft: \d+ corp: (\d+)/(\w+)", text)
+    cov, corp, corp_size = status[-1] if status else ("?", "?", "?")
+    print("%s: %s, %.0f s, %s execs (%s/s), corpus %s inputs (%s), cov %s, peak rss %s MB" % (
         name, "ok" if p.returncode == 0 else "FINDING (exit %d)" % p.returncode, wall, runs,
-        stat("average_exec_per_sec"), corpus_files, cov[-1] if cov else "?", stat("peak_rss_mb")))
+        stat("average_exec_per_sec"), corp, corp_size, cov, stat("peak_rss_mb")))
     if p.returncode != 0:
         # The finding: libFuzzer's report (the lines from the sanitizer or the property check on).
         lines = text.splitlines()
