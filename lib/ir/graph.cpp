@@ -205,6 +205,15 @@ void Graph::makeConstant(Value* v, Tensor data) {
   setInitializer(v, std::make_shared<const Tensor>(std::move(data)));
 }
 
+void Graph::setNodeOutput(Node* node, size_t i, Value* v) {
+  POPRT_CHECK(node->graph_ == this && v->graph_ == this, "setNodeOutput across graphs");
+  POPRT_CHECK(i < node->outputs_.size(), "setNodeOutput: output index out of range");
+  POPRT_CHECK(!v->producer_ && !v->initializer_ && !v->isGraphInput(), "setNodeOutput: '" + v->name() + "' is already made");
+  if (Value* old = node->outputs_[i]) old->producer_ = nullptr;
+  node->outputs_[i] = v;
+  v->producer_ = node;
+}
+
 void Graph::removeNode(Node* node) {
   for (Value* out : node->outputs_) {
     if (!out) continue;

@@ -168,6 +168,10 @@ class Graph {
                 const std::vector<Value*>& outputs, const std::string& name = "",
                 const std::string& domain = "");
   void removeNode(Node* node);  // the node's outputs must be unused (or already made constants)
+  // Makes `node` produce `v` (a value of this graph without a producer) as its output i. The value
+  // it produced before keeps its name, type and uses but has no producer until a new node makes
+  // it: how a pass slips a node between an op and its output (float_to_half's boundary Casts).
+  void setNodeOutput(Node* node, size_t i, Value* v);
   // Turns a node output into an initializer holding `data`; its producer no longer makes it.
   void makeConstant(Value* v, Tensor data);
   const std::list<std::unique_ptr<Node>>& nodes() const { return nodes_; }
