@@ -1,0 +1,393 @@
+// float_to_half (--precision fp16): float32 weights and activations become float16, op by op as
+// the registry's fp16 policy says (lib/ops/registry.h):
+//   Convert, AccumulateFp32  the op runs on float16 data (AccumulateFp32 ops — matmul, conv,
+//                            reductions, pooling averages — have the device accumulate in fp32)
+//   TypeAgnostic             the op follows its data: float16 when a data input already is
+//   KeepFp32                 the op stays float32, with Casts around it
+// Which inputs and outputs are data comes from the op's ONNX schema (lib/onnx/type_roles.h):
+// Resize's scales, Pow's exponent, index and shape inputs keep their dtype; Clip's bounds follow
+// the data. Also kept in float32: the nodes of --fp16_skip_op_types / --fp16_skip_node_names,
+// nodes with subgraphs (If/Loop/Scan bodies are not converted), ops without an ONNX schema or
+// whose schema at the model's opset has no float16, and, with --enable_avoid_overflow_patterns,
+// the overflow-prone paths of fp16_overflow.h and the nodes the range check of fp16_ranges.h finds
+// handling values beyond the float16 range on the calibration inputs.
+//
+// Float32 constants that an fp16 op reads are converted (values beyond ±65504 clamped, with a
+// warning naming the constant); a constant only fp16 ops read is converted in place (it keeps its
+// name). Model inputs and outputs keep float32 (Casts at the boundary) unless --fp16_io.
+// The Casts are memoised per value: an fp16 value read by several fp32 ops is cast once, and no
+// fp16 op ever reads an fp16 value through a round trip. fold_casts then folds what chains remain
+// and moves Casts through layout ops.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "lib/onnx/type_roles.h"
+#include "lib/support/half.h"
+#include "passes/fp16_overflow.h"
+#include "passes/fp16_ranges.h"
+#include "passes/fusion_util.h"
+#include "passes/pass_list.h"
+
+namespace poprt::passes {
+namespace {
+
+using onnxio::TypeRole;
+
+constexpr float kHalfMax = 65504.0f;
+
+bool isTensorOf(const ir::Value* v, DType dtype) {
+  return v && v->type.isTensor() && v->type.kind == ValueKind::Tensor && v->type.dtype == dtype;
+}
+
+bool isConstant(const ir::Value* v) { return v->isInitializer() && !v->isGraphInput(); }
+
+bool hasSubgraph(const ir::Node& n) {
+  for (const auto& [name, attr] : n.attributes)
+    if (std::holds_alternative<ir::GraphPtr>(attr.value) || std::holds_alternative<std::vector<ir::GraphPtr>>(attr.value))
+      return true;
+  return false;
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// How one node is converted.
+enum class Mode {
+  Untouched,  // no float32 data (or data of another float type): left as it is
+  Fp16,       // runs on float16 data
+  Fp32,       // kept float32 on purpose (the reason is counted and reported)
+};
+
+struct Decision {
+  Mode mode = Mode::Untouched;
+  std::string counter;  // why it stays fp32: "kept_policy", "kept_skip_op_type"...
+  std::string reason;
+  std::optional<onnxio::NodeTypeRoles> roles;
+};
+
+class FloatToHalf : public Pass {
+ public:
+  Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
+    g_ = &graph;
+    ctx_ = &ctx;
+    const Fp16Options& o = ctx.fp16;
+    opset_ = ctx.model.opsetVersion();
+    skip_types_.insert(o.skip_op_types.begin(), o.skip_op_types.end());
+    skip_names_.insert(o.skip_node_names.begin(), o.skip_node_names.end());
+    if (o.avoid_overflow_patterns) {
+      overflow_ = overflowProneNodes(graph);
+      if (!o.calibration_inputs.empty()) {
+        auto r = outOfRangeNodes(ctx.model, o.calibration_inputs);
+        if (r.ok())
+          out_of_range_ = std::move(r).value();
+        else
+          ctx.warn("range check skipped: the float32 model does not run on the calibration inputs: " + r.error().message());
+      }
+    }
+    reportUnmatchedSkips(graph);
+
+    // The inputs first: with --fp16_io a float32 model input becomes a float16 one.
+    if (o.io)
+      for (ir::Value* in : graph.inputs())
+        if (!in->isInitializer() && isTensorOf(in, DType::Float)) {
+          in->type.dtype = DType::Float16;
+          markHalf(in);
+          ctx.count("io_converted");
+        }
+
+    // Decide every node before changing any, so a constant's uses are all known when it converts.
+    std::vector<ir::Node*> order;
+    for (const auto& n : graph.nodes()) order.push_back(n.get());
+    std::set<const ir::Value*> will_be_half(half_values_.begin(), half_values_.end());
+    for (ir::Node* n : order) {
+      Decision d = decide(*n, will_be_half);
+      if (d.mode == Mode::Fp16)
+        for (size_t i = 0; i < n->outputs().size(); ++i)
+          if (d.roles->outputs[i] == TypeRole::Data && isTensorOf(n->output(i), DType::Float))
+            will_be_half.insert(n->output(i));
+      decisions_[n] = std::move(d);
+    }
+
+    for (ir::Node* n : order) {
+      Decision& d = decisions_[n];
+      if (d.mode == Mode::Fp16) {
+        convertNode(*n, d);
+        ctx.count("nodes_fp16");
+      } else {
+        if (d.mode == Mode::Fp32) {
+          ctx.count("nodes_kept_fp32");
+          ctx.count(d.counter);
+          ctx.nearMiss(*n, "stays float32: " + d.reason);
+        }
+        for (size_t i = 0; i < n->inputs().size(); ++i)
+          if (ir::Value* v = n->input(i); v && half_values_.count(v)) n->setInput(i, asFloat(v));
+      }
+    }
+    // Subgraph nodes (If/Loop/Scan bodies) reading a value that became float16 read it as float32.
+    // (In the order the values were made, not by address: the output must not depend on the run.)
+    for (ir::Value* v : std::vector<ir::Value*>(half_order_)) {
+      std::vector<ir::Use> uses = v->uses();
+      for (const ir::Use& u : uses)
+        if (u.node->graph() != &graph) u.node->setInput(u.input_index, asFloat(v));
+    }
+    if (o.io) convertOutputs();
+    ctx.count("weight_bytes_fp32", weight_bytes_fp32_);
+    ctx.count("weight_bytes_fp16", weight_bytes_fp16_);
+    ctx.count("constants_clamped", clamped_constants_);
+    const bool changed = ctx.stats.counters["nodes_fp16"] > 0 || ctx.stats.counters["io_converted"] > 0 ||
+                         ctx.stats.counters["casts_inserted"] > 0;
+    POPRT_TRY(fusion::finishRewrites(graph));
+    graph.removeUnusedValues(/*initializers_too=*/true);
+    return changed;
+  }
+
+ private:
+  void markHalf(ir::Value* v) {
+    if (half_values_.insert(v).second) half_order_.push_back(v);
+  }
+
+  // Names and op types of the skip lists that match no node: a warning, as a list written for
+  // another model or a typo keeps nothing in fp32. (Op types no op has fail earlier, in
+  // checkSkipOpTypes.)
+  void reportUnmatchedSkips(const ir::Graph& graph) {
+    std::set<std::string> types, names;
+    for (const auto& n : graph.nodes()) {
+      types.insert(n->opType());
+      names.insert(n->name());
+    }
+    for (const auto& t : skip_types_)
+      if (!types.count(t)) ctx_->warn("--fp16_skip_op_types: the model has no " + t + " node");
+    for (const auto& name : skip_names_)
+      if (!names.count(name)) ctx_->warn("--fp16_skip_node_names: the model has no node named '" + name + "'");
+  }
+
+  Decision decide(const ir::Node& n, const std::set<const ir::Value*>& will_be_half) {
+    Decision d;
+    d.roles = onnxio::typeRoles(n, opset_);
+    // Does the node have float32 data at all, and data of another float type (left alone)?
+    bool float_data = false, other_float = false;
+    auto look = [&](const ir::Value* v, TypeRole role) {
+      if (!v || role != TypeRole::Data || !v->type.isTensor()) return;
+      if (v->type.dtype == DType::Float) float_data = true;
+      else if (isFloatingPoint(v->type.dtype) && v->type.dtype != DType::Float16) other_float = true;
+    };
+    if (d.roles) {
+      for (size_t i = 0; i < n.inputs().size(); ++i) look(n.input(i), d.roles->inputs[i]);
+      for (size_t i = 0; i < n.outputs().size(); ++i) look(n.output(i), d.roles->outputs[i]);
+    } else {
+      for (const ir::Value* v : n.inputs()) float_data |= isTensorOf(v, DType::Float);
+      for (const ir::Value* v : n.outputs()) float_data |= isTensorOf(v, DType::Float);
+    }
+    if (!float_data || other_float) return d;
+
+    auto keep = [&](const char* counter, std::string reason) {
+      d.mode = Mode::Fp32;
+      d.counter = counter;
+      d.reason = std::move(reason);
+      return d;
+    };
+    const ops::OpDef* def = ops::findOp(n.domain(), n.opType());
+    if (!def) return keep("kept_unknown_op", "the op registry does not know it");
+    if (hasSubgraph(n)) return keep("kept_control_flow", "its subgraphs are not converted");
+    if (!d.roles) return keep("kept_no_schema", "ONNX has no schema for it");
+    if (skip_types_.count(n.opType())) return keep("kept_skip_op_type", "--fp16_skip_op_types");
+    if (skip_names_.count(n.name())) return keep("kept_skip_node_name", "--fp16_skip_node_names");
+    if (auto it = overflow_.find(&n); it != overflow_.end()) return keep("kept_overflow_pattern", it->second);
+    if (auto it = out_of_range_.find(&n); it != out_of_range_.end()) return keep("kept_out_of_range", it->second);
+    if (def->fp16 == ops::Fp16Policy::KeepFp32) return keep("kept_policy", "its fp16 policy is KeepFp32");
+    if (!d.roles->float16_allowed)
+      return keep("kept_no_float16_schema", "its ONNX schema at opset " + std::to_string(opset_) + " has no float16");
+    if (def->fp16 == ops::Fp16Policy::TypeAgnostic) {
+      bool half_input = false;
+      for (size_t i = 0; i < n.inputs().size(); ++i)
+        half_input |= d.roles->inputs[i] == TypeRole::Data && will_be_half.count(n.input(i));
+      if (!half_input) return d;  // moves float32 data: stays float32, nothing to say
+    }
+    d.mode = Mode::Fp16;
+    return d;
+  }
+
+  void convertNode(ir::Node& n, const Decision& d) {
+    for (size_t i = 0; i < n.inputs().size(); ++i) {
+      ir::Value* v = n.input(i);
+      if (!v) continue;
+      if (d.roles->inputs[i] == TypeRole::Data && isTensorOf(v, DType::Float))
+        n.setInput(i, asHalf(v, &n));
+      else if (d.roles->inputs[i] == TypeRole::Fixed && half_values_.count(v))
+        n.setInput(i, asFloat(v));  // a parameter input fed by a converted value stays float32
+    }
+    for (size_t i = 0; i < n.outputs().size(); ++i) {
+      ir::Value* out = n.output(i);
+      if (d.roles->outputs[i] != TypeRole::Data || !isTensorOf(out, DType::Float)) continue;
+      if (out->isGraphOutput() && !ctx_->fp16.io) {
+        // The model output keeps its Value, name and float32: the node makes an fp16 value and a
+        // Cast makes the output from it (fp16 readers read the fp16 value directly).
+        ir::TensorType t = out->type;
+        t.dtype = DType::Float16;
+        ir::Value* h = g_->addValue(g_->uniqueName(out->name() + "_fp16"), t);
+        g_->setNodeOutput(&n, i, h);
+        addCast(h, out, DType::Float);
+        markHalf(h);
+        half_of_[out] = h;
+        continue;
+      }
+      if (out->isGraphOutput()) ctx_->count("io_converted");
+      out->type.dtype = DType::Float16;
+      markHalf(out);
+    }
+  }
+
+  // `v` (float32) as float16 for `reader` (named in warnings): a converted constant or a
+  // memoised Cast.
+  ir::Value* asHalf(ir::Value* v, const ir::Node* reader) {
+    if (auto it = half_of_.find(v); it != half_of_.end()) return it->second;
+    ir::Value* h = nullptr;
+    if (isConstant(v)) {
+      Tensor t = toHalf(*v->initializer(), v->name(), *reader);
+      weight_bytes_fp32_ += static_cast<int64_t>(v->initializer()->byteSize());
+      weight_bytes_fp16_ += static_cast<int64_t>(t.byteSize());
+      ctx_->count("constants_converted");
+      if (onlyHalfDataReaders(v)) {
+        g_->setInitializer(v, std::make_shared<const Tensor>(std::move(t)));  // keeps its name
+        markHalf(v);
+        return v;
+      }
+      h = g_->addInitializer(g_->uniqueName(v->name() + "_fp16"), std::move(t));
+    } else {
+      ir::TensorType t = v->type;
+      t.dtype = DType::Float16;
+      h = g_->addValue(g_->uniqueName(v->name() + "_fp16"), t);
+      addCast(v, h, DType::Float16);
+    }
+    markHalf(h);
+    half_of_[v] = h;
+    return h;
+  }
+
+  // A float16 value (converted by this pass) as float32: a memoised Cast.
+  ir::Value* asFloat(ir::Value* h) {
+    if (auto it = float_of_.find(h); it != float_of_.end()) return it->second;
+    ir::TensorType t = h->type;
+    t.dtype = DType::Float;
+    std::string base = h->name();
+    if (base.size() > 5 && base.ends_with("_fp16")) base.resize(base.size() - 5);
+    ir::Value* f = g_->addValue(g_->uniqueName(base + "_fp32"), t);
+    addCast(h, f, DType::Float);
+    float_of_[h] = f;
+    return f;
+  }
+
+  void addCast(ir::Value* from, ir::Value* to, DType dtype) {
+    ir::Node* cast = g_->addNode("Cast", {from}, {to}, g_->uniqueName(to->name() + "_cast"));
+    cast->attributes["to"].value = static_cast<int64_t>(dtype);
+    ctx_->count("casts_inserted");
+  }
+
+  // Is every reader of constant `v` a converted node reading it as data?
+  bool onlyHalfDataReaders(const ir::Value* v) {
+    if (v->isGraphOutput()) return false;
+    for (const ir::Use& u : v->uses()) {
+      auto it = decisions_.find(u.node);
+      if (it == decisions_.end() || it->second.mode != Mode::Fp16 ||
+          it->second.roles->inputs[u.input_index] != TypeRole::Data)
+        return false;
+    }
+    return true;
+  }
+
+  // The float16 copy of a float32 constant: finite values beyond ±65504 are clamped (an
+  // infinity stays one: a -inf mask is meant), non-zero values that become zero are counted.
+  Tensor toHalf(const Tensor& t, const std::string& name, const ir::Node& reader) {
+    Tensor h(DType::Float16, t.shape());
+    auto src = t.data<float>();
+    auto dst = h.data<Half>();
+    int64_t clamped = 0, flushed = 0, nonzero = 0;
+    float worst = 0;
+    for (size_t i = 0; i < src.size(); ++i) {
+      float x = src[i];
+      if (std::isfinite(x) && std::fabs(x) > kHalfMax) {
+        ++clamped;
+        worst = std::max(worst, std::fabs(x));
+        x = std::copysign(kHalfMax, x);
+      }
+      dst[i] = Half(x);
+      if (x != 0) {
+        ++nonzero;
+        if (static_cast<float>(dst[i]) == 0) ++flushed;
+      }
+    }
+    if (clamped > 0) {
+      ++clamped_constants_;
+      ctx_->count("values_clamped", clamped);
+      ctx_->warn("constant '" + name + "': " + std::to_string(clamped) + " of " + std::to_string(src.size()) +
+                 " values beyond the float16 range (largest magnitude " + fmt(worst) + ") clamped to ±65504");
+    }
+    if (flushed > 0) {
+      ctx_->count("values_flushed_to_zero", flushed);
+      // A constant all of whose non-zero values vanish (an epsilon) changes what the op computes.
+      if (flushed == nonzero)
+        ctx_->warn("constant '" + name + "': every non-zero value is below the float16 range and became 0 (--fp16_skip_node_names " +
+                   reader.name() + " keeps " + reader.describe() + " in float32)");
+    }
+    return h;
+  }
+
+  // --fp16_io: every float32 model output becomes float16 (a Cast after a node kept in fp32).
+  void convertOutputs() {
+    for (size_t i = 0; i < g_->outputs().size(); ++i) {
+      ir::Value* out = g_->outputs()[i];
+      if (!isTensorOf(out, DType::Float)) continue;
+      ctx_->count("io_converted");
+      ir::Node* producer = out->producer();
+      if (!producer) {  // a model input or a constant returned as it is
+        ir::TensorType t = out->type;
+        t.dtype = DType::Float16;
+        ir::Value* h = g_->addValue(g_->uniqueName(out->name() + "_fp16"), t);
+        addCast(out, h, DType::Float16);
+        g_->setOutput(i, h);
+        continue;
+      }
+      size_t slot = 0;
+      while (producer->output(slot) != out) ++slot;
+      ir::Value* f = g_->addValue(g_->uniqueName(out->name() + "_fp32"), out->type);
+      g_->setNodeOutput(producer, slot, f);
+      std::vector<ir::Use> uses = out->uses();
+      for (const ir::Use& u : uses) u.node->setInput(u.input_index, f);
+      out->type.dtype = DType::Float16;
+      addCast(f, out, DType::Float16);
+    }
+  }
+
+  ir::Graph* g_ = nullptr;
+  PassContext* ctx_ = nullptr;
+  int64_t opset_ = 0;
+  std::set<std::string> skip_types_, skip_names_;
+  std::map<const ir::Node*, std::string> overflow_, out_of_range_;
+  std::map<const ir::Node*, Decision> decisions_;
+  std::set<ir::Value*> half_values_;              // float16 values this pass made
+  std::vector<ir::Value*> half_order_;            // the same, in the order they were made
+  std::map<const ir::Value*, ir::Value*> half_of_;   // float32 value -> its float16 version
+  std::map<const ir::Value*, ir::Value*> float_of_;  // float16 value -> its float32 Cast
+  int64_t weight_bytes_fp32_ = 0, weight_bytes_fp16_ = 0, clamped_constants_ = 0;
+};
+
+}  // namespace
+
+Status checkSkipOpTypes(const std::vector<std::string>& op_types) {
+  for (const std::string& t : op_types) {
+    bool known = false;
+    for (const ops::OpDef* def : ops::allOps()) known |= def->op_type == t;
+    if (!known) return Error("--fp16_skip_op_types: unknown op type '" + t + "' (op types are case-sensitive, e.g. Softmax)");
+  }
+  return okStatus();
+}
+
+std::unique_ptr<Pass> makeFloatToHalf() { return std::make_unique<FloatToHalf>(); }
+
+}  // namespace poprt::passes
