@@ -17,6 +17,7 @@
 #include "popef/popef.h"
 #include "tools/convert_check.h"
 #include "tools/convert_options.h"
+#include "tools/convert_precision.h"
 #include "tools/convert_show.h"
 #include "tools/convert_summary.h"
 #include "tools/tool_common.h"
@@ -92,12 +93,57 @@ Status checkSummaryPath(const std::string& file) {
   }
 }
 
+// The fp16 flags need --precision fp16; an op type no op has is an error (a typo would keep
+// nothing in fp32).
+Status checkFp16Flags(const ConvertOptions& o) {
+  const passes::Fp16Options& f = o.pipeline.fp16;
+  if (o.precision != "fp16") {
+    const char* flag = !f.skip_op_types.empty()     ? "--fp16_skip_op_types"
+                       : !f.skip_node_names.empty() ? "--fp16_skip_node_names"
+                       : f.io                       ? "--fp16_io"
+                       : !o.fp16_calibration_inputs.empty() ? "--fp16_calibration_input"
+                       : o.precision_compare        ? "--precision_compare"
+                                                    : nullptr;
+    if (flag) return Error(std::string(flag) + " needs --precision fp16");
+  }
+  if (!o.fp16_calibration_inputs.empty() && !f.avoid_overflow_patterns)
+    return Error("--fp16_calibration_input: the range check is off with --enable_avoid_overflow_patterns=false");
+  if ((o.precision_compare_per_layer || !o.precision_compare_inputs.empty()) && !o.precision_compare)
+    return Error(std::string(o.precision_compare_per_layer ? "--precision_compare_per_layer" : "--precision_compare_input") +
+                 " needs --precision_compare");
+  return passes::checkSkipOpTypes(f.skip_op_types);
+}
+
+// Runs the pipeline; with `fp32_snapshot`, in two parts, keeping the model as it is just before
+// float_to_half (so --precision_compare compares graphs whose value names match).
+Expected<std::vector<passes::PassReport>> runPasses(ir::Model& model, const passes::PipelineOptions& options,
+                                                    const std::vector<std::string>& names, std::string* fp32_snapshot) {
+  if (!fp32_snapshot) return passes::runPipeline(model, options);
+  auto split = std::find(names.begin(), names.end(), "float_to_half");
+  std::vector<passes::PassReport> reports;
+  for (int part = 0; part < 2; ++part) {
+    passes::PipelineOptions p = options;
+    p.passes = part == 0 ? std::vector<std::string>(names.begin(), split) : std::vector<std::string>(split, names.end());
+    p.skip_passes.clear();
+    if (std::find(p.passes.begin(), p.passes.end(), p.print_ir_after) == p.passes.end()) p.print_ir_after.clear();
+    if (!p.passes.empty()) {  // (an empty list would mean the default pipeline)
+      POPRT_ASSIGN_OR_RETURN(auto r, passes::runPipeline(model, p));
+      reports.insert(reports.end(), r.begin(), r.end());
+    }
+    if (part == 0) {
+      POPRT_ASSIGN_OR_RETURN(*fp32_snapshot, onnxio::serializeModel(model));
+    }
+  }
+  return reports;
+}
+
 Status convert(const ConvertOptions& o) {
   POPRT_TRY(applyLogging(o.logging_level));
   if (o.precision != "fp32" && o.precision != "fp16")
     return Error("--precision: expected fp32 or fp16, got '" + o.precision + "'");
-  if (o.precision == "fp16")
-    return Error("--precision fp16: half-precision conversion is not available in this build yet; use fp32");
+  passes::PipelineOptions pipeline = o.pipeline;
+  pipeline.fp16.enabled = o.precision == "fp16";
+  POPRT_TRY(checkFp16Flags(o));
   if (o.available_memory_proportion <= 0 || o.available_memory_proportion > 1)
     return Error("--available_memory_proportion must be in (0, 1]");
   std::vector<passes::InputShape> shapes;
@@ -107,7 +153,9 @@ Status convert(const ConvertOptions& o) {
   }
   // The target is checked before any work so a bad flag fails fast.
   POPRT_ASSIGN_OR_RETURN(exec::Target target, codegen::makeTarget(o.ipu_version, o.num_ipus, o.tiles_per_ipu));
-  POPRT_TRY(passes::resolvePipeline(o.pipeline));  // bad pass names fail before any work
+  POPRT_ASSIGN_OR_RETURN(std::vector<std::string> pass_names, passes::resolvePipeline(pipeline));  // fails before any work
+  if (o.precision_compare && std::find(pass_names.begin(), pass_names.end(), "float_to_half") == pass_names.end())
+    return Error("--precision_compare: the pipeline does not run float_to_half (see --passes/--skip_passes)");
   POPRT_TRY(checkSummaryPath(o.summary_json));
 
   auto t0 = std::chrono::steady_clock::now();
@@ -134,9 +182,25 @@ Status convert(const ConvertOptions& o) {
   if (o.check) {
     POPRT_ASSIGN_OR_RETURN(check_snapshot, snapshotForCheck(model));
   }
-  auto reports = passes::runPipeline(model, o.pipeline);
+  std::vector<std::string> warnings;
+  if (pipeline.fp16.enabled && pipeline.fp16.avoid_overflow_patterns) {
+    std::string skipped;
+    auto inputs = calibrationInputs(*model.graph, o.fp16_calibration_inputs, skipped);
+    if (!inputs.ok()) return inputs.error();
+    pipeline.fp16.calibration_inputs = std::move(inputs).value();
+    if (!skipped.empty()) warnings.push_back(skipped);
+  }
+  std::string fp32_snapshot;  // the model just before float_to_half, for --precision_compare
+  auto reports = runPasses(model, pipeline, pass_names, o.precision_compare ? &fp32_snapshot : nullptr);
   if (!reports.ok()) return reports.error().withContext(o.input_model);
   if (o.check) POPRT_TRY(runCheck(check_snapshot, model, {o.check_rtol, o.check_atol, 0}, std::cout));
+  std::optional<nlohmann::ordered_json> precision_json;
+  if (o.precision_compare) {
+    auto report = comparePrecision(fp32_snapshot, model, {o.precision_compare_per_layer, o.precision_compare_inputs, 0});
+    if (!report.ok()) return report.error().withContext(o.input_model);
+    printPrecisionReport(*report, std::cout);
+    precision_json = precisionReportJson(*report);
+  }
 
   std::optional<codegen::CompileResult> compiled;
   double codegen_seconds = 0;
@@ -147,12 +211,13 @@ Status convert(const ConvertOptions& o) {
     compiled = std::move(result).value();
     codegen_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
   }
-  std::vector<std::string> warnings;
   if (!o.export_popef)
     for (const ir::Value* in : model.graph->inputs())
       if (!in->isInitializer() && in->type.kind == ValueKind::Tensor && !in->type.hasStaticShape())
         warnings.push_back("input '" + in->name() + "' has shape " + in->type.toString() +
                            "; --export_popef needs it static (hint: --input_shape " + in->name() + "=D0,D1,...)");
+  for (const auto& r : *reports)
+    for (const auto& w : r.stats.warnings) warnings.push_back(r.name + ": " + w);
   if (compiled && !compiled->host_nodes.empty())
     warnings.push_back(std::to_string(compiled->host_nodes.size()) + " of " + std::to_string(model.graph->numNodes()) +
                        " node(s) run on the host (host fallback), not on the IPU");
@@ -185,6 +250,8 @@ Status convert(const ConvertOptions& o) {
     s.compiled = compiled ? &*compiled : nullptr;
     if (compiled) s.target = target.name;
     if (o.check) s.check = std::make_pair(o.check_rtol, o.check_atol);
+    s.precision = o.precision;
+    s.precision_compare = precision_json ? &*precision_json : nullptr;
     s.seconds = seconds;
     s.codegen_seconds = codegen_seconds;
     s.onnx_path = model_path.string();
