@@ -203,6 +203,12 @@ class FloatToHalf : public Pass {
     if (def->fp16 == ops::Fp16Policy::KeepFp32) return keep("kept_policy", "its fp16 policy is KeepFp32");
     if (!d.roles->float16_allowed)
       return keep("kept_no_float16_schema", "its ONNX schema at opset " + std::to_string(opset_) + " has no float16");
+    // A float32 output the schema ties to no input: an attribute may set its dtype (Bernoulli's,
+    // EyeLike's dtype) or, without it, the input's does — and some schemas say less than their
+    // inference does (GridSample-16's Y). Converting the input could change the output's type.
+    for (size_t i = 0; i < n.outputs().size(); ++i)
+      if (d.roles->outputs[i] == TypeRole::Fixed && isTensorOf(n.output(i), DType::Float))
+        return keep("kept_output_type", "its float32 output '" + n.output(i)->name() + "' is not typed by its schema as its data");
     if (def->fp16 == ops::Fp16Policy::TypeAgnostic) {
       bool half_input = false;
       for (size_t i = 0; i < n.inputs().size(); ++i)

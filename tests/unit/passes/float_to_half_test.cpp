@@ -328,6 +328,20 @@ TEST(FloatToHalf, ParameterInputsKeepTheirTypeAndDataInputsFollow) {
   EXPECT_EQ(inputDtype(findNode(g, "Reshape"), 1), DType::Int64);
 }
 
+TEST(FloatToHalf, OutputsTypedByAttributesOrUnclearSchemasStayFloat32) {
+  // EyeLike's output takes its input's dtype when `dtype` is absent, but its schema gives the
+  // output a type parameter of its own: converting the input would change the output's type.
+  ir::Model m = emptyModel();
+  Builder b(m);
+  ir::Value* x = b.input("x", {3, 3});
+  ir::Value* h = b.op("MatMul", {x, b.weight({3, 3}, 14)});
+  b.output(b.op("Add", {b.op("EyeLike", {h}), h}));
+  auto r = runFp16(m);  // infer_shapes_final would refuse a mismatch
+  expectClose(r);
+  EXPECT_EQ(inputDtype(findNode(*m.graph, "EyeLike"), 0), DType::Float);
+  EXPECT_EQ(r.counter("float_to_half", "kept_output_type"), 1);
+}
+
 TEST(FloatToHalf, SubgraphsReadConvertedValuesAsFloat32) {
   // y = If(c, then: h + 1, else: h - 1) with h = MatMul(x, w) converted: the branches are not,
   // so they read h through a Cast to float32.
