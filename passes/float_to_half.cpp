@@ -25,6 +25,7 @@
 #include <set>
 
 #include "lib/onnx/type_roles.h"
+#include "lib/ops/graphcore_ops.h"
 #include "lib/support/half.h"
 #include "passes/fp16_overflow.h"
 #include "passes/fp16_ranges.h"
@@ -49,6 +50,17 @@ bool hasSubgraph(const ir::Node& n) {
     if (std::holds_alternative<ir::GraphPtr>(attr.value) || std::holds_alternative<std::vector<ir::GraphPtr>>(attr.value))
       return true;
   return false;
+}
+
+// The op types --fp16_skip_op_types matches a node by: its own and, for ai.graphcore ConvAct and
+// GemmAct, the op they fused (so "Conv" keeps every convolution in fp32, fused or not).
+std::vector<std::string> skipKeys(const ir::Node& n) {
+  std::vector<std::string> keys = {n.opType()};
+  if (n.domain() == ops::graphcore::kDomain) {
+    if (n.opType() == "ConvAct") keys.push_back("Conv");
+    if (n.opType() == "GemmAct") keys.push_back("Gemm");
+  }
+  return keys;
 }
 
 std::string fmt(double v) {
@@ -158,13 +170,14 @@ class FloatToHalf : public Pass {
   void reportUnmatchedSkips(const ir::Graph& graph) {
     std::set<std::string> types, names;
     for (const auto& n : graph.nodes()) {
-      types.insert(n->opType());
+      for (const std::string& key : skipKeys(*n)) types.insert(key);
       names.insert(n->name());
     }
+    // (The lists match the graph after the fusions: a MatMul + Add is a Gemm by then.)
     for (const auto& t : skip_types_)
-      if (!types.count(t)) ctx_->warn("--fp16_skip_op_types: the model has no " + t + " node");
+      if (!types.count(t)) ctx_->warn("--fp16_skip_op_types: the optimised model has no " + t + " node");
     for (const auto& name : skip_names_)
-      if (!names.count(name)) ctx_->warn("--fp16_skip_node_names: the model has no node named '" + name + "'");
+      if (!names.count(name)) ctx_->warn("--fp16_skip_node_names: the optimised model has no node named '" + name + "'");
   }
 
   Decision decide(const ir::Node& n, const std::set<const ir::Value*>& will_be_half) {
@@ -196,7 +209,8 @@ class FloatToHalf : public Pass {
     if (!def) return keep("kept_unknown_op", "the op registry does not know it");
     if (hasSubgraph(n)) return keep("kept_control_flow", "its subgraphs are not converted");
     if (!d.roles) return keep("kept_no_schema", "ONNX has no schema for it");
-    if (skip_types_.count(n.opType())) return keep("kept_skip_op_type", "--fp16_skip_op_types");
+    for (const std::string& key : skipKeys(n))
+      if (skip_types_.count(key)) return keep("kept_skip_op_type", "--fp16_skip_op_types " + key);
     if (skip_names_.count(n.name())) return keep("kept_skip_node_name", "--fp16_skip_node_names");
     if (auto it = overflow_.find(&n); it != overflow_.end()) return keep("kept_overflow_pattern", it->second);
     if (auto it = out_of_range_.find(&n); it != out_of_range_.end()) return keep("kept_out_of_range", it->second);

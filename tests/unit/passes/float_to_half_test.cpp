@@ -194,6 +194,25 @@ TEST(FloatToHalf, SkipListsKeepOpTypesAndNamedNodesFloat32) {
   expectNoCastChains(g);
 }
 
+TEST(FloatToHalf, SkippingConvAlsoKeepsFusedConvActFloat32) {
+  ir::Model m = emptyModel();
+  Builder b(m);
+  ir::Value* x = b.input("x", {1, 2, 5, 5});
+  ir::Value* c = b.op("Relu", {b.op("Conv", {x, b.weight({3, 2, 3, 3}, 15)}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})});
+  b.output(b.op("Conv", {c, b.weight({2, 3, 1, 1}, 16)}));
+  PipelineOptions p;
+  p.passes = {"infer_shapes", "fuse_conv_activation", "float_to_half", "fold_casts", "infer_shapes_final"};
+  p.fp16.enabled = true;
+  p.fp16.skip_op_types = {"Conv"};
+  auto r = runPipeline(m, p);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const ir::Node* fused = findNode(*m.graph, "ConvAct");
+  ASSERT_NE(fused, nullptr);
+  EXPECT_EQ(outputDtype(fused), DType::Float);
+  EXPECT_EQ(outputDtype(findNode(*m.graph, "Conv")), DType::Float);
+  EXPECT_EQ(countOps(*m.graph, "Cast"), 0);  // nothing converted, nothing cast
+}
+
 TEST(FloatToHalf, UnknownSkipOpTypeIsAnError) {
   EXPECT_TRUE(checkSkipOpTypes({"Softmax", "MatMul"}).ok());
   auto st = checkSkipOpTypes({"Softmax", "softmax"});
