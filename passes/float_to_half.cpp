@@ -7,10 +7,12 @@
 // Which inputs and outputs are data comes from the op's ONNX schema (lib/onnx/type_roles.h):
 // Resize's scales, Pow's exponent, index and shape inputs keep their dtype; Clip's bounds follow
 // the data. Also kept in float32: the nodes of --fp16_skip_op_types / --fp16_skip_node_names,
-// nodes with subgraphs (If/Loop/Scan bodies are not converted), ops without an ONNX schema or
-// whose schema at the model's opset has no float16, and, with --enable_avoid_overflow_patterns,
-// the overflow-prone paths of fp16_overflow.h and the nodes the range check of fp16_ranges.h finds
-// handling values beyond the float16 range on the calibration inputs.
+// ops without an ONNX schema or whose schema at the model's opset has no float16, nodes with a
+// float32 output their schema does not type as their data, and, with
+// --enable_avoid_overflow_patterns, the overflow-prone paths of fp16_overflow.h and the nodes the
+// range check of fp16_ranges.h finds handling values beyond the float16 range on the calibration
+// inputs. Control-flow nodes (If/Loop/Scan) keep their float32 results; their bodies convert like
+// the main graph, each casting its results back (not under a node a skip list names).
 //
 // Float32 constants that an fp16 op reads are converted (values beyond ±65504 clamped, with a
 // warning naming the constant); a constant only fp16 ops read is converted in place (it keeps its
@@ -43,7 +45,17 @@ bool isTensorOf(const ir::Value* v, DType dtype) {
   return v && v->type.isTensor() && v->type.kind == ValueKind::Tensor && v->type.dtype == dtype;
 }
 
-bool isConstant(const ir::Value* v) { return v->isInitializer() && !v->isGraphInput(); }
+// The tensor of a constant value: an initializer that is not a graph input, or the `value` of a
+// Constant node (subgraph bodies keep theirs: constant folding runs on the main graph only).
+const Tensor* constantTensor(const ir::Value* v) {
+  if (v->isInitializer()) return v->isGraphInput() ? nullptr : v->initializer();
+  const ir::Node* p = v->producer();
+  if (!fusion::isOp(p, "Constant")) return nullptr;
+  auto it = p->attributes.find("value");
+  if (it == p->attributes.end()) return nullptr;
+  const Tensor* t = std::get_if<Tensor>(&it->second.value);
+  return t && t->dtype() == DType::Float ? t : nullptr;
+}
 
 bool hasSubgraph(const ir::Node& n) {
   for (const auto& [name, attr] : n.attributes)
@@ -110,56 +122,98 @@ class FloatToHalf : public Pass {
         if (!in->isInitializer() && isTensorOf(in, DType::Float)) {
           in->type.dtype = DType::Float16;
           markHalf(in);
+          will_be_half_.insert(in);
           ctx.count("io_converted");
         }
 
-    // Decide every node before changing any, so a constant's uses are all known when it converts.
-    std::vector<ir::Node*> order;
-    for (const auto& n : graph.nodes()) order.push_back(n.get());
-    std::set<const ir::Value*> will_be_half(half_values_.begin(), half_values_.end());
-    for (ir::Node* n : order) {
-      Decision d = decide(*n, will_be_half);
-      if (d.mode == Mode::Fp16)
-        for (size_t i = 0; i < n->outputs().size(); ++i)
-          if (d.roles->outputs[i] == TypeRole::Data && isTensorOf(n->output(i), DType::Float))
-            will_be_half.insert(n->output(i));
-      decisions_[n] = std::move(d);
-    }
-
-    for (ir::Node* n : order) {
-      Decision& d = decisions_[n];
-      if (d.mode == Mode::Fp16) {
-        convertNode(*n, d);
-        ctx.count("nodes_fp16");
-      } else {
-        if (d.mode == Mode::Fp32) {
-          ctx.count("nodes_kept_fp32");
-          ctx.count(d.counter);
-          ctx.nearMiss(*n, "stays float32: " + d.reason);
-        }
-        for (size_t i = 0; i < n->inputs().size(); ++i)
-          if (ir::Value* v = n->input(i); v && half_values_.count(v)) n->setInput(i, asFloat(v));
-      }
-    }
-    // Subgraph nodes (If/Loop/Scan bodies) reading a value that became float16 read it as float32.
-    // (In the order the values were made, not by address: the output must not depend on the run.)
-    for (ir::Value* v : std::vector<ir::Value*>(half_order_)) {
-      std::vector<ir::Use> uses = v->uses();
-      for (const ir::Use& u : uses)
-        if (u.node->graph() != &graph) u.node->setInput(u.input_index, asFloat(v));
-    }
+    // Decide every node (subgraph bodies included) before changing any, so a constant's readers
+    // are all known when it converts; then rewrite, graph by graph.
+    decideGraph(graph, /*forced_fp32=*/"");
+    applyGraph(graph);
     if (o.io) convertOutputs();
     ctx.count("weight_bytes_fp32", weight_bytes_fp32_);
     ctx.count("weight_bytes_fp16", weight_bytes_fp16_);
     ctx.count("constants_clamped", clamped_constants_);
     const bool changed = ctx.stats.counters["nodes_fp16"] > 0 || ctx.stats.counters["io_converted"] > 0 ||
                          ctx.stats.counters["casts_inserted"] > 0;
+    for (ir::Graph* body : bodies_) {
+      POPRT_TRY(body->topoSort());
+      body->removeUnusedValues(/*initializers_too=*/true);
+    }
     POPRT_TRY(fusion::finishRewrites(graph));
     graph.removeUnusedValues(/*initializers_too=*/true);
     return changed;
   }
 
  private:
+  // The subgraphs (If branches, Loop/Scan bodies) of `n`.
+  static std::vector<ir::Graph*> subgraphsOf(const ir::Node& n) {
+    std::vector<ir::Graph*> out;
+    for (const auto& [name, attr] : n.attributes) {
+      if (auto* g = std::get_if<ir::GraphPtr>(&attr.value); g && *g) out.push_back(g->get());
+      if (auto* gs = std::get_if<std::vector<ir::GraphPtr>>(&attr.value))
+        for (const auto& b : *gs)
+          if (b) out.push_back(b.get());
+    }
+    return out;
+  }
+
+  // Decides the nodes of `g` and, depth first, of the bodies of its control-flow nodes (a body
+  // reads the values decided before its node). `forced_fp32`: why every node of `g` stays float32
+  // (the body of a node the skip lists name), or "".
+  void decideGraph(ir::Graph& g, const std::string& forced_fp32) {
+    if (ctx_->fp16.avoid_overflow_patterns && &g != g_) overflow_.merge(overflowProneNodes(g));
+    for (const auto& node : g.nodes()) {
+      ir::Node* n = node.get();
+      Decision d = decide(*n);
+      if (!forced_fp32.empty() && d.mode == Mode::Fp16) {
+        d.mode = Mode::Fp32;
+        d.counter = "kept_skip_body";
+        d.reason = forced_fp32;
+      }
+      if (d.mode == Mode::Fp16)
+        for (size_t i = 0; i < n->outputs().size(); ++i)
+          if (d.roles->outputs[i] == TypeRole::Data && isTensorOf(n->output(i), DType::Float))
+            will_be_half_.insert(n->output(i));
+      std::string body_forced = forced_fp32;
+      if (body_forced.empty() && skipped(*n)) body_forced = "in the body of " + n->describe() + ", which a skip list names";
+      decisions_[n] = std::move(d);
+      for (ir::Graph* body : subgraphsOf(*n)) {
+        bodies_.push_back(body);
+        decideGraph(*body, body_forced);
+      }
+    }
+  }
+
+  // Rewrites the nodes of `g` as decided, then the bodies of its control-flow nodes.
+  void applyGraph(ir::Graph& g) {
+    std::vector<ir::Node*> order;
+    for (const auto& n : g.nodes()) order.push_back(n.get());
+    for (ir::Node* n : order) {
+      Decision& d = decisions_[n];
+      if (d.mode == Mode::Fp16) {
+        convertNode(*n, d);
+        ctx_->count("nodes_fp16");
+      } else {
+        if (d.mode == Mode::Fp32) {
+          ctx_->count("nodes_kept_fp32");
+          ctx_->count(d.counter);
+          ctx_->nearMiss(*n, "stays float32: " + d.reason);
+        }
+        for (size_t i = 0; i < n->inputs().size(); ++i)
+          if (ir::Value* v = n->input(i); v && half_values_.count(v)) n->setInput(i, asFloat(v));
+      }
+      for (ir::Graph* body : subgraphsOf(*n)) applyGraph(*body);
+    }
+  }
+
+  bool skipped(const ir::Node& n) const {
+    if (skip_names_.count(n.name())) return true;
+    for (const std::string& key : skipKeys(n))
+      if (skip_types_.count(key)) return true;
+    return false;
+  }
+
   void markHalf(ir::Value* v) {
     if (half_values_.insert(v).second) half_order_.push_back(v);
   }
@@ -180,7 +234,7 @@ class FloatToHalf : public Pass {
       if (!names.count(name)) ctx_->warn("--fp16_skip_node_names: the optimised model has no node named '" + name + "'");
   }
 
-  Decision decide(const ir::Node& n, const std::set<const ir::Value*>& will_be_half) {
+  Decision decide(const ir::Node& n) {
     Decision d;
     d.roles = onnxio::typeRoles(n, opset_);
     // Does the node have float32 data at all, and data of another float type (left alone)?
@@ -207,11 +261,13 @@ class FloatToHalf : public Pass {
     };
     const ops::OpDef* def = ops::findOp(n.domain(), n.opType());
     if (!def) return keep("kept_unknown_op", "the op registry does not know it");
-    if (hasSubgraph(n)) return keep("kept_control_flow", "its subgraphs are not converted");
+    // Control flow: the node's own outputs stay float32 (each body casts its results back); the
+    // bodies' nodes are decided on their own.
+    if (hasSubgraph(n)) return keep("control_flow", "a control-flow node (its bodies convert; their results are cast back)");
     if (!d.roles) return keep("kept_no_schema", "ONNX has no schema for it");
     for (const std::string& key : skipKeys(n))
       if (skip_types_.count(key)) return keep("kept_skip_op_type", "--fp16_skip_op_types " + key);
-    if (skip_names_.count(n.name())) return keep("kept_skip_node_name", "--fp16_skip_node_names");
+    if (skip_names_.count(n.name())) return keep("kept_skip_node_name", "--fp16_skip_node_names " + n.name());
     if (auto it = overflow_.find(&n); it != overflow_.end()) return keep("kept_overflow_pattern", it->second);
     if (auto it = out_of_range_.find(&n); it != out_of_range_.end()) return keep("kept_out_of_range", it->second);
     if (def->fp16 == ops::Fp16Policy::KeepFp32) return keep("kept_policy", "its fp16 policy is KeepFp32");
@@ -220,13 +276,13 @@ class FloatToHalf : public Pass {
     // A float32 output the schema ties to no input: an attribute may set its dtype (Bernoulli's,
     // EyeLike's dtype) or, without it, the input's does — and some schemas say less than their
     // inference does (GridSample-16's Y). Converting the input could change the output's type.
-    for (size_t i = 0; i < n.outputs().size(); ++i)
+    for (size_t i = 0; i < n.outputs().size() && !fusion::isOp(&n, "Cast"); ++i)  // (Cast's `to` alone sets it)
       if (d.roles->outputs[i] == TypeRole::Fixed && isTensorOf(n.output(i), DType::Float))
         return keep("kept_output_type", "its float32 output '" + n.output(i)->name() + "' is not typed by its schema as its data");
     if (def->fp16 == ops::Fp16Policy::TypeAgnostic) {
       bool half_input = false;
       for (size_t i = 0; i < n.inputs().size(); ++i)
-        half_input |= d.roles->inputs[i] == TypeRole::Data && will_be_half.count(n.input(i));
+        half_input |= d.roles->inputs[i] == TypeRole::Data && will_be_half_.count(n.input(i));
       if (!half_input) return d;  // moves float32 data: stays float32, nothing to say
     }
     d.mode = Mode::Fp16;
@@ -245,13 +301,14 @@ class FloatToHalf : public Pass {
     for (size_t i = 0; i < n.outputs().size(); ++i) {
       ir::Value* out = n.output(i);
       if (d.roles->outputs[i] != TypeRole::Data || !isTensorOf(out, DType::Float)) continue;
-      if (out->isGraphOutput() && !ctx_->fp16.io) {
-        // The model output keeps its Value, name and float32: the node makes an fp16 value and a
-        // Cast makes the output from it (fp16 readers read the fp16 value directly).
+      if (out->isGraphOutput() && !(ctx_->fp16.io && out->graph() == g_)) {
+        // The model output (or a body's result) keeps its Value, name and float32: the node makes
+        // an fp16 value and a Cast makes the output from it (fp16 readers read the fp16 value).
         ir::TensorType t = out->type;
         t.dtype = DType::Float16;
-        ir::Value* h = g_->addValue(g_->uniqueName(out->name() + "_fp16"), t);
-        g_->setNodeOutput(&n, i, h);
+        ir::Graph& g = *n.graph();
+        ir::Value* h = g.addValue(g.uniqueName(out->name() + "_fp16"), t);
+        g.setNodeOutput(&n, i, h);
         addCast(h, out, DType::Float);
         markHalf(h);
         half_of_[out] = h;
@@ -268,21 +325,26 @@ class FloatToHalf : public Pass {
   ir::Value* asHalf(ir::Value* v, const ir::Node* reader) {
     if (auto it = half_of_.find(v); it != half_of_.end()) return it->second;
     ir::Value* h = nullptr;
-    if (isConstant(v)) {
-      Tensor t = toHalf(*v->initializer(), v->name(), *reader);
-      weight_bytes_fp32_ += static_cast<int64_t>(v->initializer()->byteSize());
+    if (const Tensor* c = constantTensor(v)) {
+      Tensor t = toHalf(*c, v->name(), *reader);
+      weight_bytes_fp32_ += static_cast<int64_t>(c->byteSize());
       weight_bytes_fp16_ += static_cast<int64_t>(t.byteSize());
       ctx_->count("constants_converted");
-      if (onlyHalfDataReaders(v)) {
-        g_->setInitializer(v, std::make_shared<const Tensor>(std::move(t)));  // keeps its name
+      if (onlyHalfDataReaders(v)) {  // converted in place: it keeps its name
+        if (v->isInitializer()) {
+          v->graph()->setInitializer(v, std::make_shared<const Tensor>(std::move(t)));
+        } else {
+          v->producer()->attributes["value"].value = std::move(t);
+          v->type.dtype = DType::Float16;
+        }
         markHalf(v);
         return v;
       }
-      h = g_->addInitializer(g_->uniqueName(v->name() + "_fp16"), std::move(t));
+      h = v->graph()->addInitializer(v->graph()->uniqueName(v->name() + "_fp16"), std::move(t));
     } else {
       ir::TensorType t = v->type;
       t.dtype = DType::Float16;
-      h = g_->addValue(g_->uniqueName(v->name() + "_fp16"), t);
+      h = v->graph()->addValue(v->graph()->uniqueName(v->name() + "_fp16"), t);
       addCast(v, h, DType::Float16);
     }
     markHalf(h);
@@ -297,14 +359,17 @@ class FloatToHalf : public Pass {
     t.dtype = DType::Float;
     std::string base = h->name();
     if (base.size() > 5 && base.ends_with("_fp16")) base.resize(base.size() - 5);
-    ir::Value* f = g_->addValue(g_->uniqueName(base + "_fp32"), t);
+    ir::Value* f = h->graph()->addValue(h->graph()->uniqueName(base + "_fp32"), t);
     addCast(h, f, DType::Float);
     float_of_[h] = f;
     return f;
   }
 
+  // Adds the Cast to `to`'s graph (the one of the value cast: visible to all its readers, in nested
+  // bodies too).
   void addCast(ir::Value* from, ir::Value* to, DType dtype) {
-    ir::Node* cast = g_->addNode("Cast", {from}, {to}, g_->uniqueName(to->name() + "_cast"));
+    ir::Graph& g = *to->graph();
+    ir::Node* cast = g.addNode("Cast", {from}, {to}, g.uniqueName(to->name() + "_cast"));
     cast->attributes["to"].value = static_cast<int64_t>(dtype);
     ctx_->count("casts_inserted");
   }
@@ -390,6 +455,8 @@ class FloatToHalf : public Pass {
   std::set<std::string> skip_types_, skip_names_;
   std::map<const ir::Node*, std::string> overflow_, out_of_range_;
   std::map<const ir::Node*, Decision> decisions_;
+  std::set<const ir::Value*> will_be_half_;      // float32 values the decided nodes make float16
+  std::vector<ir::Graph*> bodies_;               // the subgraphs visited
   std::set<ir::Value*> half_values_;              // float16 values this pass made
   std::vector<ir::Value*> half_order_;            // the same, in the order they were made
   std::map<const ir::Value*, ir::Value*> half_of_;   // float32 value -> its float16 version

@@ -8,8 +8,9 @@
 //    it: casting commutes with moving elements, the layout op then moves the narrower dtype, and a
 //    narrowing Cast climbing up meets the widening one coming down and folds with it.
 //  - Casts of one value to the same dtype merge; a Cast to the dtype its input has goes.
-// A Cast whose output is a model output keeps that Value (and so its name). The pass counts the
-// Casts left ("casts_remaining") and the chains it could not fold ("cast_chains_remaining").
+// A Cast whose output is a model output keeps that Value (and so its name). Subgraph bodies are
+// folded too. The pass counts the Casts left ("casts_remaining") and the chains it could not fold
+// ("cast_chains_remaining").
 #include <map>
 #include <set>
 
@@ -67,9 +68,19 @@ bool isCast(const ir::Node* n) { return isOp(n, "Cast") && n->input(0) && n->out
 class FoldCasts : public Pass {
  public:
   Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
-    g_ = &graph;
     ctx_ = &ctx;
     opset_ = ctx.model.opsetVersion();
+    POPRT_ASSIGN_OR_RETURN(bool changed, foldGraph(graph));
+    ctx.count("casts_remaining", casts_);
+    ctx.count("cast_chains_remaining", chains_);
+    return changed;
+  }
+
+ private:
+  // Folds the Casts of `graph`, then of its nodes' subgraphs (If/Loop/Scan bodies), and counts
+  // what is left.
+  Expected<bool> foldGraph(ir::Graph& graph) {
+    g_ = &graph;
     bool changed = false;
     for (bool again = true; again;) {
       again = false;
@@ -89,21 +100,30 @@ class FoldCasts : public Pass {
       }
     }
     if (changed) graph.removeUnusedValues(/*initializers_too=*/false);
-    int64_t casts = 0, chains = 0;
     for (const auto& n : graph.nodes()) {
       if (!isCast(n.get())) continue;
-      ++casts;
+      ++casts_;
       if (isCast(n->input(0)->producer())) {
-        ++chains;
-        ctx.nearMiss(*n, "reads another Cast and the two do not compose exactly");
+        ++chains_;
+        ctx_->nearMiss(*n, "reads another Cast and the two do not compose exactly");
       }
     }
-    ctx.count("casts_remaining", casts);
-    ctx.count("cast_chains_remaining", chains);
+    for (const auto& n : graph.nodes())
+      for (auto& [name, attr] : n->attributes) {
+        std::vector<ir::Graph*> bodies;
+        if (auto* g = std::get_if<ir::GraphPtr>(&attr.value); g && *g) bodies.push_back(g->get());
+        if (auto* gs = std::get_if<std::vector<ir::GraphPtr>>(&attr.value))
+          for (const auto& b : *gs)
+            if (b) bodies.push_back(b.get());
+        for (ir::Graph* body : bodies) {
+          POPRT_ASSIGN_OR_RETURN(bool c, foldGraph(*body));
+          changed |= c;
+        }
+      }
+    g_ = &graph;
     return changed;
   }
 
- private:
   // A Cast to the dtype its input has (float_to_half makes them from a model's own Cast to
   // float16 of a value it converted): its readers read the input.
   bool removeSameType(ir::Node& n, std::set<ir::Node*>& gone) {
@@ -172,7 +192,7 @@ class FoldCasts : public Pass {
     ir::Value* w = cast.output(0);
     if (!lossless(x->type.dtype, castTo(cast)) || x->type.dtype == castTo(cast)) return false;
     ir::Node* layout = fusion::singleUser(w);
-    if (!isLayoutOp(layout) || layout->input(0) != w) return false;
+    if (!isLayoutOp(layout) || layout->input(0) != w || layout->graph() != g_) return false;
     for (size_t i = 1; i < layout->inputs().size(); ++i)
       if (layout->input(i) == w) return false;
     ir::Value* y = layout->output(0);
@@ -194,7 +214,7 @@ class FoldCasts : public Pass {
     const DType to = castTo(cast);
     if (!lossless(to, y->type.dtype) || y->type.dtype == to) return false;
     ir::Node* layout = y->producer();
-    if (!isLayoutOp(layout) || fusion::singleUser(y) != &cast) return false;
+    if (!isLayoutOp(layout) || layout->graph() != g_ || fusion::singleUser(y) != &cast) return false;
     ir::Value* z = layout->input(0);
     if (!z || z->type.dtype != y->type.dtype) return false;
     ir::Value* out = cast.output(0);
@@ -215,9 +235,10 @@ class FoldCasts : public Pass {
     return true;
   }
 
-  ir::Graph* g_ = nullptr;
+  ir::Graph* g_ = nullptr;  // the graph being folded
   PassContext* ctx_ = nullptr;
   int64_t opset_ = 0;
+  int64_t casts_ = 0, chains_ = 0;
 };
 
 }  // namespace

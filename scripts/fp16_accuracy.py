@@ -4,7 +4,8 @@
 For every model (and every NAME@VARIANT folder) it converts with --precision fp16 --export_popef
 at the shapes of meta.json, runs popef-run on the stored inputs and compares each float output
 with ONNX Runtime's stored fp32 output: cosine similarity, max abs error, NaN/Inf the fp32 output
-does not have, and for class-score outputs the share of rows whose top-1 class agrees. A model
+does not have, and for class-score outputs the share of rows whose top-1 class agrees; fp16/fp32
+is how many nodes float_to_half converted and kept in float32. A model
 passes with cosine >= 0.999 or every value within rtol = atol = 1e-2, no new NaN/Inf, and the
 same top-1. Prints a table (and --json FILE writes it); exit 1 when a model fails.
 
@@ -54,13 +55,18 @@ def check(folder, bin_dir, work, extra, timeout):
     with open(os.path.join(data, "meta.json")) as f:
         meta = json.load(f)
     out = os.path.join(work, folder)
+    summary_path = os.path.join(out, "summary.json")
     args = [os.path.join(bin_dir, "poprt-convert"), "--input_model", os.path.join(MODELS_DIR, name + ".onnx"),
-            "--precision", "fp16", "--export_popef", "--output_dir", out] + extra
+            "--precision", "fp16", "--export_popef", "--output_dir", out, "--summary_json", summary_path] + extra
     for inp in meta["inputs"]:
         args += ["--input_shape", "%s=%s" % (inp["name"], ",".join(str(d) for d in inp["dims"]))]
     t0 = time.time()
     run(args, timeout)
     t1 = time.time()
+    with open(summary_path) as f:
+        counters = {p["name"]: p["counters"] for p in json.load(f)["passes"]}
+    f2h = counters.get("float_to_half", {})
+    nodes = "%d/%d" % (f2h.get("nodes_fp16", 0), f2h.get("nodes_kept_fp32", 0))
     run_args = [os.path.join(bin_dir, "popef-run"), os.path.join(out, "executable.popef"),
                 "--output_dir", os.path.join(out, "outputs")]
     for inp in meta["inputs"]:
@@ -82,7 +88,8 @@ def check(folder, bin_dir, work, extra, timeout):
             row["top1"] = top1_agreement(expected, got, CLASS_AXIS[name])
         row["ok"] = (cosine >= MIN_COSINE or close) and new_nonfinite == 0 and row.get("top1", 1.0) == 1.0
         rows.append(row)
-    return {"model": folder, "convert_s": t1 - t0, "run_s": t2 - t1, "outputs": rows}
+    return {"model": folder, "convert_s": t1 - t0, "run_s": t2 - t1, "nodes_fp16_fp32": nodes,
+            "float_to_half": f2h, "casts": counters.get("fold_casts", {}).get("casts_remaining", 0), "outputs": rows}
 
 
 def main():
@@ -99,24 +106,27 @@ def main():
         folders = [f for f in folders if f in a.only.split(",")]
     results, failed = [], 0
     with tempfile.TemporaryDirectory(prefix="poprt-fp16-") as work:
-        print("%-28s %-22s %10s %12s %8s %6s  %s" % ("model", "output", "cosine", "max abs err", "top-1", "NaN", "result"))
+        print("%-24s %-18s %9s %10s %12s %7s %5s  %s" % ("model", "output", "fp16/fp32", "cosine", "max abs err", "top-1",
+                                                          "NaN", "result"))
         for folder in folders:
             try:
                 r = check(folder, a.bin_dir, work, a.extra, a.timeout)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
-                print("%-28s %s" % (folder, "FAIL: %s" % e))
+                print("%-24s %s" % (folder, "FAIL: %s" % e))
                 results.append({"model": folder, "error": str(e)})
                 failed += 1
                 continue
             results.append(r)
             for row in r["outputs"]:
                 if "exact" in row:
-                    print("%-28s %-22s %s" % (folder, row["output"][:22], "exact" if row["exact"] else "DIFFERS"))
+                    print("%-24s %-18s %9s %s" % (folder, row["output"][:18], r["nodes_fp16_fp32"],
+                                                  "exact" if row["exact"] else "DIFFERS"))
                     failed += not row["exact"]
                     continue
                 top1 = "%.3f" % row["top1"] if "top1" in row else "-"
-                print("%-28s %-22s %10.6f %12.4g %8s %6d  %s" % (folder, row["output"][:22], row["cosine"], row["max_abs"],
-                                                               top1, row["new_nonfinite"], "ok" if row["ok"] else "FAIL"))
+                print("%-24s %-18s %9s %10.6f %12.4g %7s %5d  %s" % (folder, row["output"][:18], r["nodes_fp16_fp32"],
+                                                                   row["cosine"], row["max_abs"], top1, row["new_nonfinite"],
+                                                                   "ok" if row["ok"] else "FAIL"))
                 failed += not row["ok"]
             sys.stdout.flush()
     if a.json:

@@ -361,46 +361,109 @@ TEST(FloatToHalf, OutputsTypedByAttributesOrUnclearSchemasStayFloat32) {
   EXPECT_EQ(r.counter("float_to_half", "kept_output_type"), 1);
 }
 
-TEST(FloatToHalf, SubgraphsReadConvertedValuesAsFloat32) {
-  // y = If(c, then: h + 1, else: h - 1) with h = MatMul(x, w) converted: the branches are not,
-  // so they read h through a Cast to float32.
+// y = If(cond, then: h + c1, else: h - c2) with h = MatMul(x, w); the bodies read h from the
+// outer graph. Returns the model and the cond/x inputs to feed.
+struct IfModel {
   ir::Model m = emptyModel();
+  ir::Value* h = nullptr;
+  ir::Value* out = nullptr;
+  std::vector<ir::Graph*> bodies;
+  std::vector<std::pair<std::string, Tensor>> inputs;
+};
+
+IfModel ifModel() {
+  IfModel im;
+  ir::Model& m = im.m;
   Builder b(m);
   ir::Value* x = b.input("x", {2, 4});
   ir::Value* cond = m.graph->addInput("cond", ir::TensorType::of(DType::Bool, {}));
-  ir::Value* h = b.op("MatMul", {x, b.weight({4, 4}, 11)});
-  ir::Value* out = m.graph->addValue("y", f32({2, 4}));
-  ir::Node* iff = m.graph->addNode("If", {cond}, {out}, "if");
+  im.h = b.op("MatMul", {x, b.weight({4, 4}, 11)});
+  im.out = m.graph->addValue("y", f32({2, 4}));
+  ir::Node* iff = m.graph->addNode("If", {cond}, {im.out}, "if");
   for (const char* branch : {"then_branch", "else_branch"}) {
     auto body = std::make_shared<ir::Graph>(branch, m.graph.get());
-    ir::Value* one = body->addInitializer(std::string(branch) + "_one", randomTensor({1}, 12));
+    // The then branch reads an initializer of its own, the else branch a Constant node's value.
+    ir::Value* one = nullptr;
+    if (branch[0] == 't') {
+      one = body->addInitializer(std::string(branch) + "_one", randomTensor({1}, 12));
+    } else {
+      one = body->addValue(std::string(branch) + "_one", f32({1}));
+      ir::Node* c = body->addNode("Constant", {}, {one}, "else_constant");
+      c->attributes["value"].value = randomTensor({1}, 12);
+    }
     ir::Value* r = body->addValue(std::string(branch) + "_r", f32({2, 4}));
-    body->addNode(branch[0] == 't' ? "Add" : "Sub", {h, one}, {r}, std::string(branch) + "_op");
+    body->addNode(branch[0] == 't' ? "Add" : "Sub", {im.h, one}, {r}, std::string(branch) + "_op");
     body->addOutput(r);
     iff->attributes[branch].value = body;
+    im.bodies.push_back(body.get());
   }
-  m.graph->addOutput(out);
-  // randomInputs makes float tensors only: feed cond by hand.
+  m.graph->addOutput(im.out);
   PipelineOptions shapes;
   shapes.passes = {"infer_shapes"};
-  ASSERT_TRUE(runPipeline(m, shapes).ok());
+  EXPECT_TRUE(runPipeline(m, shapes).ok());
   Tensor c(DType::Bool, {});
   c.data<bool>()[0] = true;
-  std::vector<std::pair<std::string, Tensor>> inputs = {{"x", randomTensor({2, 4}, 13)}, {"cond", c}};
-  auto before = ops::evaluateGraph(*m.graph, inputs, opsetsOf(m));
-  ASSERT_TRUE(before.ok()) << before.error().message();
+  im.inputs = {{"x", randomTensor({2, 4}, 13)}, {"cond", c}};
+  return im;
+}
+
+// Converts `im` with `o` and checks the result against the float32 one; returns the reports.
+std::vector<PassReport> convertIf(IfModel& im, Fp16Options o = {}) {
+  auto before = ops::evaluateGraph(*im.m.graph, im.inputs, opsetsOf(im.m));
+  EXPECT_TRUE(before.ok()) << before.error().message();
   PipelineOptions p;
   p.passes = kFp16Passes;
+  p.fp16 = o;
   p.fp16.enabled = true;
-  auto reports = runPipeline(m, p);
-  ASSERT_TRUE(reports.ok()) << reports.error().message();
-  EXPECT_EQ(h->type.dtype, DType::Float16);
-  EXPECT_EQ(out->type.dtype, DType::Float);
-  auto after = ops::evaluateGraph(*m.graph, inputs, opsetsOf(m));
-  ASSERT_TRUE(after.ok()) << after.error().message();
-  auto a = doublesOf((*before)[0]);
-  auto bb = doublesOf((*after)[0]);
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], bb[i], 1e-2 + 1e-2 * std::fabs(a[i]));
+  auto reports = runPipeline(im.m, p);
+  EXPECT_TRUE(reports.ok()) << reports.error().message();
+  EXPECT_TRUE(ir::verify(*im.m.graph).ok());
+  auto after = ops::evaluateGraph(*im.m.graph, im.inputs, opsetsOf(im.m));
+  EXPECT_TRUE(after.ok()) << after.error().message();
+  if (before.ok() && after.ok()) {
+    auto a = doublesOf((*before)[0]);
+    auto bb = doublesOf((*after)[0]);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], bb[i], 1e-2 + 1e-2 * std::fabs(a[i]));
+  }
+  return reports.ok() ? *reports : std::vector<PassReport>{};
+}
+
+TEST(FloatToHalf, SubgraphBodiesConvertAndCastTheirResultsBack) {
+  IfModel im = ifModel();
+  convertIf(im);
+  EXPECT_EQ(im.h->type.dtype, DType::Float16);
+  EXPECT_EQ(im.out->type.dtype, DType::Float);
+  for (ir::Graph* body : im.bodies) {
+    // The branch reads h (fp16) directly, computes in fp16 and casts its result back to float32.
+    const ir::Node* op = findNode(*body, body->name()[0] == 't' ? "Add" : "Sub");
+    ASSERT_NE(op, nullptr);
+    EXPECT_EQ(inputDtype(op, 0), DType::Float16);
+    EXPECT_EQ(inputDtype(op, 1), DType::Float16);  // its constant converted in the body
+    EXPECT_EQ(outputDtype(op), DType::Float16);
+    EXPECT_EQ(body->outputs()[0]->type.dtype, DType::Float);
+    EXPECT_EQ(countOps(*body, "Cast"), 1);
+  }
+  const ir::Node* c = findNode(*im.bodies[1], "Constant");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(std::get<Tensor>(c->attributes.at("value").value).dtype(), DType::Float16);  // converted in place
+}
+
+TEST(FloatToHalf, SkippingAControlFlowNodeKeepsItsBodiesFloat32) {
+  IfModel im = ifModel();
+  Fp16Options o;
+  o.skip_node_names = {"if"};
+  auto reports = convertIf(im, o);
+  for (ir::Graph* body : im.bodies) {
+    const ir::Node* op = findNode(*body, body->name()[0] == 't' ? "Add" : "Sub");
+    ASSERT_NE(op, nullptr);
+    EXPECT_EQ(inputDtype(op, 0), DType::Float);  // h through a Cast to float32 (in the outer graph)
+    EXPECT_EQ(outputDtype(op), DType::Float);
+  }
+  EXPECT_EQ(countOps(*im.m.graph, "Cast"), 2);  // x to fp16, h back to fp32
+  int64_t kept = 0;
+  for (const auto& r : reports)
+    if (r.name == "float_to_half") kept = r.stats.counters.count("kept_skip_body") ? r.stats.counters.at("kept_skip_body") : 0;
+  EXPECT_EQ(kept, 2);
 }
 
 // ---- fold_casts ---------------------------------------------------------------------------------
