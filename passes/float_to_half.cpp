@@ -285,8 +285,41 @@ class FloatToHalf : public Pass {
         half_input |= d.roles->inputs[i] == TypeRole::Data && will_be_half_.count(n.input(i));
       if (!half_input) return d;  // moves float32 data: stays float32, nothing to say
     }
+    if (def->fp16 == ops::Fp16Policy::Convert && finishesFloat32Output(n, *d.roles))
+      return keep("kept_for_output_precision",
+                  "it makes a float32 output from one value: cast before it, not after, so the output is not rounded to "
+                  "float16 (tiny sigmoid scores would lose their digits)");
     d.mode = Mode::Fp16;
     return d;
+  }
+
+  // Does `n` compute a float32 result (a model output without --fp16_io, or a body's result),
+  // possibly through layout ops only, from one non-constant value (any other data input being a
+  // one-element constant)? Then running it in float32 costs the same single Cast — before it
+  // instead of after — and keeps the float16 rounding off the output.
+  bool finishesFloat32Output(const ir::Node& n, const onnxio::NodeTypeRoles& roles) const {
+    size_t activations = 0;
+    for (size_t i = 0; i < n.inputs().size(); ++i) {
+      const ir::Value* v = n.input(i);
+      if (!v || roles.inputs[i] != TypeRole::Data) continue;
+      if (const Tensor* c = constantTensor(v)) {
+        if (c->numElements() > 1) return false;  // weights: they would stay float32
+      } else if (++activations > 1) {
+        return false;
+      }
+    }
+    if (activations != 1 || n.outputs().size() != 1 || roles.outputs[0] != TypeRole::Data) return false;
+    for (const ir::Value* v = n.output(0);;) {
+      if (!isTensorOf(v, DType::Float)) return false;
+      if (v->isGraphOutput()) return !(ctx_->fp16.io && v->graph() == g_) && v->uses().empty();
+      const ir::Node* next = fusion::singleUser(v);
+      if (!next || next->outputs().size() != 1 || next->input(0) != v) return false;
+      const ops::OpDef* def = ops::findOp(next->domain(), next->opType());
+      if (!def || def->fp16 != ops::Fp16Policy::TypeAgnostic ||
+          (def->lowering != ops::LoweringFamily::View && def->lowering != ops::LoweringFamily::Rearrange))
+        return false;
+      v = next->output(0);
+    }
   }
 
   void convertNode(ir::Node& n, const Decision& d) {
