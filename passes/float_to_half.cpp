@@ -23,12 +23,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 
 #include "lib/onnx/type_roles.h"
 #include "lib/ops/graphcore_ops.h"
-#include "lib/support/half.h"
+#include "passes/fp16_constants.h"
 #include "passes/fp16_overflow.h"
 #include "passes/fp16_ranges.h"
 #include "passes/fusion_util.h"
@@ -38,8 +39,6 @@ namespace poprt::passes {
 namespace {
 
 using onnxio::TypeRole;
-
-constexpr float kHalfMax = 65504.0f;
 
 bool isTensorOf(const ir::Value* v, DType dtype) {
   return v && v->type.isTensor() && v->type.kind == ValueKind::Tensor && v->type.dtype == dtype;
@@ -57,12 +56,6 @@ const Tensor* constantTensor(const ir::Value* v) {
   return t && t->dtype() == DType::Float ? t : nullptr;
 }
 
-bool hasSubgraph(const ir::Node& n) {
-  for (const auto& [name, attr] : n.attributes)
-    if (std::holds_alternative<ir::GraphPtr>(attr.value) || std::holds_alternative<std::vector<ir::GraphPtr>>(attr.value))
-      return true;
-  return false;
-}
 
 // The op types --fp16_skip_op_types matches a node by: its own and, for ai.graphcore ConvAct and
 // GemmAct, the op they fused (so "Conv" keeps every convolution in fp32, fused or not).
@@ -146,18 +139,6 @@ class FloatToHalf : public Pass {
   }
 
  private:
-  // The subgraphs (If branches, Loop/Scan bodies) of `n`.
-  static std::vector<ir::Graph*> subgraphsOf(const ir::Node& n) {
-    std::vector<ir::Graph*> out;
-    for (const auto& [name, attr] : n.attributes) {
-      if (auto* g = std::get_if<ir::GraphPtr>(&attr.value); g && *g) out.push_back(g->get());
-      if (auto* gs = std::get_if<std::vector<ir::GraphPtr>>(&attr.value))
-        for (const auto& b : *gs)
-          if (b) out.push_back(b.get());
-    }
-    return out;
-  }
-
   // Decides the nodes of `g` and, depth first, of the bodies of its control-flow nodes (a body
   // reads the values decided before its node). `forced_fp32`: why every node of `g` stays float32
   // (the body of a node the skip lists name), or "".
@@ -178,7 +159,7 @@ class FloatToHalf : public Pass {
       std::string body_forced = forced_fp32;
       if (body_forced.empty() && skipped(*n)) body_forced = "in the body of " + n->describe() + ", which a skip list names";
       decisions_[n] = std::move(d);
-      for (ir::Graph* body : subgraphsOf(*n)) {
+      for (ir::Graph* body : n->subgraphs()) {
         bodies_.push_back(body);
         decideGraph(*body, body_forced);
       }
@@ -203,7 +184,7 @@ class FloatToHalf : public Pass {
         for (size_t i = 0; i < n->inputs().size(); ++i)
           if (ir::Value* v = n->input(i); v && half_values_.count(v)) n->setInput(i, asFloat(v));
       }
-      for (ir::Graph* body : subgraphsOf(*n)) applyGraph(*body);
+      for (ir::Graph* body : n->subgraphs()) applyGraph(*body);
     }
   }
 
@@ -214,19 +195,21 @@ class FloatToHalf : public Pass {
     return false;
   }
 
-  void markHalf(ir::Value* v) {
-    if (half_values_.insert(v).second) half_order_.push_back(v);
-  }
+  void markHalf(ir::Value* v) { half_values_.insert(v); }
 
   // Names and op types of the skip lists that match no node: a warning, as a list written for
   // another model or a typo keeps nothing in fp32. (Op types no op has fail earlier, in
   // checkSkipOpTypes.)
   void reportUnmatchedSkips(const ir::Graph& graph) {
     std::set<std::string> types, names;
-    for (const auto& n : graph.nodes()) {
-      for (const std::string& key : skipKeys(*n)) types.insert(key);
-      names.insert(n->name());
-    }
+    std::function<void(const ir::Graph&)> collect = [&](const ir::Graph& g) {
+      for (const auto& n : g.nodes()) {
+        for (const std::string& key : skipKeys(*n)) types.insert(key);
+        names.insert(n->name());
+        for (const ir::Graph* body : n->subgraphs()) collect(*body);
+      }
+    };
+    collect(graph);
     // (The lists match the graph after the fusions: a MatMul + Add is a Gemm by then.)
     for (const auto& t : skip_types_)
       if (!types.count(t)) ctx_->warn("--fp16_skip_op_types: the optimised model has no " + t + " node");
@@ -263,7 +246,7 @@ class FloatToHalf : public Pass {
     if (!def) return keep("kept_unknown_op", "the op registry does not know it");
     // Control flow: the node's own outputs stay float32 (each body casts its results back); the
     // bodies' nodes are decided on their own.
-    if (hasSubgraph(n)) return keep("control_flow", "a control-flow node (its bodies convert; their results are cast back)");
+    if (!n.subgraphs().empty()) return keep("control_flow", "a control-flow node (its bodies convert; their results are cast back)");
     if (!d.roles) return keep("kept_no_schema", "ONNX has no schema for it");
     for (const std::string& key : skipKeys(n))
       if (skip_types_.count(key)) return keep("kept_skip_op_type", "--fp16_skip_op_types " + key);
@@ -419,41 +402,23 @@ class FloatToHalf : public Pass {
     return true;
   }
 
-  // The float16 copy of a float32 constant: finite values beyond ±65504 are clamped (an
-  // infinity stays one: a -inf mask is meant), non-zero values that become zero are counted.
+  // The float16 copy of a float32 constant, with a warning for what it lost: values clamped, or
+  // every non-zero value flushed to zero (an epsilon: the op would compute something else).
   Tensor toHalf(const Tensor& t, const std::string& name, const ir::Node& reader) {
-    Tensor h(DType::Float16, t.shape());
-    auto src = t.data<float>();
-    auto dst = h.data<Half>();
-    int64_t clamped = 0, flushed = 0, nonzero = 0;
-    float worst = 0;
-    for (size_t i = 0; i < src.size(); ++i) {
-      float x = src[i];
-      if (std::isfinite(x) && std::fabs(x) > kHalfMax) {
-        ++clamped;
-        worst = std::max(worst, std::fabs(x));
-        x = std::copysign(kHalfMax, x);
-      }
-      dst[i] = Half(x);
-      if (x != 0) {
-        ++nonzero;
-        if (static_cast<float>(dst[i]) == 0) ++flushed;
-      }
-    }
-    if (clamped > 0) {
+    HalfConstant h = toHalfConstant(t);
+    if (h.clamped > 0) {
       ++clamped_constants_;
-      ctx_->count("values_clamped", clamped);
-      ctx_->warn("constant '" + name + "': " + std::to_string(clamped) + " of " + std::to_string(src.size()) +
-                 " values beyond the float16 range (largest magnitude " + fmt(worst) + ") clamped to ±65504");
+      ctx_->count("values_clamped", h.clamped);
+      ctx_->warn("constant '" + name + "': " + std::to_string(h.clamped) + " of " + std::to_string(t.numElements()) +
+                 " values beyond the float16 range (largest magnitude " + fmt(h.largest_clamped) + ") clamped to ±65504");
     }
-    if (flushed > 0) {
-      ctx_->count("values_flushed_to_zero", flushed);
-      // A constant all of whose non-zero values vanish (an epsilon) changes what the op computes.
-      if (flushed == nonzero)
+    if (h.flushed > 0) {
+      ctx_->count("values_flushed_to_zero", h.flushed);
+      if (h.flushed == h.nonzero)
         ctx_->warn("constant '" + name + "': every non-zero value is below the float16 range and became 0 (--fp16_skip_node_names " +
                    reader.name() + " keeps " + reader.describe() + " in float32)");
     }
-    return h;
+    return std::move(h.tensor);
   }
 
   // --fp16_io: every float32 model output becomes float16 (a Cast after a node kept in fp32).
@@ -491,7 +456,6 @@ class FloatToHalf : public Pass {
   std::set<const ir::Value*> will_be_half_;      // float32 values the decided nodes make float16
   std::vector<ir::Graph*> bodies_;               // the subgraphs visited
   std::set<ir::Value*> half_values_;              // float16 values this pass made
-  std::vector<ir::Value*> half_order_;            // the same, in the order they were made
   std::map<const ir::Value*, ir::Value*> half_of_;   // float32 value -> its float16 version
   std::map<const ir::Value*, ir::Value*> float_of_;  // float16 value -> its float32 Cast
   int64_t weight_bytes_fp32_ = 0, weight_bytes_fp16_ = 0, clamped_constants_ = 0;

@@ -109,16 +109,9 @@ class FoldCasts : public Pass {
       }
     }
     for (const auto& n : graph.nodes())
-      for (auto& [name, attr] : n->attributes) {
-        std::vector<ir::Graph*> bodies;
-        if (auto* g = std::get_if<ir::GraphPtr>(&attr.value); g && *g) bodies.push_back(g->get());
-        if (auto* gs = std::get_if<std::vector<ir::GraphPtr>>(&attr.value))
-          for (const auto& b : *gs)
-            if (b) bodies.push_back(b.get());
-        for (ir::Graph* body : bodies) {
-          POPRT_ASSIGN_OR_RETURN(bool c, foldGraph(*body));
-          changed |= c;
-        }
+      for (ir::Graph* body : n->subgraphs()) {
+        POPRT_ASSIGN_OR_RETURN(bool c, foldGraph(*body));
+        changed |= c;
       }
     g_ = &graph;
     return changed;

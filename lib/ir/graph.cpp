@@ -73,6 +73,17 @@ void Node::addInput(Value* v) {
   setInput(inputs_.size() - 1, v);
 }
 
+std::vector<Graph*> Node::subgraphs() const {
+  std::vector<Graph*> out;
+  for (const auto& [name, attr] : attributes) {
+    if (auto* g = std::get_if<GraphPtr>(&attr.value); g && *g) out.push_back(g->get());
+    if (auto* gs = std::get_if<std::vector<GraphPtr>>(&attr.value))
+      for (const auto& b : *gs)
+        if (b) out.push_back(b.get());
+  }
+  return out;
+}
+
 int64_t Node::attrInt(const std::string& name, int64_t fallback) const {
   auto it = attributes.find(name);
   if (it == attributes.end()) return fallback;

@@ -118,6 +118,8 @@ class Node {
   std::string doc_string;
 
   bool hasAttr(const std::string& name) const { return attributes.count(name) != 0; }
+  // The graphs its attributes hold (If branches, Loop/Scan bodies), in attribute-name order.
+  std::vector<Graph*> subgraphs() const;
   int64_t attrInt(const std::string& name, int64_t fallback) const;
   float attrFloat(const std::string& name, float fallback) const;
   std::string attrString(const std::string& name, const std::string& fallback) const;

@@ -2,8 +2,10 @@
 // overflow-prone paths, parameter inputs), the boundary Casts, constant clamping, --fp16_io, and
 // that the converted graph computes what the float32 one did (reference evaluator, fp16 tolerance).
 #include <cmath>
+#include <limits>
 
 #include "lib/support/dtype_dispatch.h"
+#include "passes/fp16_constants.h"
 #include "tests/unit/passes/fusion_test_util.h"
 
 namespace poprt::passes {
@@ -320,6 +322,36 @@ TEST(FloatToHalf, ConstantsBeyondTheRangeAreClampedWithAWarning) {
   ASSERT_EQ(w.size(), 1u);
   EXPECT_NE(w[0].find("'" + big->name() + "'"), std::string::npos) << w[0];
   EXPECT_NE(w[0].find("65504"), std::string::npos) << w[0];
+}
+
+TEST(Fp16Constants, ClampsFiniteValuesKeepsInfinitiesAndCountsFlushes) {
+  Tensor t(DType::Float, {6});
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v = {1e6f, -7e4f, -inf, 1e-9f, 0.f, 1.5f};
+  std::copy(v.begin(), v.end(), t.data<float>().begin());
+  HalfConstant h = toHalfConstant(t);
+  auto got = doublesOf(h.tensor);
+  EXPECT_EQ(got, (std::vector<double>{65504, -65504, -inf, 0, 0, 1.5}));
+  EXPECT_EQ(h.clamped, 2);
+  EXPECT_EQ(h.largest_clamped, 1e6f);
+  EXPECT_EQ(h.nonzero, 5);
+  EXPECT_EQ(h.flushed, 1);
+}
+
+TEST(FloatToHalf, AnEpsilonThatVanishesIsReported) {
+  // x / (|x| + 1e-9): in float16 the epsilon is 0; the warning names it and the node to skip.
+  ir::Model m = emptyModel();
+  Builder b(m);
+  ir::Value* x = b.input("x", {4});
+  ir::Value* eps = b.constant(1e-9f);
+  b.output(b.op("Mul", {b.op("Div", {x, b.op("Add", {b.op("Abs", {x}), eps})}), b.constant(2.f)}));
+  auto r = runFp16(m);
+  expectClose(r);
+  auto w = r.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("'" + eps->name() + "'"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("--fp16_skip_node_names n1_Add"), std::string::npos) << w[0];
+  EXPECT_EQ(r.counter("float_to_half", "values_flushed_to_zero"), 1);
 }
 
 TEST(FloatToHalf, ParameterInputsKeepTheirTypeAndDataInputsFollow) {
