@@ -56,7 +56,6 @@ const Tensor* constantTensor(const ir::Value* v) {
   return t && t->dtype() == DType::Float ? t : nullptr;
 }
 
-
 // The op types --fp16_skip_op_types matches a node by: its own and, for ai.graphcore ConvAct and
 // GemmAct, the op they fused (so "Conv" keeps every convolution in fp32, fused or not).
 std::vector<std::string> skipKeys(const ir::Node& n) {
