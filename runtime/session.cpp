@@ -53,7 +53,8 @@ struct Session::Impl {
   std::string path;
   std::shared_ptr<Device> device;
   SessionConfig config;
-  sim::PopefModel model;
+  sim::PopefModel model;                      // its executable moves to `exe`
+  std::shared_ptr<const exec::Executable> exe;  // shared by the replicas' engines
   std::string target_name;
   std::vector<DataDesc> inputs, outputs;
   std::vector<std::unique_ptr<Replica>> replicas;
@@ -71,20 +72,22 @@ struct Session::Impl {
                              " IPU(s), device " + std::to_string(info.id) + " has " + std::to_string(info.num_ipus) +
                              " " + info.ipu_version);
     device = std::move(dev);
-    const exec::Executable& exe = model.executable;
-    target_name = exe.target.name;
-    for (const auto& s : exe.streams) {
+    exe = std::make_shared<const exec::Executable>(std::move(model.executable));
+    target_name = exe->target.name;
+    for (const auto& s : exe->streams) {
       if (s.role == Role::Input) inputs.push_back(describeStream(s));
       if (s.role == Role::Output) outputs.push_back(describeStream(s));
     }
     if (outputs.empty()) throw ApplicationError(path + ": the model has no outputs");
-    // Every replica has its own tile memories: bound them before anything is allocated.
+    // Every replica has its own tile memories and host programs: bound them before anything is
+    // allocated (the executable itself is shared).
     uint64_t per_replica = 0;
-    for (uint64_t b : exe.tile_bytes) per_replica += b;
+    for (uint64_t b : exe->tile_bytes) per_replica += b;
+    for (const auto& hp : exe->host_programs) per_replica += hp.onnx.size();
     const uint64_t limit = memoryLimit(config.memory_limit_bytes);
     if (per_replica > limit / static_cast<uint64_t>(md.replication_factor))
       throw ApplicationError(path + ": " + std::to_string(md.replication_factor) + " replica(s) need " +
-                             std::to_string(per_replica / (1 << 20)) + " MiB of simulated tile memory each, more than the " +
+                             std::to_string(per_replica / (1 << 20)) + " MiB of simulated device memory each (tiles and host programs), more than the " +
                              std::to_string(limit >> 20) + " MiB limit (POPRT_SIM_MEMORY_LIMIT)");
   }
 
@@ -265,7 +268,7 @@ void Session::runLoadPrograms() {
   if (!impl_->replicas.empty()) throw ApplicationError(impl_->path + ": the load programs have run already");
   std::vector<std::unique_ptr<Replica>> replicas;
   for (unsigned r = 0; r < replicationFactor(); ++r) {
-    auto engine = sim::Engine::create(impl_->model.executable, impl_->model.weights);
+    auto engine = sim::Engine::create(impl_->exe, impl_->model.weights);
     if (!engine.ok()) throw ApplicationError(impl_->path + ": " + engine.error().message());
     replicas.push_back(std::make_unique<Replica>());
     replicas.back()->engine = std::move(engine).value();
@@ -301,7 +304,7 @@ OutputMemory Session::runSavePrograms(unsigned replica) {
   Replica& rep = impl_->replica(replica);
   std::lock_guard<std::mutex> lock(rep.mutex);
   OutputMemory saved;
-  for (const auto& s : impl_->model.executable.streams) {
+  for (const auto& s : impl_->exe->streams) {
     if (s.role != Role::Weight) continue;
     auto t = rep.engine->readWeight(s.name);
     if (!t.ok()) throw ApplicationError(t.error().message());

@@ -38,7 +38,7 @@ void forEachPiece(const exec::Layout& layout, const exec::Gather& g, Fn&& fn) {
 
 }  // namespace
 
-Engine::Engine(exec::Executable exe) : exe_(std::move(exe)) {}
+Engine::Engine(std::shared_ptr<const exec::Executable> exe) : shared_exe_(std::move(exe)), exe_(*shared_exe_) {}
 
 std::vector<const exec::HostStream*> Engine::streams(Role role) const {
   std::vector<const exec::HostStream*> out;
@@ -48,6 +48,12 @@ std::vector<const exec::HostStream*> Engine::streams(Role role) const {
 }
 
 Expected<std::unique_ptr<Engine>> Engine::create(exec::Executable exe, const std::map<std::string, Tensor>& weights) {
+  return create(std::make_shared<const exec::Executable>(std::move(exe)), weights);
+}
+
+Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const exec::Executable> shared,
+                                                 const std::map<std::string, Tensor>& weights) {
+  const exec::Executable& exe = *shared;
   POPRT_TRY(exec::validate(exe));
   for (const auto& cs : exe.compute_sets)
     for (size_t i = 0; i < cs.vertices.size(); ++i)
@@ -62,7 +68,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(exec::Executable exe, const std
     bool ok = step.kind == exec::StepKind::StreamIn ? s.role != Role::Weight : (s.role == Role::Output || s.role == Role::Host);
     if (!ok) return Error("the main program streams '" + s.name + "' the wrong way");
   }
-  std::unique_ptr<Engine> engine(new Engine(std::move(exe)));
+  std::unique_ptr<Engine> engine(new Engine(std::move(shared)));
   // Host programs are ONNX models run by the reference evaluator; import them once.
   for (const auto& hp : engine->exe_.host_programs) {
     onnx::ModelProto proto;

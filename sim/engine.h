@@ -59,6 +59,9 @@ class Engine {
   // tile memories. `weights` holds the data of each Weight stream, by name.
   static Expected<std::unique_ptr<Engine>> create(exec::Executable exe,
                                                   const std::map<std::string, Tensor>& weights);
+  // The same sharing one executable between engines (the runtime's replicas).
+  static Expected<std::unique_ptr<Engine>> create(std::shared_ptr<const exec::Executable> exe,
+                                                  const std::map<std::string, Tensor>& weights);
 
   const exec::Executable& executable() const { return exe_; }
   // Runs the main program once. `inputs` in the order of the executable's Input streams,
@@ -82,13 +85,14 @@ class Engine {
   void scramble(uint64_t seed);
 
  private:
-  explicit Engine(exec::Executable exe);
+  explicit Engine(std::shared_ptr<const exec::Executable> exe);
   Status runProgram(const exec::Program& program, RunTimes* times = nullptr);
   Status runHostProgram(uint32_t index);
   const ops::RtValue& hostValue(uint32_t stream);
   void computeEstimate();
 
-  exec::Executable exe_;
+  std::shared_ptr<const exec::Executable> shared_exe_;
+  const exec::Executable& exe_;  // *shared_exe_
   std::vector<std::vector<uint8_t>> tiles_;
   std::vector<ops::RtValue> buffers_;          // one host buffer per stream
   // The current run's bindings, by stream index (null when unbound), and which bound outputs the
