@@ -24,6 +24,8 @@ struct ConvertOptions {
   std::string precision = "fp32";
   std::string ipu_version = "ipu2";
   uint32_t num_ipus = 1;
+  uint32_t replication_factor = 1;  // recorded in the PopEF: the runtime runs that many replicas
+  uint32_t batches_per_step = 1;    // recorded in the PopEF: batches per host call
   uint32_t tiles_per_ipu = 0;
   double available_memory_proportion = 0.6;
   std::string logging_level;

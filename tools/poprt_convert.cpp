@@ -17,6 +17,7 @@
 #include "popef/popef.h"
 #include "tools/convert_check.h"
 #include "tools/convert_options.h"
+#include "tools/convert_popef.h"
 #include "tools/convert_show.h"
 #include "tools/convert_summary.h"
 #include "tools/tool_common.h"
@@ -43,55 +44,6 @@ std::string percent(uint64_t part, uint64_t whole) {
   return buf;
 }
 
-popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ConvertOptions& o, const std::string& onnx_bytes) {
-  const exec::Executable& exe = compiled.executable;
-  popef::PopefFile file;
-  auto& md = file.metadata;
-  md.ipu_version = exe.target.ipu_version;
-  md.num_ipus = static_cast<int>(exe.target.num_ipus);
-  md.executable_name = "executable";
-  md.program_flow = {{"load"}, {"main"}, {}};
-  for (const auto& s : exe.streams) {
-    if (s.role == exec::HostStream::Role::Weight) continue;
-    popef::Anchor a;
-    a.name = s.name;
-    a.handle = (s.role == exec::HostStream::Role::Input ? "in:" : "out:") + s.name;
-    a.dtype = s.dtype;
-    a.shape = s.shape;
-    a.value = s.kind;
-    a.kind = s.role == exec::HostStream::Role::Input ? popef::Anchor::Kind::Input : popef::Anchor::Kind::Output;
-    a.programs = {"main"};
-    md.anchors.push_back(std::move(a));
-  }
-  md.compile_options = {{"precision", o.precision},
-                        {"ipu_version", o.ipu_version},
-                        {"num_ipus", std::to_string(o.num_ipus)},
-                        {"tiles_per_ipu", std::to_string(exe.target.tiles_per_ipu)},
-                        {"available_memory_proportion", std::to_string(o.available_memory_proportion)}};
-  md.extra = {{"device_nodes", compiled.device_nodes}, {"host_nodes", compiled.host_nodes}};
-  file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
-  for (const auto& [name, tensor] : compiled.weights) file.blobs.push_back(popef::makeTensorDataBlob(name, tensor));
-  file.blobs.push_back({popef::BlobType::Opaque, "poprt.onnx", std::vector<uint8_t>(onnx_bytes.begin(), onnx_bytes.end())});
-  return file;
-}
-
-// --summary_json must be writable where it is named (missing directories are created, like
-// --output_dir's); checked before any work so a bad path fails before anything is written.
-Status checkSummaryPath(const std::string& file) {
-  if (file.empty()) return okStatus();
-  std::filesystem::path p = std::filesystem::absolute(file);
-  std::error_code ec;
-  if (std::filesystem::is_directory(p, ec)) return Error("--summary_json " + file + ": is a directory");
-  for (std::filesystem::path dir = p.parent_path();; dir = dir.parent_path()) {
-    if (std::filesystem::exists(dir, ec)) {
-      if (!std::filesystem::is_directory(dir, ec))
-        return Error("--summary_json " + file + ": '" + dir.string() + "' is not a directory");
-      return okStatus();
-    }
-    if (dir == dir.parent_path()) return okStatus();
-  }
-}
-
 Status convert(const ConvertOptions& o) {
   POPRT_TRY(applyLogging(o.logging_level));
   if (o.precision != "fp32" && o.precision != "fp16")
@@ -108,7 +60,7 @@ Status convert(const ConvertOptions& o) {
   // The target is checked before any work so a bad flag fails fast.
   POPRT_ASSIGN_OR_RETURN(exec::Target target, codegen::makeTarget(o.ipu_version, o.num_ipus, o.tiles_per_ipu));
   POPRT_TRY(passes::resolvePipeline(o.pipeline));  // bad pass names fail before any work
-  POPRT_TRY(checkSummaryPath(o.summary_json));
+  POPRT_TRY(checkOutputFile("--summary_json", o.summary_json));
 
   auto t0 = std::chrono::steady_clock::now();
   std::filesystem::path input(o.input_model);
@@ -190,10 +142,7 @@ Status convert(const ConvertOptions& o) {
     s.onnx_path = model_path.string();
     s.popef_path = popef_path.string();
     s.summary_path = o.summary_json;
-    std::filesystem::path summary_dir = std::filesystem::path(o.summary_json).parent_path();
-    if (!summary_dir.empty()) std::filesystem::create_directories(summary_dir, ec);
-    if (ec) return Error("--summary_json " + o.summary_json + ": cannot create its directory: " + ec.message());
-    POPRT_TRY(writeFileAtomic(o.summary_json, summaryJson(s)));
+    POPRT_TRY(writeOutputFile("--summary_json", o.summary_json, summaryJson(s)));
   }
 
   std::cout << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before

@@ -430,3 +430,80 @@ TEST(Compile, OutOfMemoryNamesTheWorstTiles) {
 
 }  // namespace
 }  // namespace poprt::sim
+
+namespace poprt::sim {
+namespace {
+
+// y = relu(x @ w): one weight, so a scrambled memory shows in the results.
+struct MatMulRelu {
+  ir::Model m;
+  std::unique_ptr<Engine> engine;
+  MatMulRelu() {
+    m.opset_imports = {{"", 17}};
+    ir::Graph& g = *m.graph;
+    ir::Value* x = g.addInput("x", f32({3, 5}));
+    ir::Value* w = g.addInitializer("w", randomTensor({5, 4}, 21));
+    ir::Value* h = g.addValue("h", f32({3, 4}));
+    ir::Value* y = g.addValue("y", f32({3, 4}));
+    g.addNode("MatMul", {x, w}, {h}, "matmul");
+    g.addNode("Relu", {h}, {y}, "relu");
+    g.addOutput(y);
+    auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 4), 0.6});
+    EXPECT_TRUE(compiled.ok()) << compiled.error().message();
+    std::map<std::string, Tensor> weights(compiled->weights.begin(), compiled->weights.end());
+    auto e = Engine::create(compiled->executable, weights);
+    EXPECT_TRUE(e.ok()) << e.error().message();
+    engine = std::move(e).value();
+  }
+  std::map<std::string, Tensor> weights() const { return {{"w", *m.graph->findLocalValue("w")->initializer()}}; }
+};
+
+TEST(Engine, RunsStraightFromAndIntoCallerMemory) {
+  MatMulRelu f;
+  Tensor x = randomTensor({3, 5}, 22);
+  auto want = ops::evaluateGraph(*f.m.graph, {{"x", x}});
+  ASSERT_TRUE(want.ok());
+  std::vector<float> y(12 + 2, -9.f);  // two guard floats after the output
+  InputBinding in{x.bytes()};
+  OutputBinding out{{reinterpret_cast<uint8_t*>(y.data()), 48}};
+  RunTimes times;
+  ASSERT_TRUE(f.engine->run({&in, 1}, {&out, 1}, &times).ok());
+  for (int i = 0; i < 12; ++i) EXPECT_NEAR(y[i], (*want)[0].data<float>()[i], 1e-5) << i;
+  EXPECT_EQ(y[12], -9.f);
+  EXPECT_EQ(y[13], -9.f);
+  EXPECT_GT(times.compute, 0.0);
+  // A binding of the wrong size is refused before anything runs.
+  InputBinding short_in{x.bytes().subspan(4)};
+  Status st = f.engine->run({&short_in, 1}, {&out, 1});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("input 'x' is 56 bytes, the model expects 60"), std::string::npos)
+      << st.error().message();
+}
+
+TEST(Engine, ReloadRestoresAScrambledMemory) {
+  MatMulRelu f;
+  Tensor x = randomTensor({3, 5}, 23);
+  auto want = ops::evaluateGraph(*f.m.graph, {{"x", x}});
+  ASSERT_TRUE(want.ok());
+  auto close = [&](const Tensor& got) {
+    for (int i = 0; i < 12; ++i)
+      if (std::fabs(got.data<float>()[i] - (*want)[0].data<float>()[i]) > 1e-5) return false;
+    return true;
+  };
+  auto w = f.engine->readWeight("w");
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(*w == *f.m.graph->findLocalValue("w")->initializer());
+  f.engine->scramble(1);
+  EXPECT_FALSE(*f.engine->readWeight("w") == *w);
+  auto broken = f.engine->runTensors({&x});
+  ASSERT_TRUE(broken.ok());
+  EXPECT_FALSE(close((*broken)[0]));  // the weights are gone
+  ASSERT_TRUE(f.engine->reload(f.weights()).ok());
+  auto fixed = f.engine->runTensors({&x});
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_TRUE(close((*fixed)[0]));
+  EXPECT_FALSE(f.engine->readWeight("nope").ok());
+}
+
+}  // namespace
+}  // namespace poprt::sim
