@@ -10,6 +10,7 @@
 #include "codegen/compiler.h"
 #include "codegen/target.h"
 #include "lib/onnx/onnx_io.h"
+#include "lib/support/bytes.h"
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
 #include "passes/input_shapes.h"
@@ -23,19 +24,6 @@
 
 namespace poprt::tools {
 namespace {
-
-std::string humanBytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 3) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
 
 std::string percent(uint64_t part, uint64_t whole) {
   char buf[32];
