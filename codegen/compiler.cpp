@@ -87,7 +87,8 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
 }
 
 // A one-line error naming the worst tiles, their bytes and what lived on each when it peaked.
-Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
+// `requested_ipus` > 1: the compile targeted IPU 0 alone, as sharding is not available yet.
+Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used, uint32_t requested_ipus) {
   const exec::Target& target = l.target();
   const uint64_t cap = target.bytes_per_tile;
   std::vector<uint32_t> over;
@@ -99,9 +100,13 @@ Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
   if (over.empty()) return okStatus();
   std::sort(over.begin(), over.end(),
             [&](uint32_t a, uint32_t b) { return used[a] > used[b] || (used[a] == used[b] && a < b); });
-  std::string msg = "out of tile memory on " + target.name + ": " + std::to_string(over.size()) + " of " +
-                    std::to_string(used.size()) + " tiles need more than " + humanBytes(cap) + " (" +
-                    humanBytes(total) + " in all, one IPU has " + humanBytes(cap * used.size()) + "); worst:";
+  std::string msg;
+  if (requested_ipus > 1)
+    msg = "the model needs more than one IPU, and sharding it across --num_ipus " + std::to_string(requested_ipus) +
+          " is not available yet: ";
+  msg += "out of tile memory on " + target.name + ": " + std::to_string(over.size()) + " of " +
+         std::to_string(used.size()) + " tiles need more than " + humanBytes(cap) + " (" + humanBytes(total) +
+         " in all, one IPU has " + humanBytes(cap * used.size()) + "); worst:";
   std::vector<std::string> shown;  // tiles often peak alike: say so rather than repeat
   for (size_t i = 0; i < over.size() && i < 3; ++i) {
     std::string peak = l.describePeak(over[i], 4);
@@ -109,6 +114,10 @@ Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
     msg += " tile " + std::to_string(over[i]) + " needs " + humanBytes(used[over[i]]) + " (" +
            (same == shown.end() ? peak : "like tile " + std::to_string(over[same - shown.begin()])) + ");";
     shown.push_back(std::move(peak));
+  }
+  if (requested_ipus > 1) {
+    msg.pop_back();  // the ';': what applies was said first
+    return Error(msg);
   }
   return Error(msg +
                " hint: a smaller batch or input shape; a model bigger than one IPU needs sharding, not available yet");
@@ -131,8 +140,9 @@ Shape streamShape(const ir::Value* v) {
 // user's), then each node in order, on the device or in a host program.
 class Compiler {
  public:
-  Compiler(const ir::Model& model, const CompileOptions& options)
-      : model_(model), graph_(*model.graph), l_(options, opsetsOf(model)) {}
+  // `options.target` is one IPU's; `requested_ipus` is what the user asked for (only IPU 0 is used).
+  Compiler(const ir::Model& model, const CompileOptions& options, uint32_t requested_ipus)
+      : model_(model), graph_(*model.graph), l_(options, opsetsOf(model)), requested_ipus_(requested_ipus) {}
 
   Expected<CompileResult> run() {
     exec::Executable& exe = l_.executable();
@@ -206,7 +216,10 @@ class Compiler {
       copyOut(out);
     }
     exe.tile_bytes = l_.finalizeMemory();
-    POPRT_TRY(checkMemory(l_, exe.tile_bytes));
+    POPRT_TRY(checkMemory(l_, exe.tile_bytes, requested_ipus_));
+    if (requested_ipus_ > 1)
+      result_.warnings.push_back("sharding and replication across --num_ipus " + std::to_string(requested_ipus_) +
+                                 " are not available yet: the model runs on IPU 0 alone");
     result_.executable = std::move(exe);
     return std::move(result_);
   }
@@ -354,12 +367,17 @@ class Compiler {
   std::map<const ir::Value*, uint32_t> host_buffer_;      // the stream holding a value on the host
   std::set<const ir::Value*> on_host_;                     // values whose host buffer is filled
   std::map<const ir::Value*, std::vector<size_t>> readers_;
+  uint32_t requested_ipus_;
 };
 
 }  // namespace
 
 Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options) {
-  return Compiler(model, options).run();
+  // Sharding a model over IPUs (and replicating it) is not available yet: the program targets
+  // one IPU's tiles, and the executable says so, whatever --num_ipus asked for.
+  CompileOptions one_ipu = options;
+  one_ipu.target.num_ipus = 1;
+  return Compiler(model, one_ipu, options.target.num_ipus).run();
 }
 
 }  // namespace poprt::codegen

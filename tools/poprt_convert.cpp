@@ -141,6 +141,7 @@ Status convert(const ConvertOptions& o) {
       if (!in->isInitializer() && in->type.kind == ValueKind::Tensor && !in->type.hasStaticShape())
         warnings.push_back("input '" + in->name() + "' has shape " + in->type.toString() +
                            "; --export_popef needs it static (hint: --input_shape " + in->name() + "=D0,D1,...)");
+  if (compiled) warnings.insert(warnings.end(), compiled->warnings.begin(), compiled->warnings.end());
   if (compiled && !compiled->host_nodes.empty())
     warnings.push_back(std::to_string(compiled->host_nodes.size()) + " of " + std::to_string(model.graph->numNodes()) +
                        " node(s) run on the host (host fallback), not on the IPU");
@@ -200,8 +201,9 @@ Status convert(const ConvertOptions& o) {
       worst = std::max(worst, b);
       used += b > 0;
     }
+    // The executable's tiles: one IPU's, whatever --num_ipus asked (sharding is not available yet).
     std::cout << "  PopEF           " << popef_path.string() << "\n"
-              << "  target          " << target.name << ": " << target.numTiles() << " tiles x "
+              << "  target          " << target.name << ": " << compiled->executable.target.numTiles() << " tiles x "
               << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz\n"
               << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, "
               << compiled->host_nodes.size() << " on the host (" << compiled->executable.host_programs.size()
