@@ -10,6 +10,7 @@
 #include "codegen/compiler.h"
 #include "codegen/target.h"
 #include "lib/onnx/onnx_io.h"
+#include "lib/support/bytes.h"
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
 #include "passes/input_shapes.h"
@@ -24,19 +25,6 @@
 
 namespace poprt::tools {
 namespace {
-
-std::string humanBytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 3) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
 
 std::string percent(uint64_t part, uint64_t whole) {
   char buf[32];
@@ -105,6 +93,7 @@ Status convert(const ConvertOptions& o) {
       if (!in->isInitializer() && in->type.kind == ValueKind::Tensor && !in->type.hasStaticShape())
         warnings.push_back("input '" + in->name() + "' has shape " + in->type.toString() +
                            "; --export_popef needs it static (hint: --input_shape " + in->name() + "=D0,D1,...)");
+  if (compiled) warnings.insert(warnings.end(), compiled->warnings.begin(), compiled->warnings.end());
   if (compiled && !compiled->host_nodes.empty())
     warnings.push_back(std::to_string(compiled->host_nodes.size()) + " of " + std::to_string(model.graph->numNodes()) +
                        " node(s) run on the host (host fallback), not on the IPU");
@@ -161,8 +150,9 @@ Status convert(const ConvertOptions& o) {
       worst = std::max(worst, b);
       used += b > 0;
     }
+    // The executable's tiles: one IPU's, whatever --num_ipus asked (sharding is not available yet).
     std::cout << "  PopEF           " << popef_path.string() << "\n"
-              << "  target          " << target.name << ": " << target.numTiles() << " tiles x "
+              << "  target          " << target.name << ": " << compiled->executable.target.numTiles() << " tiles x "
               << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz\n"
               << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, "
               << compiled->host_nodes.size() << " on the host (" << compiled->executable.host_programs.size()
