@@ -142,7 +142,13 @@ class Compiler {
  public:
   // `options.target` is one IPU's; `requested_ipus` is what the user asked for (only IPU 0 is used).
   Compiler(const ir::Model& model, const CompileOptions& options, uint32_t requested_ipus)
-      : model_(model), graph_(*model.graph), l_(options, opsetsOf(model)), requested_ipus_(requested_ipus) {}
+      : model_(model), graph_(*model.graph), l_(options, opsetsOf(model)), requested_ipus_(requested_ipus) {
+    // Weights a lowering needs whole (not as resident slices) get their spread mapping on demand.
+    l_.setPlacer([this](const ir::Value* v) {
+      auto st = ensureOnDevice(v);
+      POPRT_CHECK(st.ok(), st.ok() ? "" : st.error().message());
+    });
+  }
 
   Expected<CompileResult> run() {
     exec::Executable& exe = l_.executable();
@@ -215,6 +221,7 @@ class Compiler {
       POPRT_TRY(ensureOnDevice(out));
       copyOut(out);
     }
+    for (const ir::Value* w : l_.weights()) result_.weights.emplace_back(w->name(), *w->initializer());
     exe.tile_bytes = l_.finalizeMemory();
     POPRT_TRY(checkMemory(l_, exe.tile_bytes, requested_ipus_));
     if (requested_ipus_ > 1)
@@ -271,10 +278,7 @@ class Compiler {
     TileMapping m = l_.spreadLinear(v->type.numElements(), dtypeSize(v->type.dtype),
                                     v->isInitializer() ? Lowering::Placement::Persistent : Lowering::Placement::Reuse);
     if (v->isInitializer()) {
-      uint32_t s = addStream(exec::HostStream::Role::Weight, v);
-      setCopies(s, v, m);
-      exe.load.steps.push_back({exec::StepKind::StreamIn, s});
-      result_.weights.emplace_back(v->name(), *v->initializer());
+      setCopies(l_.weightStream(v), v, m);
     } else {
       uint32_t s = hostBuffer(v);
       setCopies(s, v, m);
@@ -292,8 +296,12 @@ class Compiler {
   }
 
   Status lowerOnDevice(const ir::Node& node, size_t index, const RearrangeMap* map) {
+    // Weights are placed when a lowering asks (as slices resident where vertices read them, or
+    // whole); views and layout ops work on mappings, so theirs are placed now.
+    const auto family = ops::findOp(node.domain(), node.opType())->lowering;
+    const bool on_mappings = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
     for (const ir::Value* v : dataInputs(node))
-      if (v) POPRT_TRY(ensureOnDevice(v));
+      if (v && (on_mappings || !v->isInitializer())) POPRT_TRY(ensureOnDevice(v));
     std::string name = nodeName(node, index);
     l_.beginNode(name);
     switch (ops::findOp(node.domain(), node.opType())->lowering) {

@@ -12,7 +12,8 @@ constexpr int64_t kGrainBytes = 64;  // smallest piece of a tensor worth its own
 Lowering::Lowering(const CompileOptions& options, ops::Opsets opsets)
     : options_(options),
       opsets_(std::move(opsets)),
-      mem_(options.target.numTiles(), options.target.bytes_per_tile) {
+      mem_(options.target.numTiles(), options.target.bytes_per_tile),
+      resident_bytes_(options.target.numTiles(), 0) {
   exe_.target = options.target;
 }
 
@@ -42,7 +43,43 @@ void Lowering::release(const ir::Value* v) {
                   gathered_.upper_bound(std::make_tuple(v, INT64_MAX, INT64_MAX, UINT32_MAX)));
 }
 
+uint32_t Lowering::weightStream(const ir::Value* v) {
+  auto [it, added] = weight_streams_.try_emplace(v, static_cast<uint32_t>(exe_.streams.size()));
+  if (added) {
+    Shape shape = v->type.staticShape();
+    exe_.streams.push_back({v->name(), exec::HostStream::Role::Weight, v->type.dtype, shape, {}, ValueKind::Tensor});
+    exe_.load.steps.push_back({exec::StepKind::StreamIn, it->second});
+    weights_.push_back(v);
+  }
+  return it->second;
+}
+
+std::optional<uint64_t> Lowering::residentWeight(const ir::Value* v, int64_t begin, int64_t count, int64_t reps,
+                                                 int64_t stride, uint32_t tile) {
+  if (!v->isInitializer()) return std::nullopt;
+  const auto key = std::make_tuple(v, begin, count, reps, stride, tile);
+  if (auto hit = resident_.find(key); hit != resident_.end()) return hit->second;
+  const uint64_t esize = dtypeSize(v->type.dtype), bytes = static_cast<uint64_t>(count * reps) * esize;
+  if (resident_bytes_[tile] + bytes > static_cast<uint64_t>(kResidentShare * static_cast<double>(target().bytes_per_tile)))
+    return std::nullopt;
+  resident_bytes_[tile] += bytes;
+  const uint64_t offset = mem_.allocator().allocatePersistent(tile, bytes);
+  auto& copies = exe_.streams[weightStream(v)].copies;
+  for (int64_t r = 0; r < reps && count > 0; ++r)
+    copies.push_back({static_cast<uint64_t>(begin + r * stride) * esize, tile, offset + static_cast<uint64_t>(r * count) * esize,
+                      static_cast<uint64_t>(count) * esize});
+  resident_[key] = offset;
+  return offset;
+}
+
+void Lowering::requireMapping(const ir::Value* v) {
+  if (hasMapping(v)) return;
+  POPRT_CHECK(placer_, "no placer for value '" + v->name() + "'");
+  placer_(v);
+}
+
 std::optional<uint64_t> Lowering::inPlaceOffset(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) const {
+  if (!hasMapping(v)) return std::nullopt;
   const TileMapping& m = mapping(v);
   auto it = std::upper_bound(m.regions.begin(), m.regions.end(), begin,
                              [](int64_t value, const Region& r) { return value < r.begin + r.count; });
@@ -54,6 +91,7 @@ std::optional<uint64_t> Lowering::inPlaceOffset(const ir::Value* v, int64_t begi
 uint64_t Lowering::operandInScratch(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) {
   const size_t esize = dtypeSize(v->type.dtype);
   if (auto in_place = inPlaceOffset(v, begin, count, tile)) return *in_place;
+  if (auto resident = residentWeight(v, begin, count, 1, 0, tile)) return *resident;
   if (auto hit = gathered_.find(std::make_tuple(v, begin, count, tile)); hit != gathered_.end()) return hit->second;
   uint64_t offset = scratch(tile, static_cast<uint64_t>(count) * esize);
   gather(v, begin, count, 1, 0, tile, offset, 0);
@@ -62,6 +100,7 @@ uint64_t Lowering::operandInScratch(const ir::Value* v, int64_t begin, int64_t c
 
 void Lowering::gather(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile,
                       uint64_t dst_offset, uint64_t dst_stride) {
+  requireMapping(v);
   auto [it, added] = layouts_.try_emplace(v, static_cast<uint32_t>(exe_.layouts.size()));
   if (added) {
     exec::Layout layout;
@@ -116,6 +155,8 @@ TileMapping Lowering::spreadLinear(int64_t numel, size_t elem_size, Placement pl
 uint64_t Lowering::operandOnTile(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) {
   const size_t esize = dtypeSize(v->type.dtype);
   if (auto in_place = inPlaceOffset(v, begin, count, tile)) return *in_place;
+  if (auto resident = residentWeight(v, begin, count, 1, 0, tile)) return *resident;
+  requireMapping(v);
   auto key = std::make_tuple(v, begin, count, tile);
   if (auto hit = gathered_.find(key); hit != gathered_.end()) return hit->second;
   uint64_t offset = mem_.allocator().allocate(tile, static_cast<uint64_t>(count) * esize);

@@ -1,6 +1,7 @@
 // The state one compile shares between the lowering functions of each op family.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -45,6 +46,22 @@ class Lowering {
   // step fills. Buffers are reused by later nodes (values never change once computed) and freed
   // with `v`.
   uint64_t operandOnTile(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile);
+  // Weights (initializers) live where vertices read them: the load program copies each slice a
+  // tile needs straight there, once, so no exchange moves weights at run time. For r < reps,
+  // elements [begin + r*stride, +count) go one after another to the returned offset. Refused
+  // (nullopt) when the tile's resident weights would pass kResidentShare of its memory: the
+  // caller then gathers from the weight's own mapping (requireMapping) like any value.
+  std::optional<uint64_t> residentWeight(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride,
+                                         uint32_t tile);
+  static constexpr double kResidentShare = 0.4;
+  // The Weight stream of an initializer, created with its load step on first use; and every
+  // initializer given one, in order (their data goes into the PopEF).
+  uint32_t weightStream(const ir::Value* v);
+  const std::vector<const ir::Value*>& weights() const { return weights_; }
+  // Gives `v` a mapping if it has none (a weight first needed whole) through the compiler's placer.
+  void requireMapping(const ir::Value* v);
+  void setPlacer(std::function<void(const ir::Value*)> placer) { placer_ = std::move(placer); }
+
   // Where elements [begin, begin+count) of `v` already lie contiguously on `tile`, if they do.
   std::optional<uint64_t> inPlaceOffset(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) const;
 
@@ -91,6 +108,11 @@ class Lowering {
   std::map<std::tuple<const ir::Value*, int64_t, int64_t, uint32_t>, uint64_t> gathered_;
   std::unordered_map<const ir::Value*, uint32_t> layouts_;  // the exec::Layout of each value gathers read
   std::string node_;  // the node being lowered
+  std::map<std::tuple<const ir::Value*, int64_t, int64_t, int64_t, int64_t, uint32_t>, uint64_t> resident_;
+  std::vector<uint64_t> resident_bytes_;  // per tile
+  std::unordered_map<const ir::Value*, uint32_t> weight_streams_;
+  std::vector<const ir::Value*> weights_;
+  std::function<void(const ir::Value*)> placer_;
   uint32_t next_tile_ = 0;  // rotates where small tensors start, so tile 0 is not always the busiest
 };
 
