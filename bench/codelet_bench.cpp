@@ -58,6 +58,27 @@ void BM_Relu(benchmark::State& state) {
 }
 BENCHMARK(BM_Relu)->Arg(1024)->Arg(65536);
 
+// A 3x3 conv block as the planner cuts ResNet-50 for ipu2: `out_ch` output channels of one output
+// row (14 positions) from C input channels (3 input rows held, padding 1 on both sides).
+void BM_ConvPartial3x3(benchmark::State& state) {
+  const int64_t out_ch = state.range(0), C = state.range(1), W = 14;
+  const uint64_t out_bytes = static_cast<uint64_t>(out_ch * W) * 4, in_bytes = static_cast<uint64_t>(C * 3 * W) * 4,
+                 w_bytes = static_cast<uint64_t>(out_ch * C * 9) * 4;
+  std::vector<uint8_t> mem(out_bytes + in_bytes + w_bytes, 0);
+  Vertex v{0, Codelet::ConvPartial, poprt::DType::Float,
+           {Field{0, out_bytes}, Field{out_bytes, in_bytes}, Field{out_bytes + in_bytes, w_bytes}},
+           // rank 2, 1 group, C in, out_ch out, no bias; in [3, W], out [1, W], kernel 3x3, stride 1, dilation 1, start [0, -1]
+           {2, 1, C, out_ch, 0, 3, W, 1, W, 3, 3, 1, 1, 1, 1, 0, -1}, {}};
+  if (!poprt::sim::checkVertex(v).ok()) state.SkipWithError(poprt::sim::checkVertex(v).error().message().c_str());
+  for (auto _ : state) {
+    poprt::sim::runVertex(v, mem.data());
+    benchmark::DoNotOptimize(mem.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(out_ch * C * 9 * W) * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_ConvPartial3x3)->Args({3, 256})->Args({4, 256})->Args({10, 256})->Args({32, 64});
+
 }  // namespace
 
 BENCHMARK_MAIN();

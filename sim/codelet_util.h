@@ -13,6 +13,15 @@ namespace poprt::sim {
 inline constexpr uint64_t kVertexOverheadCycles = 20;  // call, field loads, loop setup
 inline constexpr int64_t kProductCap = int64_t{1} << 50;  // no field is that large; products beyond it are refused
 
+// Hot loops are compiled for several x86 levels and the best one is picked at load time (GCC's
+// target_clones), so one portable binary uses AVX2/AVX-512 where the CPU has them. The sim layer
+// is built with -ffp-contract=off (no fused multiply-add), so every clone computes the same bits.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define POPRT_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define POPRT_VECTOR_CLONES
+#endif
+
 inline float* f32(uint8_t* mem, const exec::Field& f) { return reinterpret_cast<float*>(mem + f.offset); }
 
 // a * b for sizes, or -1 when either is negative or the product exceeds kProductCap.

@@ -186,7 +186,7 @@ void runBinary(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-void runMatMul(const exec::Vertex& v, uint8_t* mem) {
+POPRT_VECTOR_CLONES void runMatMul(const exec::Vertex& v, uint8_t* mem) {
   const int64_t rows = v.params[0], K = v.params[1], cols = v.params[2];
   const bool ta = v.params[3] != 0, tb = v.params[4] != 0;
   const int64_t bias_mode = v.params[5];
@@ -226,9 +226,73 @@ void runMatMul(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
+// Half vertices (dtype float16, every field binary16 except Fill's) run the float codelet on
+// widened copies of their fields — fp16 storage, fp32 arithmetic, as the IPU's AMP accumulates —
+// and narrow the output back (round to nearest even).
+bool isHalfArithmetic(const exec::Vertex& v) { return v.dtype == DType::Float16 && v.codelet != exec::Codelet::Fill; }
+
+Status checkFloatVertex(const exec::Vertex& v);
+void runFloatVertex(const exec::Vertex& v, uint8_t* tile_memory);
+uint64_t floatVertexCycles(const exec::Vertex& v, const exec::Target& t);
+
+Status checkHalfVertex(const exec::Vertex& v) {
+  exec::Vertex wide = v;
+  wide.dtype = DType::Float;
+  uint64_t offset = 0;
+  for (auto& f : wide.fields) {
+    if (f.offset % 2 != 0 || f.bytes % 2 != 0) return Error("float16 vertex has a misaligned or odd-sized field");
+    f = {offset, f.bytes * 2};
+    offset += f.bytes;
+  }
+  return checkFloatVertex(wide);
+}
+
+void runHalfVertex(const exec::Vertex& v, uint8_t* mem) {
+  thread_local std::vector<float> arena;
+  thread_local exec::Vertex wide;
+  wide.tile = v.tile;
+  wide.codelet = v.codelet;
+  wide.dtype = DType::Float;
+  wide.params = v.params;
+  wide.fparams = v.fparams;
+  wide.fields.resize(v.fields.size());
+  uint64_t total = 0;
+  for (const auto& f : v.fields) total += f.bytes / 2;
+  arena.resize(total);
+  uint64_t at = 0;
+  for (size_t i = 0; i < v.fields.size(); ++i) {
+    const uint64_t n = v.fields[i].bytes / 2;
+    const auto* src = reinterpret_cast<const uint16_t*>(mem + v.fields[i].offset);
+    for (uint64_t k = 0; k < n; ++k) arena[at + k] = halfBitsToFloat(src[k]);
+    wide.fields[i] = {at * 4, n * 4};
+    at += n;
+  }
+  runFloatVertex(wide, reinterpret_cast<uint8_t*>(arena.data()));
+  auto* out = reinterpret_cast<uint16_t*>(mem + v.fields[0].offset);
+  for (uint64_t k = 0; k < v.fields[0].bytes / 2; ++k) out[k] = floatToHalfBits(arena[k]);
+}
+
 }  // namespace
 
-Status checkVertex(const exec::Vertex& v) {
+Status checkVertex(const exec::Vertex& v) { return isHalfArithmetic(v) ? checkHalfVertex(v) : checkFloatVertex(v); }
+
+void runVertex(const exec::Vertex& v, uint8_t* tile_memory) {
+  if (isHalfArithmetic(v)) return runHalfVertex(v, tile_memory);
+  runFloatVertex(v, tile_memory);
+}
+
+// Half vertices move half the bytes per vector and use the AMP's fp16 rate.
+uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
+  if (!isHalfArithmetic(v)) return floatVertexCycles(v, t);
+  exec::Target t16 = t;
+  t16.vector_width_fp32 *= 2;
+  t16.fp32_macs_per_cycle = t.fp16_macs_per_cycle;
+  return floatVertexCycles(v, t16);
+}
+
+namespace {
+
+Status checkFloatVertex(const exec::Vertex& v) {
   switch (v.codelet) {
     case exec::Codelet::Unary: return checkUnary(v);
     case exec::Codelet::Binary: return checkBinary(v);
@@ -246,7 +310,7 @@ Status checkVertex(const exec::Vertex& v) {
   return Error("unknown codelet " + std::to_string(static_cast<uint32_t>(v.codelet)));
 }
 
-void runVertex(const exec::Vertex& v, uint8_t* tile_memory) {
+void runFloatVertex(const exec::Vertex& v, uint8_t* tile_memory) {
   switch (v.codelet) {
     case exec::Codelet::Unary: runUnary(v, tile_memory); break;
     case exec::Codelet::Binary: runBinary(v, tile_memory); break;
@@ -263,7 +327,7 @@ void runVertex(const exec::Vertex& v, uint8_t* tile_memory) {
   }
 }
 
-uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
+uint64_t floatVertexCycles(const exec::Vertex& v, const exec::Target& t) {
   switch (v.codelet) {
     case exec::Codelet::Unary: {
       auto fn = static_cast<ops::UnaryFn>(v.params[0]);
@@ -300,5 +364,7 @@ uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
   }
   return 0;
 }
+
+}  // namespace
 
 }  // namespace poprt::sim

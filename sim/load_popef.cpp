@@ -2,7 +2,7 @@
 
 namespace poprt::sim {
 
-Expected<LoadedModel> loadPopef(const std::filesystem::path& path) {
+Expected<PopefModel> readPopefModel(const std::filesystem::path& path) {
   const std::string source = path.string();
   POPRT_ASSIGN_OR_RETURN(popef::PopefFile file, popef::readPopef(path));
   const popef::Blob* blob = file.find(popef::BlobType::Executable, file.metadata.executable_name);
@@ -27,9 +27,14 @@ Expected<LoadedModel> loadPopef(const std::filesystem::path& path) {
     }
     if (!found) return Error(source + ": anchor '" + a.name + "' has no stream in the executable");
   }
-  auto engine = Engine::create(std::move(exe), weights);
-  if (!engine.ok()) return engine.error().withContext(source);
-  return LoadedModel{std::move(file.metadata), std::move(engine).value()};
+  return PopefModel{std::move(file.metadata), std::move(exe), std::move(weights)};
+}
+
+Expected<LoadedModel> loadPopef(const std::filesystem::path& path) {
+  POPRT_ASSIGN_OR_RETURN(PopefModel model, readPopefModel(path));
+  auto engine = Engine::create(std::move(model.executable), model.weights);
+  if (!engine.ok()) return engine.error().withContext(path.string());
+  return LoadedModel{std::move(model.metadata), std::move(engine).value()};
 }
 
 }  // namespace poprt::sim

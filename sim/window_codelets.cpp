@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -73,47 +74,56 @@ bool convHasActivation(const exec::Vertex& v) {
 }
 
 // im2col of one group for the output lines [l0, l1) (a line is out[2] positions at one (z, y)):
-// col[(c*K + k)][q] is the input under tap k of output position l0*out[2] + q, or 0.
+// col[(c*K + k)][q] is the input under tap k of output position l0*out[2] + q, or 0. Where a tap
+// reads is the same for every channel, so it is worked out once per tap and line.
 void im2col(const Window3& w, const float* x, int64_t channels, int64_t l0, int64_t l1, float* col) {
   const int64_t Pin = w.in[0] * w.in[1] * w.in[2], width = w.out[2], pc = (l1 - l0) * width;
-  const int64_t K = w.kernel[0] * w.kernel[1] * w.kernel[2];
-  for (int64_t c = 0; c < channels; ++c) {
-    const float* xc = x + c * Pin;
-    for (int64_t kz = 0; kz < w.kernel[0]; ++kz)
-      for (int64_t ky = 0; ky < w.kernel[1]; ++ky)
-        for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
-          float* row = col + (c * K + (kz * w.kernel[1] + ky) * w.kernel[2] + kx) * pc;
-          int64_t lo[3], hi[3];
-          validOutputs(w, 0, kz * w.dil[0], lo[0], hi[0]);
-          validOutputs(w, 1, ky * w.dil[1], lo[1], hi[1]);
-          validOutputs(w, 2, kx * w.dil[2], lo[2], hi[2]);
-          const int64_t sx = w.stride[2];
-          for (int64_t line = l0; line < l1; ++line) {
-            const int64_t oz = line / w.out[1], oy = line % w.out[1];
-            float* dst = row + (line - l0) * width;
-            if (oz < lo[0] || oz >= hi[0] || oy < lo[1] || oy >= hi[1] || lo[2] >= hi[2]) {
+  const int64_t K = w.kernel[0] * w.kernel[1] * w.kernel[2], sx = w.stride[2];
+  thread_local std::vector<int64_t> line_src;  // per line: the input offset of its first valid position, or -1
+  line_src.resize(static_cast<size_t>(l1 - l0));
+  for (int64_t kz = 0; kz < w.kernel[0]; ++kz)
+    for (int64_t ky = 0; ky < w.kernel[1]; ++ky)
+      for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
+        const int64_t k = (kz * w.kernel[1] + ky) * w.kernel[2] + kx;
+        int64_t lo[3], hi[3];
+        validOutputs(w, 0, kz * w.dil[0], lo[0], hi[0]);
+        validOutputs(w, 1, ky * w.dil[1], lo[1], hi[1]);
+        validOutputs(w, 2, kx * w.dil[2], lo[2], hi[2]);
+        for (int64_t line = l0; line < l1; ++line) {
+          const int64_t oz = line / w.out[1], oy = line % w.out[1];
+          const bool valid = oz >= lo[0] && oz < hi[0] && oy >= lo[1] && oy < hi[1] && lo[2] < hi[2];
+          const int64_t iz = w.start[0] + oz * w.stride[0] + kz * w.dil[0];
+          const int64_t iy = w.start[1] + oy * w.stride[1] + ky * w.dil[1];
+          line_src[static_cast<size_t>(line - l0)] =
+              valid ? (iz * w.in[1] + iy) * w.in[2] + (w.start[2] + lo[2] * sx + kx * w.dil[2]) : -1;
+        }
+        const int64_t n = hi[2] - lo[2];
+        for (int64_t c = 0; c < channels; ++c) {
+          const float* xc = x + c * Pin;
+          float* row = col + (c * K + k) * pc;
+          for (int64_t i = 0; i < l1 - l0; ++i) {
+            float* dst = row + i * width;
+            const int64_t at = line_src[static_cast<size_t>(i)];
+            if (at < 0) {
               std::fill(dst, dst + width, 0.0f);
               continue;
             }
-            const int64_t iz = w.start[0] + oz * w.stride[0] + kz * w.dil[0];
-            const int64_t iy = w.start[1] + oy * w.stride[1] + ky * w.dil[1];
-            const float* src = xc + (iz * w.in[1] + iy) * w.in[2] + (w.start[2] + lo[2] * sx + kx * w.dil[2]);
+            const float* src = xc + at;
             std::fill(dst, dst + lo[2], 0.0f);
-            const int64_t n = hi[2] - lo[2];
             if (sx == 1) {
               std::copy(src, src + n, dst + lo[2]);
             } else {
-              for (int64_t i = 0; i < n; ++i) dst[lo[2] + i] = src[i * sx];
+              for (int64_t q = 0; q < n; ++q) dst[lo[2] + q] = src[q * sx];
             }
             std::fill(dst + hi[2], dst + width, 0.0f);
           }
         }
-  }
+      }
 }
 
 // Without scratch memory, tap by tap: out[j] += w[j][c][k] * (input under tap k). For blocks whose
 // im2col lines would not fit the scratch budget.
-void convDirect(const Window3& w, const float* x, const float* wts, int64_t Cg, int64_t Mb, float* out) {
+POPRT_VECTOR_CLONES void convDirect(const Window3& w, const float* x, const float* wts, int64_t Cg, int64_t Mb, float* out) {
   const int64_t Pin = w.in[0] * w.in[1] * w.in[2], P = w.out[0] * w.out[1] * w.out[2];
   const int64_t K = w.kernel[0] * w.kernel[1] * w.kernel[2];
   std::fill(out, out + Mb * P, 0.0f);
@@ -144,32 +154,51 @@ constexpr int64_t kScratchFloats = int64_t{1} << 22;  // im2col scratch per chun
 // registers. Every output sums its products in the same order whatever its place in the block,
 // so equal channels give equal results (a softmax over them stays exact) and the result does not
 // depend on how the conv was split over tiles.
+// The accumulators are GCC/Clang vector types so they stay in registers at the width of each
+// target clone (see POPRT_VECTOR_CLONES; the kernels are forced inline into the cloned gemm, or
+// they would be compiled for the baseline ISA); lanes are independent, so the order per output holds.
 template <int J, int PW>
-void gemmTile(const float* w, int64_t rows, const float* col, int64_t col_stride, float* out, int64_t out_stride) {
-  float acc[J][PW] = {};
+[[gnu::always_inline]] inline void gemmTile(const float* w, int64_t rows, const float* col, int64_t col_stride, float* out, int64_t out_stride) {
+  typedef float Lanes __attribute__((vector_size(PW * sizeof(float))));
+  Lanes acc[J] = {};
   for (int64_t k = 0; k < rows; ++k) {
-    const float* c = col + k * col_stride;
-    for (int j = 0; j < J; ++j) {
-      const float wv = w[j * rows + k];
-      for (int q = 0; q < PW; ++q) acc[j][q] += wv * c[q];
-    }
+    Lanes c;
+    std::memcpy(&c, col + k * col_stride, sizeof(Lanes));
+    for (int j = 0; j < J; ++j) acc[j] += w[j * rows + k] * c;
   }
-  for (int j = 0; j < J; ++j)
-    for (int q = 0; q < PW; ++q) out[j * out_stride + q] = acc[j][q];
+  for (int j = 0; j < J; ++j) std::memcpy(out + j * out_stride, &acc[j], sizeof(Lanes));
+}
+
+// J output channels over all pc positions: register tiles of 16 positions, then 8, 4 and single ones.
+template <int J>
+[[gnu::always_inline]] inline void gemmRows(const float* w, int64_t rows, const float* col, int64_t col_stride, int64_t pc, float* out, int64_t out_stride) {
+  int64_t q = 0;
+  for (; q + 16 <= pc; q += 16) gemmTile<J, 16>(w, rows, col + q, col_stride, out + q, out_stride);
+  for (; q + 8 <= pc; q += 8) gemmTile<J, 8>(w, rows, col + q, col_stride, out + q, out_stride);
+  for (; q + 4 <= pc; q += 4) gemmTile<J, 4>(w, rows, col + q, col_stride, out + q, out_stride);
+  if (q == pc) return;
+  // The last 1-3 positions: through a 4-wide copy padded with zeros (scalar tiles spill).
+  const int64_t left = pc - q;
+  thread_local std::vector<float> slab;
+  slab.assign(static_cast<size_t>(rows * 4), 0.0f);
+  for (int64_t k = 0; k < rows; ++k) std::copy(col + k * col_stride + q, col + k * col_stride + pc, slab.data() + k * 4);
+  float tail[J * 4];
+  gemmTile<J, 4>(w, rows, slab.data(), 4, tail, 4);
+  for (int j = 0; j < J; ++j) std::copy(tail + j * 4, tail + j * 4 + left, out + j * out_stride + q);
 }
 
 // out [M x pc] (row stride out_stride) = w [M x rows] x col [rows x pc] (row stride col_stride).
-void gemm(const float* w, int64_t M, int64_t rows, const float* col, int64_t col_stride, int64_t pc, float* out,
-          int64_t out_stride) {
-  constexpr int kJ = 4, kP = 8;
-  int64_t q = 0;
-  for (; q + kP <= pc; q += kP) {
-    int64_t j = 0;
-    for (; j + kJ <= M; j += kJ) gemmTile<kJ, kP>(w + j * rows, rows, col + q, col_stride, out + j * out_stride + q, out_stride);
-    for (; j < M; ++j) gemmTile<1, kP>(w + j * rows, rows, col + q, col_stride, out + j * out_stride + q, out_stride);
+// Blocks of 4 output channels share each load of col; the last 1-3 channels go together too.
+POPRT_VECTOR_CLONES void gemm(const float* w, int64_t M, int64_t rows, const float* col, int64_t col_stride, int64_t pc,
+                              float* out, int64_t out_stride) {
+  int64_t j = 0;
+  for (; j + 4 <= M; j += 4) gemmRows<4>(w + j * rows, rows, col, col_stride, pc, out + j * out_stride, out_stride);
+  switch (M - j) {
+    case 3: gemmRows<3>(w + j * rows, rows, col, col_stride, pc, out + j * out_stride, out_stride); break;
+    case 2: gemmRows<2>(w + j * rows, rows, col, col_stride, pc, out + j * out_stride, out_stride); break;
+    case 1: gemmRows<1>(w + j * rows, rows, col, col_stride, pc, out + j * out_stride, out_stride); break;
+    default: break;
   }
-  for (; q < pc; ++q)
-    for (int64_t j = 0; j < M; ++j) gemmTile<1, 1>(w + j * rows, rows, col + q, col_stride, out + j * out_stride + q, out_stride);
 }
 
 }  // namespace

@@ -31,6 +31,8 @@ struct OptionSpec {
 
 std::string nonNegative(double v) { return std::isfinite(v) && v >= 0 ? "" : "must be a finite number >= 0"; }
 
+std::string countRange(double v) { return v >= 1 && v <= 1024 ? "" : "must be from 1 to 1024"; }
+
 std::string opsetRange(double v) {
   return v >= 7 && v <= 17 ? "" : "must be a default-domain opset from 7 to 17";
 }
@@ -69,7 +71,12 @@ const std::vector<OptionSpec>& optionTable() {
       {"precision_compare_input", "NAME=FILE.npy|.pb: an input --precision_compare reads instead of generating (repeatable)",
        [](ConvertOptions& o) -> FieldRef { return &o.precision_compare_inputs; }},
       {"ipu_version", "ipu1, ipu2 or ipu21 (default ipu2)", [](ConvertOptions& o) -> FieldRef { return &o.ipu_version; }},
-      {"num_ipus", "IPUs to compile for (default 1)", [](ConvertOptions& o) -> FieldRef { return &o.num_ipus; }},
+      {"num_ipus", "IPUs to compile for (default 1; sharding is not available yet: the program runs on IPU 0)",
+       [](ConvertOptions& o) -> FieldRef { return &o.num_ipus; }},
+      {"replication_factor", "data-parallel replicas the runtime runs, each with its own inputs (default 1)",
+       [](ConvertOptions& o) -> FieldRef { return &o.replication_factor; }, false, countRange},
+      {"batches_per_step", "batches the runtime runs per host call (default 1)",
+       [](ConvertOptions& o) -> FieldRef { return &o.batches_per_step; }, false, countRange},
       {"tiles_per_ipu", "use only this many tiles per IPU (small test targets)",
        [](ConvertOptions& o) -> FieldRef { return &o.tiles_per_ipu; }},
       {"available_memory_proportion", "share of tile memory a matmul plan may use (default 0.6)",

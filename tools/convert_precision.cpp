@@ -14,7 +14,7 @@
 #include "lib/ops/op_util.h"
 #include "lib/ops/registry.h"
 #include "passes/fp16_ranges.h"
-#include "tools/convert_check.h"
+#include "tools/value_check.h"
 #include "tools/tool_common.h"
 
 namespace poprt::tools {
@@ -39,13 +39,6 @@ Expected<ir::Model> reimport(const std::string& bytes, const std::string& what) 
   return m;
 }
 
-std::string fmt(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
 
 std::string fmtCosine(double v) {
   if (std::isnan(v)) return "nan";
@@ -72,7 +65,7 @@ PrecisionDiff diffOf(const std::string& name, const ops::RtValue& ref, const ops
     d.mismatch = "not numeric";
     return d;
   }
-  compareValues(*a, *b, d);
+  precisionDiff(*a, *b, d);
   return d;
 }
 
@@ -97,7 +90,7 @@ std::vector<std::string> row(const PrecisionDiff& d, bool layer) {
     r.insert(r.end(), {d.dtype, "-", "-", "-", "-", "not comparable: " + d.mismatch});
     return r;
   }
-  r.insert(r.end(), {d.dtype, fmtCosine(d.cosine), fmt(d.max_abs), fmt(d.max_rel), fmt(d.ref_max),
+  r.insert(r.end(), {d.dtype, fmtCosine(d.cosine), formatError(d.max_abs), formatError(d.max_rel), formatError(d.ref_max),
                      d.new_nonfinite ? std::to_string(d.new_nonfinite) + " new NaN/Inf" : "-"});
   return r;
 }
@@ -111,7 +104,7 @@ ojson diffJson(const PrecisionDiff& d, bool layer) {
     j["mismatch"] = d.mismatch;
     return j;
   }
-  auto num = [](double v) { return std::isfinite(v) ? ojson(v) : ojson(fmt(v)); };
+  auto num = [](double v) { return std::isfinite(v) ? ojson(v) : ojson(formatError(v)); };
   j["cosine"] = num(d.cosine);
   j["max_abs_error"] = num(d.max_abs);
   j["max_rel_error"] = num(d.max_rel);
@@ -152,7 +145,7 @@ Expected<std::vector<std::pair<std::string, ops::RtValue>>> readOrGenerate(const
       if (dynamic.empty()) dynamic = in->name();
       continue;
     }
-    auto g = generateCheckInput(t.dtype, t.staticShape(), seed, i);
+    auto g = generateInput(t.dtype, t.staticShape(), seed, i);
     if (!g.ok()) return g.error().withContext(flag + ": input '" + in->name() + "'");
     inputs.emplace_back(in->name(), ops::RtValue::of(std::move(g).value()));
     generated.push_back(in->name());
@@ -182,7 +175,7 @@ Expected<std::vector<std::pair<std::string, ops::RtValue>>> calibrationInputs(co
   return inputs;
 }
 
-void compareValues(const std::vector<double>& ref, const std::vector<double>& got, PrecisionDiff& d) {
+void precisionDiff(const std::vector<double>& ref, const std::vector<double>& got, PrecisionDiff& d) {
   double dot = 0, na = 0, nb = 0;
   d.elements = static_cast<int64_t>(ref.size());
   for (size_t i = 0; i < ref.size() && i < got.size(); ++i) {
@@ -283,7 +276,7 @@ void printPrecisionReport(const PrecisionReport& r, std::ostream& out) {
     for (const PrecisionDiff& d : r.layers)
       if (d.new_nonfinite > 0) {
         out << "  first NaN/Inf the float32 model does not have: '" << d.name << "' (" << d.op_type << "), fp32 max|x| "
-            << fmt(d.ref_max) << "\n";
+            << formatError(d.ref_max) << "\n";
         break;
       }
     out << "  per layer: " << r.layers.size() << " values compared; the " << shown << " with the lowest cosine:\n";

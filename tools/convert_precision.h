@@ -1,6 +1,6 @@
 // --precision_compare: runs the float32 model (the graph just before float_to_half, so value
 // names match) and the float16 one with the reference evaluator on the same inputs — generated as
-// --check's are, or read from --precision_compare_input NAME=FILE — and reports per model output
+// --check's are (value_check.h), or read from --precision_compare_input NAME=FILE — and reports per model output
 // (and, with --precision_compare_per_layer, per value both graphs compute) the largest abs/rel
 // error, the cosine similarity and the values the fp16 model made NaN/Inf where fp32 has none.
 // It reports; it does not fail the conversion.
@@ -60,6 +60,6 @@ nlohmann::ordered_json precisionReportJson(const PrecisionReport& report);
 
 // Cosine similarity, max abs/rel error and new non-finite values of `got` against `ref` (equal
 // sizes); exposed for the tests.
-void compareValues(const std::vector<double>& ref, const std::vector<double>& got, PrecisionDiff& d);
+void precisionDiff(const std::vector<double>& ref, const std::vector<double>& got, PrecisionDiff& d);
 
 }  // namespace poprt::tools

@@ -10,6 +10,7 @@
 #include "codegen/compiler.h"
 #include "codegen/target.h"
 #include "lib/onnx/onnx_io.h"
+#include "lib/support/bytes.h"
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
 #include "passes/input_shapes.h"
@@ -18,6 +19,7 @@
 #include "tools/convert_check.h"
 #include "tools/convert_options.h"
 #include "tools/convert_precision.h"
+#include "tools/convert_popef.h"
 #include "tools/convert_show.h"
 #include "tools/convert_summary.h"
 #include "tools/tool_common.h"
@@ -25,72 +27,10 @@
 namespace poprt::tools {
 namespace {
 
-std::string humanBytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 3) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
-
 std::string percent(uint64_t part, uint64_t whole) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
   return buf;
-}
-
-popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ConvertOptions& o, const std::string& onnx_bytes) {
-  const exec::Executable& exe = compiled.executable;
-  popef::PopefFile file;
-  auto& md = file.metadata;
-  md.ipu_version = exe.target.ipu_version;
-  md.num_ipus = static_cast<int>(exe.target.num_ipus);
-  md.executable_name = "executable";
-  md.program_flow = {{"load"}, {"main"}, {}};
-  for (const auto& s : exe.streams) {
-    if (s.role == exec::HostStream::Role::Weight) continue;
-    popef::Anchor a;
-    a.name = s.name;
-    a.handle = (s.role == exec::HostStream::Role::Input ? "in:" : "out:") + s.name;
-    a.dtype = s.dtype;
-    a.shape = s.shape;
-    a.value = s.kind;
-    a.kind = s.role == exec::HostStream::Role::Input ? popef::Anchor::Kind::Input : popef::Anchor::Kind::Output;
-    a.programs = {"main"};
-    md.anchors.push_back(std::move(a));
-  }
-  md.compile_options = {{"precision", o.precision},
-                        {"ipu_version", o.ipu_version},
-                        {"num_ipus", std::to_string(o.num_ipus)},
-                        {"tiles_per_ipu", std::to_string(exe.target.tiles_per_ipu)},
-                        {"available_memory_proportion", std::to_string(o.available_memory_proportion)}};
-  md.extra = {{"device_nodes", compiled.device_nodes}, {"host_nodes", compiled.host_nodes}};
-  file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
-  for (const auto& [name, tensor] : compiled.weights) file.blobs.push_back(popef::makeTensorDataBlob(name, tensor));
-  file.blobs.push_back({popef::BlobType::Opaque, "poprt.onnx", std::vector<uint8_t>(onnx_bytes.begin(), onnx_bytes.end())});
-  return file;
-}
-
-// --summary_json must be writable where it is named (missing directories are created, like
-// --output_dir's); checked before any work so a bad path fails before anything is written.
-Status checkSummaryPath(const std::string& file) {
-  if (file.empty()) return okStatus();
-  std::filesystem::path p = std::filesystem::absolute(file);
-  std::error_code ec;
-  if (std::filesystem::is_directory(p, ec)) return Error("--summary_json " + file + ": is a directory");
-  for (std::filesystem::path dir = p.parent_path();; dir = dir.parent_path()) {
-    if (std::filesystem::exists(dir, ec)) {
-      if (!std::filesystem::is_directory(dir, ec))
-        return Error("--summary_json " + file + ": '" + dir.string() + "' is not a directory");
-      return okStatus();
-    }
-    if (dir == dir.parent_path()) return okStatus();
-  }
 }
 
 // The fp16 flags need --precision fp16; an op type no op has is an error (a typo would keep
@@ -156,7 +96,7 @@ Status convert(const ConvertOptions& o) {
   POPRT_ASSIGN_OR_RETURN(std::vector<std::string> pass_names, passes::resolvePipeline(pipeline));  // fails before any work
   if (o.precision_compare && std::find(pass_names.begin(), pass_names.end(), "float_to_half") == pass_names.end())
     return Error("--precision_compare: the pipeline does not run float_to_half (see --passes/--skip_passes)");
-  POPRT_TRY(checkSummaryPath(o.summary_json));
+  POPRT_TRY(checkOutputFile("--summary_json", o.summary_json));
 
   auto t0 = std::chrono::steady_clock::now();
   std::filesystem::path input(o.input_model);
@@ -218,6 +158,7 @@ Status convert(const ConvertOptions& o) {
                            "; --export_popef needs it static (hint: --input_shape " + in->name() + "=D0,D1,...)");
   for (const auto& r : *reports)
     for (const auto& w : r.stats.warnings) warnings.push_back(r.name + ": " + w);
+  if (compiled) warnings.insert(warnings.end(), compiled->warnings.begin(), compiled->warnings.end());
   if (compiled && !compiled->host_nodes.empty())
     warnings.push_back(std::to_string(compiled->host_nodes.size()) + " of " + std::to_string(model.graph->numNodes()) +
                        " node(s) run on the host (host fallback), not on the IPU");
@@ -257,10 +198,7 @@ Status convert(const ConvertOptions& o) {
     s.onnx_path = model_path.string();
     s.popef_path = popef_path.string();
     s.summary_path = o.summary_json;
-    std::filesystem::path summary_dir = std::filesystem::path(o.summary_json).parent_path();
-    if (!summary_dir.empty()) std::filesystem::create_directories(summary_dir, ec);
-    if (ec) return Error("--summary_json " + o.summary_json + ": cannot create its directory: " + ec.message());
-    POPRT_TRY(writeFileAtomic(o.summary_json, summaryJson(s)));
+    POPRT_TRY(writeOutputFile("--summary_json", o.summary_json, summaryJson(s)));
   }
 
   std::cout << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before
@@ -279,8 +217,9 @@ Status convert(const ConvertOptions& o) {
       worst = std::max(worst, b);
       used += b > 0;
     }
+    // The executable's tiles: one IPU's, whatever --num_ipus asked (sharding is not available yet).
     std::cout << "  PopEF           " << popef_path.string() << "\n"
-              << "  target          " << target.name << ": " << target.numTiles() << " tiles x "
+              << "  target          " << target.name << ": " << compiled->executable.target.numTiles() << " tiles x "
               << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz\n"
               << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, "
               << compiled->host_nodes.size() << " on the host (" << compiled->executable.host_programs.size()

@@ -1,6 +1,9 @@
 // The vertex layouts of each codelet: the contract between codegen (which emits vertices) and the
 // simulator (which checks and runs them). Fields are tile-memory byte ranges; all data float32
 // (Fill: any fixed-size dtype). Multi-dim buffers are row-major.
+// A vertex of dtype float16 holds every field in binary16 (sizes in the layouts below are then 2
+// bytes per element): the simulator computes in float32 and rounds each output to float16, the
+// fp16-storage / fp32-accumulation of the IPU's AMP and reductions.
 #pragma once
 
 #include <cstdint>

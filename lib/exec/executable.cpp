@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
-#include <nlohmann/json.hpp>
+#include <functional>
+
+#include "lib/support/cbor.h"
 
 namespace poprt::exec {
-
-using nlohmann::json;
 
 uint64_t HostStream::byteSize() const {
   uint64_t n = 1;
@@ -16,187 +16,367 @@ uint64_t HostStream::byteSize() const {
 
 namespace {
 
-json targetToJson(const Target& t) {
-  return {{"name", t.name}, {"ipu_version", t.ipu_version}, {"num_ipus", t.num_ipus},
-          {"tiles_per_ipu", t.tiles_per_ipu}, {"bytes_per_tile", t.bytes_per_tile},
-          {"workers_per_tile", t.workers_per_tile}, {"clock_hz", t.clock_hz},
-          {"exchange_bytes_per_cycle", t.exchange_bytes_per_cycle}, {"sync_cycles", t.sync_cycles},
-          {"fp32_macs_per_cycle", t.fp32_macs_per_cycle}, {"fp16_macs_per_cycle", t.fp16_macs_per_cycle},
-          {"vector_width_fp32", t.vector_width_fp32}};
+// The blob is one CBOR map (docs/POPEF.md); keys are written in sorted order.
+void writeTarget(cbor::Writer& w, const Target& t) {
+  w.map(12);
+  w.text("bytes_per_tile"), w.uint(t.bytes_per_tile);
+  w.text("clock_hz"), w.real(t.clock_hz);
+  w.text("exchange_bytes_per_cycle"), w.uint(t.exchange_bytes_per_cycle);
+  w.text("fp16_macs_per_cycle"), w.uint(t.fp16_macs_per_cycle);
+  w.text("fp32_macs_per_cycle"), w.uint(t.fp32_macs_per_cycle);
+  w.text("ipu_version"), w.text(t.ipu_version);
+  w.text("name"), w.text(t.name);
+  w.text("num_ipus"), w.uint(t.num_ipus);
+  w.text("sync_cycles"), w.uint(t.sync_cycles);
+  w.text("tiles_per_ipu"), w.uint(t.tiles_per_ipu);
+  w.text("vector_width_fp32"), w.uint(t.vector_width_fp32);
+  w.text("workers_per_tile"), w.uint(t.workers_per_tile);
 }
 
-Target targetFromJson(const json& j) {
-  Target t;
-  t.name = j.at("name").get<std::string>();
-  t.ipu_version = j.at("ipu_version").get<std::string>();
-  t.num_ipus = j.at("num_ipus").get<uint32_t>();
-  t.tiles_per_ipu = j.at("tiles_per_ipu").get<uint32_t>();
-  t.bytes_per_tile = j.at("bytes_per_tile").get<uint64_t>();
-  t.workers_per_tile = j.at("workers_per_tile").get<uint32_t>();
-  t.clock_hz = j.at("clock_hz").get<double>();
-  t.exchange_bytes_per_cycle = j.at("exchange_bytes_per_cycle").get<uint32_t>();
-  t.sync_cycles = j.at("sync_cycles").get<uint32_t>();
-  t.fp32_macs_per_cycle = j.at("fp32_macs_per_cycle").get<uint32_t>();
-  t.fp16_macs_per_cycle = j.at("fp16_macs_per_cycle").get<uint32_t>();
-  t.vector_width_fp32 = j.at("vector_width_fp32").get<uint32_t>();
-  return t;
+void writeProgram(cbor::Writer& w, const Program& p) {
+  w.map(2);
+  w.text("name"), w.text(p.name);
+  w.text("steps"), w.array(p.steps.size());
+  for (const Step& s : p.steps) w.array(2), w.uint(static_cast<uint32_t>(s.kind)), w.uint(s.index);
 }
 
-json programToJson(const Program& p) {
-  json steps = json::array();
-  for (const Step& s : p.steps) steps.push_back({static_cast<uint32_t>(s.kind), s.index});
-  return {{"name", p.name}, {"steps", steps}};
+template <class T>
+void writeUints(cbor::Writer& w, const std::vector<T>& v) {
+  w.array(v.size());
+  for (T x : v) w.uint(x);
 }
 
-Program programFromJson(const json& j) {
-  Program p;
-  p.name = j.at("name").get<std::string>();
-  for (const auto& s : j.at("steps")) {
-    uint32_t kind = s.at(0).get<uint32_t>();
-    if (kind > static_cast<uint32_t>(StepKind::HostCall)) throw std::runtime_error("unknown step kind " + std::to_string(kind));
-    p.steps.push_back({static_cast<StepKind>(kind), s.at(1).get<uint32_t>()});
-  }
-  return p;
+// Reading: every number is range-checked into its field.
+Expected<uint32_t> u32(cbor::Reader& r) {
+  POPRT_ASSIGN_OR_RETURN(uint64_t v, r.uint());
+  if (v > UINT32_MAX) return Error("value " + std::to_string(v) + " does not fit 32 bits");
+  return static_cast<uint32_t>(v);
+}
+
+// Reads an array, calling item() for each element.
+Status readArray(cbor::Reader& r, const std::function<Status()>& item) {
+  POPRT_ASSIGN_OR_RETURN(uint64_t n, r.array());
+  for (uint64_t i = 0; i < n; ++i) POPRT_TRY(item());
+  return okStatus();
+}
+
+// Reads an array of exactly `n` elements (a tuple).
+Status readTuple(cbor::Reader& r, uint64_t n) {
+  POPRT_ASSIGN_OR_RETURN(uint64_t got, r.array());
+  if (got != n) return Error("expected " + std::to_string(n) + " items, got " + std::to_string(got));
+  return okStatus();
+}
+
+Status readTarget(cbor::Reader& r, Target& t) {
+  return r.map({"bytes_per_tile", "clock_hz", "exchange_bytes_per_cycle", "fp16_macs_per_cycle", "fp32_macs_per_cycle",
+                "ipu_version", "name", "num_ipus", "sync_cycles", "tiles_per_ipu", "vector_width_fp32", "workers_per_tile"},
+               [&](std::string_view k) -> Status {
+                 if (k == "bytes_per_tile") { POPRT_ASSIGN_OR_RETURN(t.bytes_per_tile, r.uint()); }
+                 else if (k == "clock_hz") { POPRT_ASSIGN_OR_RETURN(t.clock_hz, r.real()); }
+                 else if (k == "exchange_bytes_per_cycle") { POPRT_ASSIGN_OR_RETURN(t.exchange_bytes_per_cycle, u32(r)); }
+                 else if (k == "fp16_macs_per_cycle") { POPRT_ASSIGN_OR_RETURN(t.fp16_macs_per_cycle, u32(r)); }
+                 else if (k == "fp32_macs_per_cycle") { POPRT_ASSIGN_OR_RETURN(t.fp32_macs_per_cycle, u32(r)); }
+                 else if (k == "ipu_version") { POPRT_ASSIGN_OR_RETURN(t.ipu_version, r.text()); }
+                 else if (k == "name") { POPRT_ASSIGN_OR_RETURN(t.name, r.text()); }
+                 else if (k == "num_ipus") { POPRT_ASSIGN_OR_RETURN(t.num_ipus, u32(r)); }
+                 else if (k == "sync_cycles") { POPRT_ASSIGN_OR_RETURN(t.sync_cycles, u32(r)); }
+                 else if (k == "tiles_per_ipu") { POPRT_ASSIGN_OR_RETURN(t.tiles_per_ipu, u32(r)); }
+                 else if (k == "vector_width_fp32") { POPRT_ASSIGN_OR_RETURN(t.vector_width_fp32, u32(r)); }
+                 else { POPRT_ASSIGN_OR_RETURN(t.workers_per_tile, u32(r)); }
+                 return okStatus();
+               });
+}
+
+Status readProgram(cbor::Reader& r, Program& p) {
+  return r.map({"name", "steps"}, [&](std::string_view k) -> Status {
+    if (k == "name") {
+      POPRT_ASSIGN_OR_RETURN(p.name, r.text());
+      return okStatus();
+    }
+    return readArray(r, [&]() -> Status {
+      POPRT_TRY(readTuple(r, 2));
+      POPRT_ASSIGN_OR_RETURN(uint32_t kind, u32(r));
+      if (kind > static_cast<uint32_t>(StepKind::HostCall)) return Error("unknown step kind " + std::to_string(kind));
+      POPRT_ASSIGN_OR_RETURN(uint32_t index, u32(r));
+      p.steps.push_back({static_cast<StepKind>(kind), index});
+      return okStatus();
+    });
+  });
+}
+
+Status readStream(cbor::Reader& r, HostStream& hs) {
+  std::string dtype;
+  uint32_t role = 0, kind = 0;
+  POPRT_TRY(r.map({"copies", "dtype", "kind", "name", "role", "shape"}, [&](std::string_view k) -> Status {
+    if (k == "copies")
+      return readArray(r, [&]() -> Status {
+        POPRT_TRY(readTuple(r, 4));
+        StreamCopy c;
+        POPRT_ASSIGN_OR_RETURN(c.host_offset, r.uint());
+        POPRT_ASSIGN_OR_RETURN(c.tile, u32(r));
+        POPRT_ASSIGN_OR_RETURN(c.tile_offset, r.uint());
+        POPRT_ASSIGN_OR_RETURN(c.bytes, r.uint());
+        hs.copies.push_back(c);
+        return okStatus();
+      });
+    if (k == "dtype") { POPRT_ASSIGN_OR_RETURN(dtype, r.text()); }
+    else if (k == "kind") { POPRT_ASSIGN_OR_RETURN(kind, u32(r)); }
+    else if (k == "name") { POPRT_ASSIGN_OR_RETURN(hs.name, r.text()); }
+    else if (k == "role") { POPRT_ASSIGN_OR_RETURN(role, u32(r)); }
+    else {
+      return readArray(r, [&]() -> Status {
+        POPRT_ASSIGN_OR_RETURN(int64_t d, r.sint());
+        hs.shape.push_back(d);
+        return okStatus();
+      });
+    }
+    return okStatus();
+  }));
+  if (role > 3) return Error("stream '" + hs.name + "' has unknown role " + std::to_string(role));
+  hs.role = static_cast<HostStream::Role>(role);
+  auto value_kind = valueKindFromInt(kind);
+  if (!value_kind) return Error("stream '" + hs.name + "' has an unknown value kind");
+  hs.kind = *value_kind;
+  auto dt = dtypeFromName(dtype);
+  if (!dt || (dtypeSize(*dt) == 0 && *dt != DType::String)) return Error("stream '" + hs.name + "' has an unsupported dtype");
+  hs.dtype = *dt;
+  Shape known = hs.shape;
+  for (int64_t& d : known)
+    if (d == -1) d = 0;  // known at run time
+  POPRT_TRY(checkedNumElements(known, int64_t{1} << 40));
+  return okStatus();
+}
+
+Status readLayout(cbor::Reader& r, Layout& layout) {
+  return r.map({"elem_bytes", "regions"}, [&](std::string_view k) -> Status {
+    if (k == "elem_bytes") {
+      POPRT_ASSIGN_OR_RETURN(layout.elem_bytes, u32(r));
+      return okStatus();
+    }
+    return readArray(r, [&]() -> Status {
+      POPRT_TRY(readTuple(r, 4));
+      LayoutRegion g;
+      POPRT_ASSIGN_OR_RETURN(g.begin, r.sint());
+      POPRT_ASSIGN_OR_RETURN(g.count, r.sint());
+      POPRT_ASSIGN_OR_RETURN(g.tile, u32(r));
+      POPRT_ASSIGN_OR_RETURN(g.offset, r.uint());
+      layout.regions.push_back(g);
+      return okStatus();
+    });
+  });
+}
+
+Status readExchange(cbor::Reader& r, Exchange& ex) {
+  return r.map({"copies", "gathers", "name"}, [&](std::string_view k) -> Status {
+    if (k == "name") {
+      POPRT_ASSIGN_OR_RETURN(ex.name, r.text());
+      return okStatus();
+    }
+    if (k == "copies")
+      return readArray(r, [&]() -> Status {
+        POPRT_TRY(readTuple(r, 5));
+        TileCopy c;
+        POPRT_ASSIGN_OR_RETURN(c.src_tile, u32(r));
+        POPRT_ASSIGN_OR_RETURN(c.src_offset, r.uint());
+        POPRT_ASSIGN_OR_RETURN(c.dst_tile, u32(r));
+        POPRT_ASSIGN_OR_RETURN(c.dst_offset, r.uint());
+        POPRT_ASSIGN_OR_RETURN(c.bytes, r.uint());
+        ex.copies.push_back(c);
+        return okStatus();
+      });
+    return readArray(r, [&]() -> Status {
+      POPRT_TRY(readTuple(r, 8));
+      Gather g;
+      POPRT_ASSIGN_OR_RETURN(g.layout, u32(r));
+      POPRT_ASSIGN_OR_RETURN(g.begin, r.sint());
+      POPRT_ASSIGN_OR_RETURN(g.count, r.sint());
+      POPRT_ASSIGN_OR_RETURN(g.reps, r.sint());
+      POPRT_ASSIGN_OR_RETURN(g.stride, r.sint());
+      POPRT_ASSIGN_OR_RETURN(g.dst_tile, u32(r));
+      POPRT_ASSIGN_OR_RETURN(g.dst_offset, r.uint());
+      POPRT_ASSIGN_OR_RETURN(g.dst_stride, r.uint());
+      ex.gathers.push_back(g);
+      return okStatus();
+    });
+  });
+}
+
+Status readVertex(cbor::Reader& r, Vertex& vx) {
+  POPRT_TRY(readTuple(r, 6));
+  POPRT_ASSIGN_OR_RETURN(vx.tile, u32(r));
+  POPRT_ASSIGN_OR_RETURN(uint32_t codelet, u32(r));
+  if (codelet < 1 || codelet > kMaxCodelet) return Error("unknown codelet " + std::to_string(codelet));
+  vx.codelet = static_cast<Codelet>(codelet);
+  POPRT_ASSIGN_OR_RETURN(std::string dtype, r.text());
+  auto dt = dtypeFromName(dtype);
+  if (!dt) return Error("a vertex has an unknown dtype");
+  vx.dtype = *dt;
+  POPRT_TRY(readArray(r, [&]() -> Status {
+    POPRT_TRY(readTuple(r, 2));
+    Field f;
+    POPRT_ASSIGN_OR_RETURN(f.offset, r.uint());
+    POPRT_ASSIGN_OR_RETURN(f.bytes, r.uint());
+    vx.fields.push_back(f);
+    return okStatus();
+  }));
+  POPRT_TRY(readArray(r, [&]() -> Status {
+    POPRT_ASSIGN_OR_RETURN(int64_t p, r.sint());
+    vx.params.push_back(p);
+    return okStatus();
+  }));
+  return readArray(r, [&]() -> Status {
+    POPRT_ASSIGN_OR_RETURN(double f, r.real());
+    vx.fparams.push_back(static_cast<float>(f));
+    return okStatus();
+  });
+}
+
+Status readComputeSet(cbor::Reader& r, ComputeSet& set) {
+  return r.map({"name", "vertices"}, [&](std::string_view k) -> Status {
+    if (k == "name") {
+      POPRT_ASSIGN_OR_RETURN(set.name, r.text());
+      return okStatus();
+    }
+    return readArray(r, [&]() -> Status {
+      set.vertices.emplace_back();
+      return readVertex(r, set.vertices.back());
+    });
+  });
+}
+
+Status readUint32s(cbor::Reader& r, std::vector<uint32_t>& out) {
+  return readArray(r, [&]() -> Status {
+    POPRT_ASSIGN_OR_RETURN(uint32_t v, u32(r));
+    out.push_back(v);
+    return okStatus();
+  });
+}
+
+Status readHostProgram(cbor::Reader& r, HostProgram& hp) {
+  return r.map({"inputs", "name", "nodes", "onnx", "outputs"}, [&](std::string_view k) -> Status {
+    if (k == "inputs") return readUint32s(r, hp.inputs);
+    if (k == "outputs") return readUint32s(r, hp.outputs);
+    if (k == "name") {
+      POPRT_ASSIGN_OR_RETURN(hp.name, r.text());
+    } else if (k == "onnx") {
+      POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> b, r.bytes());
+      hp.onnx.assign(b.begin(), b.end());
+    } else {
+      return readArray(r, [&]() -> Status {
+        POPRT_ASSIGN_OR_RETURN(std::string n, r.text());
+        hp.nodes.push_back(std::move(n));
+        return okStatus();
+      });
+    }
+    return okStatus();
+  });
 }
 
 }  // namespace
 
 std::vector<uint8_t> serialize(const Executable& exe) {
-  json j;
-  j["version"] = kExecutableVersion;
-  j["target"] = targetToJson(exe.target);
-  j["tile_bytes"] = exe.tile_bytes;
-  json streams = json::array();
-  for (const auto& s : exe.streams) {
-    json copies = json::array();
-    for (const auto& c : s.copies) copies.push_back({c.host_offset, c.tile, c.tile_offset, c.bytes});
-    streams.push_back({{"name", s.name}, {"role", static_cast<uint32_t>(s.role)}, {"dtype", dtypeName(s.dtype)},
-                       {"shape", s.shape}, {"copies", copies}, {"kind", static_cast<uint32_t>(s.kind)}});
-  }
-  j["streams"] = streams;
-  json layouts = json::array();
-  for (const auto& l : exe.layouts) {
-    json regions = json::array();
-    for (const auto& r : l.regions) regions.push_back({r.begin, r.count, r.tile, r.offset});
-    layouts.push_back({{"elem_bytes", l.elem_bytes}, {"regions", regions}});
-  }
-  j["layouts"] = layouts;
-  json exchanges = json::array();
-  for (const auto& e : exe.exchanges) {
-    json copies = json::array();
-    for (const auto& c : e.copies) copies.push_back({c.src_tile, c.src_offset, c.dst_tile, c.dst_offset, c.bytes});
-    json gathers = json::array();
-    for (const auto& g : e.gathers)
-      gathers.push_back({g.layout, g.begin, g.count, g.reps, g.stride, g.dst_tile, g.dst_offset, g.dst_stride});
-    exchanges.push_back({{"name", e.name}, {"copies", copies}, {"gathers", gathers}});
-  }
-  j["exchanges"] = exchanges;
-  json sets = json::array();
+  std::vector<uint8_t> out;
+  cbor::Writer w(out);
+  w.map(10);
+  w.text("compute_sets"), w.array(exe.compute_sets.size());
   for (const auto& cs : exe.compute_sets) {
-    json vertices = json::array();
+    w.map(2);
+    w.text("name"), w.text(cs.name);
+    w.text("vertices"), w.array(cs.vertices.size());
     for (const auto& v : cs.vertices) {
-      json fields = json::array();
-      for (const auto& f : v.fields) fields.push_back({f.offset, f.bytes});
-      vertices.push_back({v.tile, static_cast<uint32_t>(v.codelet), dtypeName(v.dtype), fields, v.params, v.fparams});
+      w.array(6);
+      w.uint(v.tile), w.uint(static_cast<uint32_t>(v.codelet)), w.text(dtypeName(v.dtype));
+      w.array(v.fields.size());
+      for (const auto& f : v.fields) w.array(2), w.uint(f.offset), w.uint(f.bytes);
+      w.array(v.params.size());
+      for (int64_t p : v.params) w.sint(p);
+      w.array(v.fparams.size());
+      for (float f : v.fparams) w.real(f);
     }
-    sets.push_back({{"name", cs.name}, {"vertices", vertices}});
   }
-  j["compute_sets"] = sets;
-  json hosts = json::array();
-  for (const auto& h : exe.host_programs)
-    hosts.push_back({{"name", h.name}, {"onnx", json::binary(std::vector<uint8_t>(h.onnx.begin(), h.onnx.end()))},
-                     {"inputs", h.inputs}, {"outputs", h.outputs}, {"nodes", h.nodes}});
-  j["host_programs"] = hosts;
-  j["load"] = programToJson(exe.load);
-  j["main"] = programToJson(exe.main);
-  return json::to_cbor(j);
+  w.text("exchanges"), w.array(exe.exchanges.size());
+  for (const auto& e : exe.exchanges) {
+    w.map(3);
+    w.text("copies"), w.array(e.copies.size());
+    for (const auto& c : e.copies) w.array(5), w.uint(c.src_tile), w.uint(c.src_offset), w.uint(c.dst_tile), w.uint(c.dst_offset), w.uint(c.bytes);
+    w.text("gathers"), w.array(e.gathers.size());
+    for (const auto& g : e.gathers) {
+      w.array(8);
+      w.uint(g.layout), w.sint(g.begin), w.sint(g.count), w.sint(g.reps), w.sint(g.stride);
+      w.uint(g.dst_tile), w.uint(g.dst_offset), w.uint(g.dst_stride);
+    }
+    w.text("name"), w.text(e.name);
+  }
+  w.text("host_programs"), w.array(exe.host_programs.size());
+  for (const auto& h : exe.host_programs) {
+    w.map(5);
+    w.text("inputs"), writeUints(w, h.inputs);
+    w.text("name"), w.text(h.name);
+    w.text("nodes"), w.array(h.nodes.size());
+    for (const auto& n : h.nodes) w.text(n);
+    w.text("onnx"), w.bytes({reinterpret_cast<const uint8_t*>(h.onnx.data()), h.onnx.size()});
+    w.text("outputs"), writeUints(w, h.outputs);
+  }
+  w.text("layouts"), w.array(exe.layouts.size());
+  for (const auto& l : exe.layouts) {
+    w.map(2);
+    w.text("elem_bytes"), w.uint(l.elem_bytes);
+    w.text("regions"), w.array(l.regions.size());
+    for (const auto& r : l.regions) w.array(4), w.sint(r.begin), w.sint(r.count), w.uint(r.tile), w.uint(r.offset);
+  }
+  w.text("load"), writeProgram(w, exe.load);
+  w.text("main"), writeProgram(w, exe.main);
+  w.text("streams"), w.array(exe.streams.size());
+  for (const auto& s : exe.streams) {
+    w.map(6);
+    w.text("copies"), w.array(s.copies.size());
+    for (const auto& c : s.copies) w.array(4), w.uint(c.host_offset), w.uint(c.tile), w.uint(c.tile_offset), w.uint(c.bytes);
+    w.text("dtype"), w.text(dtypeName(s.dtype));
+    w.text("kind"), w.uint(static_cast<uint32_t>(s.kind));
+    w.text("name"), w.text(s.name);
+    w.text("role"), w.uint(static_cast<uint32_t>(s.role));
+    w.text("shape"), w.array(s.shape.size());
+    for (int64_t d : s.shape) w.sint(d);
+  }
+  w.text("target"), writeTarget(w, exe.target);
+  w.text("tile_bytes"), writeUints(w, exe.tile_bytes);
+  w.text("version"), w.uint(kExecutableVersion);
+  return out;
 }
 
 Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::string& source) {
   Executable exe;
-  try {
-    json j = json::from_cbor(bytes.begin(), bytes.end());
-    uint32_t version = j.at("version").get<uint32_t>();
-    if (version != kExecutableVersion)
-      return Error(source + ": executable format version " + std::to_string(version) + " is not supported (expected " +
-                   std::to_string(kExecutableVersion) + ")");
-    exe.target = targetFromJson(j.at("target"));
-    exe.tile_bytes = j.at("tile_bytes").get<std::vector<uint64_t>>();
-    for (const auto& s : j.at("streams")) {
-      HostStream hs;
-      hs.name = s.at("name").get<std::string>();
-      uint32_t role = s.at("role").get<uint32_t>();
-      if (role > 3) return Error(source + ": stream '" + hs.name + "' has unknown role " + std::to_string(role));
-      hs.role = static_cast<HostStream::Role>(role);
-      auto kind = valueKindFromInt(s.at("kind").get<uint32_t>());
-      if (!kind) return Error(source + ": stream '" + hs.name + "' has an unknown value kind");
-      hs.kind = *kind;
-      auto dt = dtypeFromName(s.at("dtype").get<std::string>());
-      if (!dt || (dtypeSize(*dt) == 0 && *dt != DType::String))
-        return Error(source + ": stream '" + hs.name + "' has an unsupported dtype");
-      hs.dtype = *dt;
-      hs.shape = s.at("shape").get<Shape>();
-      Shape known = hs.shape;
-      for (int64_t& d : known)
-        if (d == -1) d = 0;  // known at run time
-      POPRT_TRY(checkedNumElements(known, int64_t{1} << 40));
-      for (const auto& c : s.at("copies"))
-        hs.copies.push_back({c.at(0).get<uint64_t>(), c.at(1).get<uint32_t>(), c.at(2).get<uint64_t>(), c.at(3).get<uint64_t>()});
-      exe.streams.push_back(std::move(hs));
-    }
-    for (const auto& l : j.at("layouts")) {
-      Layout layout;
-      layout.elem_bytes = l.at("elem_bytes").get<uint32_t>();
-      for (const auto& r : l.at("regions"))
-        layout.regions.push_back({r.at(0).get<int64_t>(), r.at(1).get<int64_t>(), r.at(2).get<uint32_t>(), r.at(3).get<uint64_t>()});
-      exe.layouts.push_back(std::move(layout));
-    }
-    for (const auto& e : j.at("exchanges")) {
-      Exchange ex;
-      ex.name = e.at("name").get<std::string>();
-      for (const auto& c : e.at("copies"))
-        ex.copies.push_back({c.at(0).get<uint32_t>(), c.at(1).get<uint64_t>(), c.at(2).get<uint32_t>(),
-                             c.at(3).get<uint64_t>(), c.at(4).get<uint64_t>()});
-      for (const auto& g : e.at("gathers"))
-        ex.gathers.push_back({g.at(0).get<uint32_t>(), g.at(1).get<int64_t>(), g.at(2).get<int64_t>(), g.at(3).get<int64_t>(),
-                              g.at(4).get<int64_t>(), g.at(5).get<uint32_t>(), g.at(6).get<uint64_t>(), g.at(7).get<uint64_t>()});
-      exe.exchanges.push_back(std::move(ex));
-    }
-    for (const auto& cs : j.at("compute_sets")) {
-      ComputeSet set;
-      set.name = cs.at("name").get<std::string>();
-      for (const auto& v : cs.at("vertices")) {
-        Vertex vx;
-        vx.tile = v.at(0).get<uint32_t>();
-        uint32_t codelet = v.at(1).get<uint32_t>();
-        if (codelet < 1 || codelet > kMaxCodelet) return Error(source + ": compute set '" + set.name + "' uses unknown codelet " + std::to_string(codelet));
-        vx.codelet = static_cast<Codelet>(codelet);
-        auto dt = dtypeFromName(v.at(2).get<std::string>());
-        if (!dt) return Error(source + ": compute set '" + set.name + "' has a vertex with an unknown dtype");
-        vx.dtype = *dt;
-        for (const auto& f : v.at(3)) vx.fields.push_back({f.at(0).get<uint64_t>(), f.at(1).get<uint64_t>()});
-        vx.params = v.at(4).get<std::vector<int64_t>>();
-        vx.fparams = v.at(5).get<std::vector<float>>();
-        set.vertices.push_back(std::move(vx));
-      }
-      exe.compute_sets.push_back(std::move(set));
-    }
-    for (const auto& h : j.at("host_programs")) {
-      HostProgram hp;
-      hp.name = h.at("name").get<std::string>();
-      const auto& bin = h.at("onnx").get_binary();
-      hp.onnx.assign(bin.begin(), bin.end());
-      hp.inputs = h.at("inputs").get<std::vector<uint32_t>>();
-      hp.outputs = h.at("outputs").get<std::vector<uint32_t>>();
-      hp.nodes = h.at("nodes").get<std::vector<std::string>>();
-      exe.host_programs.push_back(std::move(hp));
-    }
-    exe.load = programFromJson(j.at("load"));
-    exe.main = programFromJson(j.at("main"));
-  } catch (const std::exception& e) {
-    return Error(source + ": malformed executable: " + e.what());
-  }
-  if (auto st = validate(exe); !st.ok()) return st.error().withContext(source);
+  cbor::Reader r(bytes);
+  uint64_t version = 0;
+  Status st = r.map(
+      {"compute_sets", "exchanges", "host_programs", "layouts", "load", "main", "streams", "target", "tile_bytes", "version"},
+      [&](std::string_view k) -> Status {
+        if (k == "version") {
+          POPRT_ASSIGN_OR_RETURN(version, r.uint());
+          if (version != kExecutableVersion)
+            return Error("executable format version " + std::to_string(version) + " is not supported (expected " +
+                         std::to_string(kExecutableVersion) + ")");
+          return okStatus();
+        }
+        if (k == "target") return readTarget(r, exe.target);
+        if (k == "load") return readProgram(r, exe.load);
+        if (k == "main") return readProgram(r, exe.main);
+        if (k == "tile_bytes")
+          return readArray(r, [&]() -> Status {
+            POPRT_ASSIGN_OR_RETURN(uint64_t b, r.uint());
+            exe.tile_bytes.push_back(b);
+            return okStatus();
+          });
+        if (k == "streams") return readArray(r, [&] { exe.streams.emplace_back(); return readStream(r, exe.streams.back()); });
+        if (k == "layouts") return readArray(r, [&] { exe.layouts.emplace_back(); return readLayout(r, exe.layouts.back()); });
+        if (k == "exchanges") return readArray(r, [&] { exe.exchanges.emplace_back(); return readExchange(r, exe.exchanges.back()); });
+        if (k == "host_programs")
+          return readArray(r, [&] { exe.host_programs.emplace_back(); return readHostProgram(r, exe.host_programs.back()); });
+        return readArray(r, [&] { exe.compute_sets.emplace_back(); return readComputeSet(r, exe.compute_sets.back()); });
+      });
+  if (st.ok() && !r.atEnd()) st = Error("trailing bytes after the executable");
+  if (!st.ok()) return st.error().withContext(source + ": malformed executable");
+  if (auto valid = validate(exe); !valid.ok()) return valid.error().withContext(source);
   return exe;
 }
 

@@ -13,6 +13,7 @@
 
 #include "lib/exec/executable.h"
 #include "lib/ops/registry.h"
+#include "lib/support/half.h"
 
 namespace poprt::sim::codelet_test {
 
@@ -27,6 +28,25 @@ struct TileMemory {
     bytes.resize(offset + data.size() * 4 + kGuardBytes, kGuard);
     if (!data.empty()) std::memcpy(bytes.data() + offset, data.data(), data.size() * 4);
     return {offset, data.size() * 4};
+  }
+  // The values rounded to float16, stored as binary16.
+  exec::Field addHalf(const std::vector<float>& data) {
+    uint64_t offset = bytes.size() + kGuardBytes;
+    bytes.resize(offset + data.size() * 2 + kGuardBytes, kGuard);
+    for (size_t i = 0; i < data.size(); ++i) {
+      const uint16_t h = floatToHalfBits(data[i]);
+      std::memcpy(bytes.data() + offset + i * 2, &h, 2);
+    }
+    return {offset, data.size() * 2};
+  }
+  std::vector<float> readHalf(const exec::Field& f) const {
+    std::vector<float> out(f.bytes / 2);
+    for (size_t i = 0; i < out.size(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + f.offset + i * 2, 2);
+      out[i] = halfBitsToFloat(h);
+    }
+    return out;
   }
   std::vector<float> read(const exec::Field& f) const {
     std::vector<float> out(f.bytes / 4);

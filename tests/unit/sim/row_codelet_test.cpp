@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "lib/exec/codelets.h"
+#include "lib/ops/scalar_math.h"
 #include "sim/codelets.h"
 #include "tests/unit/sim/codelet_test_util.h"
 
@@ -195,6 +196,92 @@ TEST(CheckVertex, RefusesInconsistentRowVertices) {
   EXPECT_TRUE(refused({0, exec::Codelet::BatchNorm, DType::Float, {{0, 24}, {24, 24}, {48, 4}, {52, 4}, {56, 4}, {60, 4}},
                        {6, 0, 4, 3, 1, 1}, {1e-5f}}));
   EXPECT_TRUE(refused({0, exec::Codelet::Attention, DType::Float, {{0, 8}, {8, 12}, {20, 12}, {32, 8}}, {1, 1, 3, 2, 1}, {1.f}}));  // mask missing
+}
+
+}  // namespace
+}  // namespace poprt::sim
+
+namespace poprt::sim {
+namespace {
+
+using namespace codelet_test;
+
+// The values of a float16 tensor the evaluator computed.
+std::vector<float> halfReference(const std::string& op, const std::vector<std::vector<float>>& inputs, const std::vector<Shape>& shapes,
+                                 std::map<std::string, ir::AttributeValue> attrs = {}, const std::string& domain = "") {
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor t(DType::Float16, shapes[i]);
+    auto d = t.data<Half>();
+    for (size_t k = 0; k < inputs[i].size(); ++k) d[k] = Half(inputs[i][k]);
+    tensors.push_back(std::move(t));
+  }
+  std::vector<const Tensor*> ptrs;
+  for (const auto& t : tensors) ptrs.push_back(&t);
+  ir::Graph g;
+  std::vector<ir::Value*> ins;
+  for (size_t i = 0; i < ptrs.size(); ++i) ins.push_back(g.addInput("i" + std::to_string(i), {}));
+  ir::Node* n = g.addNode(op, ins, {g.addValue("y")}, "", domain);
+  for (auto& [k, v] : attrs) n->attributes[k].value = v;
+  auto r = ops::evaluateNode(*n, ptrs);
+  EXPECT_TRUE(r.ok()) << r.error().message();
+  std::vector<float> out;
+  for (Half h : (*r)[0].data<Half>()) out.push_back(static_cast<float>(h));
+  return out;
+}
+
+// Float16 results: within a couple of half-precision ulps of the evaluator's.
+void expectHalfClose(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-3 + 2e-3 * std::fabs(want[i])) << "at " << i;
+}
+
+TEST(HalfVertices, StoreFloat16AndMatchTheEvaluatorOnFloat16Tensors) {
+  // Inputs already rounded to float16, so codelet and evaluator see the same values.
+  auto rounded = [](std::vector<float> v) {
+    for (float& x : v) x = halfBitsToFloat(floatToHalfBits(x));
+    return v;
+  };
+  for (int64_t n : kSizes) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    auto a = rounded(randomVector(static_cast<size_t>(n), 40)), b = rounded(randomVector(static_cast<size_t>(n), 41));
+    TileMemory mem;
+    exec::Field out = mem.addHalf(std::vector<float>(static_cast<size_t>(n))), fa = mem.addHalf(a), fb = mem.addHalf(b);
+    exec::Vertex unary{0, exec::Codelet::Unary, DType::Float16, {out, fa}, {static_cast<int64_t>(ops::UnaryFn::Exp), n}, {}};
+    ASSERT_TRUE(checkVertex(unary).ok()) << checkVertex(unary).error().message();
+    runVertex(unary, mem.bytes.data());
+    mem.expectGuardsIntact(out);
+    expectHalfClose(mem.readHalf(out), halfReference("Exp", {a}, {{n}}));
+    exec::Vertex binary{0, exec::Codelet::Binary, DType::Float16, {out, fa, fb},
+                        {static_cast<int64_t>(ops::BinaryFn::Mul), n, exec::kAligned, exec::kAligned, 0, 1, n, 1, 1}, {}};
+    ASSERT_TRUE(checkVertex(binary).ok()) << checkVertex(binary).error().message();
+    runVertex(binary, mem.bytes.data());
+    mem.expectGuardsIntact(out);
+    expectHalfClose(mem.readHalf(out), halfReference("Mul", {a, b}, {{n}, {n}}));
+  }
+  // A matmul and a softmax whose sums would lose accuracy if they were accumulated in float16.
+  const int64_t rows = 3, K = 300, cols = 5;
+  auto a = rounded(randomVector(rows * K, 42)), b = rounded(randomVector(K * cols, 43));
+  TileMemory mem;
+  exec::Field out = mem.addHalf(std::vector<float>(rows * cols)), fa = mem.addHalf(a), fb = mem.addHalf(b);
+  exec::Vertex mm{0, exec::Codelet::MatMul, DType::Float16, {out, fa, fb}, {rows, K, cols, 0, 0, exec::kBiasNone}, {1.f, 1.f}};
+  ASSERT_TRUE(checkVertex(mm).ok()) << checkVertex(mm).error().message();
+  runVertex(mm, mem.bytes.data());
+  mem.expectGuardsIntact(out);
+  expectHalfClose(mem.readHalf(out), halfReference("MatMul", {a, b}, {{rows, K}, {K, cols}}));
+  exec::Field sm_out = mem.addHalf(std::vector<float>(rows * K));
+  exec::Vertex sm{0, exec::Codelet::Softmax, DType::Float16, {sm_out, fa}, {0, rows, K, 1}, {}};
+  ASSERT_TRUE(checkVertex(sm).ok()) << checkVertex(sm).error().message();
+  runVertex(sm, mem.bytes.data());
+  mem.expectGuardsIntact(sm_out);
+  expectHalfClose(mem.readHalf(sm_out), halfReference("Softmax", {a}, {{rows, K}}, {{"axis", int64_t{-1}}}));
+}
+
+TEST(HalfVertices, CheckUsesTwoBytesPerElement) {
+  // A float16 Unary of 4 elements has 8-byte fields; 16-byte (float32-sized) fields are refused.
+  EXPECT_TRUE(checkVertex({0, exec::Codelet::Unary, DType::Float16, {{0, 8}, {8, 8}}, {0, 4}, {}}).ok());
+  EXPECT_FALSE(checkVertex({0, exec::Codelet::Unary, DType::Float16, {{0, 16}, {16, 16}}, {0, 4}, {}}).ok());
+  EXPECT_FALSE(checkVertex({0, exec::Codelet::Unary, DType::Float16, {{1, 8}, {9, 8}}, {0, 4}, {}}).ok());  // misaligned
 }
 
 }  // namespace

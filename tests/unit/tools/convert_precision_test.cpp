@@ -15,13 +15,13 @@ namespace {
 
 TEST(PrecisionCompare, CosineErrorsAndNewNonFiniteValues) {
   PrecisionDiff same;
-  compareValues({1, -2, 3}, {1, -2, 3}, same);
+  precisionDiff({1, -2, 3}, {1, -2, 3}, same);
   EXPECT_DOUBLE_EQ(same.cosine, 1);
   EXPECT_EQ(same.max_abs, 0);
   EXPECT_EQ(same.ref_max, 3);
 
   PrecisionDiff opposite;
-  compareValues({1, 2}, {-1, -2}, opposite);
+  precisionDiff({1, 2}, {-1, -2}, opposite);
   EXPECT_NEAR(opposite.cosine, -1, 1e-12);
   EXPECT_EQ(opposite.max_abs, 4);
   EXPECT_EQ(opposite.max_rel, 2);
@@ -30,14 +30,14 @@ TEST(PrecisionCompare, CosineErrorsAndNewNonFiniteValues) {
   // infinity fp32 has too is not new.
   const double inf = std::numeric_limits<double>::infinity();
   PrecisionDiff overflow;
-  compareValues({70000, 1, inf}, {inf, 1, inf}, overflow);
+  precisionDiff({70000, 1, inf}, {inf, 1, inf}, overflow);
   EXPECT_EQ(overflow.new_nonfinite, 1);
   EXPECT_DOUBLE_EQ(overflow.cosine, 1);
   EXPECT_EQ(overflow.ref_max, 70000);
 
   PrecisionDiff zeros, one_zero;
-  compareValues({0, 0}, {0, 0}, zeros);
-  compareValues({0, 0}, {0, 1e-3}, one_zero);
+  precisionDiff({0, 0}, {0, 0}, zeros);
+  precisionDiff({0, 0}, {0, 1e-3}, one_zero);
   EXPECT_EQ(zeros.cosine, 1);
   EXPECT_EQ(one_zero.cosine, 0);
 }
