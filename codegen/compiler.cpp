@@ -46,15 +46,20 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
   const CompileOptions& options = l.options();
   const auto family = familyOf(node);
   if (family == ops::LoweringFamily::None) return "no device lowering for " + node.opType();
-  // Moving data works for any fixed-size dtype; arithmetic is float32 here.
+  // Moving data works for any fixed-size dtype; arithmetic runs on float32 or float16, one dtype
+  // per node (its vertices hold every field in it).
   const bool moves_only = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
+  const ir::Value* first = node.inputs().empty() ? nullptr : node.input(0);
+  const DType node_dtype = first && first->type.isTensor() ? first->type.dtype : DType::Float;
   auto check = [&](const ir::Value* v, const char* what) -> std::string {
     if (!v) return "";
     if (!v->type.isTensor()) return std::string(what) + " '" + v->name() + "' is not a tensor";
-    bool dtype_ok = moves_only ? dtypeSize(v->type.dtype) > 0 : v->type.dtype == DType::Float;
+    const DType dt = v->type.dtype;
+    bool dtype_ok = moves_only ? dtypeSize(dt) > 0 : (dt == DType::Float || dt == DType::Float16) && dt == node_dtype;
     if (!dtype_ok)
-      return std::string(what) + " '" + v->name() + "' is " + std::string(dtypeName(v->type.dtype)) +
-             (moves_only ? "; the device moves fixed-size elements only" : "; the device runs float32 here");
+      return std::string(what) + " '" + v->name() + "' is " + std::string(dtypeName(dt)) +
+             (moves_only ? "; the device moves fixed-size elements only"
+                         : "; the device runs float32 or float16 here, one dtype per node");
     if (!v->type.hasStaticShape())
       return std::string(what) + " '" + v->name() + "' has the run-time shape " + v->type.toString();
     return "";

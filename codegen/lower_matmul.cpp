@@ -86,6 +86,8 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
     act_fparams = {static_cast<float>(act.alpha), static_cast<float>(act.beta), static_cast<float>(act.min),
                    static_cast<float>(act.max)};
   }
+  const DType dt = y->type.dtype;
+  const uint64_t es = dtypeSize(dt);
   TileMapping out;
   uint32_t tile = 0;
   const uint32_t tiles = l.target().numTiles();
@@ -102,9 +104,9 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
         auto block = [&](const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride) -> uint64_t {
           if (auto resident = l.residentWeight(v, begin, count, reps, stride, tile)) return *resident;
           l.requireMapping(v);
-          const uint64_t off = alloc.allocate(tile, static_cast<uint64_t>(count * reps) * 4);
+          const uint64_t off = alloc.allocate(tile, static_cast<uint64_t>(count * reps) * es);
           for (int64_t r = 0; r < reps; ++r)
-            gatherElements(l.mapping(v), begin + r * stride, count, 4, tile, off + static_cast<uint64_t>(r * count) * 4,
+            gatherElements(l.mapping(v), begin + r * stride, count, es, tile, off + static_cast<uint64_t>(r * count) * es,
                            l.exchange().copies);
           return off;
         };
@@ -112,10 +114,10 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
         const uint64_t a_off = trans_a ? block(a, oa + m0, rows, K, M) : block(a, oa + m0 * K, rows * K, 1, 0);
         // B block: with trans_b the rows n0.. of B are contiguous; else one run of `cols` per k.
         const uint64_t b_off = trans_b ? block(b, ob + n0 * K, cols * K, 1, 0) : block(b, ob + n0, cols, K, N);
-        uint64_t out_off = alloc.allocate(tile, static_cast<uint64_t>(rows * cols) * 4);
-        exec::Vertex v{tile, exec::Codelet::MatMul, DType::Float,
-                       {{out_off, static_cast<uint64_t>(rows * cols) * 4}, {a_off, static_cast<uint64_t>(rows * K) * 4},
-                        {b_off, static_cast<uint64_t>(K * cols) * 4}},
+        uint64_t out_off = alloc.allocate(tile, static_cast<uint64_t>(rows * cols) * es);
+        exec::Vertex v{tile, exec::Codelet::MatMul, dt,
+                       {{out_off, static_cast<uint64_t>(rows * cols) * es}, {a_off, static_cast<uint64_t>(rows * K) * es},
+                        {b_off, static_cast<uint64_t>(K * cols) * es}},
                        {rows, K, cols, trans_a, trans_b, bias_mode}, {alpha, beta}};
         v.params.insert(v.params.end(), act_params.begin(), act_params.end());
         v.fparams.insert(v.fparams.end(), act_fparams.begin(), act_fparams.end());
@@ -128,7 +130,7 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
                                 : bias_mode == exec::kBiasRow  ? cols
                                 : bias_mode == exec::kBiasColumn ? rows
                                                                  : rows * cols;
-          v.fields.push_back({c_off, static_cast<uint64_t>(count) * 4});
+          v.fields.push_back({c_off, static_cast<uint64_t>(count) * es});
         }
         l.computeSet().vertices.push_back(std::move(v));
         // The block's rows are consecutive in the tile buffer; in the output they are N apart.
@@ -136,7 +138,7 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
           out.regions.push_back({bi * M * N + m0 * N, rows * cols, tile, out_off});
         } else {
           for (int64_t r = 0; r < rows; ++r)
-            out.regions.push_back({bi * M * N + (m0 + r) * N + n0, cols, tile, out_off + static_cast<uint64_t>(r * cols) * 4});
+            out.regions.push_back({bi * M * N + (m0 + r) * N + n0, cols, tile, out_off + static_cast<uint64_t>(r * cols) * es});
         }
         tile = (tile + 1) % tiles;
       }

@@ -16,19 +16,15 @@ uint32_t TileMemory::label(const std::string& text) {
 }
 
 void TileMemory::hold(const ir::Value* v, std::vector<std::pair<uint32_t, uint64_t>> blocks, uint32_t label) {
-  std::sort(blocks.begin(), blocks.end());
-  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
-  auto& held = held_[v];
-  std::vector<std::pair<uint32_t, uint64_t>> added;
-  std::set_difference(blocks.begin(), blocks.end(), held.begin(), held.end(), std::back_inserter(added));
-  for (const auto& [tile, start] : added) {
-    TileAllocator::Block& b = alloc_.block(tile, start);
+  auto& held = held_[v];  // sorted; a value gains blocks one copy at a time, so insert in place
+  for (const auto& block : blocks) {
+    auto at = std::lower_bound(held.begin(), held.end(), block);
+    if (at != held.end() && *at == block) continue;
+    TileAllocator::Block& b = alloc_.block(block.first, block.second);
     ++b.holders;
     if (b.label == 0) b.label = label;  // named after its first holder: a view's memory keeps its input's name
+    held.insert(at, block);
   }
-  std::vector<std::pair<uint32_t, uint64_t>> merged;
-  std::merge(held.begin(), held.end(), added.begin(), added.end(), std::back_inserter(merged));
-  held = std::move(merged);
 }
 
 void TileMemory::holdMapping(const ir::Value* v, const TileMapping& m) {
