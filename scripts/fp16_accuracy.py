@@ -5,7 +5,8 @@ For every model (and every NAME@VARIANT folder) it converts with --precision fp1
 at the shapes of meta.json, runs popef-run on the stored inputs and compares each float output
 with ONNX Runtime's stored fp32 output: cosine similarity, max abs error, NaN/Inf the fp32 output
 does not have, and for class-score outputs the share of rows whose top-1 class agrees; fp16/fp32
-is how many nodes float_to_half converted and kept in float32. A model
+is how many nodes float_to_half converted and kept in float32, dev/host where the compiled nodes
+run. A model
 passes with cosine >= 0.999 or every value within rtol = atol = 1e-2, no new NaN/Inf, and the
 same top-1. Prints a table (and --json FILE writes it); exit 1 when a model fails.
 
@@ -64,7 +65,10 @@ def check(folder, bin_dir, work, extra, timeout):
     run(args, timeout)
     t1 = time.time()
     with open(summary_path) as f:
-        counters = {p["name"]: p["counters"] for p in json.load(f)["passes"]}
+        summary = json.load(f)
+    counters = {p["name"]: p["counters"] for p in summary["passes"]}
+    placement = summary.get("placement") or {}
+    on_device = "%d/%d" % (len(placement.get("device_nodes", [])), len(placement.get("host_nodes", [])))
     f2h = counters.get("float_to_half", {})
     nodes = "%d/%d" % (f2h.get("nodes_fp16", 0), f2h.get("nodes_kept_fp32", 0))
     run_args = [os.path.join(bin_dir, "popef-run"), os.path.join(out, "executable.popef"),
@@ -88,7 +92,7 @@ def check(folder, bin_dir, work, extra, timeout):
             row["top1"] = top1_agreement(expected, got, CLASS_AXIS[name])
         row["ok"] = (cosine >= MIN_COSINE or close) and new_nonfinite == 0 and row.get("top1", 1.0) == 1.0
         rows.append(row)
-    return {"model": folder, "convert_s": t1 - t0, "run_s": t2 - t1, "nodes_fp16_fp32": nodes,
+    return {"model": folder, "convert_s": t1 - t0, "run_s": t2 - t1, "nodes_fp16_fp32": nodes, "device_host": on_device,
             "float_to_half": f2h, "casts": counters.get("fold_casts", {}).get("casts_remaining", 0), "outputs": rows}
 
 
@@ -106,8 +110,8 @@ def main():
         folders = [f for f in folders if f in a.only.split(",")]
     results, failed = [], 0
     with tempfile.TemporaryDirectory(prefix="poprt-fp16-") as work:
-        print("%-24s %-18s %9s %10s %12s %7s %5s  %s" % ("model", "output", "fp16/fp32", "cosine", "max abs err", "top-1",
-                                                          "NaN", "result"))
+        print("%-24s %-18s %9s %9s %10s %12s %7s %5s  %s" % ("model", "output", "fp16/fp32", "dev/host", "cosine",
+                                                              "max abs err", "top-1", "NaN", "result"))
         for folder in folders:
             try:
                 r = check(folder, a.bin_dir, work, a.extra, a.timeout)
@@ -119,14 +123,14 @@ def main():
             results.append(r)
             for row in r["outputs"]:
                 if "exact" in row:
-                    print("%-24s %-18s %9s %s" % (folder, row["output"][:18], r["nodes_fp16_fp32"],
-                                                  "exact" if row["exact"] else "DIFFERS"))
+                    print("%-24s %-18s %9s %9s %s" % (folder, row["output"][:18], r["nodes_fp16_fp32"], r["device_host"],
+                                                      "exact" if row["exact"] else "DIFFERS"))
                     failed += not row["exact"]
                     continue
                 top1 = "%.3f" % row["top1"] if "top1" in row else "-"
-                print("%-24s %-18s %9s %10.6f %12.4g %7s %5d  %s" % (folder, row["output"][:18], r["nodes_fp16_fp32"],
-                                                                   row["cosine"], row["max_abs"], top1, row["new_nonfinite"],
-                                                                   "ok" if row["ok"] else "FAIL"))
+                print("%-24s %-18s %9s %9s %10.6f %12.4g %7s %5d  %s" % (
+                    folder, row["output"][:18], r["nodes_fp16_fp32"], r["device_host"], row["cosine"], row["max_abs"],
+                    top1, row["new_nonfinite"], "ok" if row["ok"] else "FAIL"))
                 failed += not row["ok"]
             sys.stdout.flush()
     if a.json:
