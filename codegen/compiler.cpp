@@ -11,6 +11,7 @@
 #include "codegen/lowering.h"
 #include "codegen/rearrange.h"
 #include "lib/onnx/onnx_io.h"
+#include "lib/support/bytes.h"
 #include "lib/ops/registry.h"
 
 namespace poprt::codegen {
@@ -45,15 +46,20 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
   const CompileOptions& options = l.options();
   const auto family = familyOf(node);
   if (family == ops::LoweringFamily::None) return "no device lowering for " + node.opType();
-  // Moving data works for any fixed-size dtype; arithmetic is float32 here.
+  // Moving data works for any fixed-size dtype; arithmetic runs on float32 or float16, one dtype
+  // per node (its vertices hold every field in it).
   const bool moves_only = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
+  const ir::Value* first = node.inputs().empty() ? nullptr : node.input(0);
+  const DType node_dtype = first && first->type.isTensor() ? first->type.dtype : DType::Float;
   auto check = [&](const ir::Value* v, const char* what) -> std::string {
     if (!v) return "";
     if (!v->type.isTensor()) return std::string(what) + " '" + v->name() + "' is not a tensor";
-    bool dtype_ok = moves_only ? dtypeSize(v->type.dtype) > 0 : v->type.dtype == DType::Float;
+    const DType dt = v->type.dtype;
+    bool dtype_ok = moves_only ? dtypeSize(dt) > 0 : (dt == DType::Float || dt == DType::Float16) && dt == node_dtype;
     if (!dtype_ok)
-      return std::string(what) + " '" + v->name() + "' is " + std::string(dtypeName(v->type.dtype)) +
-             (moves_only ? "; the device moves fixed-size elements only" : "; the device runs float32 here");
+      return std::string(what) + " '" + v->name() + "' is " + std::string(dtypeName(dt)) +
+             (moves_only ? "; the device moves fixed-size elements only"
+                         : "; the device runs float32 or float16 here, one dtype per node");
     if (!v->type.hasStaticShape())
       return std::string(what) + " '" + v->name() + "' has the run-time shape " + v->type.toString();
     return "";
@@ -85,18 +91,41 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
   }
 }
 
-Status checkMemory(const exec::Executable& exe, const std::vector<uint64_t>& used) {
-  const uint64_t cap = exe.target.bytes_per_tile;
+// A one-line error naming the worst tiles, their bytes and what lived on each when it peaked.
+// `requested_ipus` > 1: the compile targeted IPU 0 alone, as sharding is not available yet.
+Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used, uint32_t requested_ipus) {
+  const exec::Target& target = l.target();
+  const uint64_t cap = target.bytes_per_tile;
   std::vector<uint32_t> over;
-  for (uint32_t t = 0; t < used.size(); ++t)
+  uint64_t total = 0;
+  for (uint32_t t = 0; t < used.size(); ++t) {
+    total += used[t];
     if (used[t] > cap) over.push_back(t);
+  }
   if (over.empty()) return okStatus();
-  std::sort(over.begin(), over.end(), [&](uint32_t a, uint32_t b) { return used[a] > used[b]; });
-  std::string msg = "out of tile memory on " + exe.target.name + ": " + std::to_string(over.size()) +
-                    " tile(s) need more than " + std::to_string(cap) + " bytes; worst:";
-  for (size_t i = 0; i < over.size() && i < 5; ++i)
-    msg += " tile " + std::to_string(over[i]) + " " + std::to_string(used[over[i]]) + " B;";
-  return Error(msg + " (hint: a smaller batch, or more IPUs)");
+  std::sort(over.begin(), over.end(),
+            [&](uint32_t a, uint32_t b) { return used[a] > used[b] || (used[a] == used[b] && a < b); });
+  std::string msg;
+  if (requested_ipus > 1)
+    msg = "the model needs more than one IPU, and sharding it across --num_ipus " + std::to_string(requested_ipus) +
+          " is not available yet: ";
+  msg += "out of tile memory on " + target.name + ": " + std::to_string(over.size()) + " of " +
+         std::to_string(used.size()) + " tiles need more than " + humanBytes(cap) + " (" + humanBytes(total) +
+         " in all, one IPU has " + humanBytes(cap * used.size()) + "); worst:";
+  std::vector<std::string> shown;  // tiles often peak alike: say so rather than repeat
+  for (size_t i = 0; i < over.size() && i < 3; ++i) {
+    std::string peak = l.describePeak(over[i], 4);
+    auto same = std::find(shown.begin(), shown.end(), peak);
+    msg += " tile " + std::to_string(over[i]) + " needs " + humanBytes(used[over[i]]) + " (" +
+           (same == shown.end() ? peak : "like tile " + std::to_string(over[same - shown.begin()])) + ");";
+    shown.push_back(std::move(peak));
+  }
+  if (requested_ipus > 1) {
+    msg.pop_back();  // the ';': what applies was said first
+    return Error(msg);
+  }
+  return Error(msg +
+               " hint: a smaller batch or input shape; a model bigger than one IPU needs sharding, not available yet");
 }
 
 ops::Opsets opsetsOf(const ir::Model& model) {
@@ -116,8 +145,15 @@ Shape streamShape(const ir::Value* v) {
 // user's), then each node in order, on the device or in a host program.
 class Compiler {
  public:
-  Compiler(const ir::Model& model, const CompileOptions& options)
-      : model_(model), graph_(*model.graph), l_(options, opsetsOf(model)) {}
+  // `options.target` is one IPU's; `requested_ipus` is what the user asked for (only IPU 0 is used).
+  Compiler(const ir::Model& model, const CompileOptions& options, uint32_t requested_ipus)
+      : model_(model), graph_(*model.graph), l_(options, opsetsOf(model)), requested_ipus_(requested_ipus) {
+    // Weights a lowering needs whole (not as resident slices) get their spread mapping on demand.
+    l_.setPlacer([this](const ir::Value* v) {
+      auto st = ensureOnDevice(v);
+      POPRT_CHECK(st.ok(), st.ok() ? "" : st.error().message());
+    });
+  }
 
   Expected<CompileResult> run() {
     exec::Executable& exe = l_.executable();
@@ -176,6 +212,7 @@ class Compiler {
       if (why.empty()) {
         if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes));
         POPRT_TRY(lowerOnDevice(*nodes[i], i, map ? &*map : nullptr));
+        releaseDeadAfter(*nodes[i], i);
       } else {
         pending_host.push_back(i);
         result_.host_nodes.push_back(nodeName(*nodes[i], i));
@@ -189,8 +226,12 @@ class Compiler {
       POPRT_TRY(ensureOnDevice(out));
       copyOut(out);
     }
+    for (const ir::Value* w : l_.weights()) result_.weights.emplace_back(w->name(), *w->initializer());
     exe.tile_bytes = l_.finalizeMemory();
-    POPRT_TRY(checkMemory(exe, exe.tile_bytes));
+    POPRT_TRY(checkMemory(l_, exe.tile_bytes, requested_ipus_));
+    if (requested_ipus_ > 1)
+      result_.warnings.push_back("sharding and replication across --num_ipus " + std::to_string(requested_ipus_) +
+                                 " are not available yet: the model runs on IPU 0 alone");
     result_.executable = std::move(exe);
     return std::move(result_);
   }
@@ -215,18 +256,34 @@ class Compiler {
       copies.push_back({static_cast<uint64_t>(r.begin) * esize, r.tile, r.offset, static_cast<uint64_t>(r.count) * esize});
   }
 
+  // Frees the device memory of values no later node reads once node `i` is lowered or its host
+  // program has streamed them out. Weights stay (the load program wrote them once) and so do
+  // graph outputs (they stream out at the end).
+  void releaseDeadAfter(const ir::Node& node, size_t i) {
+    auto dead = [&](const ir::Value* v) {
+      if (!v || v->isInitializer() || v->isGraphOutput()) return false;
+      auto it = readers_.find(v);
+      return it == readers_.end() || it->second.empty() || it->second.back() == i;
+    };
+    for (const ir::Value* v : valuesRead(node, graph_))
+      if (dead(v)) l_.release(v);
+    for (const ir::Value* v : node.outputs())
+      if (dead(v)) l_.release(v);
+  }
+
   // Gives `v` a tile mapping: weights through the load program, inputs and host values by
   // streaming their host buffer in.
   Status ensureOnDevice(const ir::Value* v) {
     if (l_.hasMapping(v)) return okStatus();
     if (!v->type.hasStaticShape()) return Error("internal: value '" + v->name() + "' needs a static shape on the device");
+    POPRT_CHECK(v->isInitializer() || on_host_.count(v),
+                "value '" + v->name() + "' is read on the device after its memory was freed");
     auto& exe = l_.executable();
-    TileMapping m = l_.spreadLinear(v->type.numElements(), dtypeSize(v->type.dtype));
+    // The load program writes weights before the main program runs: no step may use their memory.
+    TileMapping m = l_.spreadLinear(v->type.numElements(), dtypeSize(v->type.dtype),
+                                    v->isInitializer() ? Lowering::Placement::Persistent : Lowering::Placement::Reuse);
     if (v->isInitializer()) {
-      uint32_t s = addStream(exec::HostStream::Role::Weight, v);
-      setCopies(s, v, m);
-      exe.load.steps.push_back({exec::StepKind::StreamIn, s});
-      result_.weights.emplace_back(v->name(), *v->initializer());
+      setCopies(l_.weightStream(v), v, m);
     } else {
       uint32_t s = hostBuffer(v);
       setCopies(s, v, m);
@@ -244,8 +301,12 @@ class Compiler {
   }
 
   Status lowerOnDevice(const ir::Node& node, size_t index, const RearrangeMap* map) {
+    // Weights are placed when a lowering asks (as slices resident where vertices read them, or
+    // whole); views and layout ops work on mappings, so theirs are placed now.
+    const auto family = ops::findOp(node.domain(), node.opType())->lowering;
+    const bool on_mappings = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
     for (const ir::Value* v : dataInputs(node))
-      if (v) POPRT_TRY(ensureOnDevice(v));
+      if (v && (on_mappings || !v->isInitializer())) POPRT_TRY(ensureOnDevice(v));
     std::string name = nodeName(node, index);
     l_.beginNode(name);
     switch (ops::findOp(node.domain(), node.opType())->lowering) {
@@ -306,6 +367,7 @@ class Compiler {
     auto& exe = l_.executable();
     exe.main.steps.push_back({exec::StepKind::HostCall, static_cast<uint32_t>(exe.host_programs.size())});
     exe.host_programs.push_back(std::move(hp));
+    for (size_t i : indices) releaseDeadAfter(*nodes[i], i);
     indices.clear();
     return okStatus();
   }
@@ -318,12 +380,17 @@ class Compiler {
   std::map<const ir::Value*, uint32_t> host_buffer_;      // the stream holding a value on the host
   std::set<const ir::Value*> on_host_;                     // values whose host buffer is filled
   std::map<const ir::Value*, std::vector<size_t>> readers_;
+  uint32_t requested_ipus_;
 };
 
 }  // namespace
 
 Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options) {
-  return Compiler(model, options).run();
+  // Sharding a model over IPUs (and replicating it) is not available yet: the program targets
+  // one IPU's tiles, and the executable says so, whatever --num_ipus asked for.
+  CompileOptions one_ipu = options;
+  one_ipu.target.num_ipus = 1;
+  return Compiler(model, one_ipu, options.target.num_ipus).run();
 }
 
 }  // namespace poprt::codegen

@@ -27,9 +27,12 @@ struct CompileResult {
   std::vector<std::string> device_nodes;                // nodes lowered to vertices, in program order
   std::vector<std::string> host_nodes;                  // nodes the host runs (host fallback)
   std::vector<std::string> host_reasons;                // why each host node is not on the device
+  std::vector<std::string> warnings;                    // for the user, one line each
 };
 
-// Nodes the device cannot run go to host programs run by the reference evaluator.
+// Nodes the device cannot run go to host programs run by the reference evaluator. The program
+// runs on one IPU (the executable's target has num_ipus 1); a model that needs more fails, as
+// sharding is not available yet.
 Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options);
 
 }  // namespace poprt::codegen

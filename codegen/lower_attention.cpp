@@ -70,6 +70,8 @@ Status lowerAttention(Lowering& l, const ir::Node& node) {
   }
   const int64_t blocks_per_head = (op.Sq + rows - 1) / rows;
   uint32_t tile = l.startTile(heads * blocks_per_head);
+  const DType dt = q->type.dtype;
+  const uint64_t es = dtypeSize(dt);
   std::map<std::pair<uint32_t, int64_t>, std::pair<uint64_t, uint64_t>> keys_on_tile;  // (tile, b*H+h) -> K, V
   for (int64_t b = 0; b < op.B; ++b)
     for (int64_t h = 0; h < op.H; ++h)
@@ -77,29 +79,29 @@ Status lowerAttention(Lowering& l, const ir::Node& node) {
         const int64_t n = std::min(rows, op.Sq - i0);
         auto [kv, added] = keys_on_tile.try_emplace({tile, b * op.H + h});
         if (added) {  // the head's keys and values, once per tile
-          kv->second.first = l.scratch(tile, static_cast<uint64_t>(op.Sk * op.D) * 4);
-          l.gather(k, b * op.Sk * qcols + h * op.D, op.D, op.Sk, qcols, tile, kv->second.first, static_cast<uint64_t>(op.D) * 4);
-          kv->second.second = l.scratch(tile, static_cast<uint64_t>(op.Sk * op.Dv) * 4);
+          kv->second.first = l.scratch(tile, static_cast<uint64_t>(op.Sk * op.D) * es);
+          l.gather(k, b * op.Sk * qcols + h * op.D, op.D, op.Sk, qcols, tile, kv->second.first, static_cast<uint64_t>(op.D) * es);
+          kv->second.second = l.scratch(tile, static_cast<uint64_t>(op.Sk * op.Dv) * es);
           l.gather(v, b * op.Sk * vcols + h * op.Dv, op.Dv, op.Sk, vcols, tile, kv->second.second,
-                   static_cast<uint64_t>(op.Dv) * 4);
+                   static_cast<uint64_t>(op.Dv) * es);
         }
-        const uint64_t q_off = l.scratch(tile, static_cast<uint64_t>(n * op.D) * 4);
-        l.gather(q, (b * op.Sq + i0) * qcols + h * op.D, op.D, n, qcols, tile, q_off, static_cast<uint64_t>(op.D) * 4);
-        const uint64_t y_off = l.allocator().allocate(tile, static_cast<uint64_t>(n * op.Dv) * 4);
+        const uint64_t q_off = l.scratch(tile, static_cast<uint64_t>(n * op.D) * es);
+        l.gather(q, (b * op.Sq + i0) * qcols + h * op.D, op.D, n, qcols, tile, q_off, static_cast<uint64_t>(op.D) * es);
+        const uint64_t y_off = l.allocator().allocate(tile, static_cast<uint64_t>(n * op.Dv) * es);
         for (int64_t r = 0; r < n; ++r)
-          out.regions.push_back({(b * op.Sq + i0 + r) * vcols + h * op.Dv, op.Dv, tile, y_off + static_cast<uint64_t>(r * op.Dv) * 4});
-        exec::Vertex vx{tile, exec::Codelet::Attention, DType::Float,
-                        {{y_off, static_cast<uint64_t>(n * op.Dv) * 4},
-                         {q_off, static_cast<uint64_t>(n * op.D) * 4},
-                         {kv->second.first, static_cast<uint64_t>(op.Sk * op.D) * 4},
-                         {kv->second.second, static_cast<uint64_t>(op.Sk * op.Dv) * 4}},
+          out.regions.push_back({(b * op.Sq + i0 + r) * vcols + h * op.Dv, op.Dv, tile, y_off + static_cast<uint64_t>(r * op.Dv) * es});
+        exec::Vertex vx{tile, exec::Codelet::Attention, dt,
+                        {{y_off, static_cast<uint64_t>(n * op.Dv) * es},
+                         {q_off, static_cast<uint64_t>(n * op.D) * es},
+                         {kv->second.first, static_cast<uint64_t>(op.Sk * op.D) * es},
+                         {kv->second.second, static_cast<uint64_t>(op.Sk * op.Dv) * es}},
                         {n, op.Sk, op.D, op.Dv, op.mask ? 1 : 0},
                         {op.scale}};
         if (op.mask) {
           const auto& s = op.mask_strides;
-          const uint64_t m_off = l.scratch(tile, static_cast<uint64_t>(n * op.Sk) * 4);
-          l.gather(op.mask, b * s[0] + h * s[1] + i0 * s[2], op.Sk, n, s[2], tile, m_off, static_cast<uint64_t>(op.Sk) * 4);
-          vx.fields.push_back({m_off, static_cast<uint64_t>(n * op.Sk) * 4});
+          const uint64_t m_off = l.scratch(tile, static_cast<uint64_t>(n * op.Sk) * es);
+          l.gather(op.mask, b * s[0] + h * s[1] + i0 * s[2], op.Sk, n, s[2], tile, m_off, static_cast<uint64_t>(op.Sk) * es);
+          vx.fields.push_back({m_off, static_cast<uint64_t>(n * op.Sk) * es});
         }
         l.computeSet().vertices.push_back(std::move(vx));
       }

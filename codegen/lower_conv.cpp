@@ -127,6 +127,8 @@ int64_t product(const Shape& s, size_t first) {
 Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
   const ir::Value* x = node.input(0);
   const ir::Value* y = node.output(0);
+  const DType dt = y->type.dtype;
+  const uint64_t es = dtypeSize(dt);
   const bool pool = isPool(node);
   const ir::Value* w = pool ? nullptr : node.input(1);
   const ir::Value* b = !pool && node.inputs().size() > 2 ? node.input(2) : nullptr;
@@ -189,7 +191,7 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
           r_hi = std::clamp<int64_t>(last + 1, r_lo, in_rows_all);
         }
         const int64_t in_rows = r_hi - r_lo;
-        const uint64_t in_bytes = static_cast<uint64_t>(in_chs * in_rows * inner_in) * 4;
+        const uint64_t in_bytes = static_cast<uint64_t>(in_chs * in_rows * inner_in) * es;
         uint64_t in_off;
         if (in_rows == in_rows_all) {  // whole planes: one contiguous range, maybe in place
           in_off = l.operandInScratch(x, (n * op.channels + in_ch0) * plane_in, in_chs * plane_in, tile);
@@ -197,9 +199,9 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
           // Rows [r_lo, r_hi) of each channel: one strided gather.
           in_off = l.scratch(tile, in_bytes);
           l.gather(x, ((n * op.channels + in_ch0) * in_rows_all + r_lo) * inner_in, in_rows * inner_in, in_chs, plane_in, tile,
-                   in_off, static_cast<uint64_t>(in_rows * inner_in) * 4);
+                   in_off, static_cast<uint64_t>(in_rows * inner_in) * es);
         }
-        const uint64_t out_bytes = static_cast<uint64_t>(out_chs * rows * inner_out) * 4;
+        const uint64_t out_bytes = static_cast<uint64_t>(out_chs * rows * inner_out) * es;
         const uint64_t out_off = l.allocator().allocate(tile, out_bytes);
         // Per dim: in extent, out extent, kernel, stride, dilation, start (in the rows held).
         Shape in_dims = win.in, out_dims = win.out, starts(win.rank());
@@ -211,7 +213,7 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
         }
         exec::Vertex v;
         v.tile = tile;
-        v.dtype = DType::Float;
+        v.dtype = dt;
         if (pool) {
           v.codelet = exec::Codelet::Pool;
           v.fields = {{out_off, out_bytes}, {in_off, in_bytes}};
@@ -220,8 +222,8 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
           v.codelet = exec::Codelet::ConvPartial;
           const int64_t w_count = out_chs * p.in_channels * K;
           const uint64_t w_off = l.operandInScratch(w, out_ch0 * p.in_channels * K, w_count, tile);
-          v.fields = {{out_off, out_bytes}, {in_off, in_bytes}, {w_off, static_cast<uint64_t>(w_count) * 4}};
-          if (b) v.fields.push_back({l.operandInScratch(b, out_ch0, out_chs, tile), static_cast<uint64_t>(out_chs) * 4});
+          v.fields = {{out_off, out_bytes}, {in_off, in_bytes}, {w_off, static_cast<uint64_t>(w_count) * es}};
+          if (b) v.fields.push_back({l.operandInScratch(b, out_ch0, out_chs, tile), static_cast<uint64_t>(out_chs) * es});
           v.params = {rank, cb.groups, p.in_channels, cb.channels, b ? 1 : 0};
         }
         for (const Shape* s : std::initializer_list<const Shape*>{&in_dims, &out_dims, &win.kernel, &win.strides, &win.dilations, &starts})
@@ -238,10 +240,10 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
         const int64_t run = rows * inner_out;
         for (int64_t j = 0; j < out_chs; ++j) {
           const int64_t begin = (n * op.out_channels + out_ch0 + j) * plane_out + o0 * inner_out;
-          const uint64_t offset = out_off + static_cast<uint64_t>(j * run) * 4;
+          const uint64_t offset = out_off + static_cast<uint64_t>(j * run) * es;
           if (!out.regions.empty()) {
             Region& last = out.regions.back();
-            if (last.tile == tile && last.begin + last.count == begin && last.offset + static_cast<uint64_t>(last.count) * 4 == offset) {
+            if (last.tile == tile && last.begin + last.count == begin && last.offset + static_cast<uint64_t>(last.count) * es == offset) {
               last.count += run;
               continue;
             }

@@ -26,11 +26,13 @@ Status lowerUnary(Lowering& l, const ir::Node& node) {
   const ir::Value* x = node.input(0);
   const ir::Value* y = node.output(0);
   POPRT_ASSIGN_OR_RETURN(ops::UnaryFn fn, unaryFnOfNode(node));
-  TileMapping out = l.spreadLinear(x->type.numElements(), 4);
+  const DType dt = y->type.dtype;
+  const uint64_t es = dtypeSize(dt);
+  TileMapping out = l.spreadLinear(x->type.numElements(), es);
   for (const Region& r : out.regions) {
     uint64_t in = l.operandOnTile(x, r.begin, r.count, r.tile);
-    uint64_t bytes = static_cast<uint64_t>(r.count) * 4;
-    l.computeSet().vertices.push_back({r.tile, exec::Codelet::Unary, DType::Float, {{r.offset, bytes}, {in, bytes}},
+    uint64_t bytes = static_cast<uint64_t>(r.count) * es;
+    l.computeSet().vertices.push_back({r.tile, exec::Codelet::Unary, dt, {{r.offset, bytes}, {in, bytes}},
                                        {static_cast<int64_t>(fn), r.count}, {}});
   }
   l.setMapping(y, std::move(out));
@@ -47,15 +49,17 @@ void binaryStep(Lowering& l, ops::BinaryFn fn, const ir::Value* a, const ir::Val
   const Shape sa = a ? a->type.staticShape() : out_shape, sb = b->type.staticShape();
   std::vector<int64_t> stride_a = ops::broadcastStrides(sa, out_shape), stride_b = ops::broadcastStrides(sb, out_shape);
   const bool a_aligned = sa == out_shape, b_aligned = sb == out_shape;
+  const DType dt = b->type.dtype;  // the device runs binary ops on operands of one dtype
+  const uint64_t es = dtypeSize(dt);
   for (const Region& r : out.regions) {
-    uint64_t bytes = static_cast<uint64_t>(r.count) * 4;
+    uint64_t bytes = static_cast<uint64_t>(r.count) * es;
     auto operand = [&](const ir::Value* v, bool aligned) -> exec::Field {
       if (!v) return {r.offset, bytes};
       if (aligned) return {l.operandOnTile(v, r.begin, r.count, r.tile), bytes};
       int64_t n = v->type.numElements();
-      return {l.operandOnTile(v, 0, n, r.tile), static_cast<uint64_t>(n) * 4};
+      return {l.operandOnTile(v, 0, n, r.tile), static_cast<uint64_t>(n) * es};
     };
-    exec::Vertex v{r.tile, exec::Codelet::Binary, DType::Float,
+    exec::Vertex v{r.tile, exec::Codelet::Binary, dt,
                    {{r.offset, bytes}, operand(a, a_aligned), operand(b, b_aligned)},
                    {static_cast<int64_t>(fn), r.count, a_aligned ? exec::kAligned : exec::kBroadcast,
                     b_aligned ? exec::kAligned : exec::kBroadcast, r.begin, rank},
@@ -77,7 +81,7 @@ Status lowerBinary(Lowering& l, const ir::Node& node) {
   POPRT_CHECK(fn.has_value(), "no binary function for " + node.opType());
   POPRT_CHECK(node.inputs().size() >= 2, node.opType() + " needs two inputs on the device");
   const Shape out_shape = y->type.staticShape();
-  TileMapping out = l.spreadLinear(y->type.numElements(), 4);
+  TileMapping out = l.spreadLinear(y->type.numElements(), dtypeSize(y->type.dtype));
   binaryStep(l, *fn, node.input(0), node.input(1), out_shape, out);
   for (size_t k = 2; k < node.inputs().size(); ++k) {
     l.nextSuperstep();
@@ -101,7 +105,7 @@ bool isClipWithRuntimeBounds(const ir::Node& node, const Lowering& l) {
 Status lowerClipWithRuntimeBounds(Lowering& l, const ir::Node& node) {
   const ir::Value* y = node.output(0);
   const Shape shape = y->type.staticShape();
-  TileMapping out = l.spreadLinear(y->type.numElements(), 4);
+  TileMapping out = l.spreadLinear(y->type.numElements(), dtypeSize(y->type.dtype));
   const ir::Value* x = node.input(0);
   const ir::Value* lo = node.inputs().size() > 1 ? node.input(1) : nullptr;
   const ir::Value* hi = node.inputs().size() > 2 ? node.input(2) : nullptr;
@@ -130,11 +134,13 @@ Status lowerActivation(Lowering& l, const ir::Node& node) {
   if (isClipWithRuntimeBounds(node, l)) return lowerClipWithRuntimeBounds(l, node);
   POPRT_ASSIGN_OR_RETURN(ops::graphcore::Activation act, ops::graphcore::activationOfOp(node, l.opset()));
   const ir::Value* x = node.input(0);
-  TileMapping out = l.spreadLinear(x->type.numElements(), 4);
+  const DType dt = x->type.dtype;
+  const uint64_t es = dtypeSize(dt);
+  TileMapping out = l.spreadLinear(x->type.numElements(), es);
   for (const Region& r : out.regions) {
-    const uint64_t bytes = static_cast<uint64_t>(r.count) * 4;
+    const uint64_t bytes = static_cast<uint64_t>(r.count) * es;
     l.computeSet().vertices.push_back(
-        {r.tile, exec::Codelet::Activation, DType::Float, {{r.offset, bytes}, {l.operandInScratch(x, r.begin, r.count, r.tile), bytes}},
+        {r.tile, exec::Codelet::Activation, dt, {{r.offset, bytes}, {l.operandInScratch(x, r.begin, r.count, r.tile), bytes}},
          {r.count, static_cast<int64_t>(act.kind)},
          {static_cast<float>(act.alpha), static_cast<float>(act.beta), static_cast<float>(act.min), static_cast<float>(act.max)}});
   }
@@ -160,17 +166,19 @@ Status lowerBatchNorm(Lowering& l, const ir::Node& node) {
   const Shape xs = x->type.staticShape();
   const int64_t C = xs[1], inner = ops::shapeProduct(xs, 2, xs.size());
   const float eps = node.attrFloat("epsilon", 1e-5f);
-  TileMapping out = l.spreadLinear(x->type.numElements(), 4);
+  const DType dt = x->type.dtype;
+  const uint64_t es = dtypeSize(dt);
+  TileMapping out = l.spreadLinear(x->type.numElements(), es);
   for (const Region& r : out.regions) {
     const int64_t first = r.begin / inner, last = (r.begin + r.count - 1) / inner;
     int64_t c0 = 0, cn = C;
     if (inner > 0 && last - first + 1 < C && first % C <= last % C) c0 = first % C, cn = last % C - c0 + 1;
-    const uint64_t bytes = static_cast<uint64_t>(r.count) * 4;
-    exec::Vertex v{r.tile, exec::Codelet::BatchNorm, DType::Float,
+    const uint64_t bytes = static_cast<uint64_t>(r.count) * es;
+    exec::Vertex v{r.tile, exec::Codelet::BatchNorm, dt,
                    {{r.offset, bytes}, {l.operandInScratch(x, r.begin, r.count, r.tile), bytes}},
                    {r.count, r.begin, C, inner, c0, cn}, {eps}};
     for (size_t i = 1; i < 5; ++i)
-      v.fields.push_back({l.operandInScratch(node.input(i), c0, cn, r.tile), static_cast<uint64_t>(cn) * 4});
+      v.fields.push_back({l.operandInScratch(node.input(i), c0, cn, r.tile), static_cast<uint64_t>(cn) * es});
     l.computeSet().vertices.push_back(std::move(v));
   }
   l.setMapping(node.output(0), std::move(out));

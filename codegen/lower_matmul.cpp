@@ -86,6 +86,8 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
     act_fparams = {static_cast<float>(act.alpha), static_cast<float>(act.beta), static_cast<float>(act.min),
                    static_cast<float>(act.max)};
   }
+  const DType dt = y->type.dtype;
+  const uint64_t es = dtypeSize(dt);
   TileMapping out;
   uint32_t tile = 0;
   const uint32_t tiles = l.target().numTiles();
@@ -97,43 +99,38 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
       for (int64_t n0 = 0; n0 < N; n0 += plan.cols) {
         const int64_t cols = std::min(plan.cols, N - n0);
         auto& alloc = l.allocator();
+        // An operand block of `reps` runs of `count` elements, `stride` apart: a weight slice
+        // resident on the tile, or a node buffer the exchange fills.
+        auto block = [&](const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride) -> uint64_t {
+          if (auto resident = l.residentWeight(v, begin, count, reps, stride, tile)) return *resident;
+          l.requireMapping(v);
+          const uint64_t off = alloc.allocate(tile, static_cast<uint64_t>(count * reps) * es);
+          for (int64_t r = 0; r < reps; ++r)
+            gatherElements(l.mapping(v), begin + r * stride, count, es, tile, off + static_cast<uint64_t>(r * count) * es,
+                           l.exchange().copies);
+          return off;
+        };
         // A block: rows of A (contiguous), or with trans_a one run of `rows` per k.
-        uint64_t a_off = alloc.allocate(tile, static_cast<uint64_t>(rows * K) * 4);
-        auto& copies = l.exchange().copies;
-        const auto& ma = l.mapping(a);
-        if (!trans_a) {
-          gatherElements(ma, oa + m0 * K, rows * K, 4, tile, a_off, copies);
-        } else {
-          for (int64_t k = 0; k < K; ++k) gatherElements(ma, oa + k * M + m0, rows, 4, tile, a_off + k * rows * 4, copies);
-        }
+        const uint64_t a_off = trans_a ? block(a, oa + m0, rows, K, M) : block(a, oa + m0 * K, rows * K, 1, 0);
         // B block: with trans_b the rows n0.. of B are contiguous; else one run of `cols` per k.
-        uint64_t b_off = alloc.allocate(tile, static_cast<uint64_t>(K * cols) * 4);
-        const auto& mb = l.mapping(b);
-        if (trans_b) {
-          gatherElements(mb, ob + n0 * K, cols * K, 4, tile, b_off, copies);
-        } else {
-          for (int64_t k = 0; k < K; ++k) gatherElements(mb, ob + k * N + n0, cols, 4, tile, b_off + k * cols * 4, copies);
-        }
-        uint64_t out_off = alloc.allocate(tile, static_cast<uint64_t>(rows * cols) * 4);
-        exec::Vertex v{tile, exec::Codelet::MatMul, DType::Float,
-                       {{out_off, static_cast<uint64_t>(rows * cols) * 4}, {a_off, static_cast<uint64_t>(rows * K) * 4},
-                        {b_off, static_cast<uint64_t>(K * cols) * 4}},
+        const uint64_t b_off = trans_b ? block(b, ob + n0 * K, cols * K, 1, 0) : block(b, ob + n0, cols, K, N);
+        uint64_t out_off = alloc.allocate(tile, static_cast<uint64_t>(rows * cols) * es);
+        exec::Vertex v{tile, exec::Codelet::MatMul, dt,
+                       {{out_off, static_cast<uint64_t>(rows * cols) * es}, {a_off, static_cast<uint64_t>(rows * K) * es},
+                        {b_off, static_cast<uint64_t>(K * cols) * es}},
                        {rows, K, cols, trans_a, trans_b, bias_mode}, {alpha, beta}};
         v.params.insert(v.params.end(), act_params.begin(), act_params.end());
         v.fparams.insert(v.fparams.end(), act_fparams.begin(), act_fparams.end());
         if (c) {
-          const auto& mc = l.mapping(c);
-          int64_t count = bias_mode == exec::kBiasScalar ? 1
-                          : bias_mode == exec::kBiasRow  ? cols
-                          : bias_mode == exec::kBiasColumn ? rows
-                                                           : rows * cols;
-          uint64_t c_off = alloc.allocate(tile, static_cast<uint64_t>(count) * 4);
-          if (bias_mode == exec::kBiasScalar) gatherElements(mc, 0, 1, 4, tile, c_off, copies);
-          if (bias_mode == exec::kBiasRow) gatherElements(mc, n0, cols, 4, tile, c_off, copies);
-          if (bias_mode == exec::kBiasColumn) gatherElements(mc, m0, rows, 4, tile, c_off, copies);
-          if (bias_mode == exec::kBiasFull)
-            for (int64_t r = 0; r < rows; ++r) gatherElements(mc, (m0 + r) * N + n0, cols, 4, tile, c_off + r * cols * 4, copies);
-          v.fields.push_back({c_off, static_cast<uint64_t>(count) * 4});
+          const uint64_t c_off = bias_mode == exec::kBiasScalar ? block(c, 0, 1, 1, 0)
+                                 : bias_mode == exec::kBiasRow  ? block(c, n0, cols, 1, 0)
+                                 : bias_mode == exec::kBiasColumn ? block(c, m0, rows, 1, 0)
+                                                                  : block(c, m0 * N + n0, cols, rows, N);
+          const int64_t count = bias_mode == exec::kBiasScalar ? 1
+                                : bias_mode == exec::kBiasRow  ? cols
+                                : bias_mode == exec::kBiasColumn ? rows
+                                                                 : rows * cols;
+          v.fields.push_back({c_off, static_cast<uint64_t>(count) * es});
         }
         l.computeSet().vertices.push_back(std::move(v));
         // The block's rows are consecutive in the tile buffer; in the output they are N apart.
@@ -141,7 +138,7 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
           out.regions.push_back({bi * M * N + m0 * N, rows * cols, tile, out_off});
         } else {
           for (int64_t r = 0; r < rows; ++r)
-            out.regions.push_back({bi * M * N + (m0 + r) * N + n0, cols, tile, out_off + static_cast<uint64_t>(r * cols) * 4});
+            out.regions.push_back({bi * M * N + (m0 + r) * N + n0, cols, tile, out_off + static_cast<uint64_t>(r * cols) * es});
         }
         tile = (tile + 1) % tiles;
       }

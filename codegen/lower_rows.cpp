@@ -58,21 +58,22 @@ std::vector<RowBlock> rowBlocks(Lowering& l, const RowsView& v, int64_t max_posi
 uint64_t blockInput(Lowering& l, const ir::Value* x, const RowsView& v, const RowBlock& b) {
   const int64_t base = b.o0 * v.extent * v.inner;
   if (b.in == v.inner) return l.operandInScratch(x, base, b.on * v.extent * v.inner, b.tile);
-  const uint64_t offset = l.scratch(b.tile, static_cast<uint64_t>(v.extent * b.in) * 4);
-  l.gather(x, base + b.i0, b.in, v.extent, v.inner, b.tile, offset, static_cast<uint64_t>(b.in) * 4);
+  const uint64_t es = dtypeSize(x->type.dtype);
+  const uint64_t offset = l.scratch(b.tile, static_cast<uint64_t>(v.extent * b.in) * es);
+  l.gather(x, base + b.i0, b.in, v.extent, v.inner, b.tile, offset, static_cast<uint64_t>(b.in) * es);
   return offset;
 }
 
 // Allocates the block's result of `extent` elements per position (1 for a reduction, v.extent for
 // an op that keeps the input's shape) and records where its elements go in `out`.
-uint64_t blockOutput(Lowering& l, const RowsView& v, const RowBlock& b, int64_t extent, TileMapping& out) {
-  const uint64_t offset = l.allocator().allocate(b.tile, static_cast<uint64_t>(b.on * extent * b.in) * 4);
+uint64_t blockOutput(Lowering& l, const RowsView& v, const RowBlock& b, int64_t extent, uint64_t es, TileMapping& out) {
+  const uint64_t offset = l.allocator().allocate(b.tile, static_cast<uint64_t>(b.on * extent * b.in) * es);
   const int64_t base = b.o0 * extent * v.inner;
   if (b.in == v.inner) {
     out.regions.push_back({base, b.on * extent * v.inner, b.tile, offset});
   } else {
     for (int64_t e = 0; e < extent; ++e)
-      out.regions.push_back({base + e * v.inner + b.i0, b.in, b.tile, offset + static_cast<uint64_t>(e * b.in) * 4});
+      out.regions.push_back({base + e * v.inner + b.i0, b.in, b.tile, offset + static_cast<uint64_t>(e * b.in) * es});
   }
   return offset;
 }
@@ -206,12 +207,14 @@ int64_t maxPositions(const Lowering& l, uint64_t bytes_per_position) {
 Status lowerReduce(Lowering& l, const ir::Node& node) {
   POPRT_ASSIGN_OR_RETURN(ReduceOp op, reduceOp(node, l.opset()));
   const RowsView& v = op.view;
+  const DType dt = node.input(0)->type.dtype;
+  const uint64_t es = dtypeSize(dt);
   TileMapping out;
   for (const RowBlock& b : rowBlocks(l, v, maxPositions(l, static_cast<uint64_t>(v.extent + 1) * 4))) {
     const uint64_t in = blockInput(l, node.input(0), v, b);
-    const uint64_t y = blockOutput(l, v, b, 1, out);
+    const uint64_t y = blockOutput(l, v, b, 1, es, out);
     const uint64_t n = static_cast<uint64_t>(b.on * b.in);
-    l.computeSet().vertices.push_back({b.tile, exec::Codelet::Reduce, DType::Float, {{y, n * 4}, {in, n * v.extent * 4}},
+    l.computeSet().vertices.push_back({b.tile, exec::Codelet::Reduce, dt, {{y, n * es}, {in, n * v.extent * es}},
                                        {op.kind, b.on, v.extent, b.in}, {}});
   }
   sortRegions(out);
@@ -222,13 +225,15 @@ Status lowerReduce(Lowering& l, const ir::Node& node) {
 Status lowerSoftmax(Lowering& l, const ir::Node& node) {
   POPRT_ASSIGN_OR_RETURN(RowsView v, softmaxView(node, l.opset()));
   const int64_t log = node.opType() == "LogSoftmax" ? 1 : 0;
+  const DType dt = node.input(0)->type.dtype;
+  const uint64_t es = dtypeSize(dt);
   TileMapping out;
   for (const RowBlock& b : rowBlocks(l, v, maxPositions(l, static_cast<uint64_t>(v.extent) * 8))) {
     const uint64_t in = blockInput(l, node.input(0), v, b);
-    const uint64_t y = blockOutput(l, v, b, v.extent, out);
-    const uint64_t bytes = static_cast<uint64_t>(b.on * v.extent * b.in) * 4;
+    const uint64_t y = blockOutput(l, v, b, v.extent, es, out);
+    const uint64_t bytes = static_cast<uint64_t>(b.on * v.extent * b.in) * es;
     l.computeSet().vertices.push_back(
-        {b.tile, exec::Codelet::Softmax, DType::Float, {{y, bytes}, {in, bytes}}, {log, b.on, v.extent, b.in}, {}});
+        {b.tile, exec::Codelet::Softmax, dt, {{y, bytes}, {in, bytes}}, {log, b.on, v.extent, b.in}, {}});
   }
   sortRegions(out);
   l.setMapping(node.output(0), std::move(out));
@@ -239,15 +244,17 @@ Status lowerRowNorm(Lowering& l, const ir::Node& node) {
   POPRT_ASSIGN_OR_RETURN(NormOp op, normOp(node));
   const RowsView& v = op.view;
   const int64_t affine = op.per_row ? op.channels : v.extent;
+  const DType dt = node.input(0)->type.dtype;
+  const uint64_t es = dtypeSize(dt);
   TileMapping out;
   for (const RowBlock& b : rowBlocks(l, v, maxPositions(l, static_cast<uint64_t>(v.extent) * 8))) {
-    const uint64_t bytes = static_cast<uint64_t>(b.on * v.extent) * 4;
-    exec::Vertex vx{b.tile, exec::Codelet::Norm, DType::Float, {}, {b.on, v.extent, op.per_row ? 1 : 0, op.channels, b.o0},
+    const uint64_t bytes = static_cast<uint64_t>(b.on * v.extent) * es;
+    exec::Vertex vx{b.tile, exec::Codelet::Norm, dt, {}, {b.on, v.extent, op.per_row ? 1 : 0, op.channels, b.o0},
                     {op.epsilon}};
     const uint64_t in = blockInput(l, node.input(0), v, b);
-    vx.fields = {{blockOutput(l, v, b, v.extent, out), bytes}, {in, bytes}};
+    vx.fields = {{blockOutput(l, v, b, v.extent, es, out), bytes}, {in, bytes}};
     for (const ir::Value* p : {op.scale, op.bias})
-      if (p) vx.fields.push_back({l.operandInScratch(p, 0, affine, b.tile), static_cast<uint64_t>(affine) * 4});
+      if (p) vx.fields.push_back({l.operandInScratch(p, 0, affine, b.tile), static_cast<uint64_t>(affine) * es});
     l.computeSet().vertices.push_back(std::move(vx));
   }
   sortRegions(out);

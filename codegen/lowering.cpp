@@ -1,6 +1,7 @@
 #include "codegen/lowering.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace poprt::codegen {
 
@@ -11,9 +12,8 @@ constexpr int64_t kGrainBytes = 64;  // smallest piece of a tensor worth its own
 Lowering::Lowering(const CompileOptions& options, ops::Opsets opsets)
     : options_(options),
       opsets_(std::move(opsets)),
-      alloc_(options.target.numTiles()),
-      scratch_used_(options.target.numTiles(), 0),
-      scratch_peak_(options.target.numTiles(), 0) {
+      mem_(options.target.numTiles(), options.target.bytes_per_tile),
+      resident_bytes_(options.target.numTiles(), 0) {
   exe_.target = options.target;
 }
 
@@ -28,14 +28,58 @@ uint32_t Lowering::startTile(int64_t count) {
   return start;
 }
 
-uint64_t Lowering::scratch(uint32_t tile, uint64_t bytes) {
-  uint64_t offset = (scratch_used_.at(tile) + 7) & ~uint64_t{7};
-  scratch_used_[tile] = offset + bytes;
-  scratch_peak_[tile] = std::max(scratch_peak_[tile], scratch_used_[tile]);
-  return offset | kScratchFlag;
+// No value holds scratch, so the node's end frees it (TileMemory::endStep).
+uint64_t Lowering::scratch(uint32_t tile, uint64_t bytes) { return mem_.allocator().allocate(tile, bytes); }
+
+void Lowering::setMapping(const ir::Value* v, TileMapping m) {
+  mem_.holdMapping(v, m);
+  mappings_[v] = std::move(m);
+}
+
+void Lowering::release(const ir::Value* v) {
+  mem_.release(v);
+  mappings_.erase(v);
+  gathered_.erase(gathered_.lower_bound(std::make_tuple(v, INT64_MIN, INT64_MIN, uint32_t{0})),
+                  gathered_.upper_bound(std::make_tuple(v, INT64_MAX, INT64_MAX, UINT32_MAX)));
+}
+
+uint32_t Lowering::weightStream(const ir::Value* v) {
+  auto [it, added] = weight_streams_.try_emplace(v, static_cast<uint32_t>(exe_.streams.size()));
+  if (added) {
+    Shape shape = v->type.staticShape();
+    exe_.streams.push_back({v->name(), exec::HostStream::Role::Weight, v->type.dtype, shape, {}, ValueKind::Tensor});
+    exe_.load.steps.push_back({exec::StepKind::StreamIn, it->second});
+    weights_.push_back(v);
+  }
+  return it->second;
+}
+
+std::optional<uint64_t> Lowering::residentWeight(const ir::Value* v, int64_t begin, int64_t count, int64_t reps,
+                                                 int64_t stride, uint32_t tile) {
+  if (!v->isInitializer()) return std::nullopt;
+  const auto key = std::make_tuple(v, begin, count, reps, stride, tile);
+  if (auto hit = resident_.find(key); hit != resident_.end()) return hit->second;
+  const uint64_t esize = dtypeSize(v->type.dtype), bytes = static_cast<uint64_t>(count * reps) * esize;
+  if (resident_bytes_[tile] + bytes > static_cast<uint64_t>(kResidentShare * static_cast<double>(target().bytes_per_tile)))
+    return std::nullopt;
+  resident_bytes_[tile] += bytes;
+  const uint64_t offset = mem_.allocator().allocatePersistent(tile, bytes);
+  auto& copies = exe_.streams[weightStream(v)].copies;
+  for (int64_t r = 0; r < reps && count > 0; ++r)
+    copies.push_back({static_cast<uint64_t>(begin + r * stride) * esize, tile, offset + static_cast<uint64_t>(r * count) * esize,
+                      static_cast<uint64_t>(count) * esize});
+  resident_[key] = offset;
+  return offset;
+}
+
+void Lowering::requireMapping(const ir::Value* v) {
+  if (hasMapping(v)) return;
+  POPRT_CHECK(placer_, "no placer for value '" + v->name() + "'");
+  placer_(v);
 }
 
 std::optional<uint64_t> Lowering::inPlaceOffset(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) const {
+  if (!hasMapping(v)) return std::nullopt;
   const TileMapping& m = mapping(v);
   auto it = std::upper_bound(m.regions.begin(), m.regions.end(), begin,
                              [](int64_t value, const Region& r) { return value < r.begin + r.count; });
@@ -47,6 +91,7 @@ std::optional<uint64_t> Lowering::inPlaceOffset(const ir::Value* v, int64_t begi
 uint64_t Lowering::operandInScratch(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) {
   const size_t esize = dtypeSize(v->type.dtype);
   if (auto in_place = inPlaceOffset(v, begin, count, tile)) return *in_place;
+  if (auto resident = residentWeight(v, begin, count, 1, 0, tile)) return *resident;
   if (auto hit = gathered_.find(std::make_tuple(v, begin, count, tile)); hit != gathered_.end()) return hit->second;
   uint64_t offset = scratch(tile, static_cast<uint64_t>(count) * esize);
   gather(v, begin, count, 1, 0, tile, offset, 0);
@@ -55,6 +100,7 @@ uint64_t Lowering::operandInScratch(const ir::Value* v, int64_t begin, int64_t c
 
 void Lowering::gather(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile,
                       uint64_t dst_offset, uint64_t dst_stride) {
+  requireMapping(v);
   auto [it, added] = layouts_.try_emplace(v, static_cast<uint32_t>(exe_.layouts.size()));
   if (added) {
     exec::Layout layout;
@@ -66,28 +112,26 @@ void Lowering::gather(const ir::Value* v, int64_t begin, int64_t count, int64_t 
 }
 
 std::vector<uint64_t> Lowering::finalizeMemory() {
-  std::vector<uint64_t> base(alloc_.used().size()), total(alloc_.used().size());
-  for (size_t t = 0; t < base.size(); ++t) {
-    base[t] = (alloc_.used()[t] + 7) & ~uint64_t{7};
-    total[t] = scratch_peak_[t] ? base[t] + scratch_peak_[t] : alloc_.used()[t];
-  }
-  auto place = [&](uint64_t& offset, uint32_t tile) {
-    if (offset & kScratchFlag) offset = base.at(tile) + (offset & ~kScratchFlag);
-  };
+  mem_.endStep("");
+  const TileAllocator& a = mem_.allocator();
   for (auto& set : exe_.compute_sets)
     for (auto& v : set.vertices)
-      for (auto& f : v.fields) place(f.offset, v.tile);
+      for (auto& f : v.fields) f.offset = a.relocate(v.tile, f.offset);
   for (auto& ex : exe_.exchanges) {
     for (auto& c : ex.copies) {
-      place(c.src_offset, c.src_tile);
-      place(c.dst_offset, c.dst_tile);
+      c.src_offset = a.relocate(c.src_tile, c.src_offset);
+      c.dst_offset = a.relocate(c.dst_tile, c.dst_offset);
     }
-    for (auto& g : ex.gathers) place(g.dst_offset, g.dst_tile);
+    for (auto& g : ex.gathers) g.dst_offset = a.relocate(g.dst_tile, g.dst_offset);
   }
-  return total;
+  for (auto& layout : exe_.layouts)
+    for (auto& r : layout.regions) r.offset = a.relocate(r.tile, r.offset);
+  for (auto& stream : exe_.streams)
+    for (auto& c : stream.copies) c.tile_offset = a.relocate(c.tile, c.tile_offset);
+  return mem_.peaks();
 }
 
-TileMapping Lowering::spreadLinear(int64_t numel, size_t elem_size) {
+TileMapping Lowering::spreadLinear(int64_t numel, size_t elem_size, Placement placement) {
   TileMapping m;
   if (numel == 0) return m;
   const int64_t tiles = target().numTiles();
@@ -98,7 +142,9 @@ TileMapping Lowering::spreadLinear(int64_t numel, size_t elem_size) {
   uint32_t tile = next_tile_;
   for (int64_t begin = 0; begin < numel; begin += per_tile) {
     int64_t count = std::min(per_tile, numel - begin);
-    uint64_t offset = alloc_.allocate(tile, static_cast<uint64_t>(count) * elem_size);
+    const uint64_t bytes = static_cast<uint64_t>(count) * elem_size;
+    uint64_t offset = placement == Placement::Persistent ? mem_.allocator().allocatePersistent(tile, bytes)
+                                                         : mem_.allocator().allocate(tile, bytes);
     m.regions.push_back({begin, count, tile, offset});
     tile = static_cast<uint32_t>((tile + 1) % tiles);
   }
@@ -109,21 +155,24 @@ TileMapping Lowering::spreadLinear(int64_t numel, size_t elem_size) {
 uint64_t Lowering::operandOnTile(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) {
   const size_t esize = dtypeSize(v->type.dtype);
   if (auto in_place = inPlaceOffset(v, begin, count, tile)) return *in_place;
+  if (auto resident = residentWeight(v, begin, count, 1, 0, tile)) return *resident;
+  requireMapping(v);
   auto key = std::make_tuple(v, begin, count, tile);
   if (auto hit = gathered_.find(key); hit != gathered_.end()) return hit->second;
-  uint64_t offset = alloc_.allocate(tile, static_cast<uint64_t>(count) * esize);
+  uint64_t offset = mem_.allocator().allocate(tile, static_cast<uint64_t>(count) * esize);
   gatherElements(mapping(v), begin, count, esize, tile, offset, pending_exchange_.copies);
+  if (count > 0) mem_.holdCopy(v, tile, offset);
   gathered_[key] = offset;
   return offset;
 }
 
 void Lowering::beginNode(const std::string& name) {
-  std::fill(scratch_used_.begin(), scratch_used_.end(), 0);
+  node_ = name;
   pending_exchange_ = exec::Exchange{name, {}};
   pending_set_ = exec::ComputeSet{name, {}};
 }
 
-void Lowering::endNode() {
+void Lowering::flushSuperstep() {
   if (!pending_exchange_.copies.empty() || !pending_exchange_.gathers.empty()) {
     exe_.main.steps.push_back({exec::StepKind::Exchange, static_cast<uint32_t>(exe_.exchanges.size())});
     exe_.exchanges.push_back(std::move(pending_exchange_));
@@ -136,10 +185,15 @@ void Lowering::endNode() {
   pending_set_ = {};
 }
 
+void Lowering::endNode() {
+  flushSuperstep();
+  mem_.endStep(node_);
+}
+
 void Lowering::nextSuperstep() {
-  std::string name = pending_set_.name;
-  endNode();
-  beginNode(name);
+  flushSuperstep();
+  pending_exchange_ = exec::Exchange{node_, {}};
+  pending_set_ = exec::ComputeSet{node_, {}};
 }
 
 }  // namespace poprt::codegen

@@ -1,6 +1,7 @@
 // The state one compile shares between the lowering functions of each op family.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -8,6 +9,7 @@
 
 #include "codegen/compiler.h"
 #include "codegen/tile_mapping.h"
+#include "codegen/tile_memory.h"
 #include "lib/ops/registry.h"
 
 namespace poprt::codegen {
@@ -21,25 +23,50 @@ class Lowering {
   const ops::Opsets& opsets() const { return opsets_; }
   int64_t opset() const;  // of the default domain
   exec::Executable& executable() { return exe_; }
-  TileAllocator& allocator() { return alloc_; }
+  // Memory a lowering allocates itself and maps no value onto lives until its node ends.
+  TileAllocator& allocator() { return mem_.allocator(); }
 
   const TileMapping& mapping(const ir::Value* v) const { return mappings_.at(v); }
   bool hasMapping(const ir::Value* v) const { return mappings_.count(v) != 0; }
-  void setMapping(const ir::Value* v, TileMapping m) { mappings_[v] = std::move(m); }
+  // `v` holds the memory under `m` until release(v): its own, or its input's for a view.
+  void setMapping(const ir::Value* v, TileMapping m);
+  // `v` is dead (every node reading it is lowered, or has streamed it out): its mapping and the
+  // operand copies made of it are forgotten, and memory no live value holds is reused.
+  void release(const ir::Value* v);
+
+  // Where spreadLinear places memory: anywhere free now (data the main program writes), or in the
+  // persistent region, which nothing else ever uses (data the load program writes before the main
+  // program runs). Persistent offsets are provisional until finalizeMemory().
+  enum class Placement { Reuse, Persistent };
   // Spreads `numel` elements over consecutive tiles (whole grains per tile), allocating memory.
-  TileMapping spreadLinear(int64_t numel, size_t elem_size);
+  TileMapping spreadLinear(int64_t numel, size_t elem_size, Placement placement = Placement::Reuse);
 
   // Tile-memory offset of a contiguous buffer on `tile` holding elements [begin, begin+count) of
   // `v`: in place when the mapping already has them there, else a new buffer the node's exchange
-  // step fills. Buffers are reused by later nodes (values never change once computed).
+  // step fills. Buffers are reused by later nodes (values never change once computed) and freed
+  // with `v`.
   uint64_t operandOnTile(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile);
+  // Weights (initializers) live where vertices read them: the load program copies each slice a
+  // tile needs straight there, once, so no exchange moves weights at run time. For r < reps,
+  // elements [begin + r*stride, +count) go one after another to the returned offset. Refused
+  // (nullopt) when the tile's resident weights would pass kResidentShare of its memory: the
+  // caller then gathers from the weight's own mapping (requireMapping) like any value.
+  std::optional<uint64_t> residentWeight(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride,
+                                         uint32_t tile);
+  static constexpr double kResidentShare = 0.4;
+  // The Weight stream of an initializer, created with its load step on first use; and every
+  // initializer given one, in order (their data goes into the PopEF).
+  uint32_t weightStream(const ir::Value* v);
+  const std::vector<const ir::Value*>& weights() const { return weights_; }
+  // Gives `v` a mapping if it has none (a weight first needed whole) through the compiler's placer.
+  void requireMapping(const ir::Value* v);
+  void setPlacer(std::function<void(const ir::Value*)> placer) { placer_ = std::move(placer); }
+
   // Where elements [begin, begin+count) of `v` already lie contiguously on `tile`, if they do.
   std::optional<uint64_t> inPlaceOffset(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) const;
 
-  // Node-local buffers: scratch memory on a tile that lives from the node's exchange step to the
-  // end of its compute set and is reused by the next node (operand windows that would otherwise
-  // stay allocated for the whole program). Scratch offsets are provisional (kScratchFlag) until
-  // finalizeMemory() places each tile's scratch area after its persistent buffers.
+  // Node-local buffers: memory on a tile that lives from the node's exchange step to the end of
+  // its compute set and is reused by the next nodes (operand windows only this node reads).
   uint64_t scratch(uint32_t tile, uint64_t bytes);
   // Elements [begin, begin+count) of `v` contiguous on `tile`: in place, or a buffer an earlier
   // node gathered, else gathered into scratch by this node's exchange step.
@@ -48,10 +75,12 @@ class Lowering {
   // [begin + r*stride, +count) to dst_offset + r*dst_stride bytes on `tile` (exec::Gather).
   void gather(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile,
               uint64_t dst_offset, uint64_t dst_stride);
-  // Rewrites the provisional scratch offsets of every vertex field and exchange copy; returns the
-  // bytes each tile needs (persistent buffers plus its largest scratch area).
+  // Ends the program (after the outputs stream out): places each tile's persistent region above
+  // its main region's high-water mark, rewriting the provisional offsets of every vertex field,
+  // copy, gather, layout and stream; returns the bytes each tile needs.
   std::vector<uint64_t> finalizeMemory();
-  static constexpr uint64_t kScratchFlag = uint64_t{1} << 62;
+  // What lived on `tile` when it peaked over its capacity (TileMemory::describePeak).
+  std::string describePeak(uint32_t tile, size_t items) const { return mem_.describePeak(tile, items); }
 
   // The first tile of an op whose `count` blocks go to consecutive tiles (wrapping): rotates like
   // spreadLinear so that small ops do not all start on tile 0.
@@ -63,20 +92,27 @@ class Lowering {
   void beginNode(const std::string& name);
   void endNode();
   // Ends the node's current superstep and begins another (a node whose vertices run in sequence,
-  // each step reading what the one before wrote). Scratch memory is not carried over.
+  // each step reading what the one before wrote). The node's buffers live on until endNode.
   void nextSuperstep();
 
  private:
+  void flushSuperstep();  // appends the pending exchange and compute set to the main program
+
   CompileOptions options_;
   ops::Opsets opsets_;
   exec::Executable exe_;
-  TileAllocator alloc_;
+  TileMemory mem_;
   std::unordered_map<const ir::Value*, TileMapping> mappings_;
   exec::Exchange pending_exchange_;
   exec::ComputeSet pending_set_;
   std::map<std::tuple<const ir::Value*, int64_t, int64_t, uint32_t>, uint64_t> gathered_;
   std::unordered_map<const ir::Value*, uint32_t> layouts_;  // the exec::Layout of each value gathers read
-  std::vector<uint64_t> scratch_used_, scratch_peak_;  // per tile: this node's scratch, the most any node used
+  std::string node_;  // the node being lowered
+  std::map<std::tuple<const ir::Value*, int64_t, int64_t, int64_t, int64_t, uint32_t>, uint64_t> resident_;
+  std::vector<uint64_t> resident_bytes_;  // per tile
+  std::unordered_map<const ir::Value*, uint32_t> weight_streams_;
+  std::vector<const ir::Value*> weights_;
+  std::function<void(const ir::Value*)> placer_;
   uint32_t next_tile_ = 0;  // rotates where small tensors start, so tile 0 is not always the busiest
 };
 

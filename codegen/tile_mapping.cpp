@@ -4,12 +4,6 @@
 
 namespace poprt::codegen {
 
-uint64_t TileAllocator::allocate(uint32_t tile, uint64_t bytes) {
-  uint64_t offset = (used_.at(tile) + 7) & ~uint64_t{7};
-  used_[tile] = offset + bytes;
-  return offset;
-}
-
 void gatherElements(const TileMapping& src, int64_t begin, int64_t count, size_t elem_size, uint32_t tile,
                     uint64_t offset, std::vector<exec::TileCopy>& copies) {
   int64_t end = begin + count;

@@ -19,17 +19,6 @@ struct TileMapping {
   std::vector<Region> regions;  // sorted by begin, non-overlapping, covering the tensor
 };
 
-// Per-tile bump allocation (8-byte aligned). Liveness-based reuse comes with the full codegen.
-class TileAllocator {
- public:
-  explicit TileAllocator(uint32_t tiles) : used_(tiles, 0) {}
-  uint64_t allocate(uint32_t tile, uint64_t bytes);
-  const std::vector<uint64_t>& used() const { return used_; }
-
- private:
-  std::vector<uint64_t> used_;
-};
-
 // Appends to `copies` the tile-to-tile copies that gather elements [begin, begin+count) of a tensor
 // mapped by `src` into one contiguous buffer at (tile, offset).
 void gatherElements(const TileMapping& src, int64_t begin, int64_t count, size_t elem_size, uint32_t tile,

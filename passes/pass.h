@@ -11,22 +11,26 @@
 
 #include "lib/ir/graph.h"
 #include "lib/ops/registry.h"
+#include "passes/fp16_options.h"
 
 namespace poprt::passes {
 
 struct PassStats {
   std::map<std::string, int64_t> counters;  // e.g. "folded": 12
   std::vector<std::string> near_misses;     // "node 'x' (Mul): scale is not a constant"
+  std::vector<std::string> warnings;        // for the user: poprt-convert prints them ("constant 'w' clamped")
 };
 
 struct PassContext {
   ir::Model& model;
   int64_t max_tensor_size = int64_t{1} << 27;  // bytes a folded constant may take (--max_tensor_size)
+  Fp16Options fp16;                            // --precision fp16 and its options
   PassStats stats;                             // of the pass that is running
 
   ops::Opsets opsets() const;
   void count(const std::string& what, int64_t n = 1) { stats.counters[what] += n; }
   void nearMiss(const ir::Node& node, const std::string& why) { stats.near_misses.push_back(node.describe() + ": " + why); }
+  void warn(const std::string& what) { stats.warnings.push_back(what); }
 };
 
 class Pass {
@@ -41,6 +45,7 @@ struct PassInfo {
   std::string name;
   std::string description;  // one line, for --list_all_passes
   std::function<std::unique_ptr<Pass>()> make;
+  bool fp16_only = false;  // in the default pipeline only with --precision fp16 (errors in --passes without it)
 };
 
 // Every pass, in the order of the default pipeline (the one list; see pass_list.cpp).

@@ -40,6 +40,16 @@ const std::vector<PassInfo>& allPasses() {
        makeFuseAttention},
       {"fuse_conv_activation", "Conv/Gemm followed by its only use, an activation -> ai.graphcore ConvAct/GemmAct",
        makeFuseConvActivation},
+      // Precision after the fusions (they match float32 patterns; the fused ops have fp16 policies).
+      {"float_to_half",
+       "--precision fp16: float32 weights and activations -> float16 as each op's fp16 policy says (KeepFp32 ops, "
+       "--fp16_skip_op_types/--fp16_skip_node_names and overflow-prone paths stay float32, with Casts around them; "
+       "constants beyond ±65504 clamped; model inputs/outputs keep float32 unless --fp16_io)",
+       makeFloatToHalf, /*fp16_only=*/true},
+      {"fold_casts",
+       "fold Cast chains where exact (f16->f32->f16 is an identity, f32->f16->f32 is not), merge duplicate Casts, move "
+       "Casts through layout ops (widening ones down, narrowing ones up); counts the Casts left",
+       makeFoldCasts},
       {"common_subexpression_elimination",
        "merge initializers with equal contents, then nodes with the same op, attributes and inputs",
        makeCommonSubexpressions},

@@ -23,5 +23,8 @@ std::unique_ptr<Pass> makeFuseLayerNorm();
 std::unique_ptr<Pass> makeFuseGelu();
 std::unique_ptr<Pass> makeFuseAttention();
 std::unique_ptr<Pass> makeFuseConvActivation();
+// --precision fp16 (float_to_half.cpp, with fp16_overflow.h), then Cast clean-up.
+std::unique_ptr<Pass> makeFloatToHalf();
+std::unique_ptr<Pass> makeFoldCasts();
 
 }  // namespace poprt::passes

@@ -29,10 +29,13 @@ Expected<std::vector<std::string>> resolvePipeline(const PipelineOptions& option
   };
   std::vector<std::string> pipeline;
   if (options.passes.empty()) {
-    for (const auto& p : allPasses()) pipeline.push_back(p.name);
+    for (const auto& p : allPasses())
+      if (!p.fp16_only || options.fp16.enabled) pipeline.push_back(p.name);
   } else {
     for (const auto& name : options.passes) {
       POPRT_TRY(known(name));
+      if (findPass(name)->fp16_only && !options.fp16.enabled)
+        return Error("pass " + name + " converts the model to float16: it runs only with --precision fp16");
       pipeline.push_back(name);
     }
   }
@@ -52,7 +55,7 @@ Expected<std::vector<PassReport>> runPipeline(ir::Model& model, const PipelineOp
   POPRT_ASSIGN_OR_RETURN(std::vector<std::string> pipeline, resolvePipeline(options));
   std::vector<PassReport> reports;
   for (const auto& name : pipeline) {
-    PassContext ctx{model, options.max_tensor_size, {}};
+    PassContext ctx{model, options.max_tensor_size, options.fp16, {}};
     auto pass = findPass(name)->make();
     auto t0 = std::chrono::steady_clock::now();
     auto changed = pass->run(*model.graph, ctx);
@@ -67,6 +70,7 @@ Expected<std::vector<PassReport>> runPipeline(ir::Model& model, const PipelineOp
     POPRT_LOG(Info, "pass " << name << ": " << (report.changed ? "changed" : "no change") << ", "
                             << static_cast<int64_t>(seconds * 1e6) << " us" << counters);
     for (const auto& miss : report.stats.near_misses) POPRT_LOG(Info, "  pass " << name << " did not fire on " << miss);
+    for (const auto& w : report.stats.warnings) POPRT_LOG(Info, "  pass " << name << " warns: " << w);  // poprt-convert prints them
     if (name == options.print_ir_after) std::cout << "IR after " << name << ":\n" << ir::print(*model.graph);
     reports.push_back(std::move(report));
   }

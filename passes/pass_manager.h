@@ -14,6 +14,7 @@ struct PipelineOptions {
   std::vector<std::string> skip_passes;  // removed from the pipeline
   std::string print_ir_after;            // pass name whose result is printed to stdout
   int64_t max_tensor_size = int64_t{1} << 27;
+  Fp16Options fp16;
 };
 
 struct PassReport {
@@ -23,7 +24,8 @@ struct PassReport {
   PassStats stats;
 };
 
-// Unknown pass names are an error listing the known ones.
+// Unknown pass names are an error listing the known ones; so is an fp16-only pass named in
+// --passes without --precision fp16.
 Expected<std::vector<std::string>> resolvePipeline(const PipelineOptions& options);
 Expected<std::vector<PassReport>> runPipeline(ir::Model& model, const PipelineOptions& options);
 

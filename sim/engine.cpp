@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "lib/onnx/onnx_io.h"
@@ -51,7 +52,7 @@ constexpr uint64_t kParallelCycles = 20000;
 constexpr uint64_t kParallelBytes = 64 * 1024;
 constexpr size_t kParallelEntries = 256;
 
-Engine::Engine(exec::Executable exe) : exe_(std::move(exe)) {}
+Engine::Engine(std::shared_ptr<const exec::Executable> exe) : shared_exe_(std::move(exe)), exe_(*shared_exe_) {}
 Engine::~Engine() = default;
 
 std::vector<const exec::HostStream*> Engine::streams(Role role) const {
@@ -63,8 +64,13 @@ std::vector<const exec::HostStream*> Engine::streams(Role role) const {
 
 Expected<std::unique_ptr<Engine>> Engine::create(exec::Executable exe, const std::map<std::string, Tensor>& weights,
                                                  unsigned workers) {
-  POPRT_TRY(verifyExecutable(exe));  // the PopEF verifier's checks of the executable (sim/verify_popef.h)
-  std::unique_ptr<Engine> engine(new Engine(std::move(exe)));
+  return create(std::make_shared<const exec::Executable>(std::move(exe)), weights, workers);
+}
+
+Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const exec::Executable> shared,
+                                                 const std::map<std::string, Tensor>& weights, unsigned workers) {
+  POPRT_TRY(verifyExecutable(*shared));  // the PopEF verifier's checks of the executable (sim/verify_popef.h)
+  std::unique_ptr<Engine> engine(new Engine(std::move(shared)));
   // Host programs are ONNX models run by the reference evaluator; import them once.
   for (const auto& hp : engine->exe_.host_programs) {
     onnx::ModelProto proto;
@@ -79,31 +85,77 @@ Expected<std::unique_ptr<Engine>> Engine::create(exec::Executable exe, const std
     engine->host_models_.push_back(std::move(model).value());
   }
   engine->pool_ = std::make_unique<ThreadPool>(workers ? workers : ThreadPool::defaultWorkers());
-  engine->tiles_.resize(engine->exe_.tile_bytes.size());
-  for (size_t t = 0; t < engine->tiles_.size(); ++t) engine->tiles_[t].assign(engine->exe_.tile_bytes[t], 0);
+  POPRT_TRY(engine->reload(weights));
+  engine->computeEstimate();
+  return engine;
+}
+
+Status Engine::reload(const std::map<std::string, Tensor>& weights) {
+  const size_t n = exe_.streams.size();
+  tiles_.resize(exe_.tile_bytes.size());
+  for (size_t t = 0; t < tiles_.size(); ++t) tiles_[t].assign(exe_.tile_bytes[t], 0);
+  bound_in_.assign(n, nullptr);
+  bound_out_.assign(n, nullptr);
+  streamed_out_.assign(n, false);
   // The load program streams each weight to its tiles once.
-  engine->buffers_.resize(engine->exe_.streams.size());
-  for (size_t i = 0; i < engine->exe_.streams.size(); ++i) {
-    const auto& s = engine->exe_.streams[i];
+  buffers_.assign(n, {});
+  for (size_t i = 0; i < n; ++i) {
+    const auto& s = exe_.streams[i];
     if (s.role != Role::Weight) continue;
     auto it = weights.find(s.name);
     if (it == weights.end()) return Error("weight '" + s.name + "' has no data");
     if (it->second.dtype() != s.dtype || it->second.shape() != s.shape)
       return Error("weight '" + s.name + "' data is " + std::string(dtypeName(it->second.dtype())) +
                    shapeToString(it->second.shape()) + ", expected " + std::string(dtypeName(s.dtype)) + shapeToString(s.shape));
-    engine->buffers_[i] = ops::RtValue::of(it->second);
+    buffers_[i] = ops::RtValue::of(it->second);
   }
-  POPRT_TRY(engine->runProgram(engine->exe_.load));
-  engine->buffers_.assign(engine->exe_.streams.size(), {});
-  engine->computeEstimate();
-  return engine;
+  Status st = runProgram(exe_.load);
+  buffers_.assign(n, {});
+  return st;
+}
+
+Expected<Tensor> Engine::readWeight(const std::string& name) const {
+  for (const auto& s : exe_.streams) {
+    if (s.role != Role::Weight || s.name != name) continue;
+    Tensor t(s.dtype, s.shape);
+    for (const auto& c : s.copies) std::memcpy(t.bytes().data() + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
+    return t;
+  }
+  return Error("the executable has no weight named '" + name + "'");
+}
+
+void Engine::scramble(uint64_t seed) {
+  uint64_t state = seed;
+  for (auto& tile : tiles_)
+    for (uint8_t& b : tile) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;  // an LCG is plenty for noise
+      b = static_cast<uint8_t>(state >> 56);
+    }
+}
+
+const ops::RtValue& Engine::hostValue(uint32_t i) {
+  ops::RtValue& buffer = buffers_[i];
+  if (!(buffer.isTensor() && buffer.tensor.dtype() == DType::Undefined)) return buffer;
+  if (bound_in_[i] && bound_in_[i]->value) return *bound_in_[i]->value;
+  // A tensor in the caller's memory that a host program reads: the evaluator needs a Tensor.
+  std::span<const uint8_t> bytes;
+  if (bound_in_[i])
+    bytes = bound_in_[i]->bytes;
+  else if (bound_out_[i] && streamed_out_[i])
+    bytes = bound_out_[i]->bytes;
+  else
+    return buffer;
+  const auto& s = exe_.streams[i];
+  buffer = ops::RtValue::of(Tensor(s.dtype, s.shape));
+  std::memcpy(buffer.tensor.bytes().data(), bytes.data(), bytes.size());
+  return buffer;
 }
 
 Status Engine::runHostProgram(uint32_t index) {
   const auto& hp = exe_.host_programs[index];
   const ir::Graph& graph = *host_models_[index].graph;
   std::vector<std::pair<std::string, ops::RtValue>> inputs;
-  for (size_t i = 0; i < hp.inputs.size(); ++i) inputs.emplace_back(graph.inputs()[i]->name(), buffers_[hp.inputs[i]]);
+  for (size_t i = 0; i < hp.inputs.size(); ++i) inputs.emplace_back(graph.inputs()[i]->name(), hostValue(hp.inputs[i]));
   ops::EvalContext ctx(host_opsets_[index]);
   auto outs = ops::runGraph(graph, inputs, ctx);
   if (!outs.ok()) return outs.error().withContext("host program '" + hp.name + "'");
@@ -124,24 +176,39 @@ Status Engine::runHostProgram(uint32_t index) {
   return okStatus();
 }
 
-Status Engine::runProgram(const exec::Program& program) {
+Status Engine::runProgram(const exec::Program& program, RunTimes* times) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last = times ? Clock::now() : Clock::time_point{};
   for (const exec::Step& step : program.steps) {
     switch (step.kind) {
       case exec::StepKind::StreamIn: {
         const auto& s = exe_.streams[step.index];
-        const ops::RtValue& buffer = buffers_[step.index];
-        if (!buffer.isTensor() || buffer.tensor.byteSize() != s.byteSize() || buffer.tensor.dtype() != s.dtype)
-          return Error("stream '" + s.name + "' has no data of the compiled size to copy to the device");
-        const uint8_t* src = buffer.tensor.bytes().data();
+        const InputBinding* bound = bound_in_[step.index];
+        const uint8_t* src = nullptr;
+        if (bound && !bound->value) {  // the caller's memory, checked to be the stream's size
+          src = bound->bytes.data();
+        } else {
+          const ops::RtValue& buffer = hostValue(step.index);
+          if (!buffer.isTensor() || buffer.tensor.byteSize() != s.byteSize() || buffer.tensor.dtype() != s.dtype)
+            return Error("stream '" + s.name + "' has no data of the compiled size to copy to the device");
+          src = buffer.tensor.bytes().data();
+        }
         for (const auto& c : s.copies) std::memcpy(tiles_[c.tile].data() + c.tile_offset, src + c.host_offset, c.bytes);
         break;
       }
       case exec::StepKind::StreamOut: {
         const auto& s = exe_.streams[step.index];
-        ops::RtValue& buffer = buffers_[step.index];
-        if (!buffer.isTensor() || buffer.tensor.shape() != s.shape || buffer.tensor.dtype() != s.dtype)
-          buffer = ops::RtValue::of(Tensor(s.dtype, s.shape));
-        uint8_t* dst = buffer.tensor.bytes().data();
+        const OutputBinding* bound = bound_out_[step.index];
+        uint8_t* dst = nullptr;
+        if (bound && !bound->value) {  // straight into the caller's memory
+          dst = bound->bytes.data();
+          streamed_out_[step.index] = true;
+        } else {
+          ops::RtValue& buffer = buffers_[step.index];
+          if (!buffer.isTensor() || buffer.tensor.shape() != s.shape || buffer.tensor.dtype() != s.dtype)
+            buffer = ops::RtValue::of(Tensor(s.dtype, s.shape));
+          dst = buffer.tensor.bytes().data();
+        }
         for (const auto& c : s.copies) std::memcpy(dst + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
         break;
       }
@@ -150,6 +217,14 @@ Status Engine::runProgram(const exec::Program& program) {
       case exec::StepKind::HostCall:
         POPRT_TRY(runHostProgram(step.index));
         break;
+    }
+    if (times) {
+      const Clock::time_point now = Clock::now();
+      const double seconds = std::chrono::duration<double>(now - last).count();
+      last = now;
+      (step.kind == exec::StepKind::StreamIn    ? times->stream_in
+       : step.kind == exec::StepKind::StreamOut ? times->stream_out
+                                                : times->compute) += seconds;
     }
   }
   return okStatus();
@@ -191,6 +266,11 @@ void Engine::runComputeSet(uint32_t index) {
   pool_->run([&](unsigned w) { work(w, workers); });
 }
 
+bool isFixedSize(const exec::HostStream& s) {
+  return s.kind == ValueKind::Tensor && s.dtype != DType::String &&
+         std::all_of(s.shape.begin(), s.shape.end(), [](int64_t d) { return d >= 0; });
+}
+
 std::string inputMismatch(const ops::RtValue& v, const exec::HostStream& s) {
   auto expected = [&] {
     return std::string(valueKindName(s.kind)) + " of " + std::string(dtypeName(s.dtype)) +
@@ -215,22 +295,73 @@ std::string inputMismatch(const ops::RtValue& v, const exec::HostStream& s) {
   return "input '" + s.name + "' is a " + got + ", the model expects a " + expected();
 }
 
-Expected<std::vector<ops::RtValue>> Engine::run(std::vector<ops::RtValue> inputs) {
-  buffers_.assign(exe_.streams.size(), {});
-  size_t next_input = 0;
-  for (size_t i = 0; i < exe_.streams.size(); ++i) {
+Status Engine::run(std::span<const InputBinding> inputs, std::span<const OutputBinding> outputs, RunTimes* times) {
+  const size_t n = exe_.streams.size();
+  buffers_.assign(n, {});
+  bound_in_.assign(n, nullptr);
+  bound_out_.assign(n, nullptr);
+  streamed_out_.assign(n, false);
+  auto typeOf = [](const exec::HostStream& s) { return std::string(dtypeName(s.dtype)) + shapeToString(s.shape); };
+  size_t next_in = 0, next_out = 0;
+  for (size_t i = 0; i < n; ++i) {
     const auto& s = exe_.streams[i];
-    if (s.role != Role::Input) continue;
-    if (next_input >= inputs.size()) return Error("input '" + s.name + "' was not given");
-    if (auto why = inputMismatch(inputs[next_input], s); !why.empty()) return Error(why);
-    buffers_[i] = std::move(inputs[next_input++]);
+    if (s.role == Role::Input) {
+      if (next_in >= inputs.size()) return Error("input '" + s.name + "' was not given");
+      const InputBinding& b = inputs[next_in++];
+      if (b.value) {
+        if (auto why = inputMismatch(*b.value, s); !why.empty()) return Error(why);
+      } else if (!isFixedSize(s)) {
+        return Error("input '" + s.name + "' is a " + std::string(valueKindName(s.kind)) + " of " + typeOf(s) +
+                     " that lives on the host; it needs a host value, not raw memory");
+      } else if (b.bytes.size() != s.byteSize()) {
+        return Error("input '" + s.name + "' is " + std::to_string(b.bytes.size()) + " bytes, the model expects " +
+                     std::to_string(s.byteSize()) + " (" + typeOf(s) + ")");
+      }
+      bound_in_[i] = &b;
+    } else if (s.role == Role::Output) {
+      if (next_out >= outputs.size()) return Error("output '" + s.name + "' has no destination");
+      const OutputBinding& b = outputs[next_out++];
+      if (!b.value && (!isFixedSize(s) || b.bytes.size() != s.byteSize()))
+        return Error("output '" + s.name + "' (" + typeOf(s) + ") cannot go to " + std::to_string(b.bytes.size()) +
+                     " bytes of raw memory");
+      bound_out_[i] = &b;
+    }
   }
-  if (next_input != inputs.size())
-    return Error(std::to_string(inputs.size()) + " inputs given, the model has " + std::to_string(next_input));
-  POPRT_TRY(runProgram(exe_.main));
-  std::vector<ops::RtValue> outputs;
-  for (size_t i = 0; i < exe_.streams.size(); ++i)
-    if (exe_.streams[i].role == Role::Output) outputs.push_back(std::move(buffers_[i]));
+  if (next_in != inputs.size())
+    return Error(std::to_string(inputs.size()) + " inputs given, the model has " + std::to_string(next_in));
+  if (next_out != outputs.size())
+    return Error(std::to_string(outputs.size()) + " output destinations given, the model has " + std::to_string(next_out));
+  Status st = runProgram(exe_.main, times);
+  // Outputs the host computed (never streamed out) go to their destinations now.
+  for (size_t i = 0; st.ok() && i < n; ++i) {
+    const OutputBinding* b = bound_out_[i];
+    if (!b || (!b->value && streamed_out_[i])) continue;
+    const auto& s = exe_.streams[i];
+    ops::RtValue& v = buffers_[i];
+    if (v.isTensor() && v.tensor.dtype() == DType::Undefined) {
+      st = Error("output '" + s.name + "' was not produced");
+    } else if (b->value) {
+      *b->value = std::move(v);
+    } else if (!v.isTensor() || v.tensor.dtype() != s.dtype || v.tensor.shape() != s.shape) {
+      st = Error("output '" + s.name + "' was produced with another type than the " + typeOf(s) + " it was compiled for");
+    } else {
+      std::memcpy(b->bytes.data(), v.tensor.bytes().data(), b->bytes.size());
+    }
+  }
+  // The bindings point into the caller's memory: forget them once the run is over.
+  bound_in_.assign(n, nullptr);
+  bound_out_.assign(n, nullptr);
+  buffers_.assign(n, {});
+  return st;
+}
+
+Expected<std::vector<ops::RtValue>> Engine::run(std::vector<ops::RtValue> inputs) {
+  std::vector<InputBinding> in(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) in[i].value = &inputs[i];
+  std::vector<ops::RtValue> outputs(streams(Role::Output).size());
+  std::vector<OutputBinding> out(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) out[i].value = &outputs[i];
+  POPRT_TRY(run(in, out));
   return outputs;
 }
 

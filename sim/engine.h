@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,29 @@ struct ComputeSetCycles {
 
 // Why `value` cannot feed the input stream `s` ("" when it can).
 std::string inputMismatch(const ops::RtValue& value, const exec::HostStream& s);
+// True when the stream's data has a fixed byte layout (a tensor of static shape and a dtype of
+// fixed size), so it can move straight between the caller's memory and the tiles.
+bool isFixedSize(const exec::HostStream& s);
+
+// Where one run's inputs come from and its outputs go. A fixed-size tensor is bound to memory the
+// caller owns (`bytes`, exactly the stream's size): the stream copies move it between that memory
+// and the tiles, with no copy in between. Other values (sequences, optionals, string tensors,
+// outputs whose shape is known only at run time) are bound to a host value (`value`).
+struct InputBinding {
+  std::span<const uint8_t> bytes;
+  const ops::RtValue* value = nullptr;
+};
+struct OutputBinding {
+  std::span<uint8_t> bytes;
+  ops::RtValue* value = nullptr;
+};
+
+// Host wall time of one run of the main program, by phase.
+struct RunTimes {
+  double stream_in = 0;   // host-to-device stream copies
+  double compute = 0;     // exchanges, compute sets and host calls
+  double stream_out = 0;  // device-to-host stream copies
+};
 
 class ThreadPool;
 
@@ -38,9 +62,15 @@ class Engine {
   // enough work are split between `workers` threads (0: ThreadPool::defaultWorkers()).
   static Expected<std::unique_ptr<Engine>> create(exec::Executable exe,
                                                   const std::map<std::string, Tensor>& weights, unsigned workers = 0);
+  // The same sharing one executable between engines (the runtime's replicas).
+  static Expected<std::unique_ptr<Engine>> create(std::shared_ptr<const exec::Executable> exe,
+                                                  const std::map<std::string, Tensor>& weights, unsigned workers = 0);
   ~Engine();
 
   const exec::Executable& executable() const { return exe_; }
+  // Runs the main program once. `inputs` in the order of the executable's Input streams,
+  // `outputs` in the order of its Output streams; the bound memory must stay valid during the call.
+  Status run(std::span<const InputBinding> inputs, std::span<const OutputBinding> outputs, RunTimes* times = nullptr);
   // Inputs in the order of the executable's Input streams; returns the Output streams in order.
   Expected<std::vector<ops::RtValue>> run(std::vector<ops::RtValue> inputs);
   // The same for models whose inputs and outputs are all tensors.
@@ -51,17 +81,31 @@ class Engine {
   const std::vector<ComputeSetCycles>& computeSetCycles() const { return cs_cycles_; }
   std::vector<const exec::HostStream*> streams(exec::HostStream::Role role) const;
 
+  // Clears every tile and runs the load program again (after a fault, or to start afresh).
+  Status reload(const std::map<std::string, Tensor>& weights);
+  // Reads a Weight stream back from its tiles (the save program of a PopEF: what the device holds).
+  Expected<Tensor> readWeight(const std::string& name) const;
+  // Overwrites every tile's memory with pseudo-random bytes: the runtime's simulated memory fault.
+  void scramble(uint64_t seed);
+
  private:
-  explicit Engine(exec::Executable exe);
-  Status runProgram(const exec::Program& program);
+  explicit Engine(std::shared_ptr<const exec::Executable> exe);
+  Status runProgram(const exec::Program& program, RunTimes* times = nullptr);
   Status runHostProgram(uint32_t index);
+  const ops::RtValue& hostValue(uint32_t stream);
   void computeEstimate();
   void runExchange(uint32_t index);
   void runComputeSet(uint32_t index);
 
-  exec::Executable exe_;
+  std::shared_ptr<const exec::Executable> shared_exe_;
+  const exec::Executable& exe_;  // *shared_exe_
   std::vector<std::vector<uint8_t>> tiles_;
   std::vector<ops::RtValue> buffers_;          // one host buffer per stream
+  // The current run's bindings, by stream index (null when unbound), and which bound outputs the
+  // main program has already streamed out into the caller's memory.
+  std::vector<const InputBinding*> bound_in_;
+  std::vector<const OutputBinding*> bound_out_;
+  std::vector<bool> streamed_out_;
   std::vector<ir::Model> host_models_;         // the imported host programs
   std::vector<std::map<std::string, int64_t>> host_opsets_;
   CycleEstimate estimate_;

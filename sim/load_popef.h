@@ -1,4 +1,4 @@
-// Opens a PopEF file and prepares an Engine for it: parse, verify, weights from tensor data blobs.
+// Opens a PopEF file and prepares an Engine for it: read, verify (sim/verify_popef.h), one engine.
 #pragma once
 
 #include <filesystem>
@@ -14,6 +14,8 @@ struct LoadedModel {
   std::unique_ptr<Engine> engine;
 };
 
+// readVerifiedPopef and one Engine for it. The runtime calls readVerifiedPopef itself and makes
+// one engine per replica.
 Expected<LoadedModel> loadPopef(const std::filesystem::path& path);
 
 }  // namespace poprt::sim

@@ -21,10 +21,6 @@ struct CheckOptions {
 // shape is not static or that is not a numeric or bool tensor (--check generates the inputs).
 Expected<std::string> snapshotForCheck(const ir::Model& original);
 
-// Element i of a generated input: floats uniform in [-1, 1), integers in 0..3, bools at random;
-// deterministic for a given seed, input index and shape.
-Expected<Tensor> generateCheckInput(DType dtype, const Shape& shape, uint64_t seed, size_t input_index);
-
 Status runCheck(const std::string& original_snapshot, const ir::Model& optimised, const CheckOptions& options,
                 std::ostream& out);
 

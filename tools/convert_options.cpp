@@ -33,6 +33,7 @@ std::string nonNegative(double v) { return std::isfinite(v) && v >= 0 ? "" : "mu
 
 // NaN passes a "<= 0 || > 1" test; this one it does not.
 std::string proportion(double v) { return v > 0 && v <= 1 ? "" : "must be a number in (0, 1]"; }
+std::string countRange(double v) { return v >= 1 && v <= 1024 ? "" : "must be from 1 to 1024"; }
 
 std::string opsetRange(double v) {
   return v >= 7 && v <= 17 ? "" : "must be a default-domain opset from 7 to 17";
@@ -49,8 +50,35 @@ const std::vector<OptionSpec>& optionTable() {
       {"input_shape", "NAME=D0,D1,... fixes the dynamic dims of an input (repeatable)",
        [](ConvertOptions& o) -> FieldRef { return &o.input_shapes; }},
       {"precision", "fp32 or fp16 (default fp32)", [](ConvertOptions& o) -> FieldRef { return &o.precision; }},
+      {"fp16_skip_op_types", "with --precision fp16: comma-separated op types that stay float32",
+       [](ConvertOptions& o) -> FieldRef { return &o.pipeline.fp16.skip_op_types; }, true},
+      {"fp16_skip_node_names", "with --precision fp16: comma-separated node names that stay float32",
+       [](ConvertOptions& o) -> FieldRef { return &o.pipeline.fp16.skip_node_names; }, true},
+      {"fp16_io", "with --precision fp16: float32 model inputs and outputs become float16 too (default: they keep float32)",
+       [](ConvertOptions& o) -> FieldRef { return &o.pipeline.fp16.io; }},
+      {"enable_avoid_overflow_patterns",
+       "with --precision fp16: keep overflow-prone paths (Exp/Pow/square -> sums, up to Log/Sqrt/Div) and nodes "
+       "handling values beyond the float16 range on calibration inputs in float32 (default true; =false to turn off)",
+       [](ConvertOptions& o) -> FieldRef { return &o.pipeline.fp16.avoid_overflow_patterns; }},
+      {"fp16_calibration_input",
+       "NAME=FILE.npy|.pb: an input of the float16 range check (which keeps nodes handling values beyond the float16 "
+       "range in float32; default: generated inputs, as --check's) (repeatable)",
+       [](ConvertOptions& o) -> FieldRef { return &o.fp16_calibration_inputs; }},
+      {"precision_compare",
+       "with --precision fp16: run the float32 and the float16 model with the reference evaluator and report the "
+       "error and cosine similarity of each output",
+       [](ConvertOptions& o) -> FieldRef { return &o.precision_compare; }},
+      {"precision_compare_per_layer", "with --precision_compare: also compare every intermediate value",
+       [](ConvertOptions& o) -> FieldRef { return &o.precision_compare_per_layer; }},
+      {"precision_compare_input", "NAME=FILE.npy|.pb: an input --precision_compare reads instead of generating (repeatable)",
+       [](ConvertOptions& o) -> FieldRef { return &o.precision_compare_inputs; }},
       {"ipu_version", "ipu1, ipu2 or ipu21 (default ipu2)", [](ConvertOptions& o) -> FieldRef { return &o.ipu_version; }},
-      {"num_ipus", "IPUs to compile for (default 1)", [](ConvertOptions& o) -> FieldRef { return &o.num_ipus; }},
+      {"num_ipus", "IPUs to compile for (default 1; sharding is not available yet: the program runs on IPU 0)",
+       [](ConvertOptions& o) -> FieldRef { return &o.num_ipus; }},
+      {"replication_factor", "data-parallel replicas the runtime runs, each with its own inputs (default 1)",
+       [](ConvertOptions& o) -> FieldRef { return &o.replication_factor; }, false, countRange},
+      {"batches_per_step", "batches the runtime runs per host call (default 1)",
+       [](ConvertOptions& o) -> FieldRef { return &o.batches_per_step; }, false, countRange},
       {"tiles_per_ipu", "use only this many tiles per IPU (small test targets)",
        [](ConvertOptions& o) -> FieldRef { return &o.tiles_per_ipu; }},
       {"available_memory_proportion", "share of tile memory a matmul plan may use (default 0.6)",

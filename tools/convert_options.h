@@ -21,9 +21,15 @@ struct ConvertOptions {
   std::string output_model;
   bool export_popef = false;
   std::vector<std::string> input_shapes;
-  std::string precision = "fp32";
+  std::string precision = "fp32";  // fp16: the fp16 options live in pipeline.fp16
+  bool precision_compare = false;
+  bool precision_compare_per_layer = false;
+  std::vector<std::string> precision_compare_inputs;  // NAME=FILE
+  std::vector<std::string> fp16_calibration_inputs;   // NAME=FILE
   std::string ipu_version = "ipu2";
   uint32_t num_ipus = 1;
+  uint32_t replication_factor = 1;  // recorded in the PopEF: the runtime runs that many replicas
+  uint32_t batches_per_step = 1;    // recorded in the PopEF: batches per host call
   uint32_t tiles_per_ipu = 0;
   double available_memory_proportion = 0.6;
   std::string logging_level;

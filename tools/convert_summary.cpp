@@ -92,6 +92,8 @@ std::string summaryJson(const ConvertSummary& s) {
     j["check"] = ojson{{"passed", true}, {"rtol", s.check->first}, {"atol", s.check->second}};
   else
     j["check"] = nullptr;
+  j["precision"] = s.precision;
+  j["precision_compare"] = s.precision_compare ? *s.precision_compare : ojson(nullptr);
   j["compile_seconds"] = s.seconds;
   j["codegen_seconds"] = s.codegen_seconds;
   j["files"] = ojson{{"onnx", s.onnx_path},

@@ -3,6 +3,8 @@
 // statistics, warnings, where each node runs, the compile time and the files written.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -27,6 +29,8 @@ struct ConvertSummary {
   const codegen::CompileResult* compiled = nullptr;  // with --export_popef
   std::string target;                                // with --export_popef
   std::optional<std::pair<double, double>> check;    // rtol, atol of a --check that passed
+  std::string precision = "fp32";
+  const nlohmann::ordered_json* precision_compare = nullptr;  // with --precision_compare
   double seconds = 0;                                // the whole conversion
   double codegen_seconds = 0;
   std::string onnx_path, popef_path, summary_path;

@@ -1,28 +1,35 @@
-// popef-run: runs a PopEF on the IPU simulator with inputs from .npy/.pb files, writes the outputs
-// as .npy and prints them with the host time and the estimated time on a real IPU.
+// popef-run: runs a PopEF on the IPU simulator through the runtime API (ModelRunner) with inputs
+// from .npy/.pb files (or generated), writes and checks the outputs, and prints a benchmark
+// summary: host throughput and latency, the host split, and the estimated time on a real IPU.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <map>
 
+#include "lib/onnx/value_io.h"
 #include "lib/support/dtype_dispatch.h"
 #include "lib/support/file_io.h"
-#include "lib/support/log.h"
 #include "lib/support/npy.h"
-#include "lib/onnx/value_io.h"
-#include "sim/load_popef.h"
+#include "poprt/runtime/errors.h"
+#include "poprt/runtime/model_runner.h"
+#include "runtime/host_value.h"
+#include "tools/run_bench.h"
+#include "tools/run_inputs.h"
+#include "tools/run_report.h"
 #include "tools/tool_common.h"
 
 namespace poprt::tools {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct RunOptions {
   std::string popef;
-  std::vector<std::string> inputs;
-  std::string output_dir;
-  std::string logging_level;
+  InputOptions in;
+  std::string output_dir, expected_dir, json, logging_level;
+  Tolerance tolerance;
+  BenchOptions bench;
 };
 
 // "first values ... | min max mean" for a quick look at an output.
@@ -53,89 +60,142 @@ std::string summarize(const Tensor& t) {
   return "[" + s + "]" + buf;
 }
 
+// The reference of output i in --expected_dir: output_<i>_<name>.npy/.pb (../shared/models) or
+// output_<i>.pb/.npy (the ONNX test data).
+Expected<ops::RtValue> readExpected(const std::string& dir, size_t i, const runtime::DataDesc& d) {
+  const std::string n = std::to_string(i);
+  for (const std::string& file : {outputFileName(i, d.name, ".npy"), outputFileName(i, d.name, ".pb"),
+                                  "output_" + n + ".pb", "output_" + n + ".npy"}) {
+    fs::path p = fs::path(dir) / file;
+    std::error_code ec;
+    if (fs::exists(p, ec)) return onnxio::readValueFile(p, static_cast<ValueKind>(d.kind));
+  }
+  return Error("--expected_dir " + dir + ": no " + outputFileName(i, d.name, ".npy") + " (or output_" + n +
+               ".pb) for output '" + d.name + "'");
+}
+
+Status writeOutputs(const std::string& dir, const std::vector<runtime::DataDesc>& descs,
+                    const std::vector<ops::RtValue>& values) {
+  // Tensors as .npy; sequences and optionals as ONNX .pb, the format of the ONNX test data.
+  // All staged, then renamed into place together: an output that cannot be written (a bfloat16
+  // tensor has no .npy form) leaves no other output behind, and no fresh directory.
+  OutputFiles files;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const runtime::DataDesc& d = descs[i];
+    const bool tensor = d.kind == runtime::AnchorKind::Tensor;
+    const fs::path path = fs::path(dir) / outputFileName(i, d.name, tensor ? ".npy" : ".pb");
+    Status st = okStatus();
+    if (tensor) {
+      auto bytes = serializeNpy(values[i].tensor);
+      if (!bytes.ok()) return bytes.error().withContext(path.string());
+      st = files.add(path, *bytes);
+    } else {
+      POPRT_ASSIGN_OR_RETURN(std::string bytes,
+                             onnxio::serializeValueProto(values[i], static_cast<ValueKind>(d.kind), d.name));
+      st = files.add(path, bytes);
+    }
+    if (!st.ok()) return st.error().withContext("--output_dir " + dir);
+  }
+  return files.commit();
+}
+
+void printOutput(size_t i, const runtime::DataDesc& d, const ops::RtValue& v) {
+  if (v.isTensor())
+    std::printf("  output %zu  %s  %s%s  %s\n", i, d.name.c_str(), std::string(dtypeName(v.tensor.dtype())).c_str(),
+                shapeToString(v.tensor.shape()).c_str(), summarize(v.tensor).c_str());
+  else if (v.kind == ops::RtValue::Kind::Sequence)
+    std::printf("  output %zu  %s  sequence of %zu tensor(s)\n", i, d.name.c_str(), v.sequence.size());
+  else
+    std::printf("  output %zu  %s  empty optional\n", i, d.name.c_str());
+}
+
 Status run(const RunOptions& o) {
   POPRT_TRY(applyLogging(o.logging_level));
-  std::map<std::string, std::string> files;
-  for (const auto& text : o.inputs) {
-    POPRT_ASSIGN_OR_RETURN(auto kv, splitAssignment(text, "--input"));
-    if (!files.emplace(kv.first, kv.second).second) return Error("--input: '" + kv.first + "' is given twice");
-  }
-  auto t_load = std::chrono::steady_clock::now();
-  POPRT_ASSIGN_OR_RETURN(sim::LoadedModel model, sim::loadPopef(o.popef));
-  sim::Engine& engine = *model.engine;
-  double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+  POPRT_TRY(checkOutputFile("--json", o.json));
+  std::error_code ec;
+  if (!o.expected_dir.empty() && !fs::is_directory(o.expected_dir, ec))
+    return Error("--expected_dir " + o.expected_dir + ": not a directory");
 
-  auto in_streams = engine.streams(exec::HostStream::Role::Input);
-  std::string names;
-  for (const auto* s : in_streams) names += (names.empty() ? "" : ", ") + s->name;
-  for (const auto& entry : files) {
-    const std::string& name = entry.first;  // not a structured binding: clang 14 cannot capture those
-    bool known = std::any_of(in_streams.begin(), in_streams.end(), [&](const auto* s) { return s->name == name; });
-    if (!known) return Error("--input: the model has no input named '" + name + "' (inputs: " + names + ")");
+  runtime::ModelRunnerConfig config;
+  config.thread_safe = o.bench.threads > 1;
+  // Room for every request in flight, so --async K really keeps K queued.
+  config.ring_buffer_size = static_cast<size_t>(std::clamp(o.bench.threads * o.bench.async, 4, 4096));
+  const auto t_load = std::chrono::steady_clock::now();
+  std::unique_ptr<runtime::ModelRunner> runner;
+  try {
+    runner = std::make_unique<runtime::ModelRunner>(o.popef, config);
+  } catch (const runtime::Error& e) {
+    return Error(e.what());
   }
-  std::vector<ops::RtValue> inputs;
-  for (const auto* s : in_streams) {
-    auto it = files.find(s->name);
-    if (it == files.end())
-      return Error(o.popef + ": input '" + s->name + "' (" + std::string(dtypeName(s->dtype)) + shapeToString(s->shape) +
-                   ") was not given (hint: --input " + s->name + "=FILE.npy)");
-    POPRT_ASSIGN_OR_RETURN(ops::RtValue v, onnxio::readValueFile(it->second, s->kind));
-    if (auto why = sim::inputMismatch(v, *s); !why.empty()) return Error(it->second + ": " + why);
-    inputs.push_back(std::move(v));
-  }
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
 
-  auto t0 = std::chrono::steady_clock::now();
-  auto ran = engine.run(std::move(inputs));
-  if (!ran.ok()) return ran.error().withContext(o.popef);
-  std::vector<ops::RtValue> outputs = std::move(ran).value();
-  double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  auto out_streams = engine.streams(exec::HostStream::Role::Output);
-  if (!o.output_dir.empty()) {
-    // Tensors as .npy; sequences and optionals as ONNX .pb, the format of the ONNX test data.
-    // All staged, then renamed into place together: an output that cannot be written (a bfloat16
-    // tensor has no .npy form) leaves no other output behind, and no fresh directory.
-    OutputFiles files;
-    std::filesystem::path dir(o.output_dir);
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const auto* s = out_streams[i];
-      if (s->kind == ValueKind::Tensor) {
-        const std::filesystem::path path = dir / outputFileName(i, s->name, ".npy");
-        auto bytes = serializeNpy(outputs[i].tensor);
-        if (!bytes.ok()) return bytes.error().withContext(path.string());
-        if (auto st = files.add(path, *bytes); !st.ok()) return st.error().withContext("--output_dir " + o.output_dir);
-      } else {
-        const std::filesystem::path path = dir / outputFileName(i, s->name, ".pb");
-        POPRT_ASSIGN_OR_RETURN(std::string bytes, onnxio::serializeValueProto(outputs[i], s->kind, s->name));
-        if (auto st = files.add(path, bytes); !st.ok()) return st.error().withContext("--output_dir " + o.output_dir);
-      }
+  const auto in_descs = runner->getExecuteInputs();
+  const auto out_descs = runner->getExecuteOutputs();
+  POPRT_ASSIGN_OR_RETURN(std::vector<ops::RtValue> inputs, gatherInputs(in_descs, o.in, o.popef));
+  std::vector<std::vector<uint8_t>> encoded;
+  POPRT_ASSIGN_OR_RETURN(runtime::InputMemoryView views, inputViews(in_descs, inputs, encoded));
+  std::vector<ops::RtValue> expected;
+  if (!o.expected_dir.empty())
+    for (size_t i = 0; i < out_descs.size(); ++i) {
+      POPRT_ASSIGN_OR_RETURN(ops::RtValue v, readExpected(o.expected_dir, i, out_descs[i]));
+      expected.push_back(std::move(v));
     }
-    POPRT_TRY(files.commit());
+
+  auto bench = runBench(*runner, views, o.bench);
+  if (!bench.ok()) return bench.error().withContext(o.popef);
+  std::vector<ops::RtValue> outputs;
+  for (const auto& d : out_descs) {
+    const runtime::TensorMemory& m = bench->first_outputs.at(d.name);
+    POPRT_ASSIGN_OR_RETURN(ops::RtValue v, runtime::decodeValue(m.desc, m.data, o.popef + ": output '" + d.name + "'"));
+    outputs.push_back(std::move(v));
   }
-  const auto& target = engine.executable().target;
-  const auto& est = engine.estimate();
-  const double latency_s = static_cast<double>(est.total()) / target.clock_hz;
-  const int64_t batch = !in_streams.empty() && !in_streams[0]->shape.empty() ? in_streams[0]->shape[0] : 1;
-  std::printf("popef-run: %s (%s, %u tiles)\n", o.popef.c_str(), target.name.c_str(), target.numTiles());
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const ops::RtValue& v = outputs[i];
-    if (v.isTensor())
-      std::printf("  output %zu  %s  %s%s  %s\n", i, out_streams[i]->name.c_str(), std::string(dtypeName(v.tensor.dtype())).c_str(),
-                  shapeToString(v.tensor.shape()).c_str(), summarize(v.tensor).c_str());
-    else if (v.kind == ops::RtValue::Kind::Sequence)
-      std::printf("  output %zu  %s  sequence of %zu tensor(s)\n", i, out_streams[i]->name.c_str(), v.sequence.size());
-    else
-      std::printf("  output %zu  %s  empty optional\n", i, out_streams[i]->name.c_str());
+  // The outputs are written even when they differ from --expected_dir, to look at the difference.
+  if (!o.output_dir.empty()) POPRT_TRY(writeOutputs(o.output_dir, out_descs, outputs));
+  std::vector<ValueDiff> diffs;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ValueDiff d;
+    d.name = out_descs[i].name;
+    POPRT_TRY(compareValues(expected[i], outputs[i], o.tolerance, {"in --expected_dir", "in the run"}, d));
+    diffs.push_back(std::move(d));
   }
+
+  RunFacts facts;
+  facts.popef = o.popef;
+  facts.target = runner->session().targetName();
+  facts.ipu_version = runner->session().ipuVersion();
+  facts.replication_factor = runner->replicationFactor();
+  facts.batches_per_step = runner->batchesPerStep();
+  facts.batch = !in_descs.empty() && !in_descs[0].shape.empty() ? std::max<int64_t>(in_descs[0].shape[0], 1) : 1;
+  facts.iterations = o.bench.iterations;
+  facts.warmup = o.bench.warmup;
+  facts.duration = o.bench.duration;
+  facts.threads = o.bench.threads;
+  facts.async = o.bench.async;
+  facts.load_s = load_s;
+  facts.latencies = bench->latencies;
+  facts.wall_s = bench->wall;
+  facts.timings = bench->timings;
+  facts.estimate = runner->estimate();
+  facts.diffs = o.expected_dir.empty() ? nullptr : &diffs;
+  facts.tolerance = o.tolerance;
+  const nlohmann::json report = reportJson(facts);
+
+  std::printf("popef-run: %s (target %s, %u replica(s), %u batch(es) per step)\n", o.popef.c_str(),
+              facts.target.c_str(), facts.replication_factor, facts.batches_per_step);
+  for (size_t i = 0; i < outputs.size(); ++i) printOutput(i, out_descs[i], outputs[i]);
   if (!o.output_dir.empty()) std::printf("  outputs written to %s\n", o.output_dir.c_str());
-  std::printf("  host      load %.3f ms, run %.3f ms (wall time of the simulator)\n", load_s * 1e3, host_s * 1e3);
-  std::printf("  IPU est.  %llu cycles (compute %llu, exchange %llu, sync %llu) = %.3f ms at %.2f GHz, "
-              "throughput %.1f samples/s at batch %lld\n",
-              static_cast<unsigned long long>(est.total()), static_cast<unsigned long long>(est.compute),
-              static_cast<unsigned long long>(est.exchange), static_cast<unsigned long long>(est.sync), latency_s * 1e3,
-              target.clock_hz / 1e9, latency_s > 0 ? static_cast<double>(batch) / latency_s : 0.0,
-              static_cast<long long>(batch));
-  return okStatus();
+  if (!o.expected_dir.empty()) {
+    std::printf("expected outputs (%s, rtol %s, atol %s)\n", o.expected_dir.c_str(), formatError(o.tolerance.rtol).c_str(),
+                formatError(o.tolerance.atol).c_str());
+    for (const auto& line : diffTable(diffs, "  ")) std::printf("%s\n", line.c_str());
+  }
+  for (const auto& line : reportText(report)) std::printf("%s\n", line.c_str());
+  if (!o.json.empty()) {
+    POPRT_TRY(writeOutputFile("--json", o.json, report.dump(2) + "\n"));
+    std::printf("  summary written to %s\n", o.json.c_str());
+  }
+  std::fflush(stdout);
+  return worstDiff(diffs, "--expected_dir " + o.expected_dir, o.tolerance);
 }
 
 }  // namespace
@@ -144,10 +204,24 @@ Status run(const RunOptions& o) {
 int main(int argc, char** argv) {
   using namespace poprt::tools;
   RunOptions o;
-  CLI::App app{"popef-run: run a PopEF on the IPU simulator"};
+  CLI::App app{"popef-run: run a PopEF on the IPU simulator and benchmark it"};
   app.add_option("popef", o.popef, "the PopEF file to run")->required();
-  app.add_option("--input", o.inputs, "NAME=FILE.npy or NAME=FILE.pb (repeatable)");
-  app.add_option("--output_dir", o.output_dir, "write each output as DIR/output_<i>_<name>.npy");
+  app.add_option("--input", o.in.inputs, "NAME=FILE.npy or NAME=FILE.pb (repeatable; wins over --input_dir)");
+  app.add_option("--input_dir", o.in.input_dir, "inputs from DIR/input_<i>*.npy or DIR/input_<i>.pb, i in input order");
+  app.add_option("--fill", o.in.fill, "generate the inputs not given: random (floats in [-1,1), integers 0..3), zeros or ones")
+      ->check(CLI::IsMember({"random", "zeros", "ones"}));
+  app.add_option("--seed", o.in.seed, "seed of --fill random (default 0)");
+  app.add_option("--output_dir", o.output_dir, "write each output as DIR/output_<i>_<name>.npy (.pb for sequences, optionals)");
+  app.add_option("--expected_dir", o.expected_dir,
+                 "compare the outputs with DIR/output_<i>_<name>.npy (or output_<i>.pb); exit 1 on a mismatch");
+  app.add_option("--rtol", o.tolerance.rtol, "relative tolerance of --expected_dir (default 1e-3)")->check(CLI::NonNegativeNumber);
+  app.add_option("--atol", o.tolerance.atol, "absolute tolerance of --expected_dir (default 1e-4)")->check(CLI::NonNegativeNumber);
+  app.add_option("--iterations", o.bench.iterations, "measured requests, at least (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
+  app.add_option("--warmup", o.bench.warmup, "requests before the measured ones (default 0)")->check(CLI::Range(int64_t{0}, int64_t{1000000000}));
+  app.add_option("--duration", o.bench.duration, "seconds the measured requests last, at least (default 0)")->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--threads", o.bench.threads, "client threads submitting requests (default 1)")->check(CLI::Range(1, 256));
+  app.add_option("--async", o.bench.async, "requests each thread keeps in flight (default 1)")->check(CLI::Range(1, 1024));
+  app.add_option("--json", o.json, "write the summary as JSON to FILE");
   addLoggingFlag(app, o.logging_level);
   return runTool("popef-run", app, argc, argv, [&] { return run(o); });
 }

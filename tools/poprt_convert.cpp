@@ -10,6 +10,7 @@
 #include "codegen/compiler.h"
 #include "codegen/target.h"
 #include "lib/onnx/onnx_io.h"
+#include "lib/support/bytes.h"
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
 #include "passes/input_shapes.h"
@@ -17,6 +18,8 @@
 #include "popef/popef.h"
 #include "tools/convert_check.h"
 #include "tools/convert_options.h"
+#include "tools/convert_precision.h"
+#include "tools/convert_popef.h"
 #include "tools/convert_show.h"
 #include "tools/convert_summary.h"
 #include "tools/tool_common.h"
@@ -24,80 +27,63 @@
 namespace poprt::tools {
 namespace {
 
-std::string humanBytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 3) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
-
 std::string percent(uint64_t part, uint64_t whole) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
   return buf;
 }
 
-popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ConvertOptions& o, const std::string& onnx_bytes) {
-  const exec::Executable& exe = compiled.executable;
-  popef::PopefFile file;
-  auto& md = file.metadata;
-  md.ipu_version = exe.target.ipu_version;
-  md.num_ipus = static_cast<int>(exe.target.num_ipus);
-  md.executable_name = "executable";
-  md.program_flow = {{"load"}, {"main"}, {}};
-  for (const auto& s : exe.streams) {
-    if (s.role == exec::HostStream::Role::Weight) continue;
-    popef::Anchor a;
-    a.name = s.name;
-    a.handle = (s.role == exec::HostStream::Role::Input ? "in:" : "out:") + s.name;
-    a.dtype = s.dtype;
-    a.shape = s.shape;
-    a.value = s.kind;
-    a.kind = s.role == exec::HostStream::Role::Input ? popef::Anchor::Kind::Input : popef::Anchor::Kind::Output;
-    a.programs = {"main"};
-    md.anchors.push_back(std::move(a));
+// The fp16 flags need --precision fp16; an op type no op has is an error (a typo would keep
+// nothing in fp32).
+Status checkFp16Flags(const ConvertOptions& o) {
+  const passes::Fp16Options& f = o.pipeline.fp16;
+  if (o.precision != "fp16") {
+    const char* flag = !f.skip_op_types.empty()     ? "--fp16_skip_op_types"
+                       : !f.skip_node_names.empty() ? "--fp16_skip_node_names"
+                       : f.io                       ? "--fp16_io"
+                       : !o.fp16_calibration_inputs.empty() ? "--fp16_calibration_input"
+                       : o.precision_compare        ? "--precision_compare"
+                                                    : nullptr;
+    if (flag) return Error(std::string(flag) + " needs --precision fp16");
   }
-  md.compile_options = {{"precision", o.precision},
-                        {"ipu_version", o.ipu_version},
-                        {"num_ipus", std::to_string(o.num_ipus)},
-                        {"tiles_per_ipu", std::to_string(exe.target.tiles_per_ipu)},
-                        {"available_memory_proportion", std::to_string(o.available_memory_proportion)}};
-  md.extra = {{"device_nodes", compiled.device_nodes}, {"host_nodes", compiled.host_nodes}};
-  file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
-  for (const auto& [name, tensor] : compiled.weights) file.blobs.push_back(popef::makeTensorDataBlob(name, tensor));
-  file.blobs.push_back({popef::BlobType::Opaque, "poprt.onnx", std::vector<uint8_t>(onnx_bytes.begin(), onnx_bytes.end())});
-  return file;
+  if (!o.fp16_calibration_inputs.empty() && !f.avoid_overflow_patterns)
+    return Error("--fp16_calibration_input: the range check is off with --enable_avoid_overflow_patterns=false");
+  if ((o.precision_compare_per_layer || !o.precision_compare_inputs.empty()) && !o.precision_compare)
+    return Error(std::string(o.precision_compare_per_layer ? "--precision_compare_per_layer" : "--precision_compare_input") +
+                 " needs --precision_compare");
+  return passes::checkSkipOpTypes(f.skip_op_types);
 }
 
-// --summary_json must be writable where it is named (missing directories are created, like
-// --output_dir's); checked before any work so a bad path fails before anything is written.
-Status checkSummaryPath(const std::string& file) {
-  if (file.empty()) return okStatus();
-  std::filesystem::path p = std::filesystem::absolute(file);
-  std::error_code ec;
-  if (std::filesystem::is_directory(p, ec)) return Error("--summary_json " + file + ": is a directory");
-  for (std::filesystem::path dir = p.parent_path();; dir = dir.parent_path()) {
-    if (std::filesystem::exists(dir, ec)) {
-      if (!std::filesystem::is_directory(dir, ec))
-        return Error("--summary_json " + file + ": '" + dir.string() + "' is not a directory");
-      return okStatus();
+// Runs the pipeline; with `fp32_snapshot`, in two parts, keeping the model as it is just before
+// float_to_half (so --precision_compare compares graphs whose value names match).
+Expected<std::vector<passes::PassReport>> runPasses(ir::Model& model, const passes::PipelineOptions& options,
+                                                    const std::vector<std::string>& names, std::string* fp32_snapshot) {
+  if (!fp32_snapshot) return passes::runPipeline(model, options);
+  auto split = std::find(names.begin(), names.end(), "float_to_half");
+  std::vector<passes::PassReport> reports;
+  for (int part = 0; part < 2; ++part) {
+    passes::PipelineOptions p = options;
+    p.passes = part == 0 ? std::vector<std::string>(names.begin(), split) : std::vector<std::string>(split, names.end());
+    p.skip_passes.clear();
+    if (std::find(p.passes.begin(), p.passes.end(), p.print_ir_after) == p.passes.end()) p.print_ir_after.clear();
+    if (!p.passes.empty()) {  // (an empty list would mean the default pipeline)
+      POPRT_ASSIGN_OR_RETURN(auto r, passes::runPipeline(model, p));
+      reports.insert(reports.end(), r.begin(), r.end());
     }
-    if (dir == dir.parent_path()) return okStatus();
+    if (part == 0) {
+      POPRT_ASSIGN_OR_RETURN(*fp32_snapshot, onnxio::serializeModel(model));
+    }
   }
+  return reports;
 }
 
 Status convert(const ConvertOptions& o) {
   POPRT_TRY(applyLogging(o.logging_level));
   if (o.precision != "fp32" && o.precision != "fp16")
     return Error("--precision: expected fp32 or fp16, got '" + o.precision + "'");
-  if (o.precision == "fp16")
-    return Error("--precision fp16: half-precision conversion is not available in this build yet; use fp32");
+  passes::PipelineOptions pipeline = o.pipeline;
+  pipeline.fp16.enabled = o.precision == "fp16";
+  POPRT_TRY(checkFp16Flags(o));
   if (!(o.available_memory_proportion > 0 && o.available_memory_proportion <= 1))  // NaN too
     return Error("--available_memory_proportion must be in (0, 1]");
   std::vector<passes::InputShape> shapes;
@@ -107,8 +93,10 @@ Status convert(const ConvertOptions& o) {
   }
   // The target is checked before any work so a bad flag fails fast.
   POPRT_ASSIGN_OR_RETURN(exec::Target target, codegen::makeTarget(o.ipu_version, o.num_ipus, o.tiles_per_ipu));
-  POPRT_TRY(passes::resolvePipeline(o.pipeline));  // bad pass names fail before any work
-  POPRT_TRY(checkSummaryPath(o.summary_json));
+  POPRT_ASSIGN_OR_RETURN(std::vector<std::string> pass_names, passes::resolvePipeline(pipeline));  // fails before any work
+  if (o.precision_compare && std::find(pass_names.begin(), pass_names.end(), "float_to_half") == pass_names.end())
+    return Error("--precision_compare: the pipeline does not run float_to_half (see --passes/--skip_passes)");
+  POPRT_TRY(checkOutputFile("--summary_json", o.summary_json));
 
   auto t0 = std::chrono::steady_clock::now();
   std::filesystem::path input(o.input_model);
@@ -134,9 +122,25 @@ Status convert(const ConvertOptions& o) {
   if (o.check) {
     POPRT_ASSIGN_OR_RETURN(check_snapshot, snapshotForCheck(model));
   }
-  auto reports = passes::runPipeline(model, o.pipeline);
+  std::vector<std::string> warnings;
+  if (pipeline.fp16.enabled && pipeline.fp16.avoid_overflow_patterns) {
+    std::string skipped;
+    auto inputs = calibrationInputs(*model.graph, o.fp16_calibration_inputs, skipped);
+    if (!inputs.ok()) return inputs.error();
+    pipeline.fp16.calibration_inputs = std::move(inputs).value();
+    if (!skipped.empty()) warnings.push_back(skipped);
+  }
+  std::string fp32_snapshot;  // the model just before float_to_half, for --precision_compare
+  auto reports = runPasses(model, pipeline, pass_names, o.precision_compare ? &fp32_snapshot : nullptr);
   if (!reports.ok()) return reports.error().withContext(o.input_model);
   if (o.check) POPRT_TRY(runCheck(check_snapshot, model, {o.check_rtol, o.check_atol, 0}, std::cout));
+  std::optional<nlohmann::ordered_json> precision_json;
+  if (o.precision_compare) {
+    auto report = comparePrecision(fp32_snapshot, model, {o.precision_compare_per_layer, o.precision_compare_inputs, 0});
+    if (!report.ok()) return report.error().withContext(o.input_model);
+    printPrecisionReport(*report, std::cout);
+    precision_json = precisionReportJson(*report);
+  }
 
   std::optional<codegen::CompileResult> compiled;
   double codegen_seconds = 0;
@@ -147,12 +151,14 @@ Status convert(const ConvertOptions& o) {
     compiled = std::move(result).value();
     codegen_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
   }
-  std::vector<std::string> warnings;
   if (!o.export_popef)
     for (const ir::Value* in : model.graph->inputs())
       if (!in->isInitializer() && in->type.kind == ValueKind::Tensor && !in->type.hasStaticShape())
         warnings.push_back("input '" + in->name() + "' has shape " + in->type.toString() +
                            "; --export_popef needs it static (hint: --input_shape " + in->name() + "=D0,D1,...)");
+  for (const auto& r : *reports)
+    for (const auto& w : r.stats.warnings) warnings.push_back(r.name + ": " + w);
+  if (compiled) warnings.insert(warnings.end(), compiled->warnings.begin(), compiled->warnings.end());
   if (compiled && !compiled->host_nodes.empty())
     warnings.push_back(std::to_string(compiled->host_nodes.size()) + " of " + std::to_string(model.graph->numNodes()) +
                        " node(s) run on the host (host fallback), not on the IPU");
@@ -188,6 +194,8 @@ Status convert(const ConvertOptions& o) {
     s.compiled = compiled ? &*compiled : nullptr;
     if (compiled) s.target = target.name;
     if (o.check) s.check = std::make_pair(o.check_rtol, o.check_atol);
+    s.precision = o.precision;
+    s.precision_compare = precision_json ? &*precision_json : nullptr;
     s.seconds = seconds;
     s.codegen_seconds = codegen_seconds;
     s.onnx_path = model_path.string();
@@ -213,8 +221,9 @@ Status convert(const ConvertOptions& o) {
       worst = std::max(worst, b);
       used += b > 0;
     }
+    // The executable's tiles: one IPU's, whatever --num_ipus asked (sharding is not available yet).
     std::cout << "  PopEF           " << popef_path.string() << "\n"
-              << "  target          " << target.name << ": " << target.numTiles() << " tiles x "
+              << "  target          " << target.name << ": " << compiled->executable.target.numTiles() << " tiles x "
               << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz\n"
               << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, "
               << compiled->host_nodes.size() << " on the host (" << compiled->executable.host_programs.size()

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "lib/support/file_io.h"
 #include "lib/support/log.h"
 
 namespace poprt::tools {
@@ -88,6 +89,28 @@ std::string outputFileName(size_t index, const std::string& name, const std::str
   for (char& c : safe)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
   return "output_" + std::to_string(index) + "_" + safe + ext;
+}
+
+Status checkOutputFile(const std::string& flag, const std::string& file) {
+  if (file.empty()) return okStatus();
+  std::filesystem::path p = std::filesystem::absolute(file);
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec)) return Error(flag + " " + file + ": is a directory");
+  for (std::filesystem::path dir = p.parent_path();; dir = dir.parent_path()) {
+    if (std::filesystem::exists(dir, ec)) {
+      if (!std::filesystem::is_directory(dir, ec)) return Error(flag + " " + file + ": '" + dir.string() + "' is not a directory");
+      return okStatus();
+    }
+    if (dir == dir.parent_path()) return okStatus();
+  }
+}
+
+Status writeOutputFile(const std::string& flag, const std::string& file, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  if (ec) return Error(flag + " " + file + ": cannot create its directory: " + ec.message());
+  return writeFileAtomic(file, text);
 }
 
 }  // namespace poprt::tools

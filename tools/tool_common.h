@@ -40,4 +40,11 @@ Expected<std::pair<std::string, std::string>> splitAssignment(const std::string&
 // output_<i>_<name><ext> with every character outside [A-Za-z0-9._-] replaced by '_'.
 std::string outputFileName(size_t index, const std::string& name, const std::string& ext);
 
+// A file a flag names for writing (--summary_json, --json) must be writable where it is named:
+// not a directory, no non-directory on its path (missing directories are created later, like
+// --output_dir's). Checked before any work so a bad path fails before anything is written.
+Status checkOutputFile(const std::string& flag, const std::string& file);
+// Creates the file's missing parent directories, then writes it atomically.
+Status writeOutputFile(const std::string& flag, const std::string& file, const std::string& text);
+
 }  // namespace poprt::tools

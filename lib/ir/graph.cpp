@@ -73,6 +73,17 @@ void Node::addInput(Value* v) {
   setInput(inputs_.size() - 1, v);
 }
 
+std::vector<Graph*> Node::subgraphs() const {
+  std::vector<Graph*> out;
+  for (const auto& [name, attr] : attributes) {
+    if (auto* g = std::get_if<GraphPtr>(&attr.value); g && *g) out.push_back(g->get());
+    if (auto* gs = std::get_if<std::vector<GraphPtr>>(&attr.value))
+      for (const auto& b : *gs)
+        if (b) out.push_back(b.get());
+  }
+  return out;
+}
+
 int64_t Node::attrInt(const std::string& name, int64_t fallback) const {
   auto it = attributes.find(name);
   if (it == attributes.end()) return fallback;
@@ -203,6 +214,15 @@ void Graph::makeConstant(Value* v, Tensor data) {
       if (out == v) out = nullptr;
   v->producer_ = nullptr;
   setInitializer(v, std::make_shared<const Tensor>(std::move(data)));
+}
+
+void Graph::setNodeOutput(Node* node, size_t i, Value* v) {
+  POPRT_CHECK(node->graph_ == this && v->graph_ == this, "setNodeOutput across graphs");
+  POPRT_CHECK(i < node->outputs_.size(), "setNodeOutput: output index out of range");
+  POPRT_CHECK(!v->producer_ && !v->initializer_ && !v->isGraphInput(), "setNodeOutput: '" + v->name() + "' is already made");
+  if (Value* old = node->outputs_[i]) old->producer_ = nullptr;
+  node->outputs_[i] = v;
+  v->producer_ = node;
 }
 
 void Graph::removeNode(Node* node) {

@@ -118,6 +118,8 @@ class Node {
   std::string doc_string;
 
   bool hasAttr(const std::string& name) const { return attributes.count(name) != 0; }
+  // The graphs its attributes hold (If branches, Loop/Scan bodies), in attribute-name order.
+  std::vector<Graph*> subgraphs() const;
   int64_t attrInt(const std::string& name, int64_t fallback) const;
   float attrFloat(const std::string& name, float fallback) const;
   std::string attrString(const std::string& name, const std::string& fallback) const;
@@ -168,6 +170,10 @@ class Graph {
                 const std::vector<Value*>& outputs, const std::string& name = "",
                 const std::string& domain = "");
   void removeNode(Node* node);  // the node's outputs must be unused (or already made constants)
+  // Makes `node` produce `v` (a value of this graph without a producer) as its output i. The value
+  // it produced before keeps its name, type and uses but has no producer until a new node makes
+  // it: how a pass slips a node between an op and its output (float_to_half's boundary Casts).
+  void setNodeOutput(Node* node, size_t i, Value* v);
   // Turns a node output into an initializer holding `data`; its producer no longer makes it.
   void makeConstant(Value* v, Tensor data);
   const std::list<std::unique_ptr<Node>>& nodes() const { return nodes_; }

@@ -2,6 +2,8 @@
 
 #include <onnx/onnx-data_pb.h>
 
+#include <climits>
+
 #include "lib/support/file_io.h"
 #include "lib/support/npy.h"
 #include "lib/support/tensor_proto.h"
@@ -9,14 +11,15 @@
 namespace poprt::onnxio {
 namespace {
 
-Expected<ops::RtValue> fromSequence(const onnx::SequenceProto& sp, const std::filesystem::path& path) {
+Expected<ops::RtValue> fromSequence(const onnx::SequenceProto& sp, const std::string& source,
+                                    const std::filesystem::path& base_dir) {
   if (sp.elem_type() != onnx::SequenceProto::TENSOR && sp.elem_type() != onnx::SequenceProto::UNDEFINED)
-    return Error(path.string() + ": only sequences of tensors are supported");
+    return Error(source + ": only sequences of tensors are supported");
   std::vector<Tensor> items;
   DType elem = DType::Undefined;
   for (const auto& t : sp.tensor_values()) {
-    auto x = tensorFromProto(t, path.parent_path());
-    if (!x.ok()) return x.error().withContext(path.string());
+    auto x = tensorFromProto(t, base_dir);
+    if (!x.ok()) return x.error().withContext(source);
     elem = x->dtype();
     items.push_back(std::move(x).value());
   }
@@ -30,78 +33,91 @@ void toSequence(const ops::RtValue& v, onnx::SequenceProto* sp, const std::strin
 }
 
 template <class Proto>
-Status parse(Proto& proto, const std::filesystem::path& path, const char* what) {
-  POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(path, (uint64_t{2} << 30) - 1));
+Status parse(Proto& proto, std::span<const uint8_t> bytes, const std::string& source, const char* what) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX))
+    return Error(source + ": is " + std::to_string(bytes.size()) + " bytes, above protobuf's 2 GiB message limit");
   if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return Error(path.string() + ": not a valid ONNX " + what);
+    return Error(source + ": not a valid ONNX " + what);
   return okStatus();
 }
 
 }  // namespace
 
+Expected<ops::RtValue> parseValueProto(std::span<const uint8_t> bytes, ValueKind kind, const std::string& source,
+                                       const std::filesystem::path& base_dir) {
+  if (kind == ValueKind::Tensor) {
+    onnx::TensorProto tp;
+    POPRT_TRY(parse(tp, bytes, source, "TensorProto"));
+    auto t = tensorFromProto(tp, base_dir);
+    if (!t.ok()) return t.error().withContext(source);
+    return ops::RtValue::of(std::move(t).value());
+  }
+  if (kind == ValueKind::Sequence) {
+    onnx::SequenceProto sp;
+    POPRT_TRY(parse(sp, bytes, source, "SequenceProto"));
+    return fromSequence(sp, source, base_dir);
+  }
+  onnx::OptionalProto op;
+  POPRT_TRY(parse(op, bytes, source, "OptionalProto"));
+  if (op.has_tensor_value()) {
+    if (kind != ValueKind::Optional) return Error(source + ": holds a tensor, expected an optional sequence");
+    auto t = tensorFromProto(op.tensor_value(), base_dir);
+    if (!t.ok()) return t.error().withContext(source);
+    return ops::RtValue::of(std::move(t).value());
+  }
+  if (op.has_sequence_value()) {
+    if (kind != ValueKind::OptionalSequence) return Error(source + ": holds a sequence, expected an optional tensor");
+    return fromSequence(op.sequence_value(), source, base_dir);
+  }
+  return ops::RtValue::none();
+}
+
 Expected<ops::RtValue> readValueFile(const std::filesystem::path& path, ValueKind kind) {
   const bool npy = path.extension() == ".npy";
   if (!npy && path.extension() != ".pb")
     return Error(path.string() + ": unknown input file type '" + path.extension().string() + "' (expected .npy or .pb)");
-  if (kind == ValueKind::Tensor) {
-    if (npy) {
-      POPRT_ASSIGN_OR_RETURN(Tensor t, readNpy(path));
-      return ops::RtValue::of(std::move(t));
-    }
-    POPRT_ASSIGN_OR_RETURN(NamedTensor nt, readTensorProtoFile(path));
-    return ops::RtValue::of(std::move(nt.tensor));
+  if (npy) {
+    if (kind != ValueKind::Tensor)
+      return Error(path.string() + ": a " + std::string(valueKindName(kind)) + " input must be an ONNX .pb file");
+    POPRT_ASSIGN_OR_RETURN(Tensor t, readNpy(path));
+    return ops::RtValue::of(std::move(t));
   }
-  if (npy) return Error(path.string() + ": a " + std::string(valueKindName(kind)) + " input must be an ONNX .pb file");
+  POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(path, (uint64_t{2} << 30) - 1));
+  const std::filesystem::path dir = path.parent_path();
+  return parseValueProto(bytes, kind, path.string(), dir.empty() ? std::filesystem::path(".") : dir);
+}
+
+Expected<std::string> serializeValueProto(const ops::RtValue& value, ValueKind kind, const std::string& name) {
+  if (kind == ValueKind::Tensor) {
+    if (!value.isTensor()) return Error("'" + name + "' is not a tensor");
+    onnx::TensorProto tp;
+    tensorToProto(value.tensor, name, &tp);
+    return tp.SerializeAsString();
+  }
   if (kind == ValueKind::Sequence) {
+    if (value.kind != ops::RtValue::Kind::Sequence) return Error("'" + name + "' is not a sequence");
     onnx::SequenceProto sp;
-    POPRT_TRY(parse(sp, path, "SequenceProto"));
-    return fromSequence(sp, path);
+    toSequence(value, &sp, name);
+    return sp.SerializeAsString();
   }
   onnx::OptionalProto op;
-  POPRT_TRY(parse(op, path, "OptionalProto"));
-  if (op.has_tensor_value()) {
-    if (kind != ValueKind::Optional) return Error(path.string() + ": holds a tensor, expected an optional sequence");
-    auto t = tensorFromProto(op.tensor_value(), path.parent_path());
-    if (!t.ok()) return t.error().withContext(path.string());
-    return ops::RtValue::of(std::move(t).value());
+  op.set_name(name);
+  if (value.kind == ops::RtValue::Kind::Tensor) {
+    op.set_elem_type(onnx::OptionalProto::TENSOR);
+    tensorToProto(value.tensor, "", op.mutable_tensor_value());
+  } else if (value.kind == ops::RtValue::Kind::Sequence) {
+    op.set_elem_type(onnx::OptionalProto::SEQUENCE);
+    toSequence(value, op.mutable_sequence_value(), "");
+  } else {
+    op.set_elem_type(kind == ValueKind::Optional ? onnx::OptionalProto::TENSOR : onnx::OptionalProto::SEQUENCE);
   }
-  if (op.has_sequence_value()) {
-    if (kind != ValueKind::OptionalSequence) return Error(path.string() + ": holds a sequence, expected an optional tensor");
-    return fromSequence(op.sequence_value(), path);
-  }
-  return ops::RtValue::none();
+  return op.SerializeAsString();
 }
 
 Status writeValueProto(const std::filesystem::path& path, const ops::RtValue& value, ValueKind kind,
                        const std::string& name) {
   POPRT_ASSIGN_OR_RETURN(std::string bytes, serializeValueProto(value, kind, name));
   return writeFileAtomic(path, bytes);
-}
-
-Expected<std::string> serializeValueProto(const ops::RtValue& value, ValueKind kind, const std::string& name) {
-  std::string bytes;
-  if (kind == ValueKind::Sequence) {
-    if (value.kind != ops::RtValue::Kind::Sequence) return Error("output '" + name + "' is not a sequence");
-    onnx::SequenceProto sp;
-    toSequence(value, &sp, name);
-    bytes = sp.SerializeAsString();
-  } else if (kind == ValueKind::Optional || kind == ValueKind::OptionalSequence) {
-    onnx::OptionalProto op;
-    op.set_name(name);
-    if (value.kind == ops::RtValue::Kind::Tensor) {
-      op.set_elem_type(onnx::OptionalProto::TENSOR);
-      tensorToProto(value.tensor, "", op.mutable_tensor_value());
-    } else if (value.kind == ops::RtValue::Kind::Sequence) {
-      op.set_elem_type(onnx::OptionalProto::SEQUENCE);
-      toSequence(value, op.mutable_sequence_value(), "");
-    } else {
-      op.set_elem_type(kind == ValueKind::Optional ? onnx::OptionalProto::TENSOR : onnx::OptionalProto::SEQUENCE);
-    }
-    bytes = op.SerializeAsString();
-  } else {
-    return Error("output '" + name + "' is a tensor; write it as .npy");
-  }
-  return bytes;
 }
 
 }  // namespace poprt::onnxio

@@ -2,7 +2,9 @@
 // optionals as ONNX SequenceProto / OptionalProto (.pb) — the formats of the ONNX test data.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 
 #include "lib/ops/value.h"
@@ -12,10 +14,15 @@ namespace poprt::onnxio {
 
 // Reads a value of `kind`: .npy (tensors only) or .pb.
 Expected<ops::RtValue> readValueFile(const std::filesystem::path& path, ValueKind kind);
-// The bytes of a sequence or optional as a .pb (SequenceProto or OptionalProto).
-Expected<std::string> serializeValueProto(const ops::RtValue& value, ValueKind kind, const std::string& name);
-// Writes a sequence or optional as a .pb (SequenceProto or OptionalProto), atomically.
+// Writes a value as a .pb (TensorProto, SequenceProto or OptionalProto as `kind` says), atomically.
 Status writeValueProto(const std::filesystem::path& path, const ops::RtValue& value, ValueKind kind,
                        const std::string& name);
+
+// A value of `kind` from the bytes of its ONNX proto (what a .pb file holds). External data is read
+// relative to `base_dir`; with an empty `base_dir` it is an error. Errors start with `source`.
+Expected<ops::RtValue> parseValueProto(std::span<const uint8_t> bytes, ValueKind kind, const std::string& source,
+                                       const std::filesystem::path& base_dir = {});
+// The bytes of the ONNX proto holding `value`, with the proto's name set to `name`.
+Expected<std::string> serializeValueProto(const ops::RtValue& value, ValueKind kind, const std::string& name);
 
 }  // namespace poprt::onnxio

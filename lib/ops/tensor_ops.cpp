@@ -697,7 +697,8 @@ void registerTensorOps(std::vector<OpDef>& ops) {
   add("Shape", agnostic, evalShape);
   add("Size", agnostic, evalSize);
   add("ConstantOfShape", agnostic, evalConstantOfShape);
-  add("Range", Fp16Policy::Convert, evalRange);
+  // Range makes positions and indices: float16 counts exactly only up to 2048.
+  add("Range", Fp16Policy::KeepFp32, evalRange);
   add("Trilu", agnostic, evalTrilu);
   add("EyeLike", agnostic, evalEyeLike);
   add("DepthToSpace", agnostic, evalDepthToSpace, rearrange);

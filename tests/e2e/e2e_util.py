@@ -128,6 +128,28 @@ def run_cmd(argv, timeout=300, cwd=None, env=None):
         return Result(argv, None, out, err, timed_out=True)
 
 
+def precision_accuracy(expected, got, tol=1e-2):
+    """How a reduced-precision output compares with the fp32 one: (cosine similarity, max abs
+    error, count of NaN/Inf where `expected` is finite, all within atol = rtol = tol). Cosine and
+    errors are over the elements finite in both; two all-zero outputs have cosine 1."""
+    import numpy as np
+    e = np.asarray(expected, dtype=np.float64).ravel()
+    g = np.asarray(got, dtype=np.float64).ravel()
+    new_nonfinite = int(np.sum(np.isfinite(e) & ~np.isfinite(g)))
+    both = np.isfinite(e) & np.isfinite(g)
+    e, g = e[both], g[both]
+    ne, ng = np.linalg.norm(e), np.linalg.norm(g)
+    if ne == 0 and ng == 0:
+        cosine = 1.0
+    elif ne == 0 or ng == 0:
+        cosine = 0.0
+    else:
+        cosine = float(np.dot(e, g) / (ne * ng))
+    max_abs = float(np.max(np.abs(e - g))) if e.size else 0.0
+    close = bool(np.all(np.abs(e - g) <= tol + tol * np.abs(e)))
+    return cosine, max_abs, new_nonfinite, close
+
+
 def snapshot_dir(path):
     """{relative path: (size, mtime_ns)} of every file and dir under path ({} if it does not exist)."""
     snap = {}

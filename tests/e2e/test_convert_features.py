@@ -51,9 +51,12 @@ def make_conv_model(dyn=False):
         helper.make_node("Concat", ["batch1", "minus_one"], ["flat_shape"], name="concat_shape", axis=0),
         helper.make_node("Reshape", ["p", "flat_shape"], ["f"], name="flatten"),
         helper.make_node("MatMul", ["f", "fc"], ["m"], name="fc"),
-        # A round trip through float64, which the device never runs: a host fallback.
+        # A detour through float64, which the device never runs: a host fallback. (A Neg in float64
+        # between the Casts: fold_casts would fold a bare f32 -> f64 -> f32 round trip away.)
         helper.make_node("Cast", ["m"], ["m64"], name="to_double", to=TensorProto.DOUBLE),
-        helper.make_node("Cast", ["m64"], ["m32"], name="to_float", to=TensorProto.FLOAT),
+        helper.make_node("Neg", ["m64"], ["n64"], name="neg_double"),
+        helper.make_node("Cast", ["n64"], ["n32"], name="to_float", to=TensorProto.FLOAT),
+        helper.make_node("Neg", ["n32"], ["m32"], name="neg"),
         helper.make_node("Identity", ["m32"], ["y"], name="identity"),
     ]
     batch = "N" if dyn else 2

@@ -39,8 +39,8 @@ class Model:
         self.name, self.opset = name, opset
         self.nodes, self.inputs, self.inits, self.outputs = [], [], [], []
 
-    def input(self, name, arr):
-        self.inputs.append((name, arr.astype(np.float32)))
+    def input(self, name, arr, dtype=np.float32):
+        self.inputs.append((name, arr.astype(dtype)))
         return name
 
     def const(self, name, arr, dtype=np.float32):
@@ -54,11 +54,11 @@ class Model:
     def output(self, name, ref):
         self.outputs.append((name, np.asarray(ref, dtype=np.float64)))
 
-    def proto(self):
+    def proto(self, elem=TensorProto.FLOAT):
         g = helper.make_graph(
             self.nodes, self.name,
-            [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in self.inputs],
-            [helper.make_tensor_value_info(n, TensorProto.FLOAT, r.shape) for n, r in self.outputs],
+            [helper.make_tensor_value_info(n, elem, a.shape) for n, a in self.inputs],
+            [helper.make_tensor_value_info(n, elem, r.shape) for n, r in self.outputs],
             [numpy_helper.from_array(a, n) for n, a in self.inits])
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)])
 
@@ -68,10 +68,10 @@ def rand(rng, shape, lo=-2.0, hi=2.0):
 
 
 class DeviceLoweringTest(e2e_util.E2ETestCase):
-    def check(self, m, expect_fused=()):
+    def check(self, m, expect_fused=(), elem=TensorProto.FLOAT, rtol=RTOL, atol=ATOL):
         """Compiles m, checks every node is on the device (and the fused ops present), runs, compares."""
         model_path = self.path(m.name + ".onnx")
-        onnx.save(m.proto(), model_path)
+        onnx.save(m.proto(elem), model_path)
         out_dir = self.path(m.name + "_out")
         summary = self.path(m.name + "_summary.json")
         r = e2e_util.run_tool("poprt-convert", ["--input_model", model_path, "--output_dir", out_dir, "--export_popef",
@@ -92,7 +92,7 @@ class DeviceLoweringTest(e2e_util.E2ETestCase):
         for i, (name, ref) in enumerate(m.outputs):
             got = np.load(self.path(m.name + "_res", "output_%d_%s.npy" % (i, name)))
             self.assertEqual(got.shape, ref.shape, "%s output %s" % (m.name, name))
-            np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL, err_msg="%s output %s" % (m.name, name))
+            np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol, err_msg="%s output %s" % (m.name, name))
 
     def test_gelu_pattern_runs_fused_on_the_device(self):
         rng = np.random.default_rng(1)
@@ -215,6 +215,34 @@ class DeviceLoweringTest(e2e_util.E2ETestCase):
         m.node("Pow", ["absc", m.const("three", 3.0)], "pow3")
         m.output("pow3", np.abs(cd) ** 3)
         self.check(m)
+
+    def test_float16_model_runs_on_float16_vertices(self):
+        # Half storage, float32 arithmetic: within float16's precision of a float64 reference.
+        rng = np.random.default_rng(6)
+        m = Model("half")
+        f16 = np.float16
+        x = rand(rng, (1, 3, 8, 8)).astype(f16)
+        w = (rand(rng, (4, 3, 3, 3)) * 0.3).astype(f16)
+        fc = (rand(rng, (4 * 8 * 8, 10)) * 0.1).astype(f16)
+        m.input("x", x, f16)
+        m.node("Conv", ["x", m.const("w", w, f16)], "c", pads=[1, 1, 1, 1])
+        m.node("Relu", ["c"], "r")
+        m.node("Flatten", ["r"], "f")
+        m.node("MatMul", ["f", m.const("fc", fc, f16)], "logits")
+        m.node("Softmax", ["logits"], "p", axis=-1)
+        m.node("ReduceSum", ["p", m.const("axes", [1], np.int64)], "total", keepdims=1)
+        xd, wd = x.astype(np.float64), w.astype(np.float64)
+        xp = np.pad(xd, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        conv = np.zeros((1, 4, 8, 8))
+        for o in range(4):
+            for i in range(8):
+                for j in range(8):
+                    conv[0, o, i, j] = (xp[0, :, i:i + 3, j:j + 3] * wd[o]).sum()
+        logits = np.maximum(conv, 0).reshape(1, -1) @ fc.astype(np.float64)
+        p = softmax(logits, -1)
+        m.output("p", p)
+        m.output("total", p.sum(axis=1, keepdims=True))
+        self.check(m, elem=TensorProto.FLOAT16, rtol=1e-2, atol=1e-3)
 
 
 if __name__ == "__main__":

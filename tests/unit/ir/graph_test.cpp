@@ -64,6 +64,23 @@ TEST(Graph, VerifyRejectsUseBeforeDefinition) {
   EXPECT_NE(st.error().message().find("'a' is not defined before it is used"), std::string::npos);
 }
 
+TEST(Graph, SetNodeOutputSlipsANodeBeforeAnOutput) {
+  // relu makes h; a Cast then makes the graph output y, which keeps its Value and name.
+  Graph g;
+  Value* x = g.addInput("x", f32({2}));
+  Value* y = g.addValue("y", f32({2}));
+  Node* relu = g.addNode("Relu", {x}, {y}, "r");
+  g.addOutput(y);
+  Value* h = g.addValue("h", TensorType::of(DType::Float16, {2}));
+  g.setNodeOutput(relu, 0, h);
+  EXPECT_EQ(h->producer(), relu);
+  EXPECT_EQ(y->producer(), nullptr);
+  Node* cast = g.addNode("Cast", {h}, {y}, "c");
+  EXPECT_EQ(y->producer(), cast);
+  EXPECT_EQ(g.outputs()[0], y);
+  EXPECT_TRUE(verify(g).ok());
+}
+
 TEST(Graph, ReplaceAllUsesAndRemoveNode) {
   Graph g;
   Value* x = g.addInput("x", f32({3}));

@@ -10,6 +10,7 @@
 
 #include "tools/convert_check.h"
 #include "tools/convert_options.h"
+#include "tools/value_check.h"
 
 namespace poprt::tools {
 namespace {
@@ -94,9 +95,9 @@ TEST(ConvertCheck, DynamicInputIsRefusedByName) {
 }
 
 TEST(ConvertCheck, GeneratedInputsAreDeterministicAndInRange) {
-  auto a = generateCheckInput(DType::Float, {1000}, 0, 0);
-  auto b = generateCheckInput(DType::Float, {1000}, 0, 0);
-  auto c = generateCheckInput(DType::Float, {1000}, 0, 1);
+  auto a = generateInput(DType::Float, {1000}, 0, 0);
+  auto b = generateInput(DType::Float, {1000}, 0, 0);
+  auto c = generateInput(DType::Float, {1000}, 0, 1);
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   EXPECT_TRUE(*a == *b);
   EXPECT_FALSE(*a == *c);
@@ -104,7 +105,7 @@ TEST(ConvertCheck, GeneratedInputsAreDeterministicAndInRange) {
     EXPECT_GE(v, -1.0f);
     EXPECT_LT(v, 1.0f);
   }
-  auto ints = generateCheckInput(DType::Int64, {1000}, 0, 0);
+  auto ints = generateInput(DType::Int64, {1000}, 0, 0);
   ASSERT_TRUE(ints.ok());
   bool seen[4] = {};
   for (int64_t v : ints->data<int64_t>()) {
@@ -113,7 +114,7 @@ TEST(ConvertCheck, GeneratedInputsAreDeterministicAndInRange) {
     seen[v] = true;
   }
   EXPECT_TRUE(seen[0] && seen[1] && seen[2] && seen[3]);
-  auto bools = generateCheckInput(DType::Bool, {1000}, 0, 0);
+  auto bools = generateInput(DType::Bool, {1000}, 0, 0);
   ASSERT_TRUE(bools.ok());
   int trues = 0;
   for (bool v : bools->data<bool>()) trues += v;

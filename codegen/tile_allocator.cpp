@@ -1,0 +1,105 @@
+#include "codegen/tile_allocator.h"
+
+#include <algorithm>
+
+#include "lib/support/status.h"
+
+namespace poprt::codegen {
+namespace {
+uint64_t align8(uint64_t bytes) { return (bytes + 7) & ~uint64_t{7}; }
+}  // namespace
+
+uint64_t TileAllocator::place(uint32_t tile, uint64_t start, uint64_t bytes) {
+  Tile& t = tiles_[tile];
+  t.live.emplace(start, Block{bytes, 0, 0});
+  t.top = std::max(t.top, start + bytes);
+  new_.emplace_back(tile, start);
+  return start;
+}
+
+uint64_t TileAllocator::allocate(uint32_t tile, uint64_t bytes) {
+  Tile& t = tiles_.at(tile);
+  bytes = align8(bytes);
+  if (bytes == 0) return 0;
+  for (auto it = t.free.begin(); it != t.free.end(); ++it) {
+    auto [start, size] = *it;
+    if (size >= bytes) {
+      t.free.erase(it);
+      if (size > bytes) t.free.emplace(start + bytes, size - bytes);
+      return place(tile, start, bytes);
+    }
+  }
+  // Nothing freed is big enough: a free range ending at the top grows upwards, else the top.
+  if (!t.free.empty()) {
+    auto last = std::prev(t.free.end());
+    if (last->first + last->second == t.top) {
+      const uint64_t start = last->first;
+      t.free.erase(last);
+      return place(tile, start, bytes);
+    }
+  }
+  return place(tile, t.top, bytes);
+}
+
+uint64_t TileAllocator::allocatePersistent(uint32_t tile, uint64_t bytes) {
+  Tile& t = tiles_.at(tile);
+  bytes = align8(bytes);
+  if (bytes == 0) return 0;
+  const uint64_t start = t.persistent_top;
+  t.persistent.emplace(start, Block{bytes, 0, 0});
+  t.persistent_top += bytes;
+  return start | kPersistent;
+}
+
+void TileAllocator::free(uint32_t tile, uint64_t start) {
+  POPRT_CHECK(!(start & kPersistent), "freeing persistent memory");
+  Tile& t = tiles_.at(tile);
+  auto it = t.live.find(start);
+  POPRT_CHECK(it != t.live.end(), "freeing a block that is not allocated");
+  uint64_t bytes = it->second.bytes;
+  t.live.erase(it);
+  // Coalesce with the free ranges just below and just above.
+  auto next = t.free.lower_bound(start);
+  if (next != t.free.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == start) {
+      start = prev->first;
+      bytes += prev->second;
+      t.free.erase(prev);
+    }
+  }
+  if (next != t.free.end() && start + bytes == next->first) {
+    bytes += next->second;
+    t.free.erase(next);
+  }
+  t.free.emplace(start, bytes);
+}
+
+std::optional<uint64_t> TileAllocator::blockAt(uint32_t tile, uint64_t offset) const {
+  const uint64_t flag = offset & kPersistent;
+  const auto& blocks = flag ? tiles_.at(tile).persistent : tiles_.at(tile).live;
+  offset &= ~kPersistent;
+  auto it = blocks.upper_bound(offset);
+  if (it == blocks.begin()) return std::nullopt;
+  --it;
+  if (offset < it->first + it->second.bytes) return it->first | flag;
+  return std::nullopt;
+}
+
+TileAllocator::Block& TileAllocator::block(uint32_t tile, uint64_t start) {
+  Tile& t = tiles_.at(tile);
+  return start & kPersistent ? t.persistent.at(start & ~kPersistent) : t.live.at(start);
+}
+
+uint64_t TileAllocator::relocate(uint32_t tile, uint64_t offset) const {
+  return offset & kPersistent ? tiles_.at(tile).top + (offset & ~kPersistent) : offset;
+}
+
+std::vector<uint64_t> TileAllocator::peaks() const {
+  std::vector<uint64_t> out;
+  out.reserve(tiles_.size());
+  for (const Tile& t : tiles_) out.push_back(t.top + t.persistent_top);
+  return out;
+}
+
+}  // namespace poprt::codegen

@@ -1,0 +1,100 @@
+#include "codegen/tile_memory.h"
+
+#include <algorithm>
+#include <map>
+
+#include "lib/support/bytes.h"
+
+namespace poprt::codegen {
+
+TileMemory::TileMemory(uint32_t tiles, uint64_t capacity) : alloc_(tiles), capacity_(capacity), peaks_(tiles) {}
+
+uint32_t TileMemory::label(const std::string& text) {
+  auto [it, added] = label_ids_.try_emplace(text, static_cast<uint32_t>(labels_.size()));
+  if (added) labels_.push_back(text);
+  return it->second;
+}
+
+void TileMemory::hold(const ir::Value* v, std::vector<std::pair<uint32_t, uint64_t>> blocks, uint32_t label) {
+  auto& held = held_[v];  // sorted; a value gains blocks one copy at a time, so insert in place
+  for (const auto& block : blocks) {
+    auto at = std::lower_bound(held.begin(), held.end(), block);
+    if (at != held.end() && *at == block) continue;
+    TileAllocator::Block& b = alloc_.block(block.first, block.second);
+    ++b.holders;
+    if (b.label == 0) b.label = label;  // named after its first holder: a view's memory keeps its input's name
+    held.insert(at, block);
+  }
+}
+
+void TileMemory::holdMapping(const ir::Value* v, const TileMapping& m) {
+  std::vector<std::pair<uint32_t, uint64_t>> blocks;
+  for (const Region& r : m.regions) {
+    if (r.count == 0) continue;
+    auto start = alloc_.blockAt(r.tile, r.offset);
+    POPRT_CHECK(start.has_value(), "the mapping of '" + v->name() + "' points at unallocated memory on tile " +
+                                       std::to_string(r.tile));
+    blocks.emplace_back(r.tile, *start);
+  }
+  if (!blocks.empty()) hold(v, std::move(blocks), label(v->name()));
+}
+
+void TileMemory::holdCopy(const ir::Value* v, uint32_t tile, uint64_t start) {
+  POPRT_CHECK(alloc_.blockAt(tile, start) == start, "a copy of '" + v->name() + "' is not an allocated block");
+  hold(v, {{tile, start}}, label("copies of " + v->name()));
+}
+
+void TileMemory::release(const ir::Value* v) {
+  auto it = held_.find(v);
+  if (it == held_.end()) return;
+  for (const auto& [tile, start] : it->second)
+    if (--alloc_.block(tile, start).holders == 0 && !(start & TileAllocator::kPersistent)) alloc_.free(tile, start);
+  held_.erase(it);
+}
+
+void TileMemory::endStep(const std::string& node) {
+  std::vector<std::pair<uint32_t, uint64_t>> unheld;
+  for (const auto& [tile, start] : alloc_.takeNew()) {
+    if (alloc_.blockAt(tile, start) != start) continue;  // freed since
+    TileAllocator::Block& b = alloc_.block(tile, start);
+    if (b.holders > 0) continue;
+    if (b.label == 0) b.label = label("buffers of node '" + node + "'");
+    unheld.emplace_back(tile, start);
+  }
+  // Nothing is freed during a step, so what lives now is what lived when the step peaked.
+  for (uint32_t t = 0; t < alloc_.tiles(); ++t) {
+    const uint64_t top = alloc_.peak(t);
+    if (top <= capacity_ || top == peaks_[t].top) continue;
+    std::map<uint32_t, uint64_t> by_label;
+    for (const auto& [start, b] : alloc_.liveBlocks(t)) by_label[b.label] += b.bytes;
+    for (const auto& [start, b] : alloc_.persistentBlocks(t)) by_label[b.label] += b.bytes;
+    Peak& p = peaks_[t];
+    p.top = top;
+    p.step = node;
+    p.contents.clear();
+    for (const auto& [l, bytes] : by_label) p.contents.emplace_back(bytes, l);
+    std::sort(p.contents.begin(), p.contents.end(), [&](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : labels_[a.second] < labels_[b.second];
+    });
+  }
+  for (const auto& [tile, start] : unheld) alloc_.free(tile, start);
+}
+
+std::string TileMemory::describePeak(uint32_t tile, size_t items) const {
+  const Peak& p = peaks_.at(tile);
+  if (p.top == 0) return "";
+  std::string s = "at " + (p.step.empty() ? std::string("the end") : "node '" + p.step + "'") + ": ";
+  uint64_t rest = 0;
+  for (size_t i = 0; i < p.contents.size(); ++i) {
+    if (i < items) {
+      s += (i ? ", " : "") + labels_[p.contents[i].second] + " " + humanBytes(p.contents[i].first);
+    } else {
+      rest += p.contents[i].first;
+    }
+  }
+  if (p.contents.size() > items)
+    s += " and " + std::to_string(p.contents.size() - items) + " more, " + humanBytes(rest);
+  return s;
+}
+
+}  // namespace poprt::codegen

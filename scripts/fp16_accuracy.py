@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""How accurate `poprt-convert --precision fp16` is on ../shared/models.
+
+For every model (and every NAME@VARIANT folder) it converts with --precision fp16 --export_popef
+at the shapes of meta.json, runs popef-run on the stored inputs and compares each float output
+with ONNX Runtime's stored fp32 output: cosine similarity, max abs error, NaN/Inf the fp32 output
+does not have, and for class-score outputs the share of rows whose top-1 class agrees; fp16/fp32
+is how many nodes float_to_half converted and kept in float32, dev/host where the compiled nodes
+run. A model
+passes with cosine >= 0.999 or every value within rtol = atol = 1e-2, no new NaN/Inf, and the
+same top-1. Prints a table (and --json FILE writes it); exit 1 when a model fails.
+
+    /usr/bin/python3 scripts/fp16_accuracy.py [--bin-dir build/bin] [--only NAME,...] [-- extra convert flags]
+"""
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+import e2e_util  # noqa: E402
+
+MODELS_DIR = os.path.normpath(os.path.join(REPO, "..", "shared", "models"))
+# Outputs that are class scores, with the class axis (top-1 compared per row along it).
+CLASS_AXIS = {"mnist_cntk": -1, "resnet20_cifar": -1, "light_resnet50": -1, "light_shufflenet": -1,
+              "light_squeezenet": 1, "light_densenet121": 1, "ppocr_v4_rec": -1}
+MIN_COSINE = 0.999
+TOL = 1e-2
+
+
+def top1_agreement(expected, got, axis):
+    a = np.argmax(expected, axis=axis)
+    b = np.argmax(got, axis=axis)
+    return float(np.mean(a == b))
+
+
+def run(argv, timeout):
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError("%s failed (exit %d): %s" % (os.path.basename(argv[0]), p.returncode,
+                                                          p.stderr.decode("utf-8", "replace").strip()))
+    return p.stdout.decode("utf-8", "replace")
+
+
+def check(folder, bin_dir, work, extra, timeout):
+    name = folder.split("@")[0]
+    data = os.path.join(MODELS_DIR, folder)
+    with open(os.path.join(data, "meta.json")) as f:
+        meta = json.load(f)
+    out = os.path.join(work, folder)
+    summary_path = os.path.join(out, "summary.json")
+    args = [os.path.join(bin_dir, "poprt-convert"), "--input_model", os.path.join(MODELS_DIR, name + ".onnx"),
+            "--precision", "fp16", "--export_popef", "--output_dir", out, "--summary_json", summary_path] + extra
+    for inp in meta["inputs"]:
+        args += ["--input_shape", "%s=%s" % (inp["name"], ",".join(str(d) for d in inp["dims"]))]
+    t0 = time.time()
+    run(args, timeout)
+    t1 = time.time()
+    with open(summary_path) as f:
+        summary = json.load(f)
+    counters = {p["name"]: p["counters"] for p in summary["passes"]}
+    placement = summary.get("placement") or {}
+    on_device = "%d/%d" % (len(placement.get("device_nodes", [])), len(placement.get("host_nodes", [])))
+    f2h = counters.get("float_to_half", {})
+    nodes = "%d/%d" % (f2h.get("nodes_fp16", 0), f2h.get("nodes_kept_fp32", 0))
+    run_args = [os.path.join(bin_dir, "popef-run"), os.path.join(out, "executable.popef"),
+                "--output_dir", os.path.join(out, "outputs")]
+    for inp in meta["inputs"]:
+        run_args += ["--input", "%s=%s" % (inp["name"], glob.glob(os.path.join(data, "input_%d_*.npy" % inp["index"]))[0])]
+    run(run_args, timeout)
+    t2 = time.time()
+    rows = []
+    for outp in meta["outputs"]:
+        expected_file = glob.glob(os.path.join(data, "output_%d_*.npy" % outp["index"]))[0]
+        expected = np.load(expected_file)
+        got = np.load(os.path.join(out, "outputs", os.path.basename(expected_file)))
+        if expected.dtype.kind != "f":
+            rows.append({"output": outp["name"], "exact": bool(np.array_equal(expected, got))})
+            continue
+        cosine, max_abs, new_nonfinite, close = e2e_util.precision_accuracy(expected, got, TOL)
+        row = {"output": outp["name"], "cosine": cosine, "max_abs": max_abs, "new_nonfinite": new_nonfinite,
+               "close": close}
+        if name in CLASS_AXIS:
+            row["top1"] = top1_agreement(expected, got, CLASS_AXIS[name])
+        row["ok"] = (cosine >= MIN_COSINE or close) and new_nonfinite == 0 and row.get("top1", 1.0) == 1.0
+        rows.append(row)
+    return {"model": folder, "convert_s": t1 - t0, "run_s": t2 - t1, "nodes_fp16_fp32": nodes, "device_host": on_device,
+            "float_to_half": f2h, "casts": counters.get("fold_casts", {}).get("casts_remaining", 0), "outputs": rows}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin-dir", default=os.path.join(REPO, "build", "bin"))
+    ap.add_argument("--only", default="", help="comma-separated model folders")
+    ap.add_argument("--json", default="", help="write the results to this file")
+    ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("extra", nargs="*", help="more poprt-convert flags (after --)")
+    a = ap.parse_args()
+    folders = sorted(os.path.basename(p) for p in glob.glob(os.path.join(MODELS_DIR, "*"))
+                     if os.path.isfile(os.path.join(p, "meta.json")))
+    if a.only:
+        folders = [f for f in folders if f in a.only.split(",")]
+    results, failed = [], 0
+    with tempfile.TemporaryDirectory(prefix="poprt-fp16-") as work:
+        print("%-24s %-18s %9s %9s %10s %12s %7s %5s  %s" % ("model", "output", "fp16/fp32", "dev/host", "cosine",
+                                                              "max abs err", "top-1", "NaN", "result"))
+        for folder in folders:
+            try:
+                r = check(folder, a.bin_dir, work, a.extra, a.timeout)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                print("%-24s %s" % (folder, "FAIL: %s" % e))
+                results.append({"model": folder, "error": str(e)})
+                failed += 1
+                continue
+            results.append(r)
+            for row in r["outputs"]:
+                if "exact" in row:
+                    print("%-24s %-18s %9s %9s %s" % (folder, row["output"][:18], r["nodes_fp16_fp32"], r["device_host"],
+                                                      "exact" if row["exact"] else "DIFFERS"))
+                    failed += not row["exact"]
+                    continue
+                top1 = "%.3f" % row["top1"] if "top1" in row else "-"
+                print("%-24s %-18s %9s %9s %10.6f %12.4g %7s %5d  %s" % (
+                    folder, row["output"][:18], r["nodes_fp16_fp32"], r["device_host"], row["cosine"], row["max_abs"],
+                    top1, row["new_nonfinite"], "ok" if row["ok"] else "FAIL"))
+                failed += not row["ok"]
+            sys.stdout.flush()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    print("%d of %d models pass" % (len(folders) - len({r["model"] for r in results if "error" in r or
+                                                          any(not o.get("ok", o.get("exact", True)) for o in r.get("outputs", []))}),
+                                    len(folders)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

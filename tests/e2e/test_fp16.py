@@ -1,0 +1,248 @@
+#!/usr/bin/python3
+"""End to end: `poprt-convert --precision fp16`.
+
+- A few small models of ../shared/models compile with --precision fp16, run with popef-run on
+  their stored inputs, and each float output matches ONNX Runtime's stored fp32 output: cosine
+  similarity >= 0.999 or within rtol/atol 1e-2, no NaN/Inf the fp32 output does not have, and the
+  same top-1 for class-score models. oww_melspectrogram's power spectrum (up to 3.7e9) is the real
+  overflow case the avoid-overflow patterns exist for.
+- The optimised ONNX passes onnx.checker, holds float16 weights (about half the bytes) and keeps
+  float32 model inputs/outputs unless --fp16_io.
+- --precision_compare prints its table and fills --summary_json; bad fp16 flags fail with one line.
+
+    /usr/bin/python3 tests/e2e/test_fp16.py --bin-dir build/bin
+"""
+
+import glob
+import json
+import os
+import sys
+import unittest
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util  # noqa: E402
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED_DIR = os.environ.get("POPRT_SHARED_DIR", os.path.normpath(os.path.join(_REPO, "..", "shared")))
+MODELS_DIR = os.path.join(SHARED_DIR, "models")
+
+# Small models (a second or two each on the host fallback); class-score models also keep their
+# top-1. ultraface_rfb320 decodes boxes with Exp (kept fp32 to its outputs); light_squeezenet's
+# constant-filled weights push activations past 65504 (the range check keeps those in fp32).
+RUN_MODELS = ["mnist_cntk", "resnet20_cifar", "yunet_face", "oww_melspectrogram", "ultraface_rfb320", "light_squeezenet"]
+CLASS_SCORE_MODELS = {"mnist_cntk", "resnet20_cifar"}
+RANGE_KEPT = {"light_squeezenet"}  # most of its convs stay fp32: not half the bytes
+MIN_COSINE = 0.999
+TOL = 1e-2
+
+
+def stored(name):
+    data = os.path.join(MODELS_DIR, name)
+    with open(os.path.join(data, "meta.json")) as f:
+        meta = json.load(f)
+    return data, meta
+
+
+def shape_args(meta):
+    args = []
+    for inp in meta["inputs"]:
+        args += ["--input_shape", "%s=%s" % (inp["name"], ",".join(str(d) for d in inp["dims"]))]
+    return args
+
+
+def initializer_bytes(model):
+    return sum(len(numpy_helper.to_array(t).tobytes()) for t in model.graph.initializer)
+
+
+class Fp16SharedModelsTest(e2e_util.E2ETestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.isdir(MODELS_DIR):
+            raise unittest.SkipTest("%s does not exist" % MODELS_DIR)
+
+    def test_small_models_match_onnx_runtime_in_fp16(self):
+        for name in RUN_MODELS:
+            with self.subTest(model=name):
+                self.check_model(name)
+
+    def check_model(self, name):
+        data, meta = stored(name)
+        out = self.mkdir(name)
+        src = os.path.join(MODELS_DIR, name + ".onnx")
+        args = ["--input_model", src, "--precision", "fp16", "--export_popef", "--output_dir", out,
+                "--summary_json", os.path.join(out, "summary.json")] + shape_args(meta)
+        self.assertOk(e2e_util.run_tool("poprt-convert", args, timeout=600))
+
+        # The optimised ONNX: valid, float16 weights (about half the bytes), float32 model I/O.
+        converted = onnx.load(os.path.join(out, name + ".poprt.onnx"))
+        onnx.checker.check_model(converted)
+        kinds = {t.data_type for t in converted.graph.initializer if t.data_type in (TensorProto.FLOAT, TensorProto.FLOAT16)}
+        self.assertIn(TensorProto.FLOAT16, kinds, "%s: no float16 weights" % name)
+        if name not in RANGE_KEPT:
+            # Against the fp32 conversion (light_* models build their weights with ConstantOfShape).
+            fp32_out = self.mkdir(name + "_fp32")
+            self.assertOk(e2e_util.run_tool("poprt-convert", ["--input_model", src, "--output_dir", fp32_out] + shape_args(meta)))
+            ratio = initializer_bytes(converted) / float(initializer_bytes(onnx.load(os.path.join(fp32_out, name + ".poprt.onnx"))))
+            self.assertLess(ratio, 0.55, "%s: weights take %.2f of their fp32 bytes" % (name, ratio))
+        for vi in list(converted.graph.input) + list(converted.graph.output):
+            self.assertEqual(vi.type.tensor_type.elem_type, TensorProto.FLOAT, "%s: %s" % (name, vi.name))
+        with open(os.path.join(out, "summary.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["precision"], "fp16")
+        folds = [p for p in summary["passes"] if p["name"] == "fold_casts"]
+        self.assertEqual(len(folds), 1)
+        self.assertEqual(folds[0]["counters"]["cast_chains_remaining"], 0, "%s: Cast chains left" % name)
+
+        run_args = [os.path.join(out, "executable.popef"), "--output_dir", os.path.join(out, "outputs")]
+        for inp in meta["inputs"]:
+            files = glob.glob(os.path.join(data, "input_%d_*.npy" % inp["index"]))
+            self.assertEqual(len(files), 1)
+            run_args += ["--input", "%s=%s" % (inp["name"], files[0])]
+        self.assertOk(e2e_util.run_tool("popef-run", run_args, timeout=600))
+        for outp in meta["outputs"]:
+            expected_file = glob.glob(os.path.join(data, "output_%d_*.npy" % outp["index"]))[0]
+            expected = np.load(expected_file)
+            got = np.load(os.path.join(out, "outputs", os.path.basename(expected_file)))
+            self.assertEqual(got.dtype, expected.dtype, "%s %s" % (name, outp["name"]))
+            self.assertEqual(got.shape, expected.shape, "%s %s" % (name, outp["name"]))
+            cosine, max_abs, new_nonfinite, close = e2e_util.precision_accuracy(expected, got, TOL)
+            what = "%s output %s: cosine %.6f, max abs error %.3g" % (name, outp["name"], cosine, max_abs)
+            self.assertEqual(new_nonfinite, 0, what + ": NaN/Inf where ONNX Runtime has none")
+            self.assertTrue(cosine >= MIN_COSINE or close, what)
+            if name in CLASS_SCORE_MODELS:
+                self.assertEqual(int(np.argmax(got)), int(np.argmax(expected)), what + ": top-1 differs")
+
+
+def small_model(path, opset=13):
+    """x[2,8] -> MatMul(w1) -> Relu -> MatMul(w2) -> Softmax -> y[2,4]."""
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((8, 16)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((16, 4)).astype(np.float32), "w2")
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+             helper.make_node("Relu", ["h"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "w2"], ["z"], name="mm2"),
+             helper.make_node("Softmax", ["z"], ["y"], name="softmax", axis=-1)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [w1, w2])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.save(m, path)
+    return m
+
+
+class Fp16FlagsTest(e2e_util.E2ETestCase):
+    def setUp(self):
+        super().setUp()
+        self.model = self.path("small.onnx")
+        small_model(self.model)
+
+    def convert(self, *extra, out="out"):
+        return e2e_util.run_tool("poprt-convert", ["--input_model", self.model, "--output_dir", self.path(out)] + list(extra))
+
+    def converted(self, out="out"):
+        return onnx.load(self.path(out, "small.poprt.onnx"))
+
+    def test_fp16_io_changes_model_inputs_and_outputs(self):
+        self.assertOk(self.convert("--precision", "fp16", out="a"))
+        self.assertOk(self.convert("--precision", "fp16", "--fp16_io", out="b"))
+        a, b = self.converted("a"), self.converted("b")
+        self.assertEqual(a.graph.input[0].type.tensor_type.elem_type, TensorProto.FLOAT)
+        self.assertEqual(a.graph.output[0].type.tensor_type.elem_type, TensorProto.FLOAT)
+        self.assertEqual(b.graph.input[0].type.tensor_type.elem_type, TensorProto.FLOAT16)
+        self.assertEqual(b.graph.output[0].type.tensor_type.elem_type, TensorProto.FLOAT16)
+        self.assertEqual(sum(n.op_type == "Cast" for n in a.graph.node), 2)
+        self.assertEqual(sum(n.op_type == "Cast" for n in b.graph.node), 0)
+        for m in (a, b):
+            onnx.checker.check_model(m)
+            self.assertTrue(all(t.data_type == TensorProto.FLOAT16 for t in m.graph.initializer))
+
+    def test_skip_lists_keep_ops_in_fp32(self):
+        self.assertOk(self.convert("--precision", "fp16", "--fp16_skip_op_types", "Softmax",
+                                   "--fp16_skip_node_names", "mm1"))
+        m = self.converted()
+        onnx.checker.check_model(m)
+        m = onnx.shape_inference.infer_shapes(m)
+        types = {vi.name: vi.type.tensor_type.elem_type for vi in list(m.graph.value_info) + list(m.graph.output)}
+        self.assertEqual(types["h"], TensorProto.FLOAT)   # mm1, named
+        self.assertEqual(types["r"], TensorProto.FLOAT16)  # relu converts
+        self.assertEqual(types["y"], TensorProto.FLOAT)   # softmax, by type, writes the output directly
+        w1 = [t for t in m.graph.initializer if t.name == "w1"][0]
+        self.assertEqual(w1.data_type, TensorProto.FLOAT)  # only mm1 reads it
+
+    def test_precision_compare_prints_a_table_and_fills_the_summary(self):
+        r = self.assertOk(self.convert("--precision", "fp16", "--precision_compare", "--precision_compare_per_layer",
+                                       "--summary_json", self.path("s.json")))
+        self.assertIn("precision_compare", r.stdout)
+        self.assertIn("cosine", r.stdout)
+        self.assertIn("per layer", r.stdout)
+        with open(self.path("s.json")) as f:
+            s = json.load(f)
+        outs = s["precision_compare"]["outputs"]
+        self.assertEqual([o["name"] for o in outs], ["y"])
+        self.assertGreater(outs[0]["cosine"], 0.999)
+        self.assertLess(outs[0]["max_abs_error"], 1e-2)
+        # The values inside the graph (the output is in the outputs table).
+        self.assertEqual({l["name"] for l in s["precision_compare"]["layers"]}, {"h", "r", "z"})
+        # With the inputs from a file, its name is reported as read, not generated.
+        x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(2, 8)
+        np.save(self.path("x.npy"), x)
+        r = self.assertOk(self.convert("--precision", "fp16", "--precision_compare", "--precision_compare_input",
+                                       "x=" + self.path("x.npy"), "--summary_json", self.path("t.json"), out="o2"))
+        with open(self.path("t.json")) as f:
+            self.assertEqual(json.load(f)["precision_compare"]["file_inputs"], ["x"])
+
+    def test_bad_fp16_flags_fail_with_one_line(self):
+        self.assertFails(self.convert("--precision", "fp8"), "poprt-convert", 1, ["--precision", "fp8"])
+        self.assertFails(self.convert("--precision", "fp16", "--fp16_skip_op_types", "Softmax,Sofmax"), "poprt-convert", 1,
+                         ["--fp16_skip_op_types", "'Sofmax'"])
+        self.assertFails(self.convert("--fp16_io"), "poprt-convert", 1, ["--fp16_io", "--precision fp16"])
+        self.assertFails(self.convert("--precision_compare"), "poprt-convert", 1, ["--precision_compare"])
+        self.assertFails(self.convert("--precision", "fp16", "--enable_avoid_overflow_patterns=maybe"), "poprt-convert", 2,
+                         usage=True)
+        self.assertFails(self.convert("--precision", "fp16", "--precision_compare", "--precision_compare_input",
+                                      "nope=" + self.path("x.npy")), "poprt-convert", 1, ["nope"])
+        self.assertFalse(os.path.exists(self.path("out", "small.poprt.onnx")))
+
+    def test_output_is_deterministic(self):
+        for out in ("d1", "d2"):
+            self.assertOk(self.convert("--precision", "fp16", "--fp16_skip_op_types", "Relu", "--export_popef", out=out))
+        for f in ("small.poprt.onnx", "executable.popef"):
+            with open(self.path("d1", f), "rb") as a, open(self.path("d2", f), "rb") as b:
+                self.assertEqual(a.read(), b.read(), f)
+
+    def test_unmatched_skip_name_is_a_warning(self):
+        r = self.assertOk(self.convert("--precision", "fp16", "--fp16_skip_node_names", "no_such_node"))
+        self.assertIn("no_such_node", r.stdout)
+        self.assertIn("warning", r.stdout)
+
+    def test_overflow_patterns_flag_turns_them_off(self):
+        # exp(x * 20) / sum(exp(x * 20)) (softmax without the max): exp(20) = 4.9e8 overflows fp16.
+        nodes = [helper.make_node("Mul", ["x", "k"], ["s"], name="scale"),
+                 helper.make_node("Exp", ["s"], ["e"], name="exp"),
+                 helper.make_node("ReduceSum", ["e", "axes"], ["sum"], name="sum", keepdims=1),
+                 helper.make_node("Div", ["e", "sum"], ["y"], name="div")]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+                              [numpy_helper.from_array(np.array(20, np.float32), "k"),
+                               numpy_helper.from_array(np.array([-1], np.int64), "axes")])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), self.model)
+        x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(2, 8)
+        np.save(self.path("x.npy"), x)
+        s = np.exp(x * 20.0)
+        expected = s / s.sum(axis=-1, keepdims=True)
+        for flag, ok in (("true", True), ("false", False)):
+            out = "o_" + flag
+            self.assertOk(self.convert("--precision", "fp16", "--enable_avoid_overflow_patterns=" + flag,
+                                       "--export_popef", out=out))
+            self.assertOk(e2e_util.run_tool("popef-run", [self.path(out, "executable.popef"), "--input",
+                                                          "x=" + self.path("x.npy"), "--output_dir", self.path(out, "r")]))
+            got = np.load(self.path(out, "r", "output_0_y.npy"))
+            good = bool(np.all(np.isfinite(got))) and np.allclose(got, expected, rtol=TOL, atol=TOL)
+            self.assertEqual(good, ok, "--enable_avoid_overflow_patterns=%s: %s" % (flag, got))
+
+
+if __name__ == "__main__":
+    e2e_util.main()

@@ -1,0 +1,16 @@
+// The PopEF poprt-convert writes for a compiled model: metadata (anchors for the executable's input
+// and output streams, program flow, replication factor, batches per step, compile options), the
+// executable, a tensor data blob per weight and the optimised ONNX as an opaque blob.
+#pragma once
+
+#include <string>
+
+#include "codegen/compiler.h"
+#include "popef/popef.h"
+#include "tools/convert_options.h"
+
+namespace poprt::tools {
+
+popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ConvertOptions& o, const std::string& onnx_bytes);
+
+}  // namespace poprt::tools
