@@ -4,6 +4,7 @@
 // a dynamic batcher; SIGTERM stops accepting, finishes the requests in flight and exits 0.
 #include <httplib.h>
 #include <pthread.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <csignal>
@@ -87,12 +88,23 @@ Status serve(const ServeOptions& o) {
   server.set_keep_alive_timeout(kKeepAliveSeconds);
   server.set_payload_max_length(kMaxBodyBytes);
   server.set_tcp_nodelay(true);
+  // SO_REUSEADDR, not the library's default SO_REUSEPORT: a second server on a port in use must
+  // fail, not share the port. The socket is kept to raise the backlog below.
+  int listen_socket = -1;
+  server.set_socket_options([&listen_socket](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_socket = sock;
+  });
   addRoutes(server, models, metrics);
 
   // Bound before the signal thread starts, so a SIGTERM at any time finds a server to stop.
   const int port = o.port == 0 ? server.bind_to_any_port(o.host) : (server.bind_to_port(o.host, o.port) ? o.port : -1);
-  if (port <= 0)
-    return Error("--host " + o.host + " --port " + std::to_string(o.port) + ": cannot listen there (in use, or not an address of this machine)");
+  const std::string where = "--host " + o.host + " --port " + std::to_string(o.port);
+  if (port <= 0) return Error(where + ": cannot listen there (in use, or not an address of this machine)");
+  // Debian's library listens with a backlog of 5: a burst of connections overflows it and clients
+  // are reset. Listening again on the bound socket raises it (Linux allows listen() twice).
+  if (::listen(listen_socket, SOMAXCONN) != 0) return Error(where + ": cannot raise the listen backlog");
   std::atomic<bool> signalled{false}, finished{false};
   std::thread watcher([&] {
     int sig = 0;

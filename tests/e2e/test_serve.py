@@ -263,7 +263,8 @@ class ServeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.work = tempfile.mkdtemp(prefix="poprt-e2e-serve-")
-        cls.mlp = compile_model(MLP, os.path.join(cls.work, "mlp"), ["--input_shape", "x=%d,64" % BATCH])
+        # --batch_size records batch_size and batch_axis in the PopEF, which popef-serve reads.
+        cls.mlp = compile_model(MLP, os.path.join(cls.work, "mlp"), ["--batch_size", str(BATCH)])
         dtypes_onnx = os.path.join(cls.work, "dtypes.onnx")
         dtypes_model(dtypes_onnx)
         cls.dtypes = compile_model(dtypes_onnx, os.path.join(cls.work, "dtypes"), [])
@@ -600,6 +601,14 @@ class ServeLifecycleTest(unittest.TestCase):
                (["--model", "m=" + self.mlp, "--model", "m=" + self.mlp], 1, "given twice"),
                ([], 2, "--model"),
                (["--model", "m=" + self.mlp, "--port", "70000"], 2, "--port")]
+        running = Server(["--model", "m=" + self.mlp])  # a port in use fails: it is not shared
+        try:
+            bad.append((["--model", "m=" + self.mlp, "--port", str(running.port)], 1, "--port %d" % running.port))
+            self._check_bad(bad)
+        finally:
+            self.assertEqual(running.stop(), 0)
+
+    def _check_bad(self, bad):
         for args, code, mention in bad:
             with self.subTest(args=args):
                 r = e2e_util.run_tool("popef-serve", args + ["--port", "0"] if "--port" not in args else args,
