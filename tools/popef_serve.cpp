@@ -113,6 +113,8 @@ Status serve(const ServeOptions& o) {
     signalled = true;
     std::printf("popef-serve: %s: no new requests; finishing the ones in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     std::fflush(stdout);
+    // stop() acts only once listening has begun: a signal that comes first waits for it.
+    while (!server.is_running() && !finished) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     server.stop();
   });
   std::printf("popef-serve: listening on http://%s:%d (%d HTTP threads)\n", o.host.c_str(), port, o.http_threads);

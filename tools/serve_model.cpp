@@ -31,6 +31,9 @@ Expected<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& name
   m->options_ = options;
   runtime::ModelRunnerConfig config;
   config.thread_safe = true;  // one batcher worker per replica submits
+  // The batcher has already waited for requests: a step of batches_per_step > 1 runs with the
+  // batches queued rather than waiting for more (each worker submits one batch at a time).
+  config.timeout_ns = 0;
   try {
     m->runner_ = std::make_unique<runtime::ModelRunner>(popef, config);
   } catch (const runtime::Error& e) {
