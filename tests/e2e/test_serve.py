@@ -237,6 +237,19 @@ def dtypes_model(path):
     onnx.save(model, path)
 
 
+def fixed_model(path):
+    """x: float32[2, 3] -> total = ReduceSum(x) (a scalar: no batch axis), twice = x + x."""
+    graph = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0), helper.make_node("Add", ["x", "x"], ["twice"])],
+        "fixed", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("total", TensorProto.FLOAT, []),
+         helper.make_tensor_value_info("twice", TensorProto.FLOAT, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
 def dtypes_inputs(rng, rows):
     x = {}
     for dt, npt in DATATYPES.items():
@@ -268,12 +281,16 @@ class ServeTest(unittest.TestCase):
         dtypes_onnx = os.path.join(cls.work, "dtypes.onnx")
         dtypes_model(dtypes_onnx)
         cls.dtypes = compile_model(dtypes_onnx, os.path.join(cls.work, "dtypes"), [])
+        fixed_onnx = os.path.join(cls.work, "fixed.onnx")
+        fixed_model(fixed_onnx)
+        cls.fixed = compile_model(fixed_onnx, os.path.join(cls.work, "fixed"), [])
         rng = np.random.default_rng(7)
         # 16 rows of mlp inputs and popef-run's outputs for them, a compiled batch at a time.
         cls.x = rng.uniform(-1, 1, (4 * BATCH, 64)).astype(np.float32)
         cls.y = np.concatenate([popef_run(cls.mlp, {"x": cls.x[i:i + BATCH]}, os.path.join(cls.work, "ref%d" % i))["y"]
                                 for i in range(0, len(cls.x), BATCH)])
-        args = ["--model", "mlp=" + cls.mlp, "--model", "dtypes=" + cls.dtypes, "--max_queue_delay_us", "20000"]
+        args = ["--model", "mlp=" + cls.mlp, "--model", "dtypes=" + cls.dtypes, "--model", "fixed=" + cls.fixed,
+                "--max_queue_delay_us", "20000"]
         cls.mnist_dir = os.path.join(SHARED_MODELS, "mnist_cntk")
         cls.mnist = None
         if os.path.isdir(cls.mnist_dir):
@@ -365,6 +382,21 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(status, 200, out)
         for name in ref:
             np.testing.assert_array_equal(out[name], ref[name], name)
+
+    def test_a_model_that_does_not_batch_takes_its_compiled_shapes(self):
+        status, meta = self.client.get_json("/v2/models/fixed")
+        self.assertEqual(meta["inputs"][0]["shape"], [2, 3])  # no -1: the scalar output has no batch axis
+        self.assertEqual(self.client.get_json("/v2/models/fixed/config")[1]["max_batch_size"], 0)
+        x = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
+        for binary in (False, True):
+            status, out = self.client.infer("fixed", {"x": x}, binary_inputs=binary, binary_outputs=binary)
+            self.assertEqual(status, 200, out)
+            self.assertEqual(out["total"].shape, ())
+            self.assertEqual(float(out["total"]), float(x.sum()))
+            np.testing.assert_array_equal(out["twice"], x + x)
+        status, error = self.client.infer("fixed", {"x": x[:1]})
+        self.assertEqual(status, 400)
+        self.assertIn("shape [1,3], the model takes [2,3]", error["error"])
 
     def test_shared_model_against_onnx_runtime(self):
         if self.mnist is None:
