@@ -11,6 +11,7 @@ packages=(
   libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata python3-onnx python3-numpy
+  libcpp-httplib-dev curl  # popef-serve (cpp-httplib) and its end-to-end test (curl)
 )
 if [ "${1:-}" = "--clang" ]; then
   packages+=(clang libclang-rt-14-dev llvm)

@@ -33,6 +33,10 @@ popef::PopefFile makePopef(const codegen::CompileResult& compiled, const Convert
                         {"batches_per_step", std::to_string(o.batches_per_step)},
                         {"tiles_per_ipu", std::to_string(exe.target.tiles_per_ipu)},
                         {"available_memory_proportion", std::to_string(o.available_memory_proportion)}};
+  if (o.batch_size != 0) {  // popef-serve batches requests along this axis
+    md.compile_options["batch_size"] = std::to_string(o.batch_size);
+    md.compile_options["batch_axis"] = std::to_string(o.batch_axis);
+  }
   md.extra = {{"device_nodes", compiled.device_nodes}, {"host_nodes", compiled.host_nodes}};
   file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
   for (const auto& [name, tensor] : compiled.weights) file.blobs.push_back(popef::makeTensorDataBlob(name, tensor));

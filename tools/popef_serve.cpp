@@ -1,0 +1,153 @@
+// popef-serve: serves PopEF models over HTTP with the KServe v2 / Triton inference protocol, so
+// the clients, load balancers and benchmark tools written for those servers work unchanged. Each
+// model runs on the IPU simulator through the runtime (ModelRunner, as popef-run uses it) behind
+// a dynamic batcher; SIGTERM stops accepting, finishes the requests in flight and exits 0.
+#include <httplib.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "tools/serve_http.h"
+#include "tools/tool_common.h"
+
+namespace poprt::tools {
+namespace {
+
+struct ServeOptions {
+  std::vector<std::string> models;  // NAME=FILE.popef
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  int64_t max_queue_delay_us = 0;
+  bool dynamic_batching = true;
+  int http_threads = 64;
+  std::string logging_level;
+};
+
+// Request bodies above this are refused (413): room for the JSON text of a few hundred MB of
+// elements, while a runaway client cannot make the server hold without bound.
+constexpr size_t kMaxBodyBytes = size_t{1} << 30;
+// Idle keep-alive connections close after this; it also bounds how long shutdown waits for them.
+constexpr time_t kKeepAliveSeconds = 5;
+
+bool validModelName(const std::string& name) {
+  if (name.empty() || name.size() > 200) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+  return true;
+}
+
+Status loadModels(const ServeOptions& o, ServerMetrics& metrics, ModelRegistry& models) {
+  BatcherOptions batching;
+  batching.dynamic_batching = o.dynamic_batching;
+  batching.max_queue_delay = std::chrono::microseconds(o.max_queue_delay_us);
+  for (const std::string& text : o.models) {
+    POPRT_ASSIGN_OR_RETURN(auto kv, splitAssignment(text, "--model"));
+    const auto& [name, file] = kv;
+    if (!validModelName(name))
+      return Error("--model " + text + ": the name must be 1-200 characters of A-Z, a-z, 0-9, '_', '-', '.'");
+    if (models.count(name)) return Error("--model: '" + name + "' is given twice");
+    auto m = ServedModel::load(name, file, batching, metrics);
+    if (!m.ok()) return m.error().withContext("--model " + name);
+    const ModelLayout& l = (*m)->layout();
+    if (l.batchable)
+      std::printf("popef-serve: model '%s' (%s): batches of %lld rows along axis %d, %s\n", name.c_str(), file.c_str(),
+                  static_cast<long long>(l.batch), l.axis,
+                  o.dynamic_batching ? ("dynamic batching, max queue delay " + std::to_string(o.max_queue_delay_us) + " us").c_str()
+                                     : "each request runs alone");
+    else
+      std::printf("popef-serve: model '%s' (%s): requests give the compiled shapes (%s)\n", name.c_str(), file.c_str(),
+                  l.why_not_batchable.c_str());
+    models.emplace(name, std::move(m).value());
+  }
+  return okStatus();
+}
+
+Status serve(const ServeOptions& o) {
+  POPRT_TRY(applyLogging(o.logging_level));
+  // SIGTERM and SIGINT are taken by one thread with sigwait: blocked here, before any thread
+  // starts, so every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is an error on its socket, not the end
+
+  ServerMetrics metrics;  // outlives the models, which record into it
+  ModelRegistry models;
+  POPRT_TRY(loadModels(o, metrics, models));
+
+  httplib::Server server;
+  const size_t threads = static_cast<size_t>(o.http_threads);
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server.set_keep_alive_max_count(100000);
+  server.set_keep_alive_timeout(kKeepAliveSeconds);
+  server.set_payload_max_length(kMaxBodyBytes);
+  server.set_tcp_nodelay(true);
+  // SO_REUSEADDR, not the library's default SO_REUSEPORT: a second server on a port in use must
+  // fail, not share the port. The socket is kept to raise the backlog below.
+  int listen_socket = -1;
+  server.set_socket_options([&listen_socket](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_socket = sock;
+  });
+  addRoutes(server, models, metrics);
+
+  // Bound before the signal thread starts, so a SIGTERM at any time finds a server to stop.
+  const int port = o.port == 0 ? server.bind_to_any_port(o.host) : (server.bind_to_port(o.host, o.port) ? o.port : -1);
+  const std::string where = "--host " + o.host + " --port " + std::to_string(o.port);
+  if (port <= 0) return Error(where + ": cannot listen there (in use, or not an address of this machine)");
+  // Debian's library listens with a backlog of 5: a burst of connections overflows it and clients
+  // are reset. Listening again on the bound socket raises it (Linux allows listen() twice).
+  if (::listen(listen_socket, SOMAXCONN) != 0) return Error(where + ": cannot raise the listen backlog");
+  std::atomic<bool> signalled{false}, finished{false};
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (finished) return;
+    signalled = true;
+    std::printf("popef-serve: %s: no new requests; finishing the ones in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fflush(stdout);
+    // stop() acts only once listening has begun: a signal that comes first waits for it.
+    while (!server.is_running() && !finished) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    server.stop();
+  });
+  std::printf("popef-serve: listening on http://%s:%d (%d HTTP threads)\n", o.host.c_str(), port, o.http_threads);
+  std::fflush(stdout);
+  const bool listened = server.listen_after_bind();  // returns once stopped and every handler has replied
+  finished = true;
+  if (!signalled) pthread_kill(watcher.native_handle(), SIGTERM);  // wake the watcher
+  watcher.join();
+  models.clear();  // each batcher runs what it holds, then its runner detaches the device
+  std::printf("popef-serve: stopped\n");
+  std::fflush(stdout);
+  if (!signalled && !listened) return Error("--host " + o.host + " --port " + std::to_string(port) + ": the server stopped listening");
+  return okStatus();
+}
+
+}  // namespace
+}  // namespace poprt::tools
+
+int main(int argc, char** argv) {
+  using namespace poprt::tools;
+  ServeOptions o;
+  CLI::App app{"popef-serve: serve PopEF models over HTTP with the KServe v2 (Triton) inference protocol"};
+  app.add_option("--model", o.models, "NAME=FILE.popef: serve FILE as model NAME (repeatable)")->required();
+  app.add_option("--host", o.host, "address to listen on (default 127.0.0.1)");
+  app.add_option("--port", o.port, "port to listen on; 0 picks a free one (default 8000)")->check(CLI::Range(0, 65535));
+  app.add_option("--max_queue_delay_us", o.max_queue_delay_us,
+                 "how long the oldest queued request waits for others to fill its batch (default 0: batch what is queued)")
+      ->check(CLI::Range(int64_t{0}, int64_t{60'000'000}));
+  app.add_flag("--dynamic_batching", o.dynamic_batching,
+               "batch requests of a model together (default true; =false runs each request alone)");
+  app.add_option("--http_threads", o.http_threads,
+                 "threads serving connections: the most connections handled at once (default 64)")
+      ->check(CLI::Range(1, 4096));
+  addLoggingFlag(app, o.logging_level);
+  return runTool("popef-serve", app, argc, argv, [&] { return serve(o); });
+}

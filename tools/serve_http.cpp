@@ -1,0 +1,113 @@
+#include "tools/serve_http.h"
+
+#include <httplib.h>
+
+#include <chrono>
+
+#include "tools/serve_protocol.h"
+
+#ifndef POPRT_VERSION
+#define POPRT_VERSION "unknown"
+#endif
+
+namespace poprt::tools {
+namespace {
+
+using json = nlohmann::json;
+
+// Model routes: /v2/models/NAME or /v2/models/NAME/versions/VERSION, then the rest.
+const std::string kModel = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
+
+void send(httplib::Response& res, const HttpReply& r) {
+  res.status = r.status;
+  if (r.header_length > 0) res.set_header(kHeaderLengthHeader, std::to_string(r.header_length));
+  res.set_content(r.body, r.content_type);
+}
+
+// The model a route names, or null after replying 404 (unknown model, or a version it lacks:
+// each model has version 1 only).
+ServedModel* lookup(ModelRegistry& models, const httplib::Request& req, httplib::Response& res) {
+  const std::string name = req.matches[1];
+  auto it = models.find(name);
+  if (it == models.end()) {
+    send(res, errorReply(404, "unknown model '" + name + "'"));
+    return nullptr;
+  }
+  const std::string version = req.matches.size() > 2 ? std::string(req.matches[2]) : "";
+  if (!version.empty() && version != "1") {
+    send(res, errorReply(404, "model '" + name + "' has no version '" + version + "' (versions: 1)"));
+    return nullptr;
+  }
+  return it->second.get();
+}
+
+void infer(ServedModel& m, const httplib::Request& req, httplib::Response& res) {
+  const auto start = std::chrono::steady_clock::now();
+  auto call = parseInfer(req.body, req.get_header_value(kHeaderLengthHeader), m.layout());
+  if (!call.ok()) {
+    ++m.metrics().failure;
+    send(res, errorReply(400, call.error().message()));
+    return;
+  }
+  // The handler's thread waits for the batch: the HTTP thread pool bounds the requests queued.
+  const ServeResult result = m.batcher().submit(std::move(call->request)).get();
+  const HttpReply reply = inferReply(m.name(), *call, m.layout(), result);
+  ++(reply.status == 200 ? m.metrics().success : m.metrics().failure);
+  m.metrics().request_s.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  send(res, reply);
+}
+
+}  // namespace
+
+void addRoutes(httplib::Server& server, ModelRegistry& models, ServerMetrics& metrics) {
+  server.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
+    send(res, jsonReply(200, {{"name", "popef-serve"},
+                              {"version", POPRT_VERSION},
+                              {"extensions", {"binary_tensor_data", "model_configuration"}}}));
+  });
+  server.Get("/v2/health/live", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+  server.Get("/v2/health/ready", [&models](const httplib::Request&, httplib::Response& res) {
+    bool ready = true;
+    for (const auto& [name, m] : models) ready = ready && m->ready();
+    res.status = ready ? 200 : 503;
+  });
+  server.Get(kModel, [&models](const httplib::Request& req, httplib::Response& res) {
+    if (ServedModel* m = lookup(models, req, res)) send(res, jsonReply(200, modelMetadata(m->name(), m->layout())));
+  });
+  server.Get(kModel + "/ready", [&models](const httplib::Request& req, httplib::Response& res) {
+    if (ServedModel* m = lookup(models, req, res)) res.status = m->ready() ? 200 : 503;
+  });
+  server.Get(kModel + "/config", [&models](const httplib::Request& req, httplib::Response& res) {
+    if (ServedModel* m = lookup(models, req, res))
+      send(res, jsonReply(200, modelConfig(m->name(), m->layout(), m->options(), m->metrics().replicas)));
+  });
+  server.Post(kModel + "/infer", [&models](const httplib::Request& req, httplib::Response& res) {
+    if (ServedModel* m = lookup(models, req, res)) infer(*m, req, res);
+  });
+  server.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics.render(), "text/plain; version=0.0.4");
+  });
+
+  // Every error reply is {"error": ...}: the library's own (no route, a body too large, a
+  // malformed request) get one here.
+  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string what = res.status == 404   ? "no route for " + req.method + " " + req.path
+                             : res.status == 413 ? "the request body is too large"
+                                                 : "the request could not be read (HTTP " + std::to_string(res.status) + ")";
+    res.set_content(errorReply(res.status, what).body, "application/json");
+  });
+  server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send(res, errorReply(500, "internal error: " + what));
+  });
+  server.set_logger([&metrics](const httplib::Request&, const httplib::Response& res) { metrics.countResponse(res.status); });
+}
+
+}  // namespace poprt::tools

@@ -1,0 +1,23 @@
+// popef-serve's HTTP routes on cpp-httplib: the KServe v2 REST endpoints (server and model
+// health and metadata, inference), GET /v2/models/NAME/config and GET /metrics.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "tools/serve_metrics.h"
+#include "tools/serve_model.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace poprt::tools {
+
+using ModelRegistry = std::map<std::string, std::unique_ptr<ServedModel>>;
+
+// Registers every route on `server`. `models` and `metrics` outlive the server's requests.
+void addRoutes(httplib::Server& server, ModelRegistry& models, ServerMetrics& metrics);
+
+}  // namespace poprt::tools

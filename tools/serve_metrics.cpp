@@ -1,0 +1,121 @@
+#include "tools/serve_metrics.h"
+
+#include <cstdio>
+#include <functional>
+
+namespace poprt::tools {
+namespace {
+
+// A sample value as Prometheus reads it (integers exactly, others with 9 significant digits).
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string escapeLabel(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+void header(std::string& out, const std::string& name, const char* type, const char* help) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+}  // namespace
+
+void Histogram::observe(double seconds) {
+  size_t i = 0;
+  while (i < kBounds.size() && seconds > kBounds[i]) ++i;
+  std::lock_guard lock(mutex_);
+  ++counts_[i];
+  sum_ += seconds;
+  ++count_;
+}
+
+void Histogram::render(const std::string& name, const std::string& labels, std::string& out) const {
+  std::lock_guard lock(mutex_);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= kBounds.size(); ++i) {
+    cumulative += counts_[i];
+    const std::string le = i < kBounds.size() ? number(kBounds[i]) : "+Inf";
+    out += name + "_bucket{" + labels + ",le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  out += name + "_sum{" + labels + "} " + number(sum_) + "\n";
+  out += name + "_count{" + labels + "} " + std::to_string(count_) + "\n";
+}
+
+ModelMetrics* ServerMetrics::addModel(const std::string& name) {
+  models_.push_back(std::make_unique<ModelMetrics>());
+  models_.back()->model = name;
+  return models_.back().get();
+}
+
+void ServerMetrics::countResponse(int status) {
+  std::lock_guard lock(mutex_);
+  ++responses_[status];
+}
+
+std::string ServerMetrics::render() const {
+  std::string out;
+  auto perModel = [&](const std::string& name, const char* type, const char* help,
+                      const std::function<std::string(const ModelMetrics&)>& value) {
+    header(out, name, type, help);
+    for (const auto& m : models_) out += name + "{model=\"" + escapeLabel(m->model) + "\"} " + value(*m) + "\n";
+  };
+  perModel("poprt_inference_request_success_total", "counter", "Inference requests answered with 200.",
+           [](const ModelMetrics& m) { return std::to_string(m.success.load()); });
+  perModel("poprt_inference_request_failure_total", "counter",
+           "Inference requests to the model that failed (bad request or runtime error).",
+           [](const ModelMetrics& m) { return std::to_string(m.failure.load()); });
+  perModel("poprt_inference_count_total", "counter", "Rows inferred (the rows of the requests, padding not counted).",
+           [](const ModelMetrics& m) { return std::to_string(m.rows.load()); });
+  perModel("poprt_inference_exec_count_total", "counter", "Batches run on the device.",
+           [](const ModelMetrics& m) { return std::to_string(m.batches.load()); });
+  perModel("poprt_inference_pending_requests", "gauge", "Requests waiting for their batch to start.",
+           [](const ModelMetrics& m) { return std::to_string(m.pending.load()); });
+  perModel("poprt_batch_fill_ratio", "gauge", "Rows inferred over the rows of the batches run (1: no padding).",
+           [](const ModelMetrics& m) {
+             const double capacity = static_cast<double>(m.batches.load()) * static_cast<double>(m.batch);
+             return number(capacity > 0 ? static_cast<double>(m.rows.load()) / capacity : 0);
+           });
+  perModel("poprt_ipu_utilization_estimate", "gauge",
+           "Fraction of the time since the model was loaded that real IPUs would have spent running its batches "
+           "(the cost model's estimate per batch; above 1 the load exceeds what they could serve).",
+           [](const ModelMetrics& m) {
+             const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - m.since).count();
+             const double busy = static_cast<double>(m.batches.load()) * m.ipu_seconds_per_batch;
+             return number(wall > 0 ? busy / (wall * m.replicas) : 0);
+           });
+  struct HistogramDef {
+    const char* name;
+    const char* help;
+    Histogram ModelMetrics::*member;
+  };
+  const HistogramDef histograms[] = {
+      {"poprt_inference_queue_duration_seconds", "Time a request waited for its batch to start.", &ModelMetrics::queue_s},
+      {"poprt_inference_compute_duration_seconds",
+       "Time a batch ran on the device (host-to-device, compute, device-to-host).", &ModelMetrics::compute_s},
+      {"poprt_inference_request_duration_seconds", "Time from receiving a request to its reply.",
+       &ModelMetrics::request_s},
+  };
+  for (const HistogramDef& h : histograms) {
+    header(out, h.name, "histogram", h.help);
+    for (const auto& m : models_) ((*m).*h.member).render(h.name, "model=\"" + escapeLabel(m->model) + "\"", out);
+  }
+  header(out, "poprt_http_responses_total", "counter", "HTTP responses by status code.");
+  std::lock_guard lock(mutex_);
+  for (const auto& [status, count] : responses_)
+    out += "poprt_http_responses_total{code=\"" + std::to_string(status) + "\"} " + std::to_string(count) + "\n";
+  return out;
+}
+
+}  // namespace poprt::tools

@@ -1,0 +1,43 @@
+// A model popef-serve serves: its ModelRunner (device attached, weights loaded), how its anchors
+// batch, its batcher and its metrics.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "poprt/runtime/model_runner.h"
+#include "tools/serve_batcher.h"
+#include "tools/serve_layout.h"
+#include "tools/serve_metrics.h"
+
+namespace poprt::tools {
+
+class ServedModel {
+ public:
+  // Loads `popef` as `name`. The batch axis is the PopEF's compile option batch_axis (what
+  // poprt-convert --batch_axis set), 0 when it has none. Errors start with the file name.
+  static Expected<std::unique_ptr<ServedModel>> load(const std::string& name, const std::string& popef,
+                                                     const BatcherOptions& options, ServerMetrics& metrics);
+  ~ServedModel();
+
+  const std::string& name() const { return name_; }
+  const std::string& popef() const { return popef_; }
+  const ModelLayout& layout() const { return layout_; }
+  const BatcherOptions& options() const { return options_; }
+  ModelMetrics& metrics() { return *metrics_; }
+  Batcher& batcher() { return *batcher_; }
+  // Every replica is in service.
+  bool ready() const;
+
+ private:
+  ServedModel() = default;
+
+  std::string name_, popef_;
+  BatcherOptions options_;
+  std::unique_ptr<runtime::ModelRunner> runner_;
+  ModelLayout layout_;
+  ModelMetrics* metrics_ = nullptr;
+  std::unique_ptr<Batcher> batcher_;  // declared last: stops (and drains) before the runner goes
+};
+
+}  // namespace poprt::tools

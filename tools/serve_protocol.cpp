@@ -1,0 +1,278 @@
+#include "tools/serve_protocol.h"
+
+#include <charconv>
+#include <optional>
+
+#include "tools/serve_tensors.h"
+
+namespace poprt::tools {
+namespace {
+
+using json = nlohmann::json;
+
+std::string datatypeOf(const AnchorLayout& a) { return std::string(*kserveDatatype(a.dtype)); }
+
+std::string names(const std::vector<AnchorLayout>& anchors) {
+  std::string s;
+  for (const auto& a : anchors) s += (s.empty() ? "" : ", ") + a.desc.name;
+  return s;
+}
+
+// The anchor named `name`, or its index past the end.
+size_t find(const std::vector<AnchorLayout>& anchors, const std::string& name) {
+  size_t i = 0;
+  while (i < anchors.size() && anchors[i].desc.name != name) ++i;
+  return i;
+}
+
+// An optional member of an object, which must have `check`'s JSON type when present.
+template <class Check>
+Expected<const json*> member(const json& object, const char* key, const std::string& where, Check check,
+                             const char* expected) {
+  auto it = object.find(key);
+  if (it == object.end()) return static_cast<const json*>(nullptr);
+  if (!check(*it)) return Error(where + "\"" + key + "\" must be " + expected);
+  return &*it;
+}
+bool isObject(const json& j) { return j.is_object(); }
+bool isArray(const json& j) { return j.is_array(); }
+bool isString(const json& j) { return j.is_string(); }
+bool isBool(const json& j) { return j.is_boolean(); }
+
+Expected<Shape> parseShape(const json& j, const std::string& where) {
+  if (!j.is_array()) return Error(where + "\"shape\" must be an array of dims");
+  Shape s;
+  for (const auto& d : j) {
+    if (!d.is_number_integer() || (d.is_number_integer() && !d.is_number_unsigned() && d.get<int64_t>() < 0))
+      return Error(where + "\"shape\" " + j.dump() + " must hold non-negative integers");
+    if (d.is_number_unsigned() && d.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      return Error(where + "\"shape\" " + j.dump() + " has a dim out of range");
+    s.push_back(d.get<int64_t>());
+  }
+  return s;
+}
+
+// The rows a request's input of shape `s` carries, checked against the model's input `a`.
+Expected<int64_t> rowsOf(const Shape& s, const AnchorLayout& a, const ModelLayout& layout, const std::string& where) {
+  const Shape& compiled = a.desc.shape;
+  const std::string takes = ", the model takes " + shapeToString(layout.batchable ? layout.shapeFor(a, -1) : compiled) +
+                            (layout.batchable ? " with 1.." + std::to_string(layout.batch) + " rows along axis " +
+                                                    std::to_string(layout.axis)
+                                              : "");
+  if (s.size() != compiled.size()) return Error(where + "shape " + shapeToString(s) + takes);
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] != compiled[i] && !(layout.batchable && static_cast<int>(i) == layout.axis))
+      return Error(where + "shape " + shapeToString(s) + takes);
+  if (!layout.batchable) return 1;
+  const int64_t rows = s[static_cast<size_t>(layout.axis)];
+  if (rows < 1 || rows > layout.batch)
+    return Error(where + "shape " + shapeToString(s) + " has " + std::to_string(rows) + " rows along axis " +
+                 std::to_string(layout.axis) + "; the model is compiled for batches of " + std::to_string(layout.batch) +
+                 " (1.." + std::to_string(layout.batch) + " rows per request)");
+  return rows;
+}
+
+Expected<size_t> parseHeaderLength(const std::string& text, size_t body_size) {
+  size_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n > body_size)
+    return Error(std::string(kHeaderLengthHeader) + " '" + text + "' is not a length within the body (" +
+                 std::to_string(body_size) + " bytes)");
+  return n;
+}
+
+}  // namespace
+
+HttpReply jsonReply(int status, const json& body) {
+  HttpReply r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+HttpReply errorReply(int status, const std::string& message) { return jsonReply(status, {{"error", message}}); }
+
+Expected<InferCall> parseInfer(std::string_view body, const std::string& header_length, const ModelLayout& layout) {
+  std::string_view text = body, binary;
+  if (!header_length.empty()) {
+    POPRT_ASSIGN_OR_RETURN(size_t n, parseHeaderLength(header_length, body.size()));
+    text = body.substr(0, n);
+    binary = body.substr(n);
+  }
+  json request;
+  try {
+    request = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return Error(std::string("the request is not valid JSON: ") + e.what());
+  }
+  if (!request.is_object()) return Error("the request must be a JSON object");
+
+  InferCall call;
+  POPRT_ASSIGN_OR_RETURN(const json* id, member(request, "id", "", isString, "a string"));
+  if (id) call.id = id->get<std::string>();
+  bool binary_default = false;
+  POPRT_ASSIGN_OR_RETURN(const json* params, member(request, "parameters", "", isObject, "an object"));
+  if (params) {
+    POPRT_ASSIGN_OR_RETURN(const json* b, member(*params, "binary_data_output", "parameters: ", isBool, "true or false"));
+    if (b) binary_default = b->get<bool>();
+  }
+
+  POPRT_ASSIGN_OR_RETURN(const json* inputs, member(request, "inputs", "", isArray, "an array"));
+  if (!inputs) return Error("the request has no \"inputs\" (the model takes: " + names(layout.inputs) + ")");
+  std::vector<std::optional<std::vector<uint8_t>>> given(layout.inputs.size());
+  std::optional<int64_t> rows;
+  std::string rows_from;
+  size_t binary_used = 0;
+  for (const json& in : *inputs) {
+    if (!in.is_object()) return Error("every element of \"inputs\" must be an object");
+    POPRT_ASSIGN_OR_RETURN(const json* name_j, member(in, "name", "input: ", isString, "a string"));
+    if (!name_j) return Error("an input has no \"name\"");
+    const std::string name = name_j->get<std::string>();
+    const std::string where = "input '" + name + "': ";
+    const size_t index = find(layout.inputs, name);
+    if (index == layout.inputs.size())
+      return Error("unknown input '" + name + "' (the model takes: " + names(layout.inputs) + ")");
+    if (given[index]) return Error(where + "given twice");
+    const AnchorLayout& a = layout.inputs[index];
+
+    POPRT_ASSIGN_OR_RETURN(const json* dt, member(in, "datatype", where, isString, "a string"));
+    if (!dt) return Error(where + "no \"datatype\" (the model takes " + datatypeOf(a) + ")");
+    if (dt->get<std::string>() != datatypeOf(a))
+      return Error(where + "datatype " + dt->get<std::string>() + ", the model takes " + datatypeOf(a));
+    auto shape_it = in.find("shape");
+    if (shape_it == in.end()) return Error(where + "no \"shape\"");
+    POPRT_ASSIGN_OR_RETURN(Shape shape, parseShape(*shape_it, where));
+    POPRT_ASSIGN_OR_RETURN(int64_t r, rowsOf(shape, a, layout, where));
+    if (rows && *rows != r)
+      return Error(where + std::to_string(r) + " rows along axis " + std::to_string(layout.axis) + ", input '" +
+                   rows_from + "' has " + std::to_string(*rows));
+    rows = r;
+    rows_from = name;
+    const size_t bytes = layout.bytesFor(a, r);
+
+    POPRT_ASSIGN_OR_RETURN(const json* in_params, member(in, "parameters", where, isObject, "an object"));
+    const json* size_j = nullptr;
+    if (in_params) {
+      auto it = in_params->find("binary_data_size");
+      if (it != in_params->end()) size_j = &*it;
+    }
+    auto data = in.find("data");
+    if (size_j && data != in.end()) return Error(where + "both \"data\" and binary_data_size");
+    if (size_j) {
+      if (header_length.empty())
+        return Error(where + "binary_data_size without an " + kHeaderLengthHeader + " header");
+      if (!size_j->is_number_unsigned() || size_j->get<uint64_t>() != bytes)
+        return Error(where + "binary_data_size " + size_j->dump() + ", its shape " + shapeToString(shape) + " of " +
+                     datatypeOf(a) + " is " + std::to_string(bytes) + " bytes");
+      if (binary.size() - binary_used < bytes)
+        return Error(where + "binary_data_size " + std::to_string(bytes) + " runs past the end of the body (" +
+                     std::to_string(binary.size() - binary_used) + " bytes left)");
+      const auto* p = reinterpret_cast<const uint8_t*>(binary.data()) + binary_used;
+      std::vector<uint8_t> v(p, p + bytes);
+      binary_used += bytes;
+      if (a.dtype == DType::Bool)
+        for (size_t i = 0; i < v.size(); ++i)
+          if (v[i] > 1) return Error(where + "BOOL byte " + std::to_string(i) + " is " + std::to_string(v[i]) + ", not 0 or 1");
+      given[index] = std::move(v);
+    } else {
+      if (data == in.end()) return Error(where + "no \"data\" (nor binary_data_size)");
+      const size_t element = dtypeSize(a.dtype);
+      auto v = decodeJsonData(*data, a.dtype, static_cast<int64_t>(bytes / element));
+      if (!v.ok()) return v.error().withContext("input '" + name + "': data");
+      given[index] = std::move(v).value();
+    }
+  }
+  for (size_t i = 0; i < given.size(); ++i)
+    if (!given[i]) return Error("input '" + layout.inputs[i].desc.name + "' is missing");
+  if (binary_used != binary.size())
+    return Error(std::to_string(binary.size() - binary_used) + " bytes of binary data after the inputs' binary_data_size");
+  call.request.rows = layout.batchable ? *rows : 1;
+  for (auto& g : given) call.request.inputs.push_back(std::move(*g));
+
+  POPRT_ASSIGN_OR_RETURN(const json* outputs, member(request, "outputs", "", isArray, "an array"));
+  if (!outputs) {
+    for (size_t i = 0; i < layout.outputs.size(); ++i) call.outputs.push_back({i, binary_default});
+    return call;
+  }
+  std::vector<bool> chosen(layout.outputs.size(), false);
+  for (const json& out : *outputs) {
+    if (!out.is_object()) return Error("every element of \"outputs\" must be an object");
+    POPRT_ASSIGN_OR_RETURN(const json* name_j, member(out, "name", "output: ", isString, "a string"));
+    if (!name_j) return Error("an output has no \"name\"");
+    const std::string name = name_j->get<std::string>();
+    const size_t index = find(layout.outputs, name);
+    if (index == layout.outputs.size())
+      return Error("unknown output '" + name + "' (the model gives: " + names(layout.outputs) + ")");
+    if (chosen[index]) return Error("output '" + name + "' is asked for twice");
+    chosen[index] = true;
+    bool binary_out = binary_default;
+    POPRT_ASSIGN_OR_RETURN(const json* out_params,
+                           member(out, "parameters", "output '" + name + "': ", isObject, "an object"));
+    if (out_params) {
+      POPRT_ASSIGN_OR_RETURN(const json* b,
+                             member(*out_params, "binary_data", "output '" + name + "': parameters: ", isBool, "true or false"));
+      if (b) binary_out = b->get<bool>();
+    }
+    call.outputs.push_back({index, binary_out});
+  }
+  return call;
+}
+
+HttpReply inferReply(const std::string& model, const InferCall& call, const ModelLayout& layout,
+                     const ServeResult& result) {
+  if (result.status != 200) return errorReply(result.status, result.error);
+  json reply = {{"model_name", model}, {"model_version", "1"}};
+  if (!call.id.empty()) reply["id"] = call.id;
+  json outputs = json::array();
+  std::string tail;
+  for (const OutputChoice& c : call.outputs) {
+    const AnchorLayout& a = layout.outputs[c.index];
+    const ServeOutput& o = result.outputs[c.index];
+    json out = {{"name", a.desc.name}, {"datatype", datatypeOf(a)}, {"shape", o.shape}};
+    if (c.binary) {
+      out["parameters"] = {{"binary_data_size", o.bytes.size()}};
+      tail.append(reinterpret_cast<const char*>(o.bytes.data()), o.bytes.size());
+    } else {
+      out["data"] = encodeJsonData(o.bytes, a.dtype);
+    }
+    outputs.push_back(std::move(out));
+  }
+  reply["outputs"] = std::move(outputs);
+  HttpReply r = jsonReply(200, reply);
+  const bool any_binary = std::any_of(call.outputs.begin(), call.outputs.end(), [](const auto& c) { return c.binary; });
+  if (any_binary) {
+    r.header_length = r.body.size();
+    r.body += tail;
+    r.content_type = "application/octet-stream";
+  }
+  return r;
+}
+
+json modelMetadata(const std::string& name, const ModelLayout& layout) {
+  auto tensors = [&](const std::vector<AnchorLayout>& anchors) {
+    json list = json::array();
+    for (const auto& a : anchors)
+      list.push_back({{"name", a.desc.name},
+                      {"datatype", datatypeOf(a)},
+                      {"shape", layout.batchable ? layout.shapeFor(a, -1) : a.desc.shape}});
+    return list;
+  };
+  return {{"name", name},
+          {"versions", {"1"}},
+          {"platform", "poprt_popef"},
+          {"inputs", tensors(layout.inputs)},
+          {"outputs", tensors(layout.outputs)}};
+}
+
+json modelConfig(const std::string& name, const ModelLayout& layout, const BatcherOptions& options, unsigned replicas) {
+  return {{"name", name},
+          {"platform", "poprt_popef"},
+          {"max_batch_size", layout.batchable ? layout.batch : 0},
+          {"batch_axis", layout.axis},
+          {"replicas", replicas},
+          {"dynamic_batching",
+           {{"enabled", options.dynamic_batching && layout.batchable},
+            {"max_queue_delay_microseconds", options.max_queue_delay.count()}}}};
+}
+
+}  // namespace poprt::tools

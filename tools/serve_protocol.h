@@ -1,0 +1,64 @@
+// The KServe v2 inference protocol as popef-serve speaks it (Triton's HTTP/REST flavour): an
+// infer request's JSON (tensors as JSON data, or with the binary tensor extension as bytes after
+// the JSON header) checked against the model and turned into a batcher request; the reply with
+// each output as JSON data or binary; model metadata and configuration; errors as
+// {"error": "..."}. Independent of the HTTP library.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/support/status.h"
+#include "tools/serve_batcher.h"
+#include "tools/serve_layout.h"
+
+namespace poprt::tools {
+
+// The protocol's header naming the length of the JSON part of a body with binary tensors.
+inline constexpr const char* kHeaderLengthHeader = "Inference-Header-Content-Length";
+
+struct HttpReply {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  size_t header_length = 0;  // > 0: binary outputs follow the first header_length bytes of JSON
+};
+
+HttpReply jsonReply(int status, const nlohmann::json& body);
+HttpReply errorReply(int status, const std::string& message);  // {"error": message}
+
+// An output the request asked for: the model output's index, as binary data or JSON.
+struct OutputChoice {
+  size_t index = 0;
+  bool binary = false;
+};
+
+struct InferCall {
+  std::string id;  // the request's "id", echoed in the reply
+  ServeRequest request;
+  std::vector<OutputChoice> outputs;  // what the reply holds, in the request's order (every output by default)
+};
+
+// A POST .../infer body checked against the model: names, datatypes, shapes (1..batch rows
+// along the batch axis when the model batches, the compiled shape otherwise), element counts
+// and binary sizes. `header_length` is the Inference-Header-Content-Length header ("" when
+// absent). An error is the message of a 400 reply, naming the input or output.
+Expected<InferCall> parseInfer(std::string_view body, const std::string& header_length, const ModelLayout& layout);
+
+// The reply to `call`: {"model_name", "model_version", "id", "outputs": [...]} with binary outputs
+// after the JSON, or the result's error.
+HttpReply inferReply(const std::string& model, const InferCall& call, const ModelLayout& layout,
+                     const ServeResult& result);
+
+// GET /v2/models/NAME: name, versions, platform, inputs and outputs (datatype, shape; -1 for the
+// batch axis of a batching model and for dims known only at run time).
+nlohmann::json modelMetadata(const std::string& name, const ModelLayout& layout);
+// GET /v2/models/NAME/config: max_batch_size (0 when the model does not batch), batch axis and the
+// dynamic batching settings.
+nlohmann::json modelConfig(const std::string& name, const ModelLayout& layout, const BatcherOptions& options,
+                           unsigned replicas);
+
+}  // namespace poprt::tools
