@@ -101,9 +101,11 @@ struct ModelRunner::Impl {
       out.push_back(it->second);
     }
     if (config.validate_io && view.size() != inputs.size()) {
-      for (const auto& [name, v] : view)
+      for (const auto& entry : view) {  // not a structured binding: clang 14 cannot capture those
+        const std::string& name = entry.first;
         if (std::none_of(inputs.begin(), inputs.end(), [&](const DataDesc& d) { return d.name == name; }))
           throw ApplicationError("the model has no input named '" + name + "' (inputs: " + names(inputs) + ")");
+      }
     }
     return out;
   }
@@ -121,9 +123,11 @@ struct ModelRunner::Impl {
       out.push_back(it->second);
     }
     if (config.validate_io && view.size() != outputs.size()) {
-      for (const auto& [name, v] : view)
+      for (const auto& entry : view) {  // not a structured binding: clang 14 cannot capture those
+        const std::string& name = entry.first;
         if (std::none_of(outputs.begin(), outputs.end(), [&](const DataDesc& d) { return d.name == name; }))
           throw ApplicationError("the model has no output named '" + name + "' (outputs: " + names(outputs) + ")");
+      }
     }
     return out;
   }

@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libyaml-cpp-dev
+  libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libyaml-cpp-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata python3-onnx python3-numpy
   libcpp-httplib-dev curl  # popef-serve (cpp-httplib) and its end-to-end test (curl)

@@ -41,8 +41,10 @@ std::string opsetRange(double v) {
 
 const std::vector<OptionSpec>& optionTable() {
   static const std::vector<OptionSpec> table = {
-      {"input_model", "ONNX model to convert (required, here or in --config_yaml)",
-       [](ConvertOptions& o) -> FieldRef { return &o.input_model; }},
+      {"input_model",
+       "ONNX model to convert (required, here or in --config_yaml); repeat it to convert several, each into "
+       "OUTPUT_DIR/<model stem>/",
+       [](ConvertOptions& o) -> FieldRef { return &o.input_models; }},
       {"output_dir", "where outputs go (default: .)", [](ConvertOptions& o) -> FieldRef { return &o.output_dir; }},
       {"output_model", "file name of the converted ONNX (default: <input stem>.poprt.onnx)",
        [](ConvertOptions& o) -> FieldRef { return &o.output_model; }},
@@ -110,6 +112,12 @@ const std::vector<OptionSpec>& optionTable() {
        [](ConvertOptions& o) -> FieldRef { return &o.convert_version; }, false, opsetRange},
       {"logging_level", "OFF, ERR, WARN, INFO, DEBUG or TRACE (also POPRT_LOG_LEVEL)",
        [](ConvertOptions& o) -> FieldRef { return &o.logging_level; }},
+      {"cache_dir",
+       "compile cache: a conversion whose model, options and compiler match an earlier one copies its outputs from "
+       "this directory instead of compiling (default: POPRT_CACHE_DIR; none when unset)",
+       [](ConvertOptions& o) -> FieldRef { return &o.cache_dir; }},
+      {"cache_max_bytes", "evict the least recently used cache entries beyond this many bytes (default 0: no limit)",
+       [](ConvertOptions& o) -> FieldRef { return &o.cache_max_bytes; }, false, nonNegative},
   };
   return table;
 }
@@ -231,7 +239,8 @@ class YamlReader {
       }
       return out;
     }
-    if (!n.IsSequence()) return typeError(comma_list ? "a list of names or \"a,b,c\"" : "a list of strings", n);
+    if (n.IsScalar()) return std::vector<std::string>{n.Scalar()};  // one item of a repeatable flag
+    if (!n.IsSequence()) return typeError(comma_list ? "a list of names or \"a,b,c\"" : "a string or a list of strings", n);
     for (const auto& item : n) {
       POPRT_ASSIGN_OR_RETURN(std::string s, scalar(item, "a list of strings"));
       out.push_back(std::move(s));
@@ -304,6 +313,65 @@ void addConvertFlags(CLI::App& app, ConvertOptions& o) {
   }
 }
 
+namespace {
+
+// Applies the keys of `map` that the command line did not give. `where` names the map in errors
+// (the file, or "FILE: models[i]"); `nested` for a models entry, whose keys may not be the
+// file-wide ones.
+Status applyMap(const CLI::App& app, const std::string& where, const YAML::Node& map, bool nested, ConvertOptions& o) {
+  std::set<std::string> seen;
+  for (const auto& kv : map) {
+    if (!kv.first.IsScalar()) return Error(where + ": a key is " + describeNode(kv.first) + ", expected an option name");
+    const std::string key = kv.first.Scalar();
+    if (!seen.insert(key).second) return Error(where + ": key '" + key + "' is given twice");
+    if (key == "config_yaml") return Error(where + ": key 'config_yaml' cannot be used inside a config file");
+    if (key == "models") {
+      if (nested) return Error(where + ": key 'models' cannot be used inside a models entry");
+      continue;  // read by applyConfigYaml once the top-level keys are in
+    }
+    if (nested && (key == "summary_json" || key == "cache_dir" || key == "cache_max_bytes"))
+      return Error(where + ": key '" + key + "' applies to the whole run: give it at the top level");
+    const OptionSpec* spec = nullptr;
+    for (const auto& s : optionTable())
+      if (key == s.key) spec = &s;
+    if (!spec)
+      return Error(where + ": unknown key '" + key +
+                   "' (the keys are poprt-convert's long flags without dashes; see poprt-convert --help)");
+    if (app.count(std::string("--") + key) > 0) continue;  // the command line wins
+    POPRT_TRY(YamlReader(where, key).apply(*spec, kv.second, o));
+  }
+  return okStatus();
+}
+
+// models: [m.onnx, {input_model: n.onnx, input_shape: ...}, ...] -> o.models, each entry over a
+// copy of the options so far (the flags and the file's top-level keys).
+Status applyModels(const CLI::App& app, const std::string& file, const YAML::Node& list, ConvertOptions& o) {
+  if (!list.IsSequence() || list.size() == 0)
+    return Error(file + ": key 'models': expected a non-empty list of model paths or maps of options, got " +
+                 describeNode(list));
+  if (app.count("--input_model") > 0)
+    return Error(file + ": key 'models' and --input_model both name the models: give them one way");
+  if (!o.input_models.empty())
+    return Error(file + ": keys 'models' and 'input_model' both name the models: give them one way");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = file + ": models[" + std::to_string(i) + "]";
+    ConvertOptions entry = o;
+    if (list[i].IsScalar()) {
+      entry.input_models = {list[i].Scalar()};
+    } else if (list[i].IsMap()) {
+      POPRT_TRY(applyMap(app, where, list[i], true, entry));
+      if (entry.input_models.size() != 1)
+        return Error(where + ": expected one input_model, got " + std::to_string(entry.input_models.size()));
+    } else {
+      return Error(where + ": expected a model path or a map of options, got " + describeNode(list[i]));
+    }
+    o.models.push_back(std::move(entry));
+  }
+  return okStatus();
+}
+
+}  // namespace
+
 Status applyConfigYaml(const CLI::App& app, ConvertOptions& o) {
   if (o.config_yaml.empty()) return okStatus();
   const std::string& file = o.config_yaml;
@@ -318,27 +386,22 @@ Status applyConfigYaml(const CLI::App& app, ConvertOptions& o) {
   }
   if (root.IsNull()) return okStatus();  // an empty file sets nothing
   if (!root.IsMap()) return Error(file + ": expected a map of option: value at the top level, got " + describeNode(root));
-
-  std::set<std::string> seen;
   try {
-    for (const auto& kv : root) {
-      if (!kv.first.IsScalar()) return Error(file + ": a key is " + describeNode(kv.first) + ", expected an option name");
-      const std::string key = kv.first.Scalar();
-      if (!seen.insert(key).second) return Error(file + ": key '" + key + "' is given twice");
-      if (key == "config_yaml") return Error(file + ": key 'config_yaml' cannot be used inside a config file");
-      const OptionSpec* spec = nullptr;
-      for (const auto& s : optionTable())
-        if (key == s.key) spec = &s;
-      if (!spec)
-        return Error(file + ": unknown key '" + key +
-                     "' (the keys are poprt-convert's long flags without dashes; see poprt-convert --help)");
-      if (app.count(std::string("--") + key) > 0) continue;  // the command line wins
-      POPRT_TRY(YamlReader(file, key).apply(*spec, kv.second, o));
-    }
+    POPRT_TRY(applyMap(app, file, root, false, o));
+    if (root["models"]) POPRT_TRY(applyModels(app, file, root["models"], o));
   } catch (const YAML::Exception& e) {
     return Error(file + ": " + e.msg);
   }
   return okStatus();
+}
+
+std::vector<std::pair<std::string, nlohmann::json>> optionValues(const ConvertOptions& o) {
+  ConvertOptions copy = o;  // the table's accessors give mutable fields (the parsers fill them)
+  copy.models.clear();
+  std::vector<std::pair<std::string, nlohmann::json>> values;
+  for (const OptionSpec& spec : optionTable())
+    std::visit([&](auto* field) { values.emplace_back(spec.key, nlohmann::json(*field)); }, spec.field(copy));
+  return values;
 }
 
 }  // namespace poprt::tools

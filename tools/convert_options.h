@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string>
@@ -16,7 +17,12 @@ namespace poprt::tools {
 
 struct ConvertOptions {
   std::string config_yaml;
+  std::vector<std::string> input_models;  // --input_model (repeatable) or input_model: in the config
+  // The model this conversion converts: one of input_models, set by planConversions (convert_batch.h).
   std::string input_model;
+  // The config's `models:` list: one entry per model, each with every option resolved (flags,
+  // then the entry's keys, then the file's top-level keys). Empty unless the config has one.
+  std::vector<ConvertOptions> models;
   std::string output_dir = ".";
   std::string output_model;
   bool export_popef = false;
@@ -43,6 +49,8 @@ struct ConvertOptions {
   double check_atol = 1e-4;
   std::string summary_json;
   int64_t convert_version = 0;  // 0: keep the model's opset
+  std::string cache_dir;        // --cache_dir, else POPRT_CACHE_DIR; "" = no cache
+  int64_t cache_max_bytes = 0;  // 0 = unlimited
 };
 
 // Registers every option of the table (plus --config_yaml) on `app`, bound to `o`.
@@ -51,6 +59,10 @@ void addConvertFlags(CLI::App& app, ConvertOptions& o);
 // Reads o.config_yaml, when set, and applies every key the command line did not give (`app` has
 // parsed argv). Unknown keys, type errors and out-of-range values are errors naming the key and
 // the file.
+// A `models:` list (one map of keys per model, or a model path) fills o.models.
 Status applyConfigYaml(const CLI::App& app, ConvertOptions& o);
+
+// Every option of the table by key, with its value as JSON (the compile cache's key).
+std::vector<std::pair<std::string, nlohmann::json>> optionValues(const ConvertOptions& o);
 
 }  // namespace poprt::tools

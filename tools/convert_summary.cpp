@@ -99,6 +99,19 @@ std::string summaryJson(const ConvertSummary& s) {
   j["files"] = ojson{{"onnx", s.onnx_path},
                      {"popef", s.popef_path.empty() ? ojson(nullptr) : ojson(s.popef_path)},
                      {"summary_json", s.summary_path}};
+  j["cache"] = s.cache ? *s.cache : ojson(nullptr);
+  return j.dump(2) + "\n";
+}
+
+std::string summaryForCacheHit(const std::string& stored, const std::string& input_model, const std::string& onnx_path,
+                               const std::string& popef_path, const std::string& summary_path, const ojson& cache) {
+  ojson j = ojson::parse(stored, nullptr, false);
+  if (!j.is_object()) j = ojson::object();  // an entry from a damaged cache: the files are still right
+  j["input_model"] = input_model;
+  j["files"] = ojson{{"onnx", onnx_path},
+                     {"popef", popef_path.empty() ? ojson(nullptr) : ojson(popef_path)},
+                     {"summary_json", summary_path}};
+  j["cache"] = cache;
   return j.dump(2) + "\n";
 }
 

@@ -34,9 +34,16 @@ struct ConvertSummary {
   double seconds = 0;                                // the whole conversion
   double codegen_seconds = 0;
   std::string onnx_path, popef_path, summary_path;
+  const nlohmann::ordered_json* cache = nullptr;  // with a compile cache: {dir, key, hit}
 };
 
 // Pretty-printed JSON text, ending in a newline.
 std::string summaryJson(const ConvertSummary& s);
+
+// A cache hit's summary: the one the compile that made the entry wrote (`stored`), with this run's
+// input model, files and cache fields.
+std::string summaryForCacheHit(const std::string& stored, const std::string& input_model, const std::string& onnx_path,
+                               const std::string& popef_path, const std::string& summary_path,
+                               const nlohmann::ordered_json& cache);
 
 }  // namespace poprt::tools

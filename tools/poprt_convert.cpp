@@ -16,6 +16,8 @@
 #include "passes/input_shapes.h"
 #include "passes/pass_manager.h"
 #include "popef/popef.h"
+#include "tools/convert_batch.h"
+#include "tools/convert_cache.h"
 #include "tools/convert_check.h"
 #include "tools/convert_options.h"
 #include "tools/convert_precision.h"
@@ -77,7 +79,75 @@ Expected<std::vector<passes::PassReport>> runPasses(ir::Model& model, const pass
   return reports;
 }
 
-Status convert(const ConvertOptions& o) {
+// Where a conversion writes: the converted ONNX and, with --export_popef, the PopEF.
+ConvertFiles outputFiles(const ConvertOptions& o) {
+  std::filesystem::path dir(o.output_dir);
+  std::string model_name =
+      o.output_model.empty() ? std::filesystem::path(o.input_model).stem().string() + ".poprt.onnx" : o.output_model;
+  return {dir / model_name, o.export_popef ? dir / "executable.popef" : std::filesystem::path()};
+}
+
+// The compile cache of this conversion, if any: with its key, or nothing when the cache is off,
+// the conversion prints reports only a compile makes, or the key's files cannot be read (the
+// import then reports why).
+struct CacheUse {
+  std::optional<CompileCache> cache;
+  std::optional<CacheKey> key;
+};
+
+CacheUse openCache(const ConvertOptions& o, ConvertOutcome& outcome, std::vector<std::string>& warnings) {
+  CacheUse use;
+  const std::string dir = effectiveCacheDir(o.cache_dir);
+  if (dir.empty() || o.show) return use;
+  if (o.precision_compare || !o.pipeline.print_ir_after.empty()) {
+    POPRT_LOG(Info, "cache: not used with --precision_compare or --print_ir_after (they print what only a compile sees)");
+    outcome.cache = "bypassed";
+    return use;
+  }
+  auto key = cacheKey(o);
+  if (!key.ok()) {
+    POPRT_LOG(Info, "cache: no key (" << key.error().message() << ")");
+    return use;
+  }
+  auto cache = CompileCache::open(dir, static_cast<uint64_t>(o.cache_max_bytes));
+  if (!cache.ok()) {
+    warnings.push_back(cache.error().message() + "; compiling without the cache");
+    return use;
+  }
+  use.cache = std::move(cache).value();
+  use.key = std::move(key).value();
+  outcome.cache = "miss";
+  return use;
+}
+
+// A cache hit: the files are in place; print what the compile that made the entry reported.
+Status reportCacheHit(const ConvertOptions& o, const CacheUse& use, const ConvertFiles& files,
+                      const std::string& stored_summary, double seconds) {
+  const nlohmann::ordered_json cache_json = {
+      {"dir", use.cache->dir().string()}, {"key", use.key->hex}, {"hit", true}, {"seconds", seconds}};
+  std::string summary = summaryForCacheHit(stored_summary, o.input_model, files.onnx.string(), files.popef.string(),
+                                           o.summary_json, cache_json);
+  if (!o.summary_json.empty()) POPRT_TRY(writeOutputFile("--summary_json", o.summary_json, summary));
+  auto j = nlohmann::ordered_json::parse(stored_summary, nullptr, false);
+  std::cout << "poprt-convert: " << o.input_model << " (cache hit: " << use.cache->entryDir(*use.key).string() << ")\n"
+            << "  converted ONNX  " << files.onnx.string() << "\n";
+  if (!files.popef.empty()) std::cout << "  PopEF           " << files.popef.string() << "\n";
+  if (j.is_object()) {
+    if (j["check"].is_object())
+      std::cout << "  check           passed when the entry was made (rtol " << j["check"]["rtol"].dump() << ", atol "
+                << j["check"]["atol"].dump() << ")\n";
+    if (j["warnings"].is_array())
+      for (const auto& w : j["warnings"]) std::cout << "  warning: " << w.get<std::string>() << "\n";
+  }
+  if (!o.summary_json.empty()) std::cout << "  summary         " << o.summary_json << "\n";
+  std::printf("  compile time    %.3f s (cache hit", seconds);
+  if (j.is_object() && j["compile_seconds"].is_number())
+    std::printf("; the compile took %.3f s", j["compile_seconds"].get<double>());
+  std::printf(")\n");
+  return okStatus();
+}
+
+Status convert(const ConvertOptions& o, ConvertOutcome& outcome) {
   POPRT_TRY(applyLogging(o.logging_level));
   if (o.precision != "fp32" && o.precision != "fp16")
     return Error("--precision: expected fp32 or fp16, got '" + o.precision + "'");
@@ -99,6 +169,16 @@ Status convert(const ConvertOptions& o) {
   POPRT_TRY(checkOutputFile("--summary_json", o.summary_json));
 
   auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> warnings;
+  CacheUse cache = openCache(o, outcome, warnings);
+  const ConvertFiles files = outputFiles(o);
+  if (cache.cache) {
+    if (auto stored = cache.cache->restore(*cache.key, files)) {
+      outcome.cache = "hit";
+      return reportCacheHit(o, cache, files, *stored,
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
   std::filesystem::path input(o.input_model);
   POPRT_ASSIGN_OR_RETURN(ir::Model model, onnxio::importModel(input));
   const int64_t opset_before = model.opsetVersion();
@@ -122,7 +202,6 @@ Status convert(const ConvertOptions& o) {
   if (o.check) {
     POPRT_ASSIGN_OR_RETURN(check_snapshot, snapshotForCheck(model));
   }
-  std::vector<std::string> warnings;
   if (pipeline.fp16.enabled && pipeline.fp16.avoid_overflow_patterns) {
     std::string skipped;
     auto inputs = calibrationInputs(*model.graph, o.fp16_calibration_inputs, skipped);
@@ -166,22 +245,23 @@ Status convert(const ConvertOptions& o) {
   // Everything is computed: now write. All the files are staged and renamed into place together,
   // so a failure anywhere (a PopEF that does not validate, a full disk) leaves the output
   // directory as it was, a fresh one not even created.
-  OutputFiles files;
-  std::filesystem::path dir(o.output_dir);
-  std::string model_name = o.output_model.empty() ? input.stem().string() + ".poprt.onnx" : o.output_model;
-  std::filesystem::path model_path = dir / model_name;
+  OutputFiles staged;
+  const std::filesystem::path& model_path = files.onnx;
   POPRT_ASSIGN_OR_RETURN(std::string onnx_bytes, onnxio::serializeModel(model));
-  if (auto st = files.add(model_path, onnx_bytes); !st.ok()) return st.error().withContext("--output_dir " + o.output_dir);
-  std::filesystem::path popef_path;
+  if (auto st = staged.add(model_path, onnx_bytes); !st.ok()) return st.error().withContext("--output_dir " + o.output_dir);
+  const std::filesystem::path& popef_path = files.popef;
   if (compiled) {
-    popef_path = dir / "executable.popef";
     popef::PopefFile popef = makePopef(*compiled, o, onnx_bytes);
     if (auto valid = popef::validatePopef(popef); !valid.ok())
       return valid.error().withContext(popef_path.string() + ": cannot write PopEF");
-    POPRT_TRY(files.add(popef_path, popef::serializePopef(popef)));
+    POPRT_TRY(staged.add(popef_path, popef::serializePopef(popef)));
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!o.summary_json.empty()) {
+  std::optional<nlohmann::ordered_json> cache_json;
+  if (cache.cache)
+    cache_json = nlohmann::ordered_json{{"dir", cache.cache->dir().string()}, {"key", cache.key->hex}, {"hit", false}};
+  std::string summary;  // also the cache entry's
+  if (!o.summary_json.empty() || cache.cache) {
     ConvertSummary s;
     s.input_model = o.input_model;
     s.opset_before = opset_before;
@@ -201,9 +281,14 @@ Status convert(const ConvertOptions& o) {
     s.onnx_path = model_path.string();
     s.popef_path = popef_path.string();
     s.summary_path = o.summary_json;
-    if (auto st = files.add(o.summary_json, summaryJson(s)); !st.ok()) return st.error().withContext("--summary_json");
+    s.cache = cache_json ? &*cache_json : nullptr;
+    summary = summaryJson(s);
+    if (!o.summary_json.empty())
+      if (auto st = staged.add(o.summary_json, summary); !st.ok()) return st.error().withContext("--summary_json");
   }
-  POPRT_TRY(files.commit());
+  POPRT_TRY(staged.commit());
+  if (cache.cache)
+    if (auto st = cache.cache->store(*cache.key, files, summary); !st.ok()) warnings.push_back(st.error().message());
 
   std::cout << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before
             << " nodes, " << model.graph->numNodes() << " after optimisation)\n";
@@ -254,9 +339,11 @@ Status run(const CLI::App& app, ConvertOptions& o) {
     for (const auto& p : passes::allPasses()) std::printf("%-24s %s\n", p.name.c_str(), p.description.c_str());
     return okStatus();
   }
-  if (o.input_model.empty())
-    throw UsageError("--input_model is required (on the command line or as input_model in --config_yaml)");
-  return convert(o);
+  bool batch = false;
+  std::vector<ConvertOptions> plan = planConversions(o, batch);
+  ConvertOutcome outcome;
+  if (!batch) return convert(plan.front(), outcome);
+  return runBatch(o, plan, convert, std::cout);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
+#include "tools/error_format.h"
 
 namespace poprt::tools {
 
@@ -22,29 +23,30 @@ Status applyLogging(const std::string& level) {
 
 namespace {
 
-// Messages quote names from untrusted files (node, tensor, blob names); escaping control
-// characters keeps every error on its one line and keeps a file from writing to the terminal.
-std::string oneLineMessage(const std::string& message) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (char ch : message) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += ch;
-    }
+// --error_format's value, read from argv before parsing so a usage error already uses it.
+bool wantsJsonErrors(int argc, char** argv) {
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--error_format" && i + 1 < argc) json = std::string(argv[i + 1]) == "json";
+    if (a.rfind("--error_format=", 0) == 0) json = a.substr(15) == "json";
   }
-  return out;
+  return json;
 }
 
 }  // namespace
 
 int runTool(const std::string& tool, CLI::App& app, int argc, char** argv, const std::function<Status()>& body) {
+  setJsonErrors(wantsJsonErrors(argc, argv));
+  std::string error_format = "text";
+  app.add_option("--error_format", error_format,
+                 "text (default): errors as '<tool>: error: ...' lines; json: one JSON object per line on stderr "
+                 "({\"error\", \"code\", \"kind\", and \"flag\"/\"file\"/\"node\" when known})")
+      ->check(CLI::IsMember({"text", "json"}));
+  auto fail = [&](ErrorKind kind, const std::string& message, int code) {
+    printError(std::cerr, {tool, kind, message, code, ""});
+    return code;
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -54,27 +56,25 @@ int runTool(const std::string& tool, CLI::App& app, int argc, char** argv, const
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << tool << ": usage error: " << oneLineMessage(e.what()) << " (see " << tool << " --help)\n";
-    return kExitUsage;
+    return fail(ErrorKind::Usage, e.what(), kExitUsage);
   }
   try {
     Status st = body();
-    if (!st.ok()) {
-      std::cerr << tool << ": error: " << oneLineMessage(st.error().message()) << "\n";
-      return kExitError;
-    }
+    if (!st.ok()) return fail(ErrorKind::Error, st.error().message(), kExitError);
     return kExitOk;
   } catch (const UsageError& e) {
-    std::cerr << tool << ": usage error: " << oneLineMessage(e.what()) << " (see " << tool << " --help)\n";
-    return kExitUsage;
+    return fail(ErrorKind::Usage, e.what(), kExitUsage);
   } catch (const std::bad_alloc&) {
-    std::cerr << tool << ": error: out of memory\n";
+    return fail(ErrorKind::Error, "out of memory", kExitError);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (what.rfind("internal error", 0) != 0) what = "internal error: " + what;
-    std::cerr << tool << ": " << oneLineMessage(what) << "\n";
+    return fail(ErrorKind::Internal, internalErrorMessage(e), kExitError);
   }
-  return kExitError;
+}
+
+std::string internalErrorMessage(const std::exception& e) {
+  std::string what = e.what();
+  const std::string prefix = "internal error: ";
+  return what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
 }
 
 Expected<std::pair<std::string, std::string>> splitAssignment(const std::string& text, const std::string& flag) {

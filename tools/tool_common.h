@@ -33,7 +33,11 @@ class UsageError : public std::runtime_error {
 
 // Parses argv (usage errors exit 2 with CLI11's message), then runs `body`; an Error prints
 // "<tool>: error: ..." and exits 1; an internal error or exception prints "<tool>: internal error" and exits 1.
+// (With --error_format json each of these is one JSON line instead.)
+// Adds --error_format text|json (tools/error_format.h) to every tool.
 int runTool(const std::string& tool, CLI::App& app, int argc, char** argv, const std::function<Status()>& body);
+// An exception's message as an internal error's (without a leading "internal error: ").
+std::string internalErrorMessage(const std::exception& e);
 
 // "NAME=VALUE" split at the last '=' (names may hold '='-free punctuation).
 Expected<std::pair<std::string, std::string>> splitAssignment(const std::string& text, const std::string& flag);

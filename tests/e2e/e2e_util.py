@@ -102,6 +102,7 @@ def run_tool(name, args, timeout=120, cwd=None, env=None):
     argv = [tool_path(name)] + [str(a) for a in args]
     e = dict(os.environ)
     e.pop("POPRT_LOG_LEVEL", None)
+    e.pop("POPRT_CACHE_DIR", None)  # a developer's compile cache would turn compiles into copies
     if env:
         e.update(env)
     try:

@@ -156,7 +156,7 @@ TEST_F(ConfigYaml, KeysAreAppliedAndFlagsWin) {
   ConvertOptions o;
   auto st = parse({"--config_yaml", cfg, "--output_dir", "from_flag", "--num_ipus", "1"}, o);
   ASSERT_TRUE(st.ok()) << st.error().message();
-  EXPECT_EQ(o.input_model, "m.onnx");
+  EXPECT_EQ(o.input_models, (std::vector<std::string>{"m.onnx"}));
   EXPECT_EQ(o.output_dir, "from_flag");
   EXPECT_TRUE(o.export_popef);
   EXPECT_EQ(o.input_shapes, (std::vector<std::string>{"x=1,3,224,224", "y=2,2"}));
@@ -180,7 +180,7 @@ TEST_F(ConfigYaml, ErrorsNameTheKeyAndTheFile) {
   };
   for (const Case& c : {Case{"bogus_key: 1\n", "bogus_key"}, Case{"num_ipus: many\n", "num_ipus"},
                         Case{"export_popef: [1]\n", "export_popef"}, Case{"check_atol: -1\n", "check_atol"},
-                        Case{"convert_version: 30\n", "convert_version"}, Case{"input_model: [a, b]\n", "input_model"},
+                        Case{"convert_version: 30\n", "convert_version"}, Case{"input_model: {a: b}\n", "input_model"},
                         Case{"- just\n- a list\n", "map"}, Case{"a: [1\n", "YAML"}}) {
     std::string cfg = write(c.text);
     ConvertOptions o;
