@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata python3-onnx python3-numpy
+  chromium fonts-dejavu-core  # the profile report's page test (tests/e2e/test_profile_report.py)
 )
 
 missing=()

@@ -1,5 +1,7 @@
 #include "sim/load_popef.h"
 
+#include "lib/exec/memory_profile.h"
+
 namespace poprt::sim {
 
 Expected<PopefModel> readPopefModel(const std::filesystem::path& path) {
@@ -27,7 +29,9 @@ Expected<PopefModel> readPopefModel(const std::filesystem::path& path) {
     }
     if (!found) return Error(source + ": anchor '" + a.name + "' has no stream in the executable");
   }
-  return PopefModel{std::move(file.metadata), std::move(exe), std::move(weights)};
+  std::vector<uint8_t> profile;
+  if (const popef::Blob* b = file.find(popef::BlobType::Opaque, exec::kMemoryProfileBlobName)) profile = b->payload;
+  return PopefModel{std::move(file.metadata), std::move(exe), std::move(weights), std::move(profile)};
 }
 
 Expected<LoadedModel> loadPopef(const std::filesystem::path& path) {

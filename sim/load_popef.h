@@ -17,6 +17,9 @@ struct PopefModel {
   popef::Metadata metadata;
   exec::Executable executable;
   std::map<std::string, Tensor> weights;  // the data of each Weight stream, by name
+  // The compiler's memory profile (opaque blob "poprt.profile", lib/exec/memory_profile.h) as
+  // stored, parsed only by the reports that read it; empty when the PopEF has none.
+  std::vector<uint8_t> memory_profile;
 };
 
 Expected<PopefModel> readPopefModel(const std::filesystem::path& path);

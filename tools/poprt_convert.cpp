@@ -22,6 +22,7 @@
 #include "tools/convert_popef.h"
 #include "tools/convert_show.h"
 #include "tools/convert_summary.h"
+#include "tools/profile_report.h"
 #include "tools/tool_common.h"
 
 namespace poprt::tools {
@@ -97,6 +98,10 @@ Status convert(const ConvertOptions& o) {
   if (o.precision_compare && std::find(pass_names.begin(), pass_names.end(), "float_to_half") == pass_names.end())
     return Error("--precision_compare: the pipeline does not run float_to_half (see --passes/--skip_passes)");
   POPRT_TRY(checkOutputFile("--summary_json", o.summary_json));
+  // POPRT_REPORT_DIR asks every tool for a report; only an explicit --report needs a PopEF.
+  if (!o.report.empty() && !o.export_popef) throw UsageError("--report needs --export_popef (it profiles the compiled program)");
+  const std::string report_dir = o.export_popef ? reportDir(o.report) : "";
+  POPRT_TRY(checkReportDir("--report", report_dir));
 
   auto t0 = std::chrono::steady_clock::now();
   std::filesystem::path input(o.input_model);
@@ -177,6 +182,10 @@ Status convert(const ConvertOptions& o) {
     popef_path = dir / "executable.popef";
     POPRT_TRY(popef::writePopef(popef_path, makePopef(*compiled, o, onnx_bytes)));
   }
+  std::vector<std::string> report_files;
+  if (!report_dir.empty()) {
+    POPRT_ASSIGN_OR_RETURN(report_files, writeProfileReport(report_dir, {"poprt-convert", popef_path.string()}));
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!o.summary_json.empty()) {
     ConvertSummary s;
@@ -240,6 +249,7 @@ Status convert(const ConvertOptions& o) {
   }
   for (const auto& w : warnings) std::cout << "  warning: " << w << "\n";
   if (!o.summary_json.empty()) std::cout << "  summary         " << o.summary_json << "\n";
+  if (!report_files.empty()) std::cout << "  report          " << report_files.back() << "\n";
   std::printf("  compile time    %.3f s\n", seconds);
   return okStatus();
 }
