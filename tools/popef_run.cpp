@@ -105,8 +105,8 @@ void printOutput(size_t i, const runtime::DataDesc& d, const ops::RtValue& v) {
 Status run(const RunOptions& o) {
   POPRT_TRY(applyLogging(o.logging_level));
   POPRT_TRY(checkOutputFile("--json", o.json));
-  const std::string report_dir = reportDir(o.report);
-  POPRT_TRY(checkReportDir("--report", report_dir));
+  const ReportDir report_dir = reportDir(o.report);
+  POPRT_TRY(checkReportDir(report_dir));
   std::error_code ec;
   if (!o.expected_dir.empty() && !fs::is_directory(o.expected_dir, ec))
     return Error("--expected_dir " + o.expected_dir + ": not a directory");
@@ -189,7 +189,7 @@ Status run(const RunOptions& o) {
     POPRT_TRY(writeOutputFile("--json", o.json, report.dump(2) + "\n"));
     std::printf("  summary written to %s\n", o.json.c_str());
   }
-  if (!report_dir.empty()) {
+  if (!report_dir.path.empty()) {
     // The trace is of one more run, with the same inputs, on an engine of the report's own.
     POPRT_ASSIGN_OR_RETURN(auto files, writeProfileReport(report_dir, {"popef-run", o.popef, &inputs}));
     std::printf("  report written to %s\n", files.back().c_str());

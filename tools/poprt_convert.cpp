@@ -100,8 +100,8 @@ Status convert(const ConvertOptions& o) {
   POPRT_TRY(checkOutputFile("--summary_json", o.summary_json));
   // POPRT_REPORT_DIR asks every tool for a report; only an explicit --report needs a PopEF.
   if (!o.report.empty() && !o.export_popef) throw UsageError("--report needs --export_popef (it profiles the compiled program)");
-  const std::string report_dir = o.export_popef ? reportDir(o.report) : "";
-  POPRT_TRY(checkReportDir("--report", report_dir));
+  const ReportDir report_dir = o.export_popef ? reportDir(o.report) : ReportDir{};
+  POPRT_TRY(checkReportDir(report_dir));
 
   auto t0 = std::chrono::steady_clock::now();
   std::filesystem::path input(o.input_model);
@@ -183,7 +183,7 @@ Status convert(const ConvertOptions& o) {
     POPRT_TRY(popef::writePopef(popef_path, makePopef(*compiled, o, onnx_bytes)));
   }
   std::vector<std::string> report_files;
-  if (!report_dir.empty()) {
+  if (!report_dir.path.empty()) {
     POPRT_ASSIGN_OR_RETURN(report_files, writeProfileReport(report_dir, {"poprt-convert", popef_path.string()}));
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -244,18 +244,18 @@ std::string generateInputs(const exec::Executable& exe, std::vector<ops::RtValue
 
 }  // namespace
 
-std::string reportDir(const std::string& flag) {
-  if (!flag.empty()) return flag;
+ReportDir reportDir(const std::string& flag) {
+  if (!flag.empty()) return {flag, "--report"};
   const char* env = std::getenv("POPRT_REPORT_DIR");
-  return env ? env : "";
+  return {env ? env : "", "POPRT_REPORT_DIR"};
 }
 
-Status checkReportDir(const std::string& flag, const std::string& dir) {
-  if (dir.empty()) return okStatus();
+Status checkReportDir(const ReportDir& dir) {
+  if (dir.path.empty()) return okStatus();
   std::error_code ec;
-  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
-    return Error(flag + " " + dir + ": not a directory");
-  return checkOutputFile(flag, (std::filesystem::path(dir) / "profile.json").string());
+  if (std::filesystem::exists(dir.path, ec) && !std::filesystem::is_directory(dir.path, ec))
+    return Error(dir.origin + " " + dir.path + ": not a directory");
+  return checkOutputFile(dir.origin, (std::filesystem::path(dir.path) / "profile.json").string());
 }
 
 Expected<ordered_json> buildProfile(sim::PopefModel model, const ProfileSource& source) {
@@ -354,14 +354,14 @@ Expected<ordered_json> buildProfile(sim::PopefModel model, const ProfileSource& 
   return j;
 }
 
-Expected<std::vector<std::string>> writeProfileReport(const std::string& dir, const ProfileSource& source) {
+Expected<std::vector<std::string>> writeProfileReport(const ReportDir& dir, const ProfileSource& source) {
   POPRT_ASSIGN_OR_RETURN(sim::PopefModel model, sim::readPopefModel(source.popef));
   POPRT_ASSIGN_OR_RETURN(ordered_json profile, buildProfile(std::move(model), source));
-  const std::string json_path = (std::filesystem::path(dir) / "profile.json").string();
-  const std::string html_path = (std::filesystem::path(dir) / "report.html").string();
+  const std::string json_path = (std::filesystem::path(dir.path) / "profile.json").string();
+  const std::string html_path = (std::filesystem::path(dir.path) / "report.html").string();
   const std::string html = renderReportHtml(profile);
-  POPRT_TRY(writeOutputFile("--report", json_path, profile.dump(1, ' ', false, ordered_json::error_handler_t::replace) + "\n"));
-  POPRT_TRY(writeOutputFile("--report", html_path, html));
+  POPRT_TRY(writeOutputFile(dir.origin, json_path, profile.dump(1, ' ', false, ordered_json::error_handler_t::replace) + "\n"));
+  POPRT_TRY(writeOutputFile(dir.origin, html_path, html));
   return std::vector<std::string>{json_path, html_path};
 }
 

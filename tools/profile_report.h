@@ -16,10 +16,15 @@
 
 namespace poprt::tools {
 
-// The report directory: the flag's, else POPRT_REPORT_DIR's, else "" (no report).
-std::string reportDir(const std::string& flag);
-// A report directory must be one the files can go to: checked before any work.
-Status checkReportDir(const std::string& flag, const std::string& dir);
+// Where a report goes and who said so, for messages: "--report" or "POPRT_REPORT_DIR".
+struct ReportDir {
+  std::string path;  // "": no report
+  std::string origin;
+};
+// The flag's directory, else POPRT_REPORT_DIR's, else none.
+ReportDir reportDir(const std::string& flag);
+// A report directory must be one the files can go to (no file in the way): checked before any work.
+Status checkReportDir(const ReportDir& dir);
 
 struct ProfileSource {
   std::string tool;   // "poprt-convert" or "popef-run"
@@ -35,6 +40,6 @@ Expected<nlohmann::ordered_json> buildProfile(sim::PopefModel model, const Profi
 
 // Reads source.popef, builds the profile and writes DIR/profile.json and DIR/report.html, each
 // atomically (missing directories are created). Returns the paths written.
-Expected<std::vector<std::string>> writeProfileReport(const std::string& dir, const ProfileSource& source);
+Expected<std::vector<std::string>> writeProfileReport(const ReportDir& dir, const ProfileSource& source);
 
 }  // namespace poprt::tools

@@ -10,8 +10,7 @@ tables carry must be profile.json's. A screenshot of each page goes to
 
     /usr/bin/python3 tests/e2e/test_profile_report.py --bin-dir build/bin
 
-Without chromium the page tests are skipped, saying so. POPRT_REPORT_LARGE=1 also profiles
-light_resnet50 (about a minute; not in CTest).
+Without chromium the page tests are skipped, saying so; so are the shared models' without ../shared.
 """
 
 import html.parser
@@ -113,6 +112,9 @@ def open_page(test, page, shot):
     print("\nscreenshot: " + shot, flush=True)
     dom = Elements()
     dom.feed(r.stdout)
+    body = dom.find("body")
+    if body and "data-render-ms" in body[0]:
+        print("%s: drawn in %s ms" % (os.path.basename(shot), body[0]["data-render-ms"]), flush=True)
     return dom
 
 
@@ -292,6 +294,8 @@ class ProfileReportTest(e2e_util.E2ETestCase, ProfileChecks):
         self.assertFalse(os.path.exists(self.path("o2")), "nothing is written when a flag is bad")
         r = e2e_util.run_tool("popef-run", [self.popef, "--report", os.path.join(blocker, "sub")])
         self.assertFails(r, "popef-run", mentions=("--report",))
+        r = e2e_util.run_tool("popef-run", [self.popef, "--fill", "zeros"], env={"POPRT_REPORT_DIR": blocker})
+        self.assertFails(r, "popef-run", mentions=("POPRT_REPORT_DIR", blocker, "not a directory"))
 
     @unittest.skipIf(CHROMIUM is None, "chromium is not installed (apt-get install chromium; scripts/install-deps.sh does)")
     def test_page_renders_the_profile(self):
@@ -344,9 +348,7 @@ def shared_model_test(model):
 
 class SharedModelReportTest(e2e_util.E2ETestCase, ProfileChecks):
     test_yunet_face = shared_model_test("yunet_face")
-    # Not a skipped test in CTest (a skip would mark the whole script skipped): there only on request.
-    if os.environ.get("POPRT_REPORT_LARGE") == "1":
-        test_light_resnet50 = shared_model_test("light_resnet50")
+    test_light_resnet50 = shared_model_test("light_resnet50")
 
 
 if __name__ == "__main__":
