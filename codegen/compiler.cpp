@@ -229,6 +229,13 @@ class Compiler {
     for (const ir::Value* w : l_.weights()) result_.weights.emplace_back(w->name(), *w->initializer());
     exe.tile_bytes = l_.finalizeMemory();
     POPRT_TRY(checkMemory(l_, exe.tile_bytes, requested_ipus_));
+    result_.memory_profile = l_.memoryProfile();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const std::string& domain = nodes[i]->domain();
+      const bool standard = domain.empty() || domain == "ai.onnx";
+      result_.memory_profile.op_types.emplace(nodeName(*nodes[i], i),
+                                              standard ? nodes[i]->opType() : domain + "." + nodes[i]->opType());
+    }
     if (requested_ipus_ > 1)
       result_.warnings.push_back("sharding and replication across --num_ipus " + std::to_string(requested_ipus_) +
                                  " are not available yet: the model runs on IPU 0 alone");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/exec/executable.h"
+#include "lib/exec/memory_profile.h"
 #include "lib/ir/graph.h"
 
 namespace poprt::codegen {
@@ -28,6 +29,7 @@ struct CompileResult {
   std::vector<std::string> host_nodes;                  // nodes the host runs (host fallback)
   std::vector<std::string> host_reasons;                // why each host node is not on the device
   std::vector<std::string> warnings;                    // for the user, one line each
+  exec::MemoryProfile memory_profile;                   // for the profile reports (docs/REPORT.md)
 };
 
 // Nodes the device cannot run go to host programs run by the reference evaluator. The program

@@ -112,7 +112,7 @@ void Lowering::gather(const ir::Value* v, int64_t begin, int64_t count, int64_t 
 }
 
 std::vector<uint64_t> Lowering::finalizeMemory() {
-  mem_.endStep("");
+  mem_.endStep("", static_cast<uint32_t>(exe_.main.steps.size()));
   const TileAllocator& a = mem_.allocator();
   for (auto& set : exe_.compute_sets)
     for (auto& v : set.vertices)
@@ -187,7 +187,7 @@ void Lowering::flushSuperstep() {
 
 void Lowering::endNode() {
   flushSuperstep();
-  mem_.endStep(node_);
+  mem_.endStep(node_, static_cast<uint32_t>(exe_.main.steps.size()));
 }
 
 void Lowering::nextSuperstep() {

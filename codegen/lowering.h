@@ -81,6 +81,8 @@ class Lowering {
   std::vector<uint64_t> finalizeMemory();
   // What lived on `tile` when it peaked over its capacity (TileMemory::describePeak).
   std::string describePeak(uint32_t tile, size_t items) const { return mem_.describePeak(tile, items); }
+  // Liveness and per-tile peaks (TileMemory::memoryProfile), after finalizeMemory.
+  exec::MemoryProfile memoryProfile() const { return mem_.memoryProfile(); }
 
   // The first tile of an op whose `count` blocks go to consecutive tiles (wrapping): rotates like
   // spreadLinear so that small ops do not all start on tile 0.

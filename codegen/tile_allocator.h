@@ -50,6 +50,8 @@ class TileAllocator {
   // Bytes the tile needs: the main region's high-water mark plus the persistent region.
   uint64_t peak(uint32_t tile) const { return tiles_.at(tile).top + tiles_.at(tile).persistent_top; }
   std::vector<uint64_t> peaks() const;
+  // Bytes of the persistent region alone.
+  uint64_t persistentBytes(uint32_t tile) const { return tiles_.at(tile).persistent_top; }
 
  private:
   struct Tile {

@@ -7,12 +7,27 @@
 
 namespace poprt::codegen {
 
-TileMemory::TileMemory(uint32_t tiles, uint64_t capacity) : alloc_(tiles), capacity_(capacity), peaks_(tiles) {}
+TileMemory::TileMemory(uint32_t tiles, uint64_t capacity)
+    : alloc_(tiles), capacity_(capacity), peaks_(tiles), live_(tiles, {0, 0}), tile_peaks_(tiles) {}
 
-uint32_t TileMemory::label(const std::string& text) {
+uint32_t TileMemory::label(const std::string& text, Kind kind) {
   auto [it, added] = label_ids_.try_emplace(text, static_cast<uint32_t>(labels_.size()));
-  if (added) labels_.push_back(text);
+  if (added) {
+    labels_.push_back(text);
+    label_kinds_.push_back(kind);
+  }
   return it->second;
+}
+
+void TileMemory::count(uint32_t tile, uint64_t start, const TileAllocator::Block& b, bool adding) {
+  if ((start & TileAllocator::kPersistent) || b.label == 0) return;  // weights are counted apart
+  uint64_t& bytes = live_[tile][static_cast<size_t>(label_kinds_[b.label])];
+  bytes = adding ? bytes + b.bytes : bytes - b.bytes;
+}
+
+void TileMemory::freeBlock(uint32_t tile, uint64_t start) {
+  count(tile, start, alloc_.block(tile, start), false);
+  alloc_.free(tile, start);
 }
 
 void TileMemory::hold(const ir::Value* v, std::vector<std::pair<uint32_t, uint64_t>> blocks, uint32_t label) {
@@ -22,7 +37,10 @@ void TileMemory::hold(const ir::Value* v, std::vector<std::pair<uint32_t, uint64
     if (at != held.end() && *at == block) continue;
     TileAllocator::Block& b = alloc_.block(block.first, block.second);
     ++b.holders;
-    if (b.label == 0) b.label = label;  // named after its first holder: a view's memory keeps its input's name
+    if (b.label == 0) {  // named after its first holder: a view's memory keeps its input's name
+      b.label = label;
+      count(block.first, block.second, b, true);
+    }
     held.insert(at, block);
   }
 }
@@ -36,31 +54,49 @@ void TileMemory::holdMapping(const ir::Value* v, const TileMapping& m) {
                                        std::to_string(r.tile));
     blocks.emplace_back(r.tile, *start);
   }
-  if (!blocks.empty()) hold(v, std::move(blocks), label(v->name()));
+  if (!blocks.empty()) hold(v, std::move(blocks), label(v->name(), Kind::Activation));
 }
 
 void TileMemory::holdCopy(const ir::Value* v, uint32_t tile, uint64_t start) {
   POPRT_CHECK(alloc_.blockAt(tile, start) == start, "a copy of '" + v->name() + "' is not an allocated block");
-  hold(v, {{tile, start}}, label("copies of " + v->name()));
+  hold(v, {{tile, start}}, label("copies of " + v->name(), Kind::ExchangeBuffer));
 }
 
 void TileMemory::release(const ir::Value* v) {
   auto it = held_.find(v);
   if (it == held_.end()) return;
   for (const auto& [tile, start] : it->second)
-    if (--alloc_.block(tile, start).holders == 0 && !(start & TileAllocator::kPersistent)) alloc_.free(tile, start);
+    if (--alloc_.block(tile, start).holders == 0 && !(start & TileAllocator::kPersistent)) freeBlock(tile, start);
   held_.erase(it);
 }
 
-void TileMemory::endStep(const std::string& node) {
+void TileMemory::endStep(const std::string& node, uint32_t program_steps) {
   std::vector<std::pair<uint32_t, uint64_t>> unheld;
   for (const auto& [tile, start] : alloc_.takeNew()) {
     if (alloc_.blockAt(tile, start) != start) continue;  // freed since
     TileAllocator::Block& b = alloc_.block(tile, start);
     if (b.holders > 0) continue;
-    if (b.label == 0) b.label = label("buffers of node '" + node + "'");
+    if (b.label == 0) {
+      b.label = label("buffers of node '" + node + "'", Kind::ExchangeBuffer);
+      count(tile, start, b, true);
+    }
     unheld.emplace_back(tile, start);
   }
+  // Every live block is labelled now, so live_ holds the step's peak.
+  exec::LivenessPoint point{node, program_steps};
+  const auto index = static_cast<uint32_t>(liveness_.size());
+  for (uint32_t t = 0; t < alloc_.tiles(); ++t) {
+    const auto [activations, exchange] = live_[t];
+    point.activations += activations;
+    point.exchange_buffers += exchange;
+    if (activations + exchange > point.busiest_bytes) {
+      point.busiest_bytes = activations + exchange;
+      point.busiest_tile = t;
+    }
+    exec::TilePeak& peak = tile_peaks_[t];
+    if (activations + exchange > peak.activations + peak.exchange_buffers) peak = {activations, exchange, index};
+  }
+  liveness_.push_back(std::move(point));
   // Nothing is freed during a step, so what lives now is what lived when the step peaked.
   for (uint32_t t = 0; t < alloc_.tiles(); ++t) {
     const uint64_t top = alloc_.peak(t);
@@ -77,7 +113,15 @@ void TileMemory::endStep(const std::string& node) {
       return a.first != b.first ? a.first > b.first : labels_[a.second] < labels_[b.second];
     });
   }
-  for (const auto& [tile, start] : unheld) alloc_.free(tile, start);
+  for (const auto& [tile, start] : unheld) freeBlock(tile, start);
+}
+
+exec::MemoryProfile TileMemory::memoryProfile() const {
+  exec::MemoryProfile p;
+  for (uint32_t t = 0; t < alloc_.tiles(); ++t) p.weights.push_back(alloc_.persistentBytes(t));
+  p.peaks = tile_peaks_;
+  p.liveness = liveness_;
+  return p;
 }
 
 std::string TileMemory::describePeak(uint32_t tile, size_t items) const {

@@ -3,15 +3,18 @@
 // blocks, so memory outlives every alias) and the operand copies made of it; blocks nobody holds
 // when a step ends are the step's own buffers (operand windows, scratch) and are freed then.
 // Also remembers what lived on each tile that went over its capacity when its memory peaked,
-// for the out-of-memory report.
+// for the out-of-memory report, and records the memory profile of the program (live bytes by
+// kind after every step, and what filled each tile at its peak) for the profile reports.
 #pragma once
 
+#include <array>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "codegen/tile_allocator.h"
 #include "codegen/tile_mapping.h"
+#include "lib/exec/memory_profile.h"
 #include "lib/ir/graph.h"
 
 namespace poprt::codegen {
@@ -28,9 +31,9 @@ class TileMemory {
   // `v` is dead: the blocks no live value holds any more are freed.
   void release(const ir::Value* v);
   // Ends a step (a node's stream-ins, exchange and compute set; "" for the final stream-outs):
-  // records the peaks of tiles over capacity, then frees the blocks allocated since the last step
-  // that no value holds.
-  void endStep(const std::string& node);
+  // records the peaks of tiles over capacity and a liveness point (`program_steps`: main-program
+  // steps emitted so far), then frees the blocks allocated since the last step that no value holds.
+  void endStep(const std::string& node, uint32_t program_steps = 0);
 
   std::vector<uint64_t> peaks() const { return alloc_.peaks(); }
   // What lived on `tile` when its memory last rose above the capacity, biggest first, at most
@@ -38,9 +41,18 @@ class TileMemory {
   // tile never went over.
   std::string describePeak(uint32_t tile, size_t items) const;
 
+  // The liveness points and per-tile peaks recorded by endStep, with each tile's persistent region
+  // (weights) as it stands now; op_types are the caller's to fill.
+  exec::MemoryProfile memoryProfile() const;
+
  private:
-  uint32_t label(const std::string& text);
+  // What a main-region block holds, from how it was first claimed.
+  enum class Kind : uint8_t { Activation, ExchangeBuffer };
+  uint32_t label(const std::string& text, Kind kind);
   void hold(const ir::Value* v, std::vector<std::pair<uint32_t, uint64_t>> blocks, uint32_t label);
+  // Keeps live_ in step as a main-region block gets its label or is freed.
+  void count(uint32_t tile, uint64_t start, const TileAllocator::Block& b, bool adding);
+  void freeBlock(uint32_t tile, uint64_t start);
 
   struct Peak {
     uint64_t top = 0;
@@ -50,9 +62,14 @@ class TileMemory {
   TileAllocator alloc_;
   uint64_t capacity_;
   std::vector<std::string> labels_{""};  // label 0: not known yet
+  std::vector<Kind> label_kinds_{Kind::Activation};
   std::unordered_map<std::string, uint32_t> label_ids_;
   std::unordered_map<const ir::Value*, std::vector<std::pair<uint32_t, uint64_t>>> held_;  // sorted blocks
   std::vector<Peak> peaks_;  // per tile
+  // Live labelled main-region bytes per tile, [activations, exchange buffers].
+  std::vector<std::array<uint64_t, 2>> live_;
+  std::vector<exec::LivenessPoint> liveness_;
+  std::vector<exec::TilePeak> tile_peaks_;
 };
 
 }  // namespace poprt::codegen

@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata python3-onnx python3-numpy
   libcpp-httplib-dev curl  # popef-serve (cpp-httplib) and its end-to-end test (curl)
+  chromium fonts-dejavu-core  # the profile report's page test (tests/e2e/test_profile_report.py)
 )
 if [ "${1:-}" = "--clang" ]; then
   packages+=(clang libclang-rt-14-dev llvm)

@@ -290,6 +290,26 @@ uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
   return floatVertexCycles(v, t16);
 }
 
+uint64_t vertexFlops(const exec::Vertex& v) {
+  const auto& p = v.params;
+  auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
+  switch (v.codelet) {
+    case exec::Codelet::Unary:
+    case exec::Codelet::Binary: return u(p[1]);
+    case exec::Codelet::Activation: return u(p[0]);
+    case exec::Codelet::Fill: return 0;
+    case exec::Codelet::MatMul: return 2 * u(p[0]) * u(p[1]) * u(p[2]) + (p[5] != exec::kBiasNone ? u(p[0]) * u(p[2]) : 0);
+    case exec::Codelet::ConvPartial: return convPartialFlops(v);
+    case exec::Codelet::Pool: return poolFlops(v);
+    case exec::Codelet::Reduce: return u(p[1]) * u(p[2]) * u(p[3]);
+    case exec::Codelet::Softmax: return 4 * u(p[1]) * u(p[2]) * u(p[3]);
+    case exec::Codelet::Norm: return 5 * u(p[0]) * u(p[1]);
+    case exec::Codelet::BatchNorm: return 4 * u(p[0]);
+    case exec::Codelet::Attention: return 2 * u(p[0]) * u(p[1]) * u(p[2] + p[3]) + 4 * u(p[0]) * u(p[1]);
+  }
+  return 0;
+}
+
 namespace {
 
 Status checkFloatVertex(const exec::Vertex& v) {

@@ -222,6 +222,7 @@ Status Engine::runProgram(const exec::Program& program, RunTimes* times) {
       const Clock::time_point now = Clock::now();
       const double seconds = std::chrono::duration<double>(now - last).count();
       last = now;
+      if (times->step_seconds) times->step_seconds->push_back(seconds);
       (step.kind == exec::StepKind::StreamIn    ? times->stream_in
        : step.kind == exec::StepKind::StreamOut ? times->stream_out
                                                 : times->compute) += seconds;
@@ -387,13 +388,18 @@ void Engine::computeEstimate() {
   parallel_exchange_.assign(exe_.exchanges.size(), false);
   parallel_compute_.assign(exe_.compute_sets.size(), false);
   auto busiest = [&] { return *std::max_element(per_tile.begin(), per_tile.end()); };
+  auto transfer = [&](uint64_t bytes) { return (bytes + t.exchange_bytes_per_cycle - 1) / t.exchange_bytes_per_cycle; };
   for (const exec::Step& step : exe_.main.steps) {
     std::fill(per_tile.begin(), per_tile.end(), 0);
+    StepCycles& c = step_cycles_.emplace_back();
     switch (step.kind) {
       case exec::StepKind::StreamIn:
       case exec::StepKind::StreamOut:
-        for (const auto& c : exe_.streams[step.index].copies) per_tile[c.tile] += c.bytes;
-        estimate_.exchange += (busiest() + t.exchange_bytes_per_cycle - 1) / t.exchange_bytes_per_cycle;
+        for (const auto& copy : exe_.streams[step.index].copies) {
+          per_tile[copy.tile] += copy.bytes;
+          c.bytes += copy.bytes;
+        }
+        c.exchange = transfer(busiest());
         break;
       case exec::StepKind::Exchange: {
         // A tile sends and receives at once; the slower direction bounds it.
@@ -405,16 +411,16 @@ void Engine::computeEstimate() {
           if (src == dst) return;  // a local copy costs no exchange
           per_tile[dst] += bytes;
           sent[src] += bytes;
+          c.bytes += bytes;
         };
-        for (const auto& c : ex.copies) move(c.src_tile, c.dst_tile, c.bytes);
+        for (const auto& copy : ex.copies) move(copy.src_tile, copy.dst_tile, copy.bytes);
         for (const auto& g : ex.gathers) {
           const exec::Layout& layout = exe_.layouts[g.layout];
           forEachPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t, int64_t n, uint64_t) {
             move(region.tile, g.dst_tile, static_cast<uint64_t>(n) * layout.elem_bytes);
           });
         }
-        uint64_t worst = std::max(busiest(), *std::max_element(sent.begin(), sent.end()));
-        estimate_.exchange += (worst + t.exchange_bytes_per_cycle - 1) / t.exchange_bytes_per_cycle;
+        c.exchange = transfer(std::max(busiest(), *std::max_element(sent.begin(), sent.end())));
         parallel_exchange_[step.index] = total >= kParallelBytes || ex.copies.size() + ex.gathers.size() >= kParallelEntries;
         break;
       }
@@ -422,20 +428,23 @@ void Engine::computeEstimate() {
         const auto& cs = exe_.compute_sets[step.index];
         uint64_t total = 0;
         for (const auto& v : cs.vertices) {
-          const uint64_t c = vertexCycles(v, t);
-          per_tile[v.tile] += c;
-          total += c;
+          const uint64_t cycles = vertexCycles(v, t);
+          per_tile[v.tile] += cycles;
+          total += cycles;
         }
-        uint64_t cycles = busiest();
-        estimate_.compute += cycles;
-        cs_cycles_.push_back({cs.name, cycles, cs.vertices.size()});
+        c.compute = busiest();
         parallel_compute_[step.index] = cs.vertices.size() > 1 && total >= kParallelCycles;
         break;
       }
       case exec::StepKind::HostCall:
         continue;  // host time is measured, not estimated; no device sync
     }
-    estimate_.sync += t.sync_cycles;
+    c.sync = t.sync_cycles;
+  }
+  for (const StepCycles& c : step_cycles_) {
+    estimate_.compute += c.compute;
+    estimate_.exchange += c.exchange;
+    estimate_.sync += c.sync;
   }
 }
 

@@ -21,10 +21,13 @@ struct CycleEstimate {
   uint64_t total() const { return compute + exchange + sync; }
 };
 
-struct ComputeSetCycles {
-  std::string name;
-  uint64_t cycles = 0;
-  size_t vertices = 0;
+// The cost model's figures for one step of the main program (CycleEstimate sums them).
+struct StepCycles {
+  uint64_t compute = 0;   // a compute set: its busiest tile's cycles
+  uint64_t exchange = 0;  // an exchange or stream copy: its busiest tile's transfer cycles
+  uint64_t sync = 0;      // the sync ending a device step (host calls have none)
+  uint64_t bytes = 0;     // bytes received from other tiles (exchange) or moved to/from the host (streams)
+  uint64_t total() const { return compute + exchange + sync; }
 };
 
 // Why `value` cannot feed the input stream `s` ("" when it can).
@@ -51,6 +54,8 @@ struct RunTimes {
   double stream_in = 0;   // host-to-device stream copies
   double compute = 0;     // exchanges, compute sets and host calls
   double stream_out = 0;  // device-to-host stream copies
+  // When set: the wall time of each main-program step, in program order (the profile's trace).
+  std::vector<double>* step_seconds = nullptr;
 };
 
 class ThreadPool;
@@ -78,7 +83,8 @@ class Engine {
 
   // Estimated cycles of one main-program run on the target (the cost model is static).
   const CycleEstimate& estimate() const { return estimate_; }
-  const std::vector<ComputeSetCycles>& computeSetCycles() const { return cs_cycles_; }
+  // The same per main-program step, in program order.
+  const std::vector<StepCycles>& stepCycles() const { return step_cycles_; }
   std::vector<const exec::HostStream*> streams(exec::HostStream::Role role) const;
 
   // Clears every tile and runs the load program again (after a fault, or to start afresh).
@@ -109,7 +115,7 @@ class Engine {
   std::vector<ir::Model> host_models_;         // the imported host programs
   std::vector<std::map<std::string, int64_t>> host_opsets_;
   CycleEstimate estimate_;
-  std::vector<ComputeSetCycles> cs_cycles_;
+  std::vector<StepCycles> step_cycles_;
   std::vector<bool> parallel_exchange_, parallel_compute_;  // worth splitting between workers
   std::unique_ptr<ThreadPool> pool_;
 };

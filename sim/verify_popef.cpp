@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "lib/exec/memory_profile.h"
 #include "lib/onnx/onnx_io.h"
 #include "lib/support/limits.h"
 #include "sim/codelets.h"
@@ -252,7 +253,9 @@ Expected<VerifiedPopef> verifyPopef(const popef::PopefFile& file, const std::str
   if (!weights.ok()) return fail(weights.error());
   for (const auto& hp : exe->host_programs)
     if (auto st = checkHostProgram(*exe, hp); !st.ok()) return fail(st.error());
-  return VerifiedPopef{md, std::move(exe).value(), std::move(weights).value()};
+  std::vector<uint8_t> profile;
+  if (const popef::Blob* b = file.find(popef::BlobType::Opaque, exec::kMemoryProfileBlobName)) profile = b->payload;
+  return VerifiedPopef{md, std::move(exe).value(), std::move(weights).value(), std::move(profile)};
 }
 
 Expected<VerifiedPopef> readVerifiedPopef(const std::filesystem::path& path) {

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "lib/exec/executable.h"
 #include "popef/popef.h"
@@ -37,6 +38,10 @@ struct VerifiedPopef {
   popef::Metadata metadata;
   exec::Executable executable;
   std::map<std::string, Tensor> weights;  // the data of each weight stream, by name
+  // The compiler's memory profile (opaque blob "poprt.profile", lib/exec/memory_profile.h) as
+  // stored; only the reports parse it (exec::deserializeMemoryProfile checks it against the
+  // executable). Empty when the PopEF has none.
+  std::vector<uint8_t> memory_profile;
 };
 
 // The checks above on a file readPopef returned; `source` starts every error.

@@ -294,6 +294,15 @@ uint64_t convPartialCycles(const exec::Vertex& v, const exec::Target& t) {
   return kVertexOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
 }
 
+uint64_t convPartialFlops(const exec::Vertex& v) {
+  const auto& p = v.params;
+  const Window3 w = readWindow(p, kConvFixed, p[0], 6);
+  // As the cost model counts the taps (padding included); a bias adds one per output.
+  const double outputs = static_cast<double>(p[1]) * static_cast<double>(p[3]) * static_cast<double>(w.outSize());
+  const double flops = 2 * outputs * static_cast<double>(p[2]) * static_cast<double>(w.kernelSize()) + (p[4] ? outputs : 0);
+  return static_cast<uint64_t>(std::min(flops, 1e18));
+}
+
 Status checkPool(const exec::Vertex& v) {
   const auto& p = v.params;
   if (p.size() < kPoolFixed) return Error("Pool vertex has too few params");
@@ -388,6 +397,13 @@ uint64_t poolCycles(const exec::Vertex& v, const exec::Target& t) {
   const double taps = outputs * static_cast<double>(w.kernelSize());
   const double cycles = std::ceil((taps + outputs) / std::max<uint32_t>(1, t.vector_width_fp32));
   return kVertexOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
+}
+
+uint64_t poolFlops(const exec::Vertex& v) {
+  const auto& p = v.params;
+  const Window3 w = readWindow(p, kPoolFixed, p[0], 7);
+  const double taps = static_cast<double>(p[1]) * static_cast<double>(w.outSize()) * static_cast<double>(w.kernelSize());
+  return static_cast<uint64_t>(std::min(taps, 1e18));  // a compare or an add per tap
 }
 
 }  // namespace poprt::sim

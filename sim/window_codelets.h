@@ -11,9 +11,11 @@ namespace poprt::sim {
 Status checkConvPartial(const exec::Vertex& v);
 void runConvPartial(const exec::Vertex& v, uint8_t* mem);
 uint64_t convPartialCycles(const exec::Vertex& v, const exec::Target& t);
+uint64_t convPartialFlops(const exec::Vertex& v);
 
 Status checkPool(const exec::Vertex& v);
 void runPool(const exec::Vertex& v, uint8_t* mem);
 uint64_t poolCycles(const exec::Vertex& v, const exec::Target& t);
+uint64_t poolFlops(const exec::Vertex& v);
 
 }  // namespace poprt::sim

@@ -108,6 +108,8 @@ const std::vector<OptionSpec>& optionTable() {
        [](ConvertOptions& o) -> FieldRef { return &o.check_atol; }, false, nonNegative},
       {"summary_json", "write a JSON summary of the conversion to this file",
        [](ConvertOptions& o) -> FieldRef { return &o.summary_json; }},
+      {"report", "with --export_popef: write a profile report, DIR/profile.json and DIR/report.html (also POPRT_REPORT_DIR)",
+       [](ConvertOptions& o) -> FieldRef { return &o.report; }},
       {"convert_version", "convert the model to this default-domain opset (7-17) before the passes",
        [](ConvertOptions& o) -> FieldRef { return &o.convert_version; }, false, opsetRange},
       {"logging_level", "OFF, ERR, WARN, INFO, DEBUG or TRACE (also POPRT_LOG_LEVEL)",

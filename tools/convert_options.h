@@ -48,6 +48,7 @@ struct ConvertOptions {
   double check_rtol = 1e-3;
   double check_atol = 1e-4;
   std::string summary_json;
+  std::string report;  // --report DIR (or POPRT_REPORT_DIR): profile.json and report.html
   int64_t convert_version = 0;  // 0: keep the model's opset
   std::string cache_dir;        // --cache_dir, else POPRT_CACHE_DIR; "" = no cache
   int64_t cache_max_bytes = 0;  // 0 = unlimited

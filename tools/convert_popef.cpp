@@ -1,5 +1,7 @@
 #include "tools/convert_popef.h"
 
+#include "lib/exec/memory_profile.h"
+
 namespace poprt::tools {
 
 popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ConvertOptions& o, const std::string& onnx_bytes) {
@@ -41,6 +43,8 @@ popef::PopefFile makePopef(const codegen::CompileResult& compiled, const Convert
   file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
   for (const auto& [name, tensor] : compiled.weights) file.blobs.push_back(popef::makeTensorDataBlob(name, tensor));
   file.blobs.push_back({popef::BlobType::Opaque, "poprt.onnx", std::vector<uint8_t>(onnx_bytes.begin(), onnx_bytes.end())});
+  // The compiler's memory profile for the reports (docs/REPORT.md): a few numbers per tile and node.
+  file.blobs.push_back({popef::BlobType::Opaque, exec::kMemoryProfileBlobName, exec::serializeMemoryProfile(compiled.memory_profile)});
   return file;
 }
 

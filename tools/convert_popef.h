@@ -1,6 +1,7 @@
 // The PopEF poprt-convert writes for a compiled model: metadata (anchors for the executable's input
 // and output streams, program flow, replication factor, batches per step, compile options), the
-// executable, a tensor data blob per weight and the optimised ONNX as an opaque blob.
+// executable, a tensor data blob per weight, and as opaque blobs the optimised ONNX and the
+// compiler's memory profile (lib/exec/memory_profile.h).
 #pragma once
 
 #include <string>

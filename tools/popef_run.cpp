@@ -14,6 +14,7 @@
 #include "poprt/runtime/errors.h"
 #include "poprt/runtime/model_runner.h"
 #include "runtime/host_value.h"
+#include "tools/profile_report.h"
 #include "tools/run_bench.h"
 #include "tools/run_inputs.h"
 #include "tools/run_report.h"
@@ -28,6 +29,7 @@ struct RunOptions {
   std::string popef;
   InputOptions in;
   std::string output_dir, expected_dir, json, logging_level;
+  std::string report;  // --report DIR (or POPRT_REPORT_DIR)
   Tolerance tolerance;
   BenchOptions bench;
 };
@@ -112,6 +114,8 @@ void printOutput(size_t i, const runtime::DataDesc& d, const ops::RtValue& v) {
 Status run(const RunOptions& o) {
   POPRT_TRY(applyLogging(o.logging_level));
   POPRT_TRY(checkOutputFile("--json", o.json));
+  const ReportDir report_dir = reportDir(o.report);
+  POPRT_TRY(checkReportDir(report_dir));
   std::error_code ec;
   if (!o.expected_dir.empty() && !fs::is_directory(o.expected_dir, ec))
     return Error("--expected_dir " + o.expected_dir + ": not a directory");
@@ -194,6 +198,11 @@ Status run(const RunOptions& o) {
     POPRT_TRY(writeOutputFile("--json", o.json, report.dump(2) + "\n"));
     std::printf("  summary written to %s\n", o.json.c_str());
   }
+  if (!report_dir.path.empty()) {
+    // The trace is of one more run, with the same inputs, on an engine of the report's own.
+    POPRT_ASSIGN_OR_RETURN(auto files, writeProfileReport(report_dir, {"popef-run", o.popef, &inputs}));
+    std::printf("  report written to %s\n", files.back().c_str());
+  }
   std::fflush(stdout);
   return worstDiff(diffs, "--expected_dir " + o.expected_dir, o.tolerance);
 }
@@ -222,6 +231,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.bench.threads, "client threads submitting requests (default 1)")->check(CLI::Range(1, 256));
   app.add_option("--async", o.bench.async, "requests each thread keeps in flight (default 1)")->check(CLI::Range(1, 1024));
   app.add_option("--json", o.json, "write the summary as JSON to FILE");
+  app.add_option("--report", o.report, "write a profile report, DIR/profile.json and DIR/report.html (also POPRT_REPORT_DIR)");
   addLoggingFlag(app, o.logging_level);
   return runTool("popef-run", app, argc, argv, [&] { return run(o); });
 }

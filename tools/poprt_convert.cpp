@@ -24,6 +24,7 @@
 #include "tools/convert_popef.h"
 #include "tools/convert_show.h"
 #include "tools/convert_summary.h"
+#include "tools/profile_report.h"
 #include "tools/tool_common.h"
 
 namespace poprt::tools {
@@ -99,8 +100,8 @@ CacheUse openCache(const ConvertOptions& o, ConvertOutcome& outcome, std::vector
   CacheUse use;
   const std::string dir = effectiveCacheDir(o.cache_dir);
   if (dir.empty() || o.show) return use;
-  if (o.precision_compare || !o.pipeline.print_ir_after.empty()) {
-    POPRT_LOG(Info, "cache: not used with --precision_compare or --print_ir_after (they print what only a compile sees)");
+  if (o.precision_compare || !o.pipeline.print_ir_after.empty() || (o.export_popef && !reportDir(o.report).path.empty())) {
+    POPRT_LOG(Info, "cache: not used with --precision_compare, --print_ir_after or a report (they show what only a compile sees)");
     outcome.cache = "bypassed";
     return use;
   }
@@ -167,6 +168,10 @@ Status convert(const ConvertOptions& o, ConvertOutcome& outcome) {
   if (o.precision_compare && std::find(pass_names.begin(), pass_names.end(), "float_to_half") == pass_names.end())
     return Error("--precision_compare: the pipeline does not run float_to_half (see --passes/--skip_passes)");
   POPRT_TRY(checkOutputFile("--summary_json", o.summary_json));
+  // POPRT_REPORT_DIR asks every tool for a report; only an explicit --report needs a PopEF.
+  if (!o.report.empty() && !o.export_popef) throw UsageError("--report needs --export_popef (it profiles the compiled program)");
+  const ReportDir report_dir = o.export_popef ? reportDir(o.report) : ReportDir{};
+  POPRT_TRY(checkReportDir(report_dir));
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> warnings;
@@ -287,6 +292,10 @@ Status convert(const ConvertOptions& o, ConvertOutcome& outcome) {
       if (auto st = staged.add(o.summary_json, summary); !st.ok()) return st.error().withContext("--summary_json");
   }
   POPRT_TRY(staged.commit());
+  std::vector<std::string> report_files;  // after the compile time: the report runs the program once
+  if (!report_dir.path.empty()) {
+    POPRT_ASSIGN_OR_RETURN(report_files, writeProfileReport(report_dir, {"poprt-convert", popef_path.string()}));
+  }
   if (cache.cache)
     if (auto st = cache.cache->store(*cache.key, files, summary); !st.ok()) warnings.push_back(st.error().message());
 
@@ -329,6 +338,7 @@ Status convert(const ConvertOptions& o, ConvertOutcome& outcome) {
   }
   for (const auto& w : warnings) std::cout << "  warning: " << w << "\n";
   if (!o.summary_json.empty()) std::cout << "  summary         " << o.summary_json << "\n";
+  if (!report_files.empty()) std::cout << "  report          " << report_files.back() << "\n";
   std::printf("  compile time    %.3f s\n", seconds);
   return okStatus();
 }

@@ -3,6 +3,7 @@
 
 #include "codegen/tile_allocator.h"
 #include "codegen/tile_memory.h"
+#include "lib/exec/memory_profile.h"
 
 namespace poprt::codegen {
 namespace {
@@ -82,6 +83,108 @@ TEST(TileMemory, RemembersWhatLivedOnATileWhenItWentOverCapacity) {
   EXPECT_EQ(mem.describePeak(0, 2), "at node 'mm': w 1.0 KiB, buffers of node 'mm' 512 B and 1 more, 32 B");
   EXPECT_EQ(mem.describePeak(1, 2), "");  // never over capacity
   EXPECT_EQ(mem.peaks()[0], 1568u);
+}
+
+// The memory profile the reports draw: live bytes by kind at the end of each step, the busiest
+// tile, and what filled each tile at its own peak; all sizes worked out by hand (8-byte blocks).
+TEST(TileMemory, RecordsLivenessByKindAndEachTilesPeak) {
+  ir::Graph g;
+  const ir::Value* x = g.addValue("x", ir::TensorType::of(DType::Float, {16}));
+  const ir::Value* y = g.addValue("y", ir::TensorType::of(DType::Float, {4}));
+  const ir::Value* w = g.addValue("w", ir::TensorType::of(DType::Float, {3}));
+  TileMemory mem(2, 1 << 20);
+  TileAllocator& a = mem.allocator();
+  mem.holdMapping(w, {{{0, 3, 1, a.allocatePersistent(1, 12)}}});  // weights: 16 bytes on tile 1, not live memory
+  mem.holdMapping(x, {{{0, 16, 0, a.allocate(0, 64)}}});           // an activation on tile 0
+  mem.holdCopy(x, 1, a.allocate(1, 30));                            // a copy of it on tile 1: 32 bytes
+  a.allocate(0, 128);                                               // node 0's window on tile 0
+  mem.endStep("n0", 3);
+  mem.release(x);
+  mem.holdMapping(y, {{{0, 4, 1, a.allocate(1, 16)}}});
+  mem.endStep("n1", 5);
+
+  const exec::MemoryProfile p = mem.memoryProfile();
+  ASSERT_EQ(p.liveness.size(), 2u);
+  const exec::LivenessPoint& p0 = p.liveness[0];
+  EXPECT_EQ(p0.node, "n0");
+  EXPECT_EQ(p0.program_steps, 3u);
+  EXPECT_EQ(p0.activations, 64u);
+  EXPECT_EQ(p0.exchange_buffers, 32u + 128u);
+  EXPECT_EQ(p0.busiest_tile, 0u);
+  EXPECT_EQ(p0.busiest_bytes, 64u + 128u);
+  const exec::LivenessPoint& p1 = p.liveness[1];  // x and its copy are gone, the window died with n0
+  EXPECT_EQ(p1.activations, 16u);
+  EXPECT_EQ(p1.exchange_buffers, 0u);
+  EXPECT_EQ(p1.busiest_tile, 1u);
+  EXPECT_EQ(p1.busiest_bytes, 16u);
+  EXPECT_EQ(p.weights, (std::vector<uint64_t>{0, 16}));
+  ASSERT_EQ(p.peaks.size(), 2u);
+  EXPECT_EQ(p.peaks[0].activations, 64u);
+  EXPECT_EQ(p.peaks[0].exchange_buffers, 128u);
+  EXPECT_EQ(p.peaks[0].point, 0u);
+  EXPECT_EQ(p.peaks[1].activations, 0u);  // tile 1 peaked at n0 with the copy (32 > 16)
+  EXPECT_EQ(p.peaks[1].exchange_buffers, 32u);
+  EXPECT_EQ(p.peaks[1].point, 0u);
+}
+
+exec::Executable twoTileExecutable() {
+  exec::Executable exe;
+  exe.target.tiles_per_ipu = 2;
+  exe.tile_bytes = {256, 64};
+  exe.main.steps.resize(5);
+  return exe;
+}
+
+exec::MemoryProfile smallProfile() {
+  exec::MemoryProfile p;
+  p.weights = {16, 0};
+  p.peaks = {{64, 128, 0}, {0, 32, 1}};
+  p.liveness = {{"n0", 3, 64, 160, 0, 192}, {"", 5, 16, 0, 1, 16}};
+  p.op_types = {{"n0", "Conv"}, {"n1", "ai.graphcore.Gelu"}};
+  return p;
+}
+
+TEST(MemoryProfile, RoundTripsThroughItsBlob) {
+  const exec::MemoryProfile p = smallProfile();
+  const std::vector<uint8_t> bytes = exec::serializeMemoryProfile(p);
+  auto back = exec::deserializeMemoryProfile(bytes, twoTileExecutable(), "m.popef");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->weights, p.weights);
+  EXPECT_EQ(back->op_types, p.op_types);
+  ASSERT_EQ(back->liveness.size(), 2u);
+  EXPECT_EQ(back->liveness[0].node, "n0");
+  EXPECT_EQ(back->liveness[0].busiest_bytes, 192u);
+  EXPECT_EQ(back->liveness[1].program_steps, 5u);
+  EXPECT_EQ(back->peaks[1].exchange_buffers, 32u);
+  EXPECT_EQ(back->peaks[1].point, 1u);
+  EXPECT_EQ(exec::serializeMemoryProfile(*back), bytes);  // deterministic
+}
+
+TEST(MemoryProfile, RefusesOneThatDoesNotFitItsExecutable) {
+  auto refused = [](const exec::MemoryProfile& p, const exec::Executable& exe) {
+    auto r = exec::deserializeMemoryProfile(exec::serializeMemoryProfile(p), exe, "m.popef");
+    return r.ok() ? std::string() : r.error().message();
+  };
+  const exec::Executable exe = twoTileExecutable();
+  exec::MemoryProfile p = smallProfile();
+  p.weights.push_back(0);  // three tiles
+  EXPECT_NE(refused(p, exe).find("for 2 tiles"), std::string::npos) << refused(p, exe);
+  p = smallProfile();
+  p.peaks[1].exchange_buffers = 64;  // 64 live bytes + nothing else fits, 72 would not
+  EXPECT_EQ(refused(p, exe), "");
+  p.peaks[1].activations = 8;
+  EXPECT_NE(refused(p, exe).find("tile 1 holds more"), std::string::npos) << refused(p, exe);
+  p = smallProfile();
+  p.liveness[1].program_steps = 2;  // before the point ahead of it
+  EXPECT_NE(refused(p, exe).find("out of program order"), std::string::npos) << refused(p, exe);
+  p = smallProfile();
+  p.liveness[0].busiest_tile = 2;
+  EXPECT_NE(refused(p, exe).find("bad busiest tile"), std::string::npos) << refused(p, exe);
+  std::vector<uint8_t> bytes = exec::serializeMemoryProfile(smallProfile());
+  bytes.pop_back();
+  auto cut = exec::deserializeMemoryProfile(bytes, exe, "m.popef");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.error().message().rfind("m.popef: malformed profile", 0), 0u) << cut.error().message();
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include "codegen/compiler.h"
 #include "codegen/target.h"
 #include "lib/ops/registry.h"
+#include "lib/exec/codelets.h"
+#include "sim/codelets.h"
 #include "sim/engine.h"
 
 namespace poprt::sim {
@@ -588,6 +590,68 @@ TEST(Engine, ReloadRestoresAScrambledMemory) {
   ASSERT_TRUE(fixed.ok());
   EXPECT_TRUE(close((*fixed)[0]));
   EXPECT_FALSE(f.engine->readWeight("nope").ok());
+}
+
+// The figures the profile reports show per step: one entry per main-program step whose sums are
+// the estimate, the bytes each stream or exchange moves, the FLOPs of a conv's vertices, and a
+// wall time per step when asked. The byte and FLOP counts are worked out from the shapes.
+TEST(Engine, FiguresPerStepAddUpToTheEstimate) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = *m.graph;
+  ir::Value* x = g.addInput("x", f32({1, 2, 6, 6}));
+  ir::Value* w = g.addInitializer("w", randomTensor({3, 2, 3, 3}, 5));
+  ir::Value* y = g.addValue("y", f32({1, 3, 4, 4}));
+  addWindowNode(g, "Conv", {x, w}, y, "conv", {{"kernel_shape", {3, 3}}});  // no padding: every tap counts
+  g.addOutput(y);
+  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 4), 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  std::map<std::string, Tensor> weights(compiled->weights.begin(), compiled->weights.end());
+  auto engine = Engine::create(compiled->executable, weights);
+  ASSERT_TRUE(engine.ok()) << engine.error().message();
+  const exec::Executable& exe = (*engine)->executable();
+  const auto& steps = (*engine)->stepCycles();
+  ASSERT_EQ(steps.size(), exe.main.steps.size());
+  CycleEstimate sum;
+  uint64_t flops = 0, streamed_in = 0, streamed_out = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    sum.compute += steps[i].compute;
+    sum.exchange += steps[i].exchange;
+    sum.sync += steps[i].sync;
+    const exec::Step& step = exe.main.steps[i];
+    if (step.kind == exec::StepKind::Compute) {
+      EXPECT_GT(steps[i].compute, 0u);
+      for (const auto& v : exe.compute_sets[step.index].vertices) flops += vertexFlops(v);
+    }
+    if (step.kind == exec::StepKind::StreamIn) streamed_in += steps[i].bytes;
+    if (step.kind == exec::StepKind::StreamOut) streamed_out += steps[i].bytes;
+  }
+  EXPECT_EQ(sum.compute, (*engine)->estimate().compute);
+  EXPECT_EQ(sum.exchange, (*engine)->estimate().exchange);
+  EXPECT_EQ(sum.sync, (*engine)->estimate().sync);
+  EXPECT_EQ(flops, 2u * (3 * 4 * 4) * (2 * 3 * 3));  // 2 x outputs x MACs per output
+  EXPECT_EQ(streamed_in, 2u * 6 * 6 * 4);
+  EXPECT_EQ(streamed_out, 3u * 4 * 4 * 4);
+
+  Tensor in = randomTensor({1, 2, 6, 6}, 6);
+  Tensor out(DType::Float, {1, 3, 4, 4});
+  InputBinding ib{in.bytes(), nullptr};
+  OutputBinding ob{out.bytes(), nullptr};
+  std::vector<double> wall;
+  RunTimes times;
+  times.step_seconds = &wall;
+  ASSERT_TRUE((*engine)->run({&ib, 1}, {&ob, 1}, &times).ok());
+  ASSERT_EQ(wall.size(), exe.main.steps.size());
+  for (double s : wall) EXPECT_GE(s, 0.0);
+}
+
+TEST(Codelets, FlopsOfAMatMulVertex) {
+  exec::Vertex v;
+  v.codelet = exec::Codelet::MatMul;
+  v.params = {2, 3, 4, 0, 0, exec::kBiasNone};
+  EXPECT_EQ(vertexFlops(v), 2u * 2 * 3 * 4);
+  v.params[5] = exec::kBiasRow;  // plus one add per output
+  EXPECT_EQ(vertexFlops(v), 2u * 2 * 3 * 4 + 2 * 4);
 }
 
 }  // namespace
