@@ -6,9 +6,10 @@ at the shapes of meta.json, runs popef-run on the stored inputs and compares eac
 with ONNX Runtime's stored fp32 output: cosine similarity, max abs error, NaN/Inf the fp32 output
 does not have, and for class-score outputs the share of rows whose top-1 class agrees; fp16/fp32
 is how many nodes float_to_half converted and kept in float32, dev/host where the compiled nodes
-run. A model
-passes with cosine >= 0.999 or every value within rtol = atol = 1e-2, no new NaN/Inf, and the
-same top-1. Prints a table (and --json FILE writes it); exit 1 when a model fails.
+run; weights and est.lat compare the fp16 PopEF with the model compiled in fp32 (tensor data
+bytes, estimated IPU latency). A model passes with cosine >= 0.999 or every value within
+rtol = atol = 1e-2, no new NaN/Inf, the same top-1, weights at most 55% of fp32's and a lower
+estimated latency. Prints a table (and --json FILE writes it); exit 1 when a model fails.
 
     /usr/bin/python3 scripts/fp16_accuracy.py [--bin-dir build/bin] [--only NAME,...] [-- extra convert flags]
 """
@@ -33,6 +34,7 @@ MODELS_DIR = os.path.normpath(os.path.join(REPO, "..", "shared", "models"))
 CLASS_AXIS = {"mnist_cntk": -1, "resnet20_cifar": -1, "light_resnet50": -1, "light_shufflenet": -1,
               "light_squeezenet": 1, "light_densenet121": 1, "ppocr_v4_rec": -1}
 MIN_COSINE = 0.999
+MAX_WEIGHTS_RATIO = 0.55
 TOL = 1e-2
 
 
@@ -50,32 +52,52 @@ def run(argv, timeout):
     return p.stdout.decode("utf-8", "replace")
 
 
+def weight_bytes(bin_dir, popef, timeout):
+    """The bytes of the PopEF's tensor data blobs (the weights), as popef-dump lists them."""
+    dump = json.loads(run([os.path.join(bin_dir, "popef-dump"), popef, "--json"], timeout))
+    return sum(b["bytes"] for b in dump["blobs"] if b["type"] == "tensor data")
+
+
+def compile_and_run(bin_dir, model, out, shapes, inputs, precision_args, timeout):
+    """Compiles the model into `out` and runs it once; returns (summary, run summary)."""
+    summary_path = os.path.join(out, "summary.json")
+    args = [os.path.join(bin_dir, "poprt-convert"), "--input_model", model, "--export_popef", "--output_dir", out,
+            "--summary_json", summary_path] + precision_args + shapes
+    run(args, timeout)
+    run_json = os.path.join(out, "run.json")
+    run([os.path.join(bin_dir, "popef-run"), os.path.join(out, "executable.popef"), "--output_dir",
+         os.path.join(out, "outputs"), "--json", run_json] + inputs, timeout)
+    with open(summary_path) as f, open(run_json) as g:
+        return json.load(f), json.load(g)
+
+
 def check(folder, bin_dir, work, extra, timeout):
     name = folder.split("@")[0]
     data = os.path.join(MODELS_DIR, folder)
     with open(os.path.join(data, "meta.json")) as f:
         meta = json.load(f)
     out = os.path.join(work, folder)
-    summary_path = os.path.join(out, "summary.json")
-    args = [os.path.join(bin_dir, "poprt-convert"), "--input_model", os.path.join(MODELS_DIR, name + ".onnx"),
-            "--precision", "fp16", "--export_popef", "--output_dir", out, "--summary_json", summary_path] + extra
+    model = os.path.join(MODELS_DIR, name + ".onnx")
+    shapes = []
     for inp in meta["inputs"]:
-        args += ["--input_shape", "%s=%s" % (inp["name"], ",".join(str(d) for d in inp["dims"]))]
+        shapes += ["--input_shape", "%s=%s" % (inp["name"], ",".join(str(d) for d in inp["dims"]))]
+    inputs = []
+    for inp in meta["inputs"]:
+        inputs += ["--input", "%s=%s" % (inp["name"], glob.glob(os.path.join(data, "input_%d_*.npy" % inp["index"]))[0])]
     t0 = time.time()
-    run(args, timeout)
+    summary, fp16_run = compile_and_run(bin_dir, model, out, shapes, inputs, ["--precision", "fp16"] + extra, timeout)
     t1 = time.time()
-    with open(summary_path) as f:
-        summary = json.load(f)
     counters = {p["name"]: p["counters"] for p in summary["passes"]}
     placement = summary.get("placement") or {}
     on_device = "%d/%d" % (len(placement.get("device_nodes", [])), len(placement.get("host_nodes", [])))
     f2h = counters.get("float_to_half", {})
     nodes = "%d/%d" % (f2h.get("nodes_fp16", 0), f2h.get("nodes_kept_fp32", 0))
-    run_args = [os.path.join(bin_dir, "popef-run"), os.path.join(out, "executable.popef"),
-                "--output_dir", os.path.join(out, "outputs")]
-    for inp in meta["inputs"]:
-        run_args += ["--input", "%s=%s" % (inp["name"], glob.glob(os.path.join(data, "input_%d_*.npy" % inp["index"]))[0])]
-    run(run_args, timeout)
+    # The same model in float32: its weight bytes and estimated IPU latency, for the ratios.
+    out32 = out + "-fp32"
+    _, fp32_run = compile_and_run(bin_dir, model, out32, shapes, inputs, [], timeout)
+    weights = (weight_bytes(bin_dir, os.path.join(out, "executable.popef"), timeout),
+               weight_bytes(bin_dir, os.path.join(out32, "executable.popef"), timeout))
+    latency_us = (fp16_run["ipu_estimate"]["latency_us"], fp32_run["ipu_estimate"]["latency_us"])
     t2 = time.time()
     rows = []
     for outp in meta["outputs"]:
@@ -93,6 +115,8 @@ def check(folder, bin_dir, work, extra, timeout):
         row["ok"] = (cosine >= MIN_COSINE or close) and new_nonfinite == 0 and row.get("top1", 1.0) == 1.0
         rows.append(row)
     return {"model": folder, "convert_s": t1 - t0, "run_s": t2 - t1, "nodes_fp16_fp32": nodes, "device_host": on_device,
+            "weight_bytes_fp16_fp32": weights, "weights_ratio": weights[0] / max(weights[1], 1),
+            "est_latency_us_fp16_fp32": latency_us, "latency_ratio": latency_us[0] / max(latency_us[1], 1e-9),
             "float_to_half": f2h, "casts": counters.get("fold_casts", {}).get("casts_remaining", 0), "outputs": rows}
 
 
@@ -110,8 +134,9 @@ def main():
         folders = [f for f in folders if f in a.only.split(",")]
     results, failed = [], 0
     with tempfile.TemporaryDirectory(prefix="poprt-fp16-") as work:
-        print("%-24s %-18s %9s %9s %10s %12s %7s %5s  %s" % ("model", "output", "fp16/fp32", "dev/host", "cosine",
-                                                              "max abs err", "top-1", "NaN", "result"))
+        print("%-24s %-18s %9s %9s %7s %7s %10s %12s %7s %5s  %s" % (
+            "model", "output", "fp16/fp32", "dev/host", "weights", "est.lat", "cosine", "max abs err", "top-1", "NaN",
+            "result"))
         for folder in folders:
             try:
                 r = check(folder, a.bin_dir, work, a.extra, a.timeout)
@@ -121,23 +146,31 @@ def main():
                 failed += 1
                 continue
             results.append(r)
+            # The PopEF's weights at most 55% of the float32 one's, and a lower estimated latency.
+            size_ok = r["weights_ratio"] <= MAX_WEIGHTS_RATIO and r["latency_ratio"] < 1.0
+            failed += not size_ok
+            ratios = "%7.3f %7.3f" % (r["weights_ratio"], r["latency_ratio"])
             for row in r["outputs"]:
                 if "exact" in row:
-                    print("%-24s %-18s %9s %9s %s" % (folder, row["output"][:18], r["nodes_fp16_fp32"], r["device_host"],
-                                                      "exact" if row["exact"] else "DIFFERS"))
+                    print("%-24s %-18s %9s %9s %s %s%s" % (folder, row["output"][:18], r["nodes_fp16_fp32"], r["device_host"],
+                                                           ratios, "exact" if row["exact"] else "DIFFERS",
+                                                           "" if size_ok else "  (size/latency FAIL)"))
                     failed += not row["exact"]
                     continue
                 top1 = "%.3f" % row["top1"] if "top1" in row else "-"
-                print("%-24s %-18s %9s %9s %10.6f %12.4g %7s %5d  %s" % (
-                    folder, row["output"][:18], r["nodes_fp16_fp32"], r["device_host"], row["cosine"], row["max_abs"],
-                    top1, row["new_nonfinite"], "ok" if row["ok"] else "FAIL"))
+                print("%-24s %-18s %9s %9s %s %10.6f %12.4g %7s %5d  %s%s" % (
+                    folder, row["output"][:18], r["nodes_fp16_fp32"], r["device_host"], ratios, row["cosine"],
+                    row["max_abs"], top1, row["new_nonfinite"], "ok" if row["ok"] else "FAIL",
+                    "" if size_ok else "  (size/latency FAIL)"))
                 failed += not row["ok"]
             sys.stdout.flush()
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)
     print("%d of %d models pass" % (len(folders) - len({r["model"] for r in results if "error" in r or
-                                                          any(not o.get("ok", o.get("exact", True)) for o in r.get("outputs", []))}),
+                                                          any(not o.get("ok", o.get("exact", True)) for o in r.get("outputs", [])) or
+                                                          r.get("weights_ratio", 0) > MAX_WEIGHTS_RATIO or
+                                                          r.get("latency_ratio", 0) >= 1.0}),
                                     len(folders)))
     return 1 if failed else 0
 

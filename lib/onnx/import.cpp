@@ -234,6 +234,7 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
   // trust the graph's names to connect (the converter crashes on a graph output nothing produces).
   POPRT_TRY(checkExternalLocations(proto.graph(), model_dir, source));
   POPRT_TRY(checkDeclaredShapes(proto.graph(), source));
+  POPRT_TRY(checkWindowAttributes(proto.graph(), source));
   if (options.run_checker) POPRT_TRY(checkGraphStructure(proto.graph(), source));
   bool upgraded = false;
   if (default_domain && opset < kMinOpset && opset >= 1) {

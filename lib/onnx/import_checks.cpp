@@ -149,6 +149,24 @@ Status checkDeclaredShapes(const onnx::GraphProto& graph, const std::string& sou
   });
 }
 
+Status checkWindowAttributes(const onnx::GraphProto& graph, const std::string& source) {
+  // Whatever the op (Conv, the pools, ConvTranspose, ai.graphcore ConvAct...), these attributes
+  // count elements of a window: ONNX wants them positive, and libonnx's shape inference divides
+  // by strides and dilations unchecked. The cap keeps its products and sums inside int64.
+  constexpr int64_t kMaxWindowValue = int64_t{1} << 31;
+  return forEachGraph(graph, source + ": graph '" + graph.name() + "'", [&](const onnx::GraphProto& g, const std::string& where) -> Status {
+    for (const auto& n : g.node())
+      for (const auto& a : n.attribute()) {
+        if (a.name() != "strides" && a.name() != "dilations" && a.name() != "kernel_shape") continue;
+        for (int64_t v : a.ints())
+          if (v < 1 || v > kMaxWindowValue)
+            return Error(where + ": node '" + n.name() + "' (" + n.op_type() + "): attribute '" + a.name() + "' has " +
+                         std::to_string(v) + "; each value must be from 1 to 2^31");
+      }
+    return okStatus();
+  });
+}
+
 Status checkCustomOps(const onnx::GraphProto& graph, int64_t opset, const std::string& source) {
   return forEachGraph(graph, source + ": graph '" + graph.name() + "'", [&](const onnx::GraphProto& g, const std::string& where) -> Status {
     for (const auto& n : g.node()) {

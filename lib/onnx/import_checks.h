@@ -29,6 +29,10 @@ Status checkGraphStructure(const onnx::GraphProto& graph, const std::string& sou
 // before libonnx's checker and shape inference look at them.
 Status checkDeclaredShapes(const onnx::GraphProto& graph, const std::string& source);
 
+// Window attributes (strides, dilations, kernel_shape) of every node: each value from 1 to 2^31,
+// before libonnx's shape inference, which divides by them.
+Status checkWindowAttributes(const onnx::GraphProto& graph, const std::string& source);
+
 // ai.graphcore ops (lib/ops/graphcore_ops.h), which ONNX has no schema for: input and output
 // counts, and each attribute known to the op with the type it takes (ConvAct and GemmAct take
 // Conv's and Gemm's attributes at `opset` plus the activation ones). A wrong type would otherwise

@@ -84,6 +84,10 @@ def onnx_cases(out):
     m = mlp()
     m.opset_import[0].version = 0
     c["onnx_opset0.onnx"] = m.SerializeToString()
+    # libonnx's pooling shape inference divides by the stride unchecked (found by fuzz_shape_inference)
+    c["onnx_pool_stride_zero.onnx"] = model(
+        [helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2], strides=[0])],
+        [vi("x", [2, 4, 8])], [vi("y", [2, 4, 4])], check=False).SerializeToString()
     # a cycle: a -> b -> a (listed in any order, no topological sort exists)
     cyc = model([helper.make_node("Relu", ["x", ], ["p"], name="start"),
                  helper.make_node("Add", ["p", "b2"], ["a2"], name="n1"),
