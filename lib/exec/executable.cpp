@@ -434,6 +434,9 @@ Status validate(const Executable& exe) {
       if (g.begin < 0 || g.count < 0 || g.reps < 0 || g.stride < 0 || g.begin > kCap || g.count > kCap || g.reps > kCap ||
           g.stride > kCap || g.dst_stride > static_cast<uint64_t>(kCap))
         return Error("exchange '" + e.name + "' has a gather with bad sizes");
+      // Even a gather that moves nothing names a tile the engine looks up (fuzz_popef finding).
+      if (g.dst_tile >= exe.tile_bytes.size())
+        return Error("exchange '" + e.name + "' gathers to a missing tile " + std::to_string(g.dst_tile));
       if (g.reps == 0 || g.count == 0) continue;
       using u128 = unsigned __int128;
       const u128 last = static_cast<u128>(g.begin) + static_cast<u128>(g.reps - 1) * static_cast<u128>(g.stride) +
