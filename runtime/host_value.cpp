@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "lib/support/copy_bytes.h"
 #include "lib/onnx/value_io.h"
 #include "sim/engine.h"
 
@@ -44,7 +45,7 @@ Expected<ops::RtValue> decodeValue(const DataDesc& desc, std::span<const uint8_t
   if (s.dtype == DType::Undefined || static_cast<uint64_t>(n) * dtypeSize(s.dtype) != bytes.size())
     return Error(source + ": " + std::to_string(bytes.size()) + " bytes do not hold " + desc.dtype + shapeToString(s.shape));
   Tensor t(s.dtype, s.shape);
-  if (!bytes.empty()) std::memcpy(t.bytes().data(), bytes.data(), bytes.size());
+  copyBytes(t.bytes().data(), bytes.data(), bytes.size());
   return ops::RtValue::of(std::move(t));
 }
 

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "lib/support/copy_bytes.h"
 #include "poprt/runtime/errors.h"
 
 namespace poprt::runtime {
@@ -199,7 +200,7 @@ struct ModelRunner::Impl {
           continue;
         }
         auto& pad = req.scratch.emplace_back(inputs[i].size_in_bytes, 0);  // the last batch, padded with zeros
-        std::memcpy(pad.data(), src, static_cast<size_t>(n) * in_row_bytes[i]);
+        copyBytes(pad.data(), src, static_cast<size_t>(n) * in_row_bytes[i]);
         b.inputs.push_back({pad.data(), pad.size()});
       }
       for (size_t o = 0; o < no; ++o) {
@@ -210,7 +211,7 @@ struct ModelRunner::Impl {
         }
         auto& pad = req.scratch.emplace_back(outputs[o].size_in_bytes, 0);
         const size_t bytes = static_cast<size_t>(n) * out_row_bytes[o];
-        req.finish.push_back([dst, src = pad.data(), bytes] { std::memcpy(dst, src, bytes); });
+        req.finish.push_back([dst, src = pad.data(), bytes] { copyBytes(dst, src, bytes); });
         b.outputs.emplace_back(pad.data(), nullptr);
       }
       batches.push_back(std::move(b));

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "lib/support/copy_bytes.h"
 #include "lib/onnx/onnx_io.h"
 #include "lib/ops/registry.h"
 #include "sim/codelets.h"
@@ -118,7 +119,7 @@ Expected<Tensor> Engine::readWeight(const std::string& name) const {
   for (const auto& s : exe_.streams) {
     if (s.role != Role::Weight || s.name != name) continue;
     Tensor t(s.dtype, s.shape);
-    for (const auto& c : s.copies) std::memcpy(t.bytes().data() + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
+    for (const auto& c : s.copies) copyBytes(t.bytes().data() + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
     return t;
   }
   return Error("the executable has no weight named '" + name + "'");
@@ -147,7 +148,7 @@ const ops::RtValue& Engine::hostValue(uint32_t i) {
     return buffer;
   const auto& s = exe_.streams[i];
   buffer = ops::RtValue::of(Tensor(s.dtype, s.shape));
-  std::memcpy(buffer.tensor.bytes().data(), bytes.data(), bytes.size());
+  copyBytes(buffer.tensor.bytes().data(), bytes.data(), bytes.size());
   return buffer;
 }
 
@@ -193,7 +194,7 @@ Status Engine::runProgram(const exec::Program& program, RunTimes* times) {
             return Error("stream '" + s.name + "' has no data of the compiled size to copy to the device");
           src = buffer.tensor.bytes().data();
         }
-        for (const auto& c : s.copies) std::memcpy(tiles_[c.tile].data() + c.tile_offset, src + c.host_offset, c.bytes);
+        for (const auto& c : s.copies) copyBytes(tiles_[c.tile].data() + c.tile_offset, src + c.host_offset, c.bytes);
         break;
       }
       case exec::StepKind::StreamOut: {
@@ -209,7 +210,7 @@ Status Engine::runProgram(const exec::Program& program, RunTimes* times) {
             buffer = ops::RtValue::of(Tensor(s.dtype, s.shape));
           dst = buffer.tensor.bytes().data();
         }
-        for (const auto& c : s.copies) std::memcpy(dst + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
+        for (const auto& c : s.copies) copyBytes(dst + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
         break;
       }
       case exec::StepKind::Exchange: runExchange(step.index); break;
@@ -346,7 +347,7 @@ Status Engine::run(std::span<const InputBinding> inputs, std::span<const OutputB
     } else if (!v.isTensor() || v.tensor.dtype() != s.dtype || v.tensor.shape() != s.shape) {
       st = Error("output '" + s.name + "' was produced with another type than the " + typeOf(s) + " it was compiled for");
     } else {
-      std::memcpy(b->bytes.data(), v.tensor.bytes().data(), b->bytes.size());
+      copyBytes(b->bytes.data(), v.tensor.bytes().data(), b->bytes.size());
     }
   }
   // The bindings point into the caller's memory: forget them once the run is over.

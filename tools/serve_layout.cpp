@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "lib/support/copy_bytes.h"
 #include "tools/serve_tensors.h"
 
 namespace poprt::tools {
@@ -95,7 +96,7 @@ void copyRowsIn(const AnchorLayout& a, int64_t batch, std::span<const uint8_t> s
   POPRT_CHECK(src.size() == static_cast<size_t>(a.outer) * n, "copyRowsIn: source size");
   POPRT_CHECK(dst.size() == static_cast<size_t>(a.outer) * static_cast<size_t>(batch) * a.row_bytes, "copyRowsIn: batch size");
   for (int64_t o = 0; o < a.outer; ++o)
-    std::memcpy(dst.data() + (static_cast<size_t>(o * batch + at)) * a.row_bytes, src.data() + static_cast<size_t>(o) * n, n);
+    copyBytes(dst.data() + (static_cast<size_t>(o * batch + at)) * a.row_bytes, src.data() + static_cast<size_t>(o) * n, n);
 }
 
 void copyRowsOut(const AnchorLayout& a, int64_t batch, std::span<const uint8_t> src, int64_t at, int64_t rows,
@@ -105,7 +106,7 @@ void copyRowsOut(const AnchorLayout& a, int64_t batch, std::span<const uint8_t> 
   POPRT_CHECK(dst.size() == static_cast<size_t>(a.outer) * n, "copyRowsOut: destination size");
   POPRT_CHECK(src.size() == static_cast<size_t>(a.outer) * static_cast<size_t>(batch) * a.row_bytes, "copyRowsOut: batch size");
   for (int64_t o = 0; o < a.outer; ++o)
-    std::memcpy(dst.data() + static_cast<size_t>(o) * n, src.data() + (static_cast<size_t>(o * batch + at)) * a.row_bytes, n);
+    copyBytes(dst.data() + static_cast<size_t>(o) * n, src.data() + (static_cast<size_t>(o * batch + at)) * a.row_bytes, n);
 }
 
 }  // namespace poprt::tools

@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "lib/support/copy_bytes.h"
 #include "lib/support/dtype_dispatch.h"
 
 namespace poprt::tools {
@@ -108,7 +109,7 @@ Expected<std::vector<uint8_t>> decodeJsonData(const nlohmann::json& data, DType 
     if constexpr (std::is_same_v<T, bool>) {
       for (size_t i = 0; i < elements.size(); ++i) bytes[i] = elements[i] ? 1 : 0;
     } else {
-      std::memcpy(bytes.data(), elements.data(), bytes.size());
+      copyBytes(bytes.data(), elements.data(), bytes.size());
     }
   });
   POPRT_TRY(st);

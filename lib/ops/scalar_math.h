@@ -61,6 +61,12 @@ T applyBinary(BinaryFn fn, T a, T b) {
       using U = std::make_unsigned_t<T>;
       return b == 0 ? T(0) : static_cast<T>(U(0) - static_cast<U>(a));  // wraps for MIN / -1
     }
+    // Signed overflow is undefined in C++; ONNX Runtime wraps. Unsigned arithmetic (at least as
+    // wide as unsigned int, so small types do not promote to a signed int) wraps the same way.
+    using W = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+    if (fn == BinaryFn::Add) return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
+    if (fn == BinaryFn::Sub) return static_cast<T>(static_cast<W>(a) - static_cast<W>(b));
+    if (fn == BinaryFn::Mul) return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
   }
   switch (fn) {
     case BinaryFn::Add: return a + b;
