@@ -65,12 +65,12 @@ std::vector<const exec::HostStream*> Engine::streams(Role role) const {
 
 Expected<std::unique_ptr<Engine>> Engine::create(exec::Executable exe, const std::map<std::string, Tensor>& weights,
                                                  unsigned workers) {
+  POPRT_TRY(verifyExecutable(exe));  // the PopEF verifier's checks of the executable (sim/verify_popef.h)
   return create(std::make_shared<const exec::Executable>(std::move(exe)), weights, workers);
 }
 
 Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const exec::Executable> shared,
                                                  const std::map<std::string, Tensor>& weights, unsigned workers) {
-  POPRT_TRY(verifyExecutable(*shared));  // the PopEF verifier's checks of the executable (sim/verify_popef.h)
   std::unique_ptr<Engine> engine(new Engine(std::move(shared)));
   // Host programs are ONNX models run by the reference evaluator; import them once.
   for (const auto& hp : engine->exe_.host_programs) {

@@ -62,12 +62,13 @@ class ThreadPool;
 
 class Engine {
  public:
-  // Checks every vertex (the executable's bounds were checked when it was read) and prepares the
-  // tile memories. `weights` holds the data of each Weight stream, by name. Supersteps with
-  // enough work are split between `workers` threads (0: ThreadPool::defaultWorkers()).
+  // Runs verifyExecutable (sim/verify_popef.h) and prepares the tile memories. `weights` holds
+  // the data of each Weight stream, by name. Supersteps with enough work are split between
+  // `workers` threads (0: ThreadPool::defaultWorkers()).
   static Expected<std::unique_ptr<Engine>> create(exec::Executable exe,
                                                   const std::map<std::string, Tensor>& weights, unsigned workers = 0);
-  // The same sharing one executable between engines (the runtime's replicas).
+  // The same for an executable the verifier already accepted (a VerifiedPopef's), shared between
+  // engines (the runtime's replicas): it is not verified again.
   static Expected<std::unique_ptr<Engine>> create(std::shared_ptr<const exec::Executable> exe,
                                                   const std::map<std::string, Tensor>& weights, unsigned workers = 0);
   ~Engine();
