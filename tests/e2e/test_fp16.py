@@ -11,6 +11,7 @@
 - --precision_compare prints its table and fills --summary_json; bad fp16 flags fail with one line.
 - The PopEF stores a float32 weight that fits float16 as float16 (one beyond 65504 keeps float32)
   and popef-run computes with the weight rounded to float16.
+- Casts between float32 and float16 run on the device, bit-exact with numpy.
 
     /usr/bin/python3 tests/e2e/test_fp16.py --bin-dir build/bin
 """
@@ -308,6 +309,34 @@ class Fp16WeightStorageTest(e2e_util.E2ETestCase):
         atol = 1e-6 * np.abs(expected).max()
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=atol)
         self.assertGreater(np.abs(unrounded - expected).max(), 100 * atol)  # the rounding is visible
+
+
+class Fp16DeviceCastTest(e2e_util.E2ETestCase):
+    def test_casts_between_float32_and_float16_run_on_the_device(self):
+        # x -> Cast(float16) -> Relu -> Cast(float32) -> y: the Casts are Cast vertices, bit-exact with
+        # numpy's conversions (round to nearest even, beyond 65504 to infinity).
+        nodes = [helper.make_node("Cast", ["x"], ["h"], name="narrow", to=TensorProto.FLOAT16),
+                 helper.make_node("Relu", ["h"], ["r"], name="relu"),
+                 helper.make_node("Cast", ["r"], ["y"], name="widen", to=TensorProto.FLOAT)]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 33])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 33])])
+        model = self.path("cast.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), model)
+        x = (np.random.default_rng(5).standard_normal((4, 33)) * 3).astype(np.float32)
+        x.flat[:8] = [65504, 65519, 65520, 1e6, 6e-8, 1.00048828125, 2049, -1e6]
+        np.save(self.path("x.npy"), x)
+        self.assertOk(e2e_util.run_tool("poprt-convert", ["--input_model", model, "--export_popef", "--output_dir",
+                                                          self.path("out"), "--summary_json", self.path("s.json")]))
+        with open(self.path("s.json")) as f:
+            placement = json.load(f)["placement"]
+        self.assertEqual(placement["host_nodes"], [])
+        self.assertEqual(sorted(placement["device_nodes"]), ["narrow", "relu", "widen"])
+        self.assertOk(e2e_util.run_tool("popef-run", [self.path("out", "executable.popef"), "--input",
+                                                      "x=" + self.path("x.npy"), "--output_dir", self.path("run")]))
+        got = np.load(self.path("run", "output_0_y.npy"))
+        with np.errstate(over="ignore"):
+            expected = np.maximum(x.astype(np.float16), np.float16(0)).astype(np.float32)
+        np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
 
 
 if __name__ == "__main__":
