@@ -47,7 +47,7 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
   const auto family = familyOf(node);
   if (family == ops::LoweringFamily::None) return "no device lowering for " + node.opType();
   // Moving data works for any fixed-size dtype; arithmetic runs on float32 or float16, one dtype
-  // per node (its vertices hold every field in it).
+  // per node (its vertices hold every field in it) except Cast, which converts between the two.
   const bool moves_only = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
   const ir::Value* first = node.inputs().empty() ? nullptr : node.input(0);
   const DType node_dtype = first && first->type.isTensor() ? first->type.dtype : DType::Float;
@@ -75,6 +75,14 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
     if (node.output(0)->type.dtype != node.input(0)->type.dtype ||
         node.output(0)->type.numElements() != node.input(0)->type.numElements())
       return "the output is not a view of the input";
+    return "";
+  }
+  if (family == ops::LoweringFamily::Cast) {  // the one node of two dtypes: float32 <-> float16
+    const ir::Value* y = node.output(0);
+    if (!y->type.isTensor() || (y->type.dtype != DType::Float && y->type.dtype != DType::Float16) || y->type.dtype == node_dtype)
+      return "it casts " + std::string(dtypeName(node_dtype)) + " to " + std::string(dtypeName(y->type.dtype)) +
+             "; the device casts between float32 and float16 only";
+    if (!y->type.hasStaticShape()) return "output '" + y->name() + "' has the run-time shape " + y->type.toString();
     return "";
   }
   for (const ir::Value* v : node.outputs())
@@ -318,6 +326,7 @@ class Compiler {
     l_.beginNode(name);
     switch (ops::findOp(node.domain(), node.opType())->lowering) {
       case ops::LoweringFamily::Unary: POPRT_TRY(lowerUnary(l_, node)); break;
+      case ops::LoweringFamily::Cast: POPRT_TRY(lowerCast(l_, node)); break;
       case ops::LoweringFamily::Binary: POPRT_TRY(lowerBinary(l_, node)); break;
       case ops::LoweringFamily::MatMul: POPRT_TRY(lowerMatMul(l_, node)); break;
       case ops::LoweringFamily::View: POPRT_TRY(lowerView(l_, node)); break;

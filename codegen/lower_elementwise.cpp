@@ -39,6 +39,23 @@ Status lowerUnary(Lowering& l, const ir::Node& node) {
   return okStatus();
 }
 
+// Cast between float32 and float16 (deviceBlocker allows no other): each tile converts the
+// elements of its output region, reading the input in the input's own element size.
+Status lowerCast(Lowering& l, const ir::Node& node) {
+  const ir::Value* x = node.input(0);
+  const ir::Value* y = node.output(0);
+  const DType from = x->type.dtype, to = y->type.dtype;
+  TileMapping out = l.spreadLinear(y->type.numElements(), dtypeSize(to));
+  for (const Region& r : out.regions) {
+    uint64_t in = l.operandOnTile(x, r.begin, r.count, r.tile);
+    const auto count = static_cast<uint64_t>(r.count);
+    l.computeSet().vertices.push_back({r.tile, exec::Codelet::Cast, to, {{r.offset, count * dtypeSize(to)}, {in, count * dtypeSize(from)}},
+                                       {r.count, static_cast<int64_t>(from)}, {}});
+  }
+  l.setMapping(y, std::move(out));
+  return okStatus();
+}
+
 namespace {
 
 // One superstep of a binary op: out = fn(a, b) over the output's mapping. A null `a` means the

@@ -119,6 +119,7 @@ class Lowering {
 };
 
 Status lowerUnary(Lowering& l, const ir::Node& node);
+Status lowerCast(Lowering& l, const ir::Node& node);
 Status lowerBinary(Lowering& l, const ir::Node& node);
 Status lowerMatMul(Lowering& l, const ir::Node& node);
 // Conv/ConvAct (family Conv) and MaxPool/AveragePool/GlobalMaxPool/GlobalAveragePool (family Pool).

@@ -6,6 +6,7 @@
 
 #include "lib/exec/codelets.h"
 #include "lib/support/dtype_dispatch.h"
+#include "lib/support/half.h"
 #include "lib/ops/graphcore_ops.h"
 #include "lib/ops/scalar_math.h"
 #include "sim/codelet_util.h"
@@ -106,6 +107,35 @@ void runFill(const exec::Vertex& v, uint8_t* mem) {
     T* out = reinterpret_cast<T*>(mem + v.fields[0].offset);
     std::fill(out, out + n, x);
   });
+}
+
+// Cast: float32 <-> float16 with lib/support/half.h's conversions, as the evaluator's Cast.
+Status checkCast(const exec::Vertex& v) {
+  if (v.fields.size() != 2 || v.params.size() != 2 || !v.fparams.empty() || capMul(v.params[0], 4) < 0)
+    return Error("Cast vertex has bad fields or params");
+  const DType to = v.dtype;
+  const auto from = static_cast<DType>(v.params[1]);
+  if (!((to == DType::Float && from == DType::Float16) || (to == DType::Float16 && from == DType::Float)))
+    return Error("Cast vertex casts between float32 and float16 only");
+  const uint64_t n = static_cast<uint64_t>(v.params[0]);
+  if (v.fields[0].offset % dtypeSize(to) != 0 || v.fields[1].offset % dtypeSize(from) != 0)
+    return Error("Cast vertex has a misaligned field");
+  if (v.fields[0].bytes != n * dtypeSize(to) || v.fields[1].bytes != n * dtypeSize(from))
+    return Error("Cast vertex field sizes do not match its count");
+  return okStatus();
+}
+
+void runCast(const exec::Vertex& v, uint8_t* mem) {
+  const int64_t n = v.params[0];
+  if (v.dtype == DType::Float16) {
+    const float* in = f32(mem, v.fields[1]);
+    auto* out = reinterpret_cast<uint16_t*>(mem + v.fields[0].offset);
+    for (int64_t i = 0; i < n; ++i) out[i] = floatToHalfBits(in[i]);
+  } else {
+    const auto* in = reinterpret_cast<const uint16_t*>(mem + v.fields[1].offset);
+    float* out = f32(mem, v.fields[0]);
+    for (int64_t i = 0; i < n; ++i) out[i] = halfBitsToFloat(in[i]);
+  }
 }
 
 void runUnary(const exec::Vertex& v, uint8_t* mem) {
@@ -226,10 +256,12 @@ POPRT_VECTOR_CLONES void runMatMul(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-// Half vertices (dtype float16, every field binary16 except Fill's) run the float codelet on
-// widened copies of their fields — fp16 storage, fp32 arithmetic, as the IPU's AMP accumulates —
-// and narrow the output back (round to nearest even).
-bool isHalfArithmetic(const exec::Vertex& v) { return v.dtype == DType::Float16 && v.codelet != exec::Codelet::Fill; }
+// Half vertices (dtype float16, every field binary16 except Fill's and Cast's, which handle their
+// dtypes themselves) run the float codelet on widened copies of their fields — fp16 storage, fp32
+// arithmetic, as the IPU's AMP accumulates — and narrow the output back (round to nearest even).
+bool isHalfArithmetic(const exec::Vertex& v) {
+  return v.dtype == DType::Float16 && v.codelet != exec::Codelet::Fill && v.codelet != exec::Codelet::Cast;
+}
 
 Status checkFloatVertex(const exec::Vertex& v);
 void runFloatVertex(const exec::Vertex& v, uint8_t* tile_memory);
@@ -297,7 +329,8 @@ uint64_t vertexFlops(const exec::Vertex& v) {
     case exec::Codelet::Unary:
     case exec::Codelet::Binary: return u(p[1]);
     case exec::Codelet::Activation: return u(p[0]);
-    case exec::Codelet::Fill: return 0;
+    case exec::Codelet::Fill:
+    case exec::Codelet::Cast: return 0;
     case exec::Codelet::MatMul: return 2 * u(p[0]) * u(p[1]) * u(p[2]) + (p[5] != exec::kBiasNone ? u(p[0]) * u(p[2]) : 0);
     case exec::Codelet::ConvPartial: return convPartialFlops(v);
     case exec::Codelet::Pool: return poolFlops(v);
@@ -326,6 +359,7 @@ Status checkFloatVertex(const exec::Vertex& v) {
     case exec::Codelet::Norm: return checkNorm(v);
     case exec::Codelet::BatchNorm: return checkBatchNorm(v);
     case exec::Codelet::Attention: return checkAttention(v);
+    case exec::Codelet::Cast: return checkCast(v);
   }
   return Error("unknown codelet " + std::to_string(static_cast<uint32_t>(v.codelet)));
 }
@@ -344,6 +378,7 @@ void runFloatVertex(const exec::Vertex& v, uint8_t* tile_memory) {
     case exec::Codelet::Norm: runNorm(v, tile_memory); break;
     case exec::Codelet::BatchNorm: runBatchNorm(v, tile_memory); break;
     case exec::Codelet::Attention: runAttention(v, tile_memory); break;
+    case exec::Codelet::Cast: runCast(v, tile_memory); break;
   }
 }
 
@@ -381,6 +416,8 @@ uint64_t floatVertexCycles(const exec::Vertex& v, const exec::Target& t) {
     case exec::Codelet::Norm: return normCycles(v, t);
     case exec::Codelet::BatchNorm: return batchNormCycles(v, t);
     case exec::Codelet::Attention: return attentionCycles(v, t);
+    case exec::Codelet::Cast:  // one conversion per lane of a float32 vector
+      return kVertexOverheadCycles + ceilDiv(static_cast<uint64_t>(v.params[0]), t.vector_width_fp32);
   }
   return 0;
 }

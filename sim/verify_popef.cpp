@@ -7,6 +7,7 @@
 
 #include "lib/exec/memory_profile.h"
 #include "lib/onnx/onnx_io.h"
+#include "lib/support/half.h"
 #include "lib/support/limits.h"
 #include "sim/codelets.h"
 
@@ -182,8 +183,18 @@ Status checkAnchors(const popef::Metadata& md, const exec::Executable& exe) {
   return okStatus();
 }
 
-// Weights come from the tensor data blobs, one per weight stream, nothing left over; feed data
-// is data for an input anchor and must fit it.
+// A float32 weight poprt-convert --precision fp16 stored as float16 (docs/POPEF.md): the
+// weight stream and the device take float32.
+Tensor widenToFloat(const Tensor& half) {
+  Tensor t(DType::Float, half.shape());
+  auto src = half.data<uint16_t>();
+  auto dst = t.data<float>();
+  for (size_t i = 0; i < src.size(); ++i) dst[i] = halfBitsToFloat(src[i]);
+  return t;
+}
+
+// Weights come from the tensor data blobs, one per weight stream, nothing left over (a float32
+// stream also takes a float16 blob, widened); feed data is data for an input anchor and must fit it.
 Expected<std::map<std::string, Tensor>> collectWeights(const popef::PopefFile& file, const exec::Executable& exe) {
   std::map<std::string, const exec::HostStream*> weight_streams;
   for (const auto& s : exe.streams)
@@ -196,6 +207,7 @@ Expected<std::map<std::string, Tensor>> collectWeights(const popef::PopefFile& f
         return Error("tensor data blob " + q(b.name) + " is not a weight of the executable");
       POPRT_ASSIGN_OR_RETURN(Tensor t, popef::tensorFromBlob(b));
       const exec::HostStream& s = *it->second;
+      if (t.dtype() == DType::Float16 && s.dtype == DType::Float && t.shape() == s.shape) t = widenToFloat(t);
       if (t.dtype() != s.dtype || t.shape() != s.shape)
         return Error("tensor data blob " + q(b.name) + " is " + std::string(dtypeName(t.dtype())) + shapeToString(t.shape()) +
                      ", its weight stream " + std::string(dtypeName(s.dtype)) + shapeToString(s.shape));

@@ -1,8 +1,30 @@
 #include "tools/convert_popef.h"
 
+#include <cmath>
+
 #include "lib/exec/memory_profile.h"
+#include "lib/support/half.h"
 
 namespace poprt::tools {
+
+namespace {
+
+// Under --precision fp16 a float32 weight (one float_to_half left in float32, e.g. by the range
+// check) is stored as float16 when every value is finite and within +-65504, so the file holds
+// half its bytes; its weight stream and the device keep float32 and the PopEF's reader widens it
+// back when it loads the file (sim/verify_popef.cpp). Other weights are stored as they are.
+popef::Blob weightBlob(const std::string& name, const Tensor& w, bool fp16) {
+  if (!fp16 || w.dtype() != DType::Float) return popef::makeTensorDataBlob(name, w);
+  for (float x : w.data<float>())
+    if (!(std::fabs(x) <= 65504.0f)) return popef::makeTensorDataBlob(name, w);  // NaN fails the test too
+  Tensor half(DType::Float16, w.shape());
+  auto src = w.data<float>();
+  auto dst = half.data<uint16_t>();
+  for (size_t i = 0; i < src.size(); ++i) dst[i] = floatToHalfBits(src[i]);
+  return popef::makeTensorDataBlob(name, half);
+}
+
+}  // namespace
 
 popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ConvertOptions& o, const std::string& onnx_bytes) {
   const exec::Executable& exe = compiled.executable;
@@ -41,7 +63,7 @@ popef::PopefFile makePopef(const codegen::CompileResult& compiled, const Convert
   }
   md.extra = {{"device_nodes", compiled.device_nodes}, {"host_nodes", compiled.host_nodes}};
   file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
-  for (const auto& [name, tensor] : compiled.weights) file.blobs.push_back(popef::makeTensorDataBlob(name, tensor));
+  for (const auto& [name, tensor] : compiled.weights) file.blobs.push_back(weightBlob(name, tensor, o.precision == "fp16"));
   file.blobs.push_back({popef::BlobType::Opaque, "poprt.onnx", std::vector<uint8_t>(onnx_bytes.begin(), onnx_bytes.end())});
   // The compiler's memory profile for the reports (docs/REPORT.md): a few numbers per tile and node.
   file.blobs.push_back({popef::BlobType::Opaque, exec::kMemoryProfileBlobName, exec::serializeMemoryProfile(compiled.memory_profile)});

@@ -1,6 +1,6 @@
 // The vertex layouts of each codelet: the contract between codegen (which emits vertices) and the
 // simulator (which checks and runs them). Fields are tile-memory byte ranges; all data float32
-// (Fill: any fixed-size dtype). Multi-dim buffers are row-major.
+// (Fill: any fixed-size dtype; Cast: float32 and float16). Multi-dim buffers are row-major.
 // A vertex of dtype float16 holds every field in binary16 (sizes in the layouts below are then 2
 // bytes per element): the simulator computes in float32 and rounds each output to float16, the
 // fp16-storage / fp32-accumulation of the IPU's AMP and reductions.
@@ -23,6 +23,10 @@ namespace poprt::exec {
 //         activation applied last (ops::graphcore::ActivationKind) with fparams [.., alpha, beta, min, max].
 // Fill:   fields [out]                      params [count]  fparams [value]   (any dtype of 1, 2, 4
 //         or 8 bytes; the value is converted to the vertex's dtype)
+// Cast:   fields [out, in]                 params [count, in_dtype]
+//         out in the vertex's dtype, in in in_dtype (a DType value): float32 -> float16 (round to
+//         nearest even, beyond the range to infinity, NaN stays NaN) or float16 -> float32 (exact),
+//         as the evaluator's Cast; the only vertex whose fields have two dtypes.
 // ConvPartial: fields [out, in, weights, bias?]
 //         params [rank, groups, in_channels, out_channels, has_bias, in_dims[rank], out_dims[rank],
 //                 kernel[rank], strides[rank], dilations[rank], starts[rank]] (+ activation?)

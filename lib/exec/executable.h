@@ -36,9 +36,9 @@ struct Target {
 
 enum class Codelet : uint32_t {
   Unary = 1, Binary = 2, MatMul = 3, Fill = 4, ConvPartial = 5, Pool = 6,
-  Activation = 7, Reduce = 8, Softmax = 9, Norm = 10, BatchNorm = 11, Attention = 12,
+  Activation = 7, Reduce = 8, Softmax = 9, Norm = 10, BatchNorm = 11, Attention = 12, Cast = 13,
 };
-inline constexpr uint32_t kMaxCodelet = 12;  // ids are 1..kMaxCodelet
+inline constexpr uint32_t kMaxCodelet = 13;  // ids are 1..kMaxCodelet
 
 struct Field {  // a byte range of the vertex's tile memory
   uint64_t offset = 0;

@@ -40,7 +40,8 @@ enum class Fp16Policy {
 //  Norm:      BatchNormalization (inference), InstanceNormalization, LayerNormalization and
 //             ai.graphcore LayerNorm: row statistics on the device.
 //  Attention: ai.graphcore MultiHeadAttention: one vertex per (batch, head, block of queries).
-enum class LoweringFamily { None, Unary, Binary, MatMul, View, Rearrange, Conv, Pool, Activation, Reduce, Softmax, Norm, Attention };
+//  Cast:      Cast between float32 and float16: Cast vertices over the output's mapping.
+enum class LoweringFamily { None, Unary, Binary, MatMul, View, Rearrange, Conv, Pool, Activation, Reduce, Softmax, Norm, Attention, Cast };
 
 using Opsets = std::map<std::string, int64_t>;  // domain ("" = ai.onnx) -> version
 

@@ -266,7 +266,7 @@ Expected<std::vector<Tensor>> evalCastLike(const ir::Node&, const std::vector<co
 }  // namespace
 
 void registerCastOps(std::vector<OpDef>& ops) {
-  ops.push_back({"Cast", Fp16Policy::TypeAgnostic, LoweringFamily::None, evalCast});
+  ops.push_back({"Cast", Fp16Policy::TypeAgnostic, LoweringFamily::Cast, evalCast});
   ops.push_back({"CastLike", Fp16Policy::TypeAgnostic, LoweringFamily::None, evalCastLike});
 }
 

@@ -9,6 +9,9 @@
 - The optimised ONNX passes onnx.checker, holds float16 weights (about half the bytes) and keeps
   float32 model inputs/outputs unless --fp16_io.
 - --precision_compare prints its table and fills --summary_json; bad fp16 flags fail with one line.
+- The PopEF stores a float32 weight that fits float16 as float16 (one beyond 65504 keeps float32)
+  and popef-run computes with the weight rounded to float16.
+- Casts between float32 and float16 run on the device, bit-exact with numpy.
 
     /usr/bin/python3 tests/e2e/test_fp16.py --bin-dir build/bin
 """
@@ -24,7 +27,9 @@ import onnx
 from onnx import helper, numpy_helper, TensorProto
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "malformed"))
 import e2e_util  # noqa: E402
+import popef_io  # noqa: E402
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED_DIR = os.environ.get("POPRT_SHARED_DIR", os.path.normpath(os.path.join(_REPO, "..", "shared")))
@@ -242,6 +247,96 @@ class Fp16FlagsTest(e2e_util.E2ETestCase):
             got = np.load(self.path(out, "r", "output_0_y.npy"))
             good = bool(np.all(np.isfinite(got))) and np.allclose(got, expected, rtol=TOL, atol=TOL)
             self.assertEqual(good, ok, "--enable_avoid_overflow_patterns=%s: %s" % (flag, got))
+
+
+
+def tensor_blobs(popef_path):
+    """{name: (dtype, shape, payload data)} of a PopEF's tensor data blobs (docs/POPEF.md)."""
+    with open(popef_path, "rb") as f:
+        blobs = popef_io.decode_popef(f.read())
+    out = {}
+    for b in blobs:
+        if b.type == 3:
+            (n,) = np.frombuffer(b.payload[:8], "<u8")
+            header = popef_io.cbor_decode(b.payload[8:8 + int(n)])
+            out[b.name.decode()] = (header["dtype"], header["shape"], b.payload[8 + int(n):])
+    return out
+
+
+class Fp16WeightStorageTest(e2e_util.E2ETestCase):
+    def test_float32_weights_are_stored_as_float16_when_they_fit(self):
+        # x[2,8] -> MatMul(w1) -> Relu -> MatMul(w2) -> y, all kept float32 by the skip list, so only
+        # the storage of the weights changes: w1 fits float16, w2 holds 1e5 (beyond 65504).
+        rng = np.random.default_rng(3)
+        w1 = rng.standard_normal((8, 16)).astype(np.float32)
+        w2 = (rng.standard_normal((16, 4)) * 0.5).astype(np.float32)
+        w2[0, 0] = 1.0e5
+        nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+                 helper.make_node("Relu", ["h"], ["r"], name="relu"),
+                 helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+                              [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+        model = self.path("m.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), model)
+        x = rng.standard_normal((2, 8)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+
+        def convert(out, *extra):
+            self.assertOk(e2e_util.run_tool("poprt-convert", ["--input_model", model, "--export_popef", "--output_dir",
+                                                              self.path(out)] + list(extra)))
+            return tensor_blobs(self.path(out, "executable.popef"))
+
+        fp16 = convert("fp16", "--precision", "fp16", "--fp16_skip_op_types", "MatMul,Relu")
+        fp32 = convert("fp32")
+        self.assertEqual(sorted(fp16), sorted(fp32))
+        by_size = {len(d) // (2 if t == "float16" else 4): (name, t) for name, (t, _, d) in fp16.items()}
+        self.assertEqual(by_size[w1.size][1], "float16")   # fits: stored as float16
+        self.assertEqual(by_size[w2.size][1], "float32")   # 1e5 does not fit
+        name1 = by_size[w1.size][0]
+        stored = np.frombuffer(fp16[name1][2], "<f2").astype(np.float32)
+        self.assertEqual(sorted(stored.tolist()), sorted(w1.astype(np.float16).astype(np.float32).ravel().tolist()))
+        for t, _, _ in fp32.values():
+            self.assertEqual(t, "float32")  # --precision fp32 stores weights as they are
+
+        self.assertOk(e2e_util.run_tool("popef-run", [self.path("fp16", "executable.popef"), "--input",
+                                                      "x=" + self.path("x.npy"), "--output_dir", self.path("run")]))
+        got = np.load(self.path("run", "output_0_y.npy"))
+        # The model in float64 with w1 rounded to float16, and without the rounding.
+        w1_16 = w1.astype(np.float16).astype(np.float64)
+        expected = np.maximum(x.astype(np.float64) @ w1_16, 0) @ w2.astype(np.float64)
+        unrounded = np.maximum(x.astype(np.float64) @ w1.astype(np.float64), 0) @ w2.astype(np.float64)
+        atol = 1e-6 * np.abs(expected).max()
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=atol)
+        self.assertGreater(np.abs(unrounded - expected).max(), 100 * atol)  # the rounding is visible
+
+
+class Fp16DeviceCastTest(e2e_util.E2ETestCase):
+    def test_casts_between_float32_and_float16_run_on_the_device(self):
+        # x -> Cast(float16) -> Relu -> Cast(float32) -> y: the Casts are Cast vertices, bit-exact with
+        # numpy's conversions (round to nearest even, beyond 65504 to infinity).
+        nodes = [helper.make_node("Cast", ["x"], ["h"], name="narrow", to=TensorProto.FLOAT16),
+                 helper.make_node("Relu", ["h"], ["r"], name="relu"),
+                 helper.make_node("Cast", ["r"], ["y"], name="widen", to=TensorProto.FLOAT)]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 33])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 33])])
+        model = self.path("cast.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), model)
+        x = (np.random.default_rng(5).standard_normal((4, 33)) * 3).astype(np.float32)
+        x.flat[:8] = [65504, 65519, 65520, 1e6, 6e-8, 1.00048828125, 2049, -1e6]
+        np.save(self.path("x.npy"), x)
+        self.assertOk(e2e_util.run_tool("poprt-convert", ["--input_model", model, "--export_popef", "--output_dir",
+                                                          self.path("out"), "--summary_json", self.path("s.json")]))
+        with open(self.path("s.json")) as f:
+            placement = json.load(f)["placement"]
+        self.assertEqual(placement["host_nodes"], [])
+        self.assertEqual(sorted(placement["device_nodes"]), ["narrow", "relu", "widen"])
+        self.assertOk(e2e_util.run_tool("popef-run", [self.path("out", "executable.popef"), "--input",
+                                                      "x=" + self.path("x.npy"), "--output_dir", self.path("run")]))
+        got = np.load(self.path("run", "output_0_y.npy"))
+        with np.errstate(over="ignore"):
+            expected = np.maximum(x.astype(np.float16), np.float16(0)).astype(np.float32)
+        np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
 
 
 if __name__ == "__main__":

@@ -83,6 +83,94 @@ TEST(FillCodelet, EveryElementSizeWithGuards) {
     }
 }
 
+// Values that probe the conversion: signed zeros, subnormals of both formats, the float16 range's
+// edges and just past them (65504 stays, 65520 rounds to infinity), ties, infinities, NaNs.
+std::vector<float> castProbes(int64_t n, uint32_t seed) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special = {0.f, -0.f, 6e-8f, -3e-8f, 1e-5f, 65504.f, 65519.f, 65520.f, -1e6f, 1.00048828125f,
+                                      1.000732421875f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 2049.f};
+  std::vector<float> v = randomVector(static_cast<size_t>(n), seed);
+  for (size_t i = 0; i < v.size(); ++i)
+    if (i % 3 == 0) v[i] = special[(i / 3) % special.size()];
+  return v;
+}
+
+// The evaluator's Cast of `in` to `to`, as bytes.
+std::vector<uint8_t> referenceCast(const Tensor& in, DType to) {
+  ir::Graph g;
+  ir::Node* node = g.addNode("Cast", {g.addInput("x", {})}, {g.addValue("y")});
+  node->attributes["to"].value = static_cast<int64_t>(to);
+  auto r = ops::evaluateNode(*node, {&in});
+  EXPECT_TRUE(r.ok()) << r.error().message();
+  if (!r.ok()) return {};
+  auto b = (*r)[0].bytes();
+  return {b.begin(), b.end()};
+}
+
+TEST(CastCodelet, BothDirectionsAreBitExactWithTheEvaluator) {
+  for (int64_t n : kSizes) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    // float32 -> float16
+    const std::vector<float> x = castProbes(n, 21);
+    Tensor xt = tensorOf(x, {n});
+    TileMemory mem;
+    exec::Field in32 = mem.add(x);  // first: a float16 field before it could leave it misaligned
+    exec::Field out16 = mem.addBytes(std::vector<uint8_t>(static_cast<size_t>(n) * 2, 0));
+    exec::Vertex narrow{0, exec::Codelet::Cast, DType::Float16, {out16, in32}, {n, static_cast<int64_t>(DType::Float)}, {}};
+    ASSERT_TRUE(checkVertex(narrow).ok()) << checkVertex(narrow).error().message();
+    runVertex(narrow, mem.bytes.data());
+    std::vector<uint8_t> want16 = referenceCast(xt, DType::Float16);
+    ASSERT_EQ(want16.size(), out16.bytes);
+    EXPECT_EQ(std::memcmp(mem.bytes.data() + out16.offset, want16.data(), want16.size()), 0);
+    mem.expectGuardsIntact(out16);
+
+    // float16 -> float32, from every kind of binary16 pattern (NaN payloads, subnormals, infinities)
+    std::vector<uint8_t> h(static_cast<size_t>(n) * 2);
+    std::mt19937 rng(22);
+    for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint8_t>(rng());
+    const uint16_t patterns[] = {0x0000, 0x8000, 0x0001, 0x83ff, 0x7bff, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfd55};
+    for (size_t i = 0; i < static_cast<size_t>(n); i += 2) std::memcpy(h.data() + i * 2, &patterns[(i / 2) % 10], 2);
+    Tensor ht(DType::Float16, {n});
+    if (n > 0) std::memcpy(ht.bytes().data(), h.data(), h.size());
+    TileMemory mem2;
+    exec::Field out32 = mem2.add(std::vector<float>(static_cast<size_t>(n), 0.f));
+    exec::Field in16 = mem2.addBytes(h);
+    exec::Vertex widen{0, exec::Codelet::Cast, DType::Float, {out32, in16}, {n, static_cast<int64_t>(DType::Float16)}, {}};
+    ASSERT_TRUE(checkVertex(widen).ok()) << checkVertex(widen).error().message();
+    runVertex(widen, mem2.bytes.data());
+    std::vector<uint8_t> want32 = referenceCast(ht, DType::Float);
+    ASSERT_EQ(want32.size(), out32.bytes);
+    EXPECT_EQ(std::memcmp(mem2.bytes.data() + out32.offset, want32.data(), want32.size()), 0);
+    mem2.expectGuardsIntact(out32);
+  }
+}
+
+TEST(CastCodelet, RefusesOtherDtypesAndInconsistentFields) {
+  const auto f32 = static_cast<int64_t>(DType::Float), f16 = static_cast<int64_t>(DType::Float16);
+  auto ok = [](exec::Vertex v) { return checkVertex(v).ok(); };
+  EXPECT_TRUE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 16}}, {4, f32}, {}}));
+  EXPECT_TRUE(ok({0, exec::Codelet::Cast, DType::Float, {{0, 16}, {16, 8}}, {4, f16}, {}}));
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float, {{0, 16}, {16, 16}}, {4, f32}, {}}));      // same dtype
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Int32, {{0, 16}, {16, 8}}, {4, f16}, {}}));       // not a float
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 32}}, {4, static_cast<int64_t>(DType::Double)}, {}}));
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 8}}, {4, f32}, {}}));       // input too small
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 16}, {16, 16}}, {4, f32}, {}}));    // output too big
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {10, 16}}, {4, f32}, {}}));     // misaligned float32
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float, {{0, 16}, {17, 8}}, {4, f16}, {}}));       // misaligned float16
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 16}}, {-4, f32}, {}}));     // negative count
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 16}}, {4, f32}, {1.f}}));   // fparams
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}}, {4, f32}, {}}));               // one field
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 0}, {0, 0}}, {int64_t{1} << 62, f32}, {}}));  // huge count
+}
+
+TEST(CastCodelet, CyclesGrowWithTheCount) {
+  exec::Target t{};
+  const auto f32 = static_cast<int64_t>(DType::Float);
+  exec::Vertex small{0, exec::Codelet::Cast, DType::Float16, {{0, 2}, {4, 4}}, {1, f32}, {}};
+  exec::Vertex big{0, exec::Codelet::Cast, DType::Float16, {{0, 2000}, {2000, 4000}}, {1000, f32}, {}};
+  EXPECT_LT(vertexCycles(small, t), vertexCycles(big, t));
+}
+
 TEST(BinaryCodelet, AlignedAndBroadcastMatchReference) {
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
     for (int64_t n : kSizes) {

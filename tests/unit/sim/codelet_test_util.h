@@ -29,6 +29,13 @@ struct TileMemory {
     if (!data.empty()) std::memcpy(bytes.data() + offset, data.data(), data.size() * 4);
     return {offset, data.size() * 4};
   }
+  // Raw bytes (any dtype), e.g. binary16 patterns such as NaN payloads.
+  exec::Field addBytes(const std::vector<uint8_t>& data) {
+    uint64_t offset = bytes.size() + kGuardBytes;
+    bytes.resize(offset + data.size() + kGuardBytes, kGuard);
+    if (!data.empty()) std::memcpy(bytes.data() + offset, data.data(), data.size());
+    return {offset, data.size()};
+  }
   // The values rounded to float16, stored as binary16.
   exec::Field addHalf(const std::vector<float>& data) {
     uint64_t offset = bytes.size() + kGuardBytes;
