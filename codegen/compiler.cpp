@@ -9,6 +9,7 @@
 
 #include "codegen/host_program.h"
 #include "codegen/lowering.h"
+#include "codegen/merge_supersteps.h"
 #include "codegen/rearrange.h"
 #include "lib/onnx/onnx_io.h"
 #include "lib/support/bytes.h"
@@ -237,7 +238,9 @@ class Compiler {
     for (const ir::Value* w : l_.weights()) result_.weights.emplace_back(w->name(), *w->initializer());
     exe.tile_bytes = l_.finalizeMemory();
     POPRT_TRY(checkMemory(l_, exe.tile_bytes, requested_ipus_));
+    const std::vector<uint32_t> steps_after = mergeSupersteps(exe);
     result_.memory_profile = l_.memoryProfile();
+    for (auto& point : result_.memory_profile.liveness) point.program_steps = steps_after.at(point.program_steps);
     for (size_t i = 0; i < nodes.size(); ++i) {
       const std::string& domain = nodes[i]->domain();
       const bool standard = domain.empty() || domain == "ai.onnx";

@@ -28,7 +28,7 @@ Status lowerUnary(Lowering& l, const ir::Node& node) {
   POPRT_ASSIGN_OR_RETURN(ops::UnaryFn fn, unaryFnOfNode(node));
   const DType dt = y->type.dtype;
   const uint64_t es = dtypeSize(dt);
-  TileMapping out = l.spreadLinear(x->type.numElements(), es);
+  TileMapping out = l.spreadLike(x, es);
   for (const Region& r : out.regions) {
     uint64_t in = l.operandOnTile(x, r.begin, r.count, r.tile);
     uint64_t bytes = static_cast<uint64_t>(r.count) * es;
@@ -45,7 +45,7 @@ Status lowerCast(Lowering& l, const ir::Node& node) {
   const ir::Value* x = node.input(0);
   const ir::Value* y = node.output(0);
   const DType from = x->type.dtype, to = y->type.dtype;
-  TileMapping out = l.spreadLinear(y->type.numElements(), dtypeSize(to));
+  TileMapping out = l.spreadLike(x, dtypeSize(to));
   for (const Region& r : out.regions) {
     uint64_t in = l.operandOnTile(x, r.begin, r.count, r.tile);
     const auto count = static_cast<uint64_t>(r.count);
@@ -98,7 +98,11 @@ Status lowerBinary(Lowering& l, const ir::Node& node) {
   POPRT_CHECK(fn.has_value(), "no binary function for " + node.opType());
   POPRT_CHECK(node.inputs().size() >= 2, node.opType() + " needs two inputs on the device");
   const Shape out_shape = y->type.staticShape();
-  TileMapping out = l.spreadLinear(y->type.numElements(), dtypeSize(y->type.dtype));
+  // Laid out like an operand of the output's shape that is not a weight (the activation).
+  const ir::Value* like = node.input(0);
+  if (like->type.staticShape() != out_shape || like->isInitializer()) like = node.input(1);
+  TileMapping out = like->type.staticShape() == out_shape ? l.spreadLike(like, dtypeSize(y->type.dtype))
+                                                          : l.spreadLinear(y->type.numElements(), dtypeSize(y->type.dtype));
   binaryStep(l, *fn, node.input(0), node.input(1), out_shape, out);
   for (size_t k = 2; k < node.inputs().size(); ++k) {
     l.nextSuperstep();
@@ -153,7 +157,7 @@ Status lowerActivation(Lowering& l, const ir::Node& node) {
   const ir::Value* x = node.input(0);
   const DType dt = x->type.dtype;
   const uint64_t es = dtypeSize(dt);
-  TileMapping out = l.spreadLinear(x->type.numElements(), es);
+  TileMapping out = l.spreadLike(x, es);
   for (const Region& r : out.regions) {
     const uint64_t bytes = static_cast<uint64_t>(r.count) * es;
     l.computeSet().vertices.push_back(
@@ -185,7 +189,7 @@ Status lowerBatchNorm(Lowering& l, const ir::Node& node) {
   const float eps = node.attrFloat("epsilon", 1e-5f);
   const DType dt = x->type.dtype;
   const uint64_t es = dtypeSize(dt);
-  TileMapping out = l.spreadLinear(x->type.numElements(), es);
+  TileMapping out = l.spreadLike(x, es);
   for (const Region& r : out.regions) {
     const int64_t first = r.begin / inner, last = (r.begin + r.count - 1) / inner;
     int64_t c0 = 0, cn = C;

@@ -152,6 +152,24 @@ TileMapping Lowering::spreadLinear(int64_t numel, size_t elem_size, Placement pl
   return m;
 }
 
+TileMapping Lowering::spreadLike(const ir::Value* like, size_t elem_size) {
+  const int64_t numel = like->type.numElements();
+  if (like->isInitializer() || !hasMapping(like)) return spreadLinear(numel, elem_size);
+  const TileMapping& src = mapping(like);
+  // spreadLinear's elements per tile; a layout piling more than twice that on a tile is not copied.
+  const int64_t grain = std::max<int64_t>(1, kGrainBytes / static_cast<int64_t>(elem_size));
+  const int64_t grains = (numel + grain - 1) / grain;
+  const int64_t per_tile = ((grains + std::min<int64_t>(target().numTiles(), grains) - 1) /
+                            std::max<int64_t>(1, std::min<int64_t>(target().numTiles(), grains))) * grain;
+  std::unordered_map<uint32_t, int64_t> on_tile;
+  for (const Region& r : src.regions)
+    if ((on_tile[r.tile] += r.count) > 2 * per_tile) return spreadLinear(numel, elem_size);
+  TileMapping m;
+  for (const Region& r : src.regions)
+    m.regions.push_back({r.begin, r.count, r.tile, mem_.allocator().allocate(r.tile, static_cast<uint64_t>(r.count) * elem_size)});
+  return m;
+}
+
 uint64_t Lowering::operandOnTile(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) {
   const size_t esize = dtypeSize(v->type.dtype);
   if (auto in_place = inPlaceOffset(v, begin, count, tile)) return *in_place;

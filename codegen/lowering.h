@@ -40,6 +40,11 @@ class Lowering {
   enum class Placement { Reuse, Persistent };
   // Spreads `numel` elements over consecutive tiles (whole grains per tile), allocating memory.
   TileMapping spreadLinear(int64_t numel, size_t elem_size, Placement placement = Placement::Reuse);
+  // A fresh mapping for an elementwise result shaped like `like`: each of its regions on the same
+  // tile, so the op reads that operand in place with no exchange (as Poplar maps elementwise
+  // outputs like their inputs). spreadLinear when `like` is a weight, has no mapping, or piles
+  // more than twice spreadLinear's share on a tile.
+  TileMapping spreadLike(const ir::Value* like, size_t elem_size);
 
   // Tile-memory offset of a contiguous buffer on `tile` holding elements [begin, begin+count) of
   // `v`: in place when the mapping already has them there, else a new buffer the node's exchange

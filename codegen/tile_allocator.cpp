@@ -17,18 +17,39 @@ uint64_t TileAllocator::place(uint32_t tile, uint64_t start, uint64_t bytes) {
   return start;
 }
 
+std::optional<uint64_t> TileAllocator::firstFit(const Tile& t, uint64_t bytes, bool avoid_cooling) const {
+  for (const auto& [start, size] : t.free) {
+    uint64_t at = start;
+    for (bool moved = true; moved && at + bytes <= start + size;) {
+      moved = false;
+      if (!avoid_cooling) break;
+      for (const auto& [c_start, c_end] : t.cooling)
+        if (c_start < at + bytes && at < c_end) {
+          at = align8(c_end);
+          moved = true;
+        }
+    }
+    if (at + bytes <= start + size) return at;
+  }
+  return std::nullopt;
+}
+
+uint64_t TileAllocator::take(uint32_t tile, uint64_t at, uint64_t bytes) {
+  Tile& t = tiles_[tile];
+  auto it = std::prev(t.free.upper_bound(at));  // the free range holding `at`
+  const auto [start, size] = *it;
+  t.free.erase(it);
+  if (at > start) t.free.emplace(start, at - start);
+  if (at + bytes < start + size) t.free.emplace(at + bytes, start + size - at - bytes);
+  return place(tile, at, bytes);
+}
+
 uint64_t TileAllocator::allocate(uint32_t tile, uint64_t bytes) {
   Tile& t = tiles_.at(tile);
   bytes = align8(bytes);
   if (bytes == 0) return 0;
-  for (auto it = t.free.begin(); it != t.free.end(); ++it) {
-    auto [start, size] = *it;
-    if (size >= bytes) {
-      t.free.erase(it);
-      if (size > bytes) t.free.emplace(start + bytes, size - bytes);
-      return place(tile, start, bytes);
-    }
-  }
+  if (auto at = firstFit(t, bytes, /*avoid_cooling=*/true)) return take(tile, *at, bytes);
+  if (auto at = firstFit(t, bytes, /*avoid_cooling=*/false)) return take(tile, *at, bytes);
   // Nothing freed is big enough: a free range ending at the top grows upwards, else the top.
   if (!t.free.empty()) {
     auto last = std::prev(t.free.end());
@@ -41,6 +62,10 @@ uint64_t TileAllocator::allocate(uint32_t tile, uint64_t bytes) {
   return place(tile, t.top, bytes);
 }
 
+void TileAllocator::endCooling() {
+  for (Tile& t : tiles_) t.cooling.clear();
+}
+
 uint64_t TileAllocator::allocatePersistent(uint32_t tile, uint64_t bytes) {
   Tile& t = tiles_.at(tile);
   bytes = align8(bytes);
@@ -51,13 +76,14 @@ uint64_t TileAllocator::allocatePersistent(uint32_t tile, uint64_t bytes) {
   return start | kPersistent;
 }
 
-void TileAllocator::free(uint32_t tile, uint64_t start) {
+void TileAllocator::free(uint32_t tile, uint64_t start, bool cooling) {
   POPRT_CHECK(!(start & kPersistent), "freeing persistent memory");
   Tile& t = tiles_.at(tile);
   auto it = t.live.find(start);
   POPRT_CHECK(it != t.live.end(), "freeing a block that is not allocated");
   uint64_t bytes = it->second.bytes;
   t.live.erase(it);
+  if (cooling) t.cooling.emplace_back(start, start + bytes);
   // Coalesce with the free ranges just below and just above.
   auto next = t.free.lower_bound(start);
   if (next != t.free.begin()) {

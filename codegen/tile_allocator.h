@@ -1,5 +1,5 @@
 // Per-tile memory allocation. The main region: first fit among freed ranges (8-byte aligned,
-// freed neighbours coalesce), else above everything allocated so far. The persistent region, for
+// freed neighbours coalesce; recently freed ones last), else above everything allocated so far. The persistent region, for
 // data that lives for the whole program (weights): bump-allocated, and placed above the main
 // region's high-water mark once that is known (relocate()). A tile needs both. The allocator knows
 // addresses only; who holds a block, and so when it dies, is TileMemory's business.
@@ -32,7 +32,11 @@ class TileAllocator {
   // program writes weights before the main program runs). Returns kPersistent | region offset.
   uint64_t allocatePersistent(uint32_t tile, uint64_t bytes);
   // `start` must be a live block's start in the main region (persistent blocks are never freed).
-  void free(uint32_t tile, uint64_t start);
+  // A `cooling` block's memory is taken again only when nothing else freed fits, until
+  // endCooling(): so the node after the one that last read it rarely writes there, and the two
+  // can share a superstep (codegen/merge_supersteps.h).
+  void free(uint32_t tile, uint64_t start, bool cooling = false);
+  void endCooling();
 
   // The live block holding byte `offset` (provisional for persistent ones): its start, or nullopt.
   std::optional<uint64_t> blockAt(uint32_t tile, uint64_t offset) const;
@@ -60,8 +64,12 @@ class TileAllocator {
     uint64_t top = 0;                   // high-water mark: nothing was ever allocated above it
     std::map<uint64_t, Block> persistent;  // by offset in the persistent region
     uint64_t persistent_top = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> cooling;  // [start, end) freed since endCooling()
   };
   uint64_t place(uint32_t tile, uint64_t start, uint64_t bytes);
+  // The lowest start of `bytes` within a free range (outside the cooling ones if asked).
+  std::optional<uint64_t> firstFit(const Tile& t, uint64_t bytes, bool avoid_cooling) const;
+  uint64_t take(uint32_t tile, uint64_t at, uint64_t bytes);  // from the free range holding `at`
   std::vector<Tile> tiles_;
   std::vector<std::pair<uint32_t, uint64_t>> new_;
 };

@@ -27,7 +27,7 @@ void TileMemory::count(uint32_t tile, uint64_t start, const TileAllocator::Block
 
 void TileMemory::freeBlock(uint32_t tile, uint64_t start) {
   count(tile, start, alloc_.block(tile, start), false);
-  alloc_.free(tile, start);
+  alloc_.free(tile, start, /*cooling=*/true);
 }
 
 void TileMemory::hold(const ir::Value* v, std::vector<std::pair<uint32_t, uint64_t>> blocks, uint32_t label) {
@@ -113,6 +113,8 @@ void TileMemory::endStep(const std::string& node, uint32_t program_steps) {
       return a.first != b.first ? a.first > b.first : labels_[a.second] < labels_[b.second];
     });
   }
+  // What died by the end of the step before is like any free memory from the next one on.
+  alloc_.endCooling();
   for (const auto& [tile, start] : unheld) freeBlock(tile, start);
 }
 

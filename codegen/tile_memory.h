@@ -28,7 +28,8 @@ class TileMemory {
   void holdMapping(const ir::Value* v, const TileMapping& m);
   // `v` holds the block starting at (tile, start): a copy of some of its elements.
   void holdCopy(const ir::Value* v, uint32_t tile, uint64_t start);
-  // `v` is dead: the blocks no live value holds any more are freed.
+  // `v` is dead: the blocks no live value holds any more are freed (the next step takes them only
+  // when nothing else freed fits: TileAllocator's cooling).
   void release(const ir::Value* v);
   // Ends a step (a node's stream-ins, exchange and compute set; "" for the final stream-outs):
   // records the peaks of tiles over capacity and a liveness point (`program_steps`: main-program

@@ -1,10 +1,17 @@
 // common_subexpression_elimination: initializers with the same dtype, shape and bytes become one,
 // then nodes with the same op, attributes and inputs (in order) become one. Nodes with subgraphs
 // and nondeterministic ops are left alone; a graph output keeps its own producer.
+// Under --precision fp16, a float32 initializer whose float16 rounding is a float16 initializer
+// (a weight float_to_half kept float32, equal to one it converted) is read through a Cast of it:
+// the PopEF stores float32 weights rounded to float16 anyway (tools/convert_popef.cpp), so the
+// device computes the same and the weight is stored once.
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 #include <tuple>
 
+#include "lib/support/half.h"
 #include "passes/pass_list.h"
 
 namespace poprt::passes {
@@ -31,6 +38,10 @@ class CommonSubexpressions : public Pass {
  public:
   Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
     bool changed = mergeInitializers(graph, ctx);
+    if (ctx.fp16.enabled && shareFloat16Twins(graph, ctx)) {
+      changed = true;
+      POPRT_TRY(graph.topoSort());
+    }
     // Candidates are bucketed by (op, domain, inputs); attributes are compared within a bucket.
     std::map<std::tuple<std::string, std::string, std::vector<const ir::Value*>>, std::vector<ir::Node*>> seen;
     std::vector<ir::Node*> nodes;
@@ -74,6 +85,43 @@ class CommonSubexpressions : public Pass {
       }
       graph.replaceAllUses(v, twin);
       ctx.count("initializers_merged");
+      changed = true;
+    }
+    return changed;
+  }
+
+  static bool shareFloat16Twins(ir::Graph& graph, PassContext& ctx) {
+    std::map<std::pair<Shape, std::vector<uint8_t>>, ir::Value*> halves;  // (shape, bytes) -> float16 initializer
+    std::vector<ir::Value*> singles;
+    for (ir::Value* v : graph.initializers()) {
+      if (v->isGraphInput() || v->isGraphOutput()) continue;
+      const Tensor& t = *v->initializer();
+      if (t.dtype() == DType::Float16) {
+        auto bytes = t.bytes();
+        halves.try_emplace({t.shape(), std::vector<uint8_t>(bytes.begin(), bytes.end())}, v);
+      } else if (t.dtype() == DType::Float && t.numElements() > 0) {
+        singles.push_back(v);
+      }
+    }
+    bool changed = false;
+    for (ir::Value* v : singles) {
+      const Tensor& t = *v->initializer();
+      std::vector<uint8_t> rounded(t.byteSize() / 2);
+      bool fits = true;
+      auto src = t.data<float>();
+      for (size_t i = 0; i < src.size() && fits; ++i) {
+        fits = std::fabs(src[i]) <= 65504.0f;  // as the PopEF's float16 storage requires
+        const uint16_t h = floatToHalfBits(src[i]);
+        std::memcpy(&rounded[2 * i], &h, 2);
+      }
+      if (!fits) continue;
+      auto twin = halves.find({t.shape(), rounded});
+      if (twin == halves.end()) continue;
+      ir::Value* widened = graph.addValue(graph.uniqueName(v->name() + "_from_fp16"), v->type);
+      ir::Node* cast = graph.addNode("Cast", {twin->second}, {widened}, graph.uniqueName(v->name() + "_from_fp16_cast"));
+      cast->attributes["to"].value = static_cast<int64_t>(DType::Float);
+      graph.replaceAllUses(v, widened);
+      ctx.count("initializers_shared_as_fp16");
       changed = true;
     }
     return changed;

@@ -11,7 +11,7 @@
 // float32 output their schema does not type as their data, and, with
 // --enable_avoid_overflow_patterns, the overflow-prone paths of fp16_overflow.h and the nodes the
 // range check of fp16_ranges.h finds handling values beyond the float16 range on the calibration
-// inputs. Control-flow nodes (If/Loop/Scan) keep their float32 results; their bodies convert like
+// inputs; with --fp16_keep_vector_regions, regions of vector ops only between float32 values. Control-flow nodes (If/Loop/Scan) keep their float32 results; their bodies convert like
 // the main graph, each casting its results back (not under a node a skip list names).
 //
 // Float32 constants that an fp16 op reads are converted (values beyond ±65504 clamped, with a
@@ -121,6 +121,9 @@ class FloatToHalf : public Pass {
     // Decide every node (subgraph bodies included) before changing any, so a constant's readers
     // are all known when it converts; then rewrite, graph by graph.
     decideGraph(graph, /*forced_fp32=*/"");
+    if (o.keep_vector_regions) keepVectorOnlyRegions(graph);
+    halveConstantLayoutOps(graph);
+    for (ir::Graph* body : bodies_) halveConstantLayoutOps(*body);
     applyGraph(graph);
     if (o.io) convertOutputs();
     ctx.count("weight_bytes_fp32", weight_bytes_fp32_);
@@ -163,6 +166,100 @@ class FloatToHalf : public Pass {
         decideGraph(*body, body_forced);
       }
     }
+  }
+
+  // A connected region of float16 nodes of `g` with no matrix op (MatMul, Gemm, Conv, attention,
+  // recurrent cells: the ops whose float16 rate doubles) that reads or feeds a float32 activation stays float32:
+  // each of its Casts takes a superstep of its own on the device while its vector ops save
+  // little (a small vector op costs about one sync whatever its dtype). The weights it reads are
+  // still stored as float16 in the PopEF.
+  static bool isMatrixOp(const ir::Node& n) {
+    static const std::set<std::string> host_matrix_ops = {"ConvTranspose", "Einsum", "RNN", "GRU", "LSTM"};
+    const ops::OpDef* def = ops::findOp(n.domain(), n.opType());
+    return (n.domain().empty() && host_matrix_ops.count(n.opType())) ||
+           (def && (def->lowering == ops::LoweringFamily::MatMul || def->lowering == ops::LoweringFamily::Conv ||
+                    def->lowering == ops::LoweringFamily::Attention));
+  }
+
+  void keepVectorOnlyRegions(ir::Graph& g) {
+    std::vector<ir::Node*> half;
+    std::map<const ir::Node*, size_t> index;
+    for (const auto& n : g.nodes())
+      if (decisions_[n.get()].mode == Mode::Fp16) {
+        index[n.get()] = half.size();
+        half.push_back(n.get());
+      }
+    std::vector<size_t> root(half.size());
+    for (size_t i = 0; i < half.size(); ++i) root[i] = i;
+    std::function<size_t(size_t)> find = [&](size_t i) { return root[i] == i ? i : root[i] = find(root[i]); };
+    for (size_t i = 0; i < half.size(); ++i)
+      for (const ir::Value* v : half[i]->inputs())
+        if (v && v->producer())
+          if (auto it = index.find(v->producer()); it != index.end()) root[find(i)] = find(it->second);
+    std::vector<bool> matrix(half.size(), false), cast_bounded(half.size(), false);
+    for (size_t i = 0; i < half.size(); ++i) {
+      const ir::Node& n = *half[i];
+      const size_t r = find(i);
+      matrix[r] = matrix[r] || isMatrixOp(n);
+      const auto& roles = *decisions_[&n].roles;
+      for (size_t k = 0; k < n.inputs().size(); ++k) {
+        const ir::Value* v = n.input(k);
+        if (v && roles.inputs[k] == TypeRole::Data && isTensorOf(v, DType::Float) && !constantTensor(v) && !will_be_half_.count(v))
+          cast_bounded[r] = true;
+      }
+      for (const ir::Value* v : n.outputs()) {
+        if (!v || !will_be_half_.count(v)) continue;
+        if (v->isGraphOutput() && !ctx_->fp16.io) cast_bounded[r] = true;
+        for (const ir::Use& use : v->uses())
+          if (!index.count(use.node)) cast_bounded[r] = true;
+      }
+    }
+    for (size_t i = 0; i < half.size(); ++i) {
+      const size_t r = find(i);
+      if (matrix[r] || !cast_bounded[r]) continue;
+      Decision& d = decisions_[half[i]];
+      d.mode = Mode::Fp32;
+      d.counter = "kept_vector_region";
+      d.reason = "float16 would only run vector ops between Casts from and to float32, which cost more than it saves";
+      for (const ir::Value* v : half[i]->outputs()) will_be_half_.erase(v);
+    }
+  }
+
+  // A layout op (TypeAgnostic: Slice, Concat, Unsqueeze...) of float32 constants alone (directly
+  // or through other such ops), whose every reader converts, converts too, so the constant is
+  // stored as float16 rather than kept float32 and cast at run time. Constant folding leaves such
+  // ops in subgraph bodies (an LSTM in an If slicing and stacking its gate weights). Last
+  // readers first, so chains convert whole.
+  void halveConstantLayoutOps(ir::Graph& g) {
+    for (auto it = g.nodes().rbegin(); it != g.nodes().rend(); ++it) {
+      ir::Node& n = **it;
+      if (!constantLayoutOp(n)) continue;
+      Decision& d = decisions_[&n];
+      bool half_readers = true;
+      for (size_t i = 0; i < n.outputs().size(); ++i)
+        if (d.roles->outputs[i] == TypeRole::Data && isTensorOf(n.output(i), DType::Float))
+          half_readers = half_readers && !n.output(i)->uses().empty() && onlyHalfDataReaders(n.output(i));
+      if (!half_readers) continue;
+      d.mode = Mode::Fp16;
+      for (size_t i = 0; i < n.outputs().size(); ++i)
+        if (d.roles->outputs[i] == TypeRole::Data && isTensorOf(n.output(i), DType::Float)) will_be_half_.insert(n.output(i));
+    }
+  }
+
+  // Is `n` an undecided layout op whose float data inputs are all constants or made by such ops?
+  bool constantLayoutOp(const ir::Node& n) {
+    if (auto it = constant_layout_.find(&n); it != constant_layout_.end()) return it->second;
+    const Decision& d = decisions_[&n];
+    const ops::OpDef* def = ops::findOp(n.domain(), n.opType());
+    bool ok = d.mode == Mode::Untouched && d.roles && def && def->fp16 == ops::Fp16Policy::TypeAgnostic;
+    bool float_data = false;
+    for (size_t i = 0; ok && i < n.inputs().size(); ++i) {
+      const ir::Value* v = n.input(i);
+      if (!v || d.roles->inputs[i] != TypeRole::Data) continue;
+      float_data = true;
+      ok = isTensorOf(v, DType::Float) && (constantTensor(v) || (v->producer() && constantLayoutOp(*v->producer())));
+    }
+    return constant_layout_[&n] = ok && float_data;
   }
 
   // Rewrites the nodes of `g` as decided, then the bodies of its control-flow nodes.
@@ -453,6 +550,7 @@ class FloatToHalf : public Pass {
   std::map<const ir::Node*, std::string> overflow_, out_of_range_;
   std::map<const ir::Node*, Decision> decisions_;
   std::set<const ir::Value*> will_be_half_;      // float32 values the decided nodes make float16
+  std::map<const ir::Node*, bool> constant_layout_;  // constantLayoutOp, memoised
   std::vector<ir::Graph*> bodies_;               // the subgraphs visited
   std::set<ir::Value*> half_values_;              // float16 values this pass made
   std::map<const ir::Value*, ir::Value*> half_of_;   // float32 value -> its float16 version

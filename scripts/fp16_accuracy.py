@@ -53,9 +53,11 @@ def run(argv, timeout):
 
 
 def weight_bytes(bin_dir, popef, timeout):
-    """The bytes of the PopEF's tensor data blobs (the weights), as popef-dump lists them."""
+    """The PopEF's weights, as popef-dump counts them: its tensor data blobs (the device's weights)
+    and the tensors its host programs hold."""
     dump = json.loads(run([os.path.join(bin_dir, "popef-dump"), popef, "--json"], timeout))
-    return sum(b["bytes"] for b in dump["blobs"] if b["type"] == "tensor data")
+    return (sum(b["bytes"] for b in dump["blobs"] if b["type"] == "tensor data") +
+            dump["executable"]["host_program_weight_bytes"])
 
 
 def compile_and_run(bin_dir, model, out, shapes, inputs, precision_args, timeout):

@@ -19,31 +19,27 @@ using Role = exec::HostStream::Role;
 
 namespace {
 
-// Calls fn(region, first element, elements, destination byte offset) for each piece of a gather:
-// a run of elements in one region of its layout (validated beforehand).
-template <class Fn>
-void forEachPiece(const exec::Layout& layout, const exec::Gather& g, Fn&& fn) {
-  const auto& regions = layout.regions;
-  auto ends_after = [](int64_t value, const exec::LayoutRegion& x) { return value < x.begin + x.count; };
-  auto hint = regions.begin();
-  for (int64_t r = 0; r < g.reps; ++r) {
-    int64_t pos = g.begin + r * g.stride, left = g.count;
-    uint64_t dst = g.dst_offset + static_cast<uint64_t>(r) * g.dst_stride;
-    // Reps move forward through the layout: look near where the last one started first.
-    auto it = hint;
-    if (it == regions.end() || pos < it->begin) it = regions.begin();
-    for (int step = 0; step < 4 && it != regions.end() && it->begin + it->count <= pos; ++step) ++it;
-    if (it != regions.end() && it->begin + it->count <= pos) it = std::upper_bound(it, regions.end(), pos, ends_after);
-    if (it != regions.end() && pos < it->begin) it = std::upper_bound(regions.begin(), it, pos, ends_after);
-    hint = it;
-    for (; left > 0 && it != regions.end(); ++it) {
-      const int64_t n = std::min(left, it->begin + it->count - pos);
-      fn(*it, pos, n, dst);
-      pos += n;
-      left -= n;
-      dst += static_cast<uint64_t>(n) * layout.elem_bytes;
-    }
+// Bytes [begin, end) of a tile's memory an exchange sends.
+struct SentRange {
+  uint32_t tile;
+  uint64_t begin, end;
+  auto operator<=>(const SentRange&) const = default;
+};
+
+// The most distinct bytes any one tile sends: overlapping ranges (one value broadcast to several
+// tiles) count once. Sorts `sends`.
+uint64_t busiestSender(std::vector<SentRange>& sends) {
+  std::sort(sends.begin(), sends.end());
+  uint64_t most = 0, bytes = 0, covered_to = 0;
+  for (size_t i = 0; i < sends.size(); ++i) {
+    const SentRange& r = sends[i];
+    if (i == 0 || r.tile != sends[i - 1].tile) bytes = covered_to = 0;
+    const uint64_t from = std::max(r.begin, covered_to);
+    if (r.end > from) bytes += r.end - from;
+    covered_to = std::max(covered_to, r.end);
+    most = std::max(most, bytes);
   }
+  return most;
 }
 
 }  // namespace
@@ -244,7 +240,7 @@ void Engine::runExchange(uint32_t index) {
       if (g.dst_tile % workers != worker) continue;
       const exec::Layout& layout = exe_.layouts[g.layout];
       uint8_t* dst_mem = tiles_[g.dst_tile].data();
-      forEachPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t dst) {
+      exec::forEachGatherPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t dst) {
         std::memmove(dst_mem + dst,
                      tiles_[region.tile].data() + region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes,
                      static_cast<size_t>(n) * layout.elem_bytes);
@@ -385,7 +381,8 @@ Expected<std::vector<Tensor>> Engine::runTensors(const std::vector<const Tensor*
 void Engine::computeEstimate() {
   const auto& t = exe_.target;
   const size_t tiles = exe_.tile_bytes.size();
-  std::vector<uint64_t> per_tile(tiles), sent(tiles);
+  std::vector<uint64_t> per_tile(tiles);
+  std::vector<SentRange> sends;
   parallel_exchange_.assign(exe_.exchanges.size(), false);
   parallel_compute_.assign(exe_.compute_sets.size(), false);
   auto busiest = [&] { return *std::max_element(per_tile.begin(), per_tile.end()); };
@@ -403,25 +400,29 @@ void Engine::computeEstimate() {
         c.exchange = transfer(busiest());
         break;
       case exec::StepKind::Exchange: {
-        // A tile sends and receives at once; the slower direction bounds it.
-        std::fill(sent.begin(), sent.end(), 0);
+        // A tile sends and receives at once; the slower direction bounds it. The IPU's exchange
+        // is time-deterministic: a tile puts data on its wires once and every receiver listening
+        // in that cycle takes it, so a source range sent to many tiles costs its sender once.
         uint64_t total = 0;
+        sends.clear();
         const auto& ex = exe_.exchanges[step.index];
-        auto move = [&](uint32_t src, uint32_t dst, uint64_t bytes) {
+        auto move = [&](uint32_t src, uint64_t src_offset, uint32_t dst, uint64_t bytes) {
           total += bytes;
           if (src == dst) return;  // a local copy costs no exchange
           per_tile[dst] += bytes;
-          sent[src] += bytes;
+          sends.push_back({src, src_offset, src_offset + bytes});
           c.bytes += bytes;
         };
-        for (const auto& copy : ex.copies) move(copy.src_tile, copy.dst_tile, copy.bytes);
+        for (const auto& copy : ex.copies) move(copy.src_tile, copy.src_offset, copy.dst_tile, copy.bytes);
         for (const auto& g : ex.gathers) {
           const exec::Layout& layout = exe_.layouts[g.layout];
-          forEachPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t, int64_t n, uint64_t) {
-            move(region.tile, g.dst_tile, static_cast<uint64_t>(n) * layout.elem_bytes);
+          exec::forEachGatherPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t) {
+            move(region.tile, region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes, g.dst_tile,
+                 static_cast<uint64_t>(n) * layout.elem_bytes);
           });
         }
-        c.exchange = transfer(std::max(busiest(), *std::max_element(sent.begin(), sent.end())));
+        const uint64_t sent = busiestSender(sends);
+        c.exchange = transfer(std::max(busiest(), sent));
         parallel_exchange_[step.index] = total >= kParallelBytes || ex.copies.size() + ex.gathers.size() >= kParallelEntries;
         break;
       }

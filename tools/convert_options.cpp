@@ -62,6 +62,11 @@ const std::vector<OptionSpec>& optionTable() {
        "with --precision fp16: keep overflow-prone paths (Exp/Pow/square -> sums, up to Log/Sqrt/Div) and nodes "
        "handling values beyond the float16 range on calibration inputs in float32 (default true; =false to turn off)",
        [](ConvertOptions& o) -> FieldRef { return &o.pipeline.fp16.avoid_overflow_patterns; }},
+      {"fp16_keep_vector_regions",
+       "with --precision fp16: a connected region of vector ops only (no MatMul, Gemm, Conv or attention) that float16 "
+       "would bound with Casts stays float32, as its Casts cost more on the device than it saves (default true; "
+       "=false to convert it)",
+       [](ConvertOptions& o) -> FieldRef { return &o.pipeline.fp16.keep_vector_regions; }},
       {"fp16_calibration_input",
        "NAME=FILE.npy|.pb: an input of the float16 range check (which keeps nodes handling values beyond the float16 "
        "range in float32; default: generated inputs, as --check's) (repeatable)",

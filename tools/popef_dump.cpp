@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/exec/executable.h"
+#include "lib/onnx/graph_walk.h"
 #include "popef/popef.h"
 #include "sim/verify_popef.h"
 #include "tools/tool_common.h"
@@ -49,13 +50,20 @@ nlohmann::json describe(const popef::PopefFile& file, const exec::Executable* ex
       copies += e.copies.size();
       gathers += e.gathers.size();
     }
+    // The verifier parsed each host program already.
+    uint64_t host_weights = 0;
+    for (const auto& hp : exe->host_programs) {
+      onnx::ModelProto proto;
+      if (proto.ParseFromString(hp.onnx)) host_weights += onnxio::weightBytes(proto.graph());
+    }
     j["executable"] = {{"target", exe->target.name},        {"tiles", exe->target.numTiles()},
                        {"tiles_used", used},                {"tile_memory_bytes", total},
                        {"busiest_tile_bytes", worst},       {"compute_sets", exe->compute_sets.size()},
                        {"vertices", vertices},              {"exchanges", exe->exchanges.size()},
                        {"exchange_copies", copies},         {"exchange_gathers", gathers},
                        {"load_steps", exe->load.steps.size()},
-                       {"main_steps", exe->main.steps.size()},  {"host_programs", exe->host_programs.size()}};
+                       {"main_steps", exe->main.steps.size()},  {"host_programs", exe->host_programs.size()},
+                       {"host_program_weight_bytes", host_weights}};
   }
   return j;
 }
@@ -125,7 +133,8 @@ void printTable(const nlohmann::json& j, const std::string& path, std::ostream& 
               << e["busiest_tile_bytes"] << " bytes\n"
               << "  " << e["compute_sets"] << " compute sets, " << e["vertices"] << " vertices, " << e["exchanges"]
               << " exchanges (" << e["exchange_copies"] << " copies, " << e["exchange_gathers"] << " gathers), " << e["host_programs"]
-              << " host program(s); load " << e["load_steps"] << " steps, main " << e["main_steps"] << " steps\n";
+              << " host program(s) with " << e["host_program_weight_bytes"] << " bytes of weights; load " << e["load_steps"]
+              << " steps, main " << e["main_steps"] << " steps\n";
   }
 }
 

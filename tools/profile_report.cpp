@@ -60,6 +60,22 @@ std::string stepName(const exec::Executable& exe, const exec::Step& step) {
   return "";
 }
 
+// The op type of a step's node; a superstep codegen merged is named "A + B" (its nodes, see
+// codegen/merge_supersteps.h), and gets "Cast + Pow" when every part is a node.
+std::string opTypeOf(const std::string& name, const std::map<std::string, std::string>& op_types) {
+  if (auto it = op_types.find(name); it != op_types.end()) return it->second;
+  std::string types;
+  const std::string sep = " + ";
+  for (size_t pos = 0;;) {
+    const size_t end = name.find(sep, pos);
+    auto it = op_types.find(name.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+    if (it == op_types.end()) return "";
+    types += (types.empty() ? "" : sep) + it->second;
+    if (end == std::string::npos) return types;
+    pos = end + sep.size();
+  }
+}
+
 std::vector<Row> cutRows(const exec::Executable& exe, const std::vector<sim::StepCycles>& cycles,
                          const std::vector<double>& wall, const std::map<std::string, std::string>& op_types,
                          std::vector<size_t>& row_of_step) {
@@ -75,8 +91,7 @@ std::vector<Row> cutRows(const exec::Executable& exe, const std::vector<sim::Ste
       r.name = name;
       r.first_step = i;
       if (step.kind == exec::StepKind::Compute || step.kind == exec::StepKind::Exchange) {
-        auto it = op_types.find(name);
-        r.op_type = it == op_types.end() ? "" : it->second;
+        r.op_type = opTypeOf(name, op_types);
       } else if (step.kind == exec::StepKind::HostCall) {
         r.op_type = "host program";
       } else {

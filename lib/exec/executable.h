@@ -4,6 +4,7 @@
 // validate() bounds every field, copy and stream against the memories it touches.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -49,7 +50,7 @@ struct Vertex {
   uint32_t tile = 0;
   Codelet codelet = Codelet::Unary;
   DType dtype = DType::Float;
-  std::vector<Field> fields;
+  std::vector<Field> fields;  // fields[0] is the one every codelet writes; it only reads the others
   std::vector<int64_t> params;
   std::vector<float> fparams;
 };
@@ -91,6 +92,34 @@ struct Gather {
   uint32_t dst_tile = 0;
   uint64_t dst_offset = 0, dst_stride = 0;  // in bytes
 };
+
+// Calls fn(region, first element, elements, destination byte offset) for each piece of a gather:
+// a run of elements in one region of its layout. The gather must be valid for the layout
+// (validate() checks it).
+template <class Fn>
+void forEachGatherPiece(const Layout& layout, const Gather& g, Fn&& fn) {
+  const auto& regions = layout.regions;
+  auto ends_after = [](int64_t value, const LayoutRegion& x) { return value < x.begin + x.count; };
+  auto hint = regions.begin();
+  for (int64_t r = 0; r < g.reps; ++r) {
+    int64_t pos = g.begin + r * g.stride, left = g.count;
+    uint64_t dst = g.dst_offset + static_cast<uint64_t>(r) * g.dst_stride;
+    // Reps move forward through the layout: look near where the last one started first.
+    auto it = hint;
+    if (it == regions.end() || pos < it->begin) it = regions.begin();
+    for (int step = 0; step < 4 && it != regions.end() && it->begin + it->count <= pos; ++step) ++it;
+    if (it != regions.end() && it->begin + it->count <= pos) it = std::upper_bound(it, regions.end(), pos, ends_after);
+    if (it != regions.end() && pos < it->begin) it = std::upper_bound(regions.begin(), it, pos, ends_after);
+    hint = it;
+    for (; left > 0 && it != regions.end(); ++it) {
+      const int64_t n = std::min(left, it->begin + it->count - pos);
+      fn(*it, pos, n, dst);
+      pos += n;
+      left -= n;
+      dst += static_cast<uint64_t>(n) * layout.elem_bytes;
+    }
+  }
+}
 
 struct Exchange {
   std::string name;

@@ -7,25 +7,13 @@
 #include <optional>
 
 #include "lib/ops/graphcore_ops.h"
+#include "lib/onnx/graph_walk.h"
 #include "lib/support/tensor_proto.h"
 
 namespace poprt::onnxio {
 namespace {
 
 using Attr = onnx::AttributeProto;
-
-// Calls fn(graph, where) for the graph and every subgraph below it.
-template <class Fn>
-Status forEachGraph(const onnx::GraphProto& g, const std::string& where, const Fn& fn) {
-  POPRT_TRY(fn(g, where));
-  for (const auto& n : g.node())
-    for (const auto& a : n.attribute()) {
-      const std::string sub = where + ": node '" + n.name() + "' (" + n.op_type() + ") attribute '" + a.name() + "'";
-      if (a.has_g()) POPRT_TRY(forEachGraph(a.g(), sub, fn));
-      for (const auto& g2 : a.graphs()) POPRT_TRY(forEachGraph(g2, sub, fn));
-    }
-  return okStatus();
-}
 
 Status checkType(const onnx::TypeProto& t, const std::string& what) {
   if (t.has_sequence_type()) return checkType(t.sequence_type().elem_type(), what);

@@ -225,6 +225,7 @@ class Fp16FlagsTest(e2e_util.E2ETestCase):
 
     def test_overflow_patterns_flag_turns_them_off(self):
         # exp(x * 20) / sum(exp(x * 20)) (softmax without the max): exp(20) = 4.9e8 overflows fp16.
+        # Vector ops only: --fp16_keep_vector_regions=false, or the whole graph would stay float32.
         nodes = [helper.make_node("Mul", ["x", "k"], ["s"], name="scale"),
                  helper.make_node("Exp", ["s"], ["e"], name="exp"),
                  helper.make_node("ReduceSum", ["e", "axes"], ["sum"], name="sum", keepdims=1),
@@ -241,7 +242,7 @@ class Fp16FlagsTest(e2e_util.E2ETestCase):
         for flag, ok in (("true", True), ("false", False)):
             out = "o_" + flag
             self.assertOk(self.convert("--precision", "fp16", "--enable_avoid_overflow_patterns=" + flag,
-                                       "--export_popef", out=out))
+                                       "--fp16_keep_vector_regions=false", "--export_popef", out=out))
             self.assertOk(e2e_util.run_tool("popef-run", [self.path(out, "executable.popef"), "--input",
                                                           "x=" + self.path("x.npy"), "--output_dir", self.path(out, "r")]))
             got = np.load(self.path(out, "r", "output_0_y.npy"))
@@ -309,6 +310,34 @@ class Fp16WeightStorageTest(e2e_util.E2ETestCase):
         atol = 1e-6 * np.abs(expected).max()
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=atol)
         self.assertGreater(np.abs(unrounded - expected).max(), 100 * atol)  # the rounding is visible
+
+
+    def test_host_program_weights_are_float16_too(self):
+        # An LSTM runs on the host: its weights travel inside the host program, where popef-dump
+        # counts them; --precision fp16 halves them, Slice'd gate weights included.
+        rng = np.random.default_rng(4)
+        H, I = 8, 4
+        w = rng.standard_normal((1, 4 * H, I)).astype(np.float32)
+        r = rng.standard_normal((1, 4 * H, H)).astype(np.float32)
+        nodes = [helper.make_node("Slice", ["r_all", "starts", "ends"], ["r"], name="slice_r"),
+                 helper.make_node("LSTM", ["x", "w", "r"], ["y"], name="lstm", hidden_size=H)]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 1, I])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 1, 1, H])],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.concatenate([r, r]), "r_all"),
+                               numpy_helper.from_array(np.array([0], np.int64), "starts"),
+                               numpy_helper.from_array(np.array([1], np.int64), "ends")])
+        model = self.path("lstm.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), model)
+        sizes = {}
+        for out, extra in (("fp32", []), ("fp16", ["--precision", "fp16"])):
+            self.assertOk(e2e_util.run_tool("poprt-convert", ["--input_model", model, "--export_popef", "--output_dir",
+                                                              self.path(out)] + extra))
+            dump = json.loads(self.assertOk(e2e_util.run_tool("popef-dump", [self.path(out, "executable.popef"),
+                                                                             "--json"])).stdout)
+            self.assertEqual(dump["executable"]["host_programs"], 1)
+            sizes[out] = dump["executable"]["host_program_weight_bytes"]
+        self.assertEqual(sizes["fp32"], (w.size + r.size) * 4)  # constant folding sliced r_all
+        self.assertEqual(sizes["fp16"], (w.size + r.size) * 2)
 
 
 class Fp16DeviceCastTest(e2e_util.E2ETestCase):

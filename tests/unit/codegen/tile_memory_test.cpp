@@ -29,6 +29,20 @@ TEST(TileAllocator, ReusesFreedMemoryFirstFitAndCoalesces) {
   EXPECT_FALSE(a.blockAt(1, 0).has_value());
 }
 
+// Memory freed as cooling is taken again only when no other freed range fits, until endCooling.
+TEST(TileAllocator, RecentlyFreedMemoryIsTakenLast) {
+  TileAllocator a(1);
+  const uint64_t x = a.allocate(0, 64), y = a.allocate(0, 64);
+  a.allocate(0, 8);  // keeps y's range below the top
+  a.free(0, x, /*cooling=*/true);
+  a.free(0, y);                     // [0, 128) free, [0, 64) of it cooling
+  EXPECT_EQ(a.allocate(0, 32), y);  // outside the cooling range
+  EXPECT_EQ(a.allocate(0, 64), x);  // nothing else fits: the cooling range after all
+  a.free(0, x, /*cooling=*/true);
+  a.endCooling();
+  EXPECT_EQ(a.allocate(0, 16), x);  // no longer cooling: plain first fit
+}
+
 TEST(TileAllocator, PersistentMemoryGoesAboveTheMainRegionsPeak) {
   TileAllocator a(2);
   const uint64_t w = a.allocatePersistent(0, 10);

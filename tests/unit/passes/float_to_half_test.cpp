@@ -42,9 +42,17 @@ struct Fp16Run {
   }
 };
 
+// Most graphs here are small vector-op graphs testing the per-op rules, which
+// --fp16_keep_vector_regions (tested on its own) would keep float32 whole.
+Fp16Options perOpRules() {
+  Fp16Options o;
+  o.keep_vector_regions = false;
+  return o;
+}
+
 // Runs float_to_half (and fold_casts) with `options` and evaluates the graph before and after on
 // the same inputs (`scale` times the usual [-1, 1) ones); the graph must verify.
-Fp16Run runFp16(ir::Model& m, Fp16Options options = {}, float scale = 1) {
+Fp16Run runFp16(ir::Model& m, Fp16Options options = perOpRules(), float scale = 1) {
   options.enabled = true;
   Fp16Run run;
   auto inputs = randomInputs(*m.graph);
@@ -143,9 +151,74 @@ TEST(FloatToHalf, ConvertsWeightsAndActivationsAndKeepsModelIoFloat32) {
   EXPECT_NE(g.findLocalValue("w"), nullptr);
 }
 
+// x -> MatMul -> Relu -> y is one region with a matrix op: float16. x -> Relu -> Add -> y has only
+// vector ops between float32 values: its Casts would cost more than float16 saves, so it stays
+// float32 and says why; --fp16_keep_vector_regions=false converts it.
+TEST(FloatToHalf, RegionsOfVectorOpsOnlyStayFloat32) {
+  auto vector_only = [] {
+    ir::Model m = emptyModel();
+    Builder b(m);
+    b.output(b.op("Add", {b.op("Relu", {b.input("x", {1, 8})}), b.weight({8}, 1)}));
+    return m;
+  };
+  ir::Model m = vector_only();
+  Fp16Options o;
+  auto r = runFp16(m, o);
+  expectClose(r);
+  EXPECT_EQ(outputDtype(nodeNamed(*m.graph, "", "Relu")), DType::Float);
+  EXPECT_EQ(outputDtype(nodeNamed(*m.graph, "", "Add")), DType::Float);
+  EXPECT_EQ(r.counter("float_to_half", "kept_vector_region"), 2);
+  EXPECT_EQ(r.counter("fold_casts", "casts_remaining"), 0);
+
+  ir::Model converted = vector_only();
+  auto r2 = runFp16(converted, perOpRules());
+  EXPECT_EQ(outputDtype(nodeNamed(*converted.graph, "", "Add")), DType::Float16);
+  EXPECT_EQ(r2.counter("float_to_half", "kept_vector_region"), 0);
+
+  ir::Model with_matmul = mlp();
+  auto r3 = runFp16(with_matmul, o);
+  expectClose(r3);
+  EXPECT_EQ(outputDtype(nodeNamed(*with_matmul.graph, "", "Relu")), DType::Float16);
+  EXPECT_EQ(r3.counter("float_to_half", "kept_vector_region"), 0);
+}
+
+// Two MatMuls by equal weights, the second kept float32 by --fp16_skip_node_names: after
+// common_subexpression_elimination it reads the float16 weight through a Cast (the PopEF stores
+// float32 weights rounded to float16 anyway), so the model holds one weight.
+TEST(FloatToHalf, AFloat32WeightEqualToAFloat16OneIsReadThroughACast) {
+  ir::Model m = emptyModel();
+  Builder b(m);
+  ir::Value* h = b.op("MatMul", {b.input("x", {1, 8}), b.weight({8, 8}, 7)});
+  b.output(b.op("MatMul", {h, b.weight({8, 8}, 7)}));
+  auto inputs = randomInputs(*m.graph);
+  PipelineOptions shapes;
+  shapes.passes = {"infer_shapes"};
+  ASSERT_TRUE(runPipeline(m, shapes).ok());
+  auto before = ops::evaluateGraph(*m.graph, inputs, opsetsOf(m));
+  ASSERT_TRUE(before.ok()) << before.error().message();
+  PipelineOptions p;
+  p.passes = {"infer_shapes", "float_to_half", "fold_casts", "common_subexpression_elimination", "dead_code_elimination",
+              "infer_shapes_final"};
+  p.fp16 = perOpRules();
+  p.fp16.enabled = true;
+  p.fp16.skip_node_names = {"n1_MatMul"};
+  auto reports = runPipeline(m, p);
+  ASSERT_TRUE(reports.ok()) << reports.error().message();
+  Fp16Run r{*reports, {}, {}};
+  EXPECT_EQ(r.counter("common_subexpression_elimination", "initializers_shared_as_fp16"), 1);
+  ASSERT_EQ(m.graph->initializers().size(), 1u);
+  EXPECT_EQ(m.graph->initializers()[0]->type.dtype, DType::Float16);
+  EXPECT_EQ(outputDtype(nodeNamed(*m.graph, "n1_MatMul", "MatMul")), DType::Float);
+  auto after = ops::evaluateGraph(*m.graph, inputs, opsetsOf(m));
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  r.before = *before;
+  r.after = *after;
+  expectClose(r);
+}
+
 TEST(FloatToHalf, Fp16IoMakesModelInputsAndOutputsFloat16) {
   ir::Model m = mlp();
-  Fp16Options o;
+  Fp16Options o = perOpRules();
   o.io = true;
   auto r = runFp16(m, o);
   expectClose(r);
@@ -178,7 +251,7 @@ TEST(FloatToHalf, KeepFp32PolicyOpsStayFloat32WithOneCastEachWay) {
 
 TEST(FloatToHalf, SkipListsKeepOpTypesAndNamedNodesFloat32) {
   ir::Model m = mlp();
-  Fp16Options o;
+  Fp16Options o = perOpRules();
   o.skip_op_types = {"Relu"};
   o.skip_node_names = {"n0_MatMul", "no_such_node"};
   auto r = runFp16(m, o);
@@ -257,7 +330,7 @@ ir::Model decomposedLayerNorm() {
 
 TEST(FloatToHalf, OverflowingVarianceStaysFloat32) {
   ir::Model m = decomposedLayerNorm();
-  auto r = runFp16(m, {}, /*scale=*/1000);
+  auto r = runFp16(m, perOpRules(), /*scale=*/1000);
   expectClose(r);
   const ir::Graph& g = *m.graph;
   // Pow, the second ReduceMean, Add and Sqrt (which brings the values back) stay float32; Sub, Div
@@ -273,7 +346,7 @@ TEST(FloatToHalf, WithoutOverflowPatternsTheVarianceOverflows) {
   // The same graph with --enable_avoid_overflow_patterns=false: the squares overflow float16 and
   // the result is wrong — the case the patterns exist for (the test proves it is a real one).
   ir::Model m = decomposedLayerNorm();
-  Fp16Options o;
+  Fp16Options o = perOpRules();
   o.avoid_overflow_patterns = false;
   auto r = runFp16(m, o, /*scale=*/1000);
   ASSERT_EQ(r.after.size(), 1u);
@@ -442,7 +515,7 @@ IfModel ifModel() {
 }
 
 // Converts `im` with `o` and checks the result against the float32 one; returns the reports.
-std::vector<PassReport> convertIf(IfModel& im, Fp16Options o = {}) {
+std::vector<PassReport> convertIf(IfModel& im, Fp16Options o = perOpRules()) {
   auto before = ops::evaluateGraph(*im.m.graph, im.inputs, opsetsOf(im.m));
   EXPECT_TRUE(before.ok()) << before.error().message();
   PipelineOptions p;
@@ -506,7 +579,7 @@ TEST(FloatToHalf, SubgraphBodiesConvertAndCastTheirResultsBack) {
 
 TEST(FloatToHalf, SkippingAControlFlowNodeKeepsItsBodiesFloat32) {
   IfModel im = ifModel();
-  Fp16Options o;
+  Fp16Options o = perOpRules();
   o.skip_node_names = {"if"};
   auto reports = convertIf(im, o);
   for (ir::Graph* body : im.bodies) {
