@@ -4,46 +4,10 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
 namespace poprt::codegen {
 
 namespace {
-
-// Byte ranges of tile memory, kept sorted and coalesced per tile.
-class TileRanges {
- public:
-  void add(uint32_t tile, uint64_t begin, uint64_t end) {
-    if (begin >= end) return;
-    auto& m = ranges_[tile];
-    auto it = m.upper_bound(begin);
-    if (it != m.begin()) {
-      auto prev = std::prev(it);
-      if (prev->second >= begin) {
-        begin = prev->first;
-        end = std::max(end, prev->second);
-        it = m.erase(prev);
-      }
-    }
-    while (it != m.end() && it->first <= end) {
-      end = std::max(end, it->second);
-      it = m.erase(it);
-    }
-    m.emplace(begin, end);
-  }
-
-  bool overlaps(uint32_t tile, uint64_t begin, uint64_t end) const {
-    if (begin >= end) return false;
-    auto t = ranges_.find(tile);
-    if (t == ranges_.end()) return false;
-    auto it = t->second.lower_bound(end);  // the ranges starting before `end`: the last one reaches furthest
-    if (it == t->second.begin()) return false;
-    return std::prev(it)->second > begin;
-  }
-
- private:
-  std::unordered_map<uint32_t, std::map<uint64_t, uint64_t>> ranges_;  // begin -> end
-};
 
 // One access of tile memory by a superstep.
 struct Access {
@@ -67,14 +31,29 @@ void accesses(const exec::Executable& exe, const Superstep& s, std::vector<Acces
       out.push_back({Access::ExchangeRead, c.src_tile, c.src_offset, c.src_offset + c.bytes});
       out.push_back({Access::ExchangeWrite, c.dst_tile, c.dst_offset, c.dst_offset + c.bytes});
     }
-    for (const auto& g : ex.gathers) {
-      const exec::Layout& layout = exe.layouts[g.layout];
-      exec::forEachGatherPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t dst) {
-        const uint64_t bytes = static_cast<uint64_t>(n) * layout.elem_bytes;
-        const uint64_t src = region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes;
-        out.push_back({Access::ExchangeRead, region.tile, src, src + bytes});
-        out.push_back({Access::ExchangeWrite, g.dst_tile, dst, dst + bytes});
-      });
+  }
+  // Gathers as the bounds of what they touch, not piece by piece (a conv's window gathers have
+  // millions): per layout, the union of the element spans the gathers reach, and every layout
+  // region those spans overlap read whole; per gather, the span of its destination. Coarser is
+  // safe: it can only keep apart steps that could have merged.
+  std::map<uint32_t, std::vector<std::pair<int64_t, int64_t>>> spans;  // layout -> element spans
+  for (uint32_t e : s.exchanges)
+    for (const auto& g : exe.exchanges[e].gathers) {
+      if (g.count <= 0 || g.reps <= 0) continue;
+      spans[g.layout].emplace_back(g.begin, g.begin + (g.reps - 1) * g.stride + g.count);
+      const uint64_t row = static_cast<uint64_t>(g.count) * exe.layouts[g.layout].elem_bytes;
+      out.push_back({Access::ExchangeWrite, g.dst_tile, g.dst_offset,
+                     g.dst_offset + static_cast<uint64_t>(g.reps - 1) * g.dst_stride + row});
+    }
+  for (auto& [index, list] : spans) {
+    const exec::Layout& layout = exe.layouts[index];
+    std::sort(list.begin(), list.end());
+    auto it = layout.regions.begin();  // the regions before it are listed
+    for (const auto& [first, last] : list) {
+      it = std::upper_bound(it, layout.regions.end(), first,
+                            [](int64_t e, const exec::LayoutRegion& r) { return e < r.begin + r.count; });
+      for (; it != layout.regions.end() && it->begin < last; ++it)
+        out.push_back({Access::ExchangeRead, it->tile, it->offset, it->offset + static_cast<uint64_t>(it->count) * layout.elem_bytes});
     }
   }
   for (uint32_t c : s.compute_sets)
@@ -84,16 +63,52 @@ void accesses(const exec::Executable& exe, const Superstep& s, std::vector<Acces
                        v.fields[f].offset + v.fields[f].bytes});
 }
 
-// What the open superstep touches, by kind.
-struct Footprint {
-  TileRanges ranges[4];
-
-  void add(const std::vector<Access>& list) {
-    for (const Access& a : list) ranges[a.kind].add(a.tile, a.begin, a.end);
+// Byte ranges of tile memory, sorted by (tile, start) and coalesced, for overlap queries.
+class Ranges {
+ public:
+  void add(uint32_t tile, uint64_t begin, uint64_t end) {
+    if (begin < end) ranges_.push_back({tile, begin, end});
+  }
+  void finish() {
+    std::sort(ranges_.begin(), ranges_.end());
+    std::vector<Range> merged;
+    for (const Range& r : ranges_) {
+      if (!merged.empty() && merged.back().tile == r.tile && r.begin <= merged.back().end)
+        merged.back().end = std::max(merged.back().end, r.end);
+      else
+        merged.push_back(r);
+    }
+    ranges_ = std::move(merged);
+  }
+  bool overlaps(uint32_t tile, uint64_t begin, uint64_t end) const {
+    if (begin >= end) return false;
+    // The last range starting before `end` on this tile reaches furthest.
+    auto it = std::lower_bound(ranges_.begin(), ranges_.end(), Range{tile, end, 0});
+    if (it == ranges_.begin()) return false;
+    --it;
+    return it->tile == tile && it->end > begin;
   }
 
-  // Whether a superstep making `list` accesses can run in the same superstep, after this one's
-  // exchange and alongside its compute set, with the same results as after it.
+ private:
+  struct Range {
+    uint32_t tile;
+    uint64_t begin, end;
+    auto operator<=>(const Range&) const = default;
+  };
+  std::vector<Range> ranges_;
+};
+
+// What one superstep touches, by kind of access.
+struct Footprint {
+  Ranges ranges[4];
+
+  explicit Footprint(const std::vector<Access>& list) {
+    for (const Access& a : list) ranges[a.kind].add(a.tile, a.begin, a.end);
+    for (Ranges& r : ranges) r.finish();
+  }
+
+  // Whether a superstep making `list` accesses can run in the same superstep as this one, after
+  // its exchange and alongside its compute set, with the same results as after it.
   bool admits(const std::vector<Access>& list) const {
     auto hits = [&](const Access& a, std::initializer_list<Access::Kind> kinds) {
       for (Access::Kind k : kinds)
@@ -120,8 +135,8 @@ struct Footprint {
     return true;
   }
 
-  // Whether a superstep making `list` accesses can move ahead of the ones this holds: neither
-  // writes what the other reads or writes.
+  // Whether a superstep making `list` accesses can move ahead of this one: neither writes what
+  // the other reads or writes.
   bool commutes(const std::vector<Access>& list) const {
     for (const Access& a : list) {
       const bool writes = a.kind == Access::ExchangeWrite || a.kind == Access::ComputeWrite;
@@ -149,7 +164,6 @@ std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
   const std::vector<exec::Step> old = exe.main.steps;
   // The program cut into supersteps; a barrier (stream or host step) is one of its own.
   std::vector<Superstep> units;
-  std::vector<std::vector<Access>> unit_accesses;
   for (size_t i = 0; i < old.size(); ++i) {
     Superstep u;
     u.old_steps.push_back(i);
@@ -166,11 +180,20 @@ std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
       u.compute_sets.push_back(old[i].index);
       u.names.push_back(exe.compute_sets[old[i].index].name);
     }
-    unit_accesses.emplace_back();
-    accesses(exe, u, unit_accesses.back());
     units.push_back(std::move(u));
   }
   auto barrier = [&](size_t u) { return units[u].exchanges.empty() && units[u].compute_sets.empty(); };
+  // Each superstep's accesses and footprint, made when first needed and dropped once emitted.
+  std::vector<std::optional<std::vector<Access>>> unit_accesses(units.size());
+  std::vector<std::optional<Footprint>> footprints(units.size());
+  auto accessesOf = [&](size_t u) -> const std::vector<Access>& {
+    if (!unit_accesses[u]) accesses(exe, units[u], unit_accesses[u].emplace());
+    return *unit_accesses[u];
+  };
+  auto footprintOf = [&](size_t u) -> const Footprint& {
+    if (!footprints[u]) footprints[u].emplace(accessesOf(u));
+    return *footprints[u];
+  };
 
   std::vector<exec::Exchange> exchanges;
   std::vector<exec::ComputeSet> compute_sets;
@@ -220,26 +243,31 @@ std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
       emit(units[u]);
       continue;
     }
+    footprintOf(u);  // before units[u] moves
+    std::vector<size_t> members = {u}, passed;
     Superstep open = std::move(units[u]);
-    Footprint footprint, passed;
-    footprint.add(unit_accesses[u]);
-    size_t passed_over = 0;
-    for (size_t v = u + 1; v < units.size() && !barrier(v) && passed_over < kLookahead; ++v) {
+    for (size_t v = u + 1; v < units.size() && !barrier(v) && passed.size() < kLookahead; ++v) {
       if (taken[v]) continue;
-      if (footprint.admits(unit_accesses[v]) && passed.commutes(unit_accesses[v])) {
-        auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
-        append(open.exchanges, units[v].exchanges);
-        append(open.compute_sets, units[v].compute_sets);
-        append(open.names, units[v].names);
-        append(open.old_steps, units[v].old_steps);
-        footprint.add(unit_accesses[v]);
-        taken[v] = true;
-      } else {
-        passed.add(unit_accesses[v]);
-        ++passed_over;
+      const std::vector<Access>& list = accessesOf(v);
+      const bool joins = std::all_of(members.begin(), members.end(), [&](size_t m) { return footprintOf(m).admits(list); }) &&
+                         std::all_of(passed.begin(), passed.end(), [&](size_t p) { return footprintOf(p).commutes(list); });
+      if (!joins) {
+        passed.push_back(v);
+        continue;
       }
+      auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
+      append(open.exchanges, units[v].exchanges);
+      append(open.compute_sets, units[v].compute_sets);
+      append(open.names, units[v].names);
+      append(open.old_steps, units[v].old_steps);
+      members.push_back(v);
+      taken[v] = true;
     }
     emit(open);
+    for (size_t m : members) {
+      unit_accesses[m].reset();
+      footprints[m].reset();
+    }
   }
 
   exe.main.steps = std::move(steps);

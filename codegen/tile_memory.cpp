@@ -31,17 +31,15 @@ void TileMemory::freeBlock(uint32_t tile, uint64_t start) {
 }
 
 void TileMemory::hold(const ir::Value* v, std::vector<std::pair<uint32_t, uint64_t>> blocks, uint32_t label) {
-  auto& held = held_[v];  // sorted; a value gains blocks one copy at a time, so insert in place
+  auto& held = held_[v];
   for (const auto& block : blocks) {
-    auto at = std::lower_bound(held.begin(), held.end(), block);
-    if (at != held.end() && *at == block) continue;
+    if (!held.insert(block).second) continue;
     TileAllocator::Block& b = alloc_.block(block.first, block.second);
     ++b.holders;
     if (b.label == 0) {  // named after its first holder: a view's memory keeps its input's name
       b.label = label;
       count(block.first, block.second, b, true);
     }
-    held.insert(at, block);
   }
 }
 

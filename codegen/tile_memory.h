@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -65,7 +66,7 @@ class TileMemory {
   std::vector<std::string> labels_{""};  // label 0: not known yet
   std::vector<Kind> label_kinds_{Kind::Activation};
   std::unordered_map<std::string, uint32_t> label_ids_;
-  std::unordered_map<const ir::Value*, std::vector<std::pair<uint32_t, uint64_t>>> held_;  // sorted blocks
+  std::unordered_map<const ir::Value*, std::set<std::pair<uint32_t, uint64_t>>> held_;  // (tile, start)
   std::vector<Peak> peaks_;  // per tile
   // Live labelled main-region bytes per tile, [activations, exchange buffers].
   std::vector<std::array<uint64_t, 2>> live_;
