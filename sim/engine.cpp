@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <tuple>
 
 #include "lib/support/copy_bytes.h"
 #include "lib/onnx/onnx_io.h"
@@ -383,6 +385,7 @@ void Engine::computeEstimate() {
   const size_t tiles = exe_.tile_bytes.size();
   std::vector<uint64_t> per_tile(tiles);
   std::vector<SentRange> sends;
+  std::map<std::tuple<uint32_t, int64_t, int64_t, int64_t, int64_t>, uint32_t> first_reader;  // gather source -> its dst
   parallel_exchange_.assign(exe_.exchanges.size(), false);
   parallel_compute_.assign(exe_.compute_sets.size(), false);
   auto busiest = [&] { return *std::max_element(per_tile.begin(), per_tile.end()); };
@@ -414,11 +417,23 @@ void Engine::computeEstimate() {
           c.bytes += bytes;
         };
         for (const auto& copy : ex.copies) move(copy.src_tile, copy.src_offset, copy.dst_tile, copy.bytes);
+        // A gather reading what an earlier one of the step read (a broadcast) adds no sends, bar
+        // the pieces the earlier one found on its own tile; listing each once keeps the sort short.
+        first_reader.clear();
         for (const auto& g : ex.gathers) {
           const exec::Layout& layout = exe_.layouts[g.layout];
+          auto [seen, added] = first_reader.try_emplace(std::make_tuple(g.layout, g.begin, g.count, g.reps, g.stride), g.dst_tile);
           exec::forEachGatherPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t) {
-            move(region.tile, region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes, g.dst_tile,
-                 static_cast<uint64_t>(n) * layout.elem_bytes);
+            const uint64_t bytes = static_cast<uint64_t>(n) * layout.elem_bytes;
+            if (added || region.tile == seen->second) {
+              move(region.tile, region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes, g.dst_tile, bytes);
+            } else if (region.tile != g.dst_tile) {  // received, already counted as sent
+              total += bytes;
+              per_tile[g.dst_tile] += bytes;
+              c.bytes += bytes;
+            } else {
+              total += bytes;
+            }
           });
         }
         const uint64_t sent = busiestSender(sends);
