@@ -422,10 +422,12 @@ void Engine::computeEstimate() {
         first_reader.clear();
         for (const auto& g : ex.gathers) {
           const exec::Layout& layout = exe_.layouts[g.layout];
-          auto [seen, added] = first_reader.try_emplace(std::make_tuple(g.layout, g.begin, g.count, g.reps, g.stride), g.dst_tile);
+          const auto emplaced = first_reader.try_emplace(std::make_tuple(g.layout, g.begin, g.count, g.reps, g.stride), g.dst_tile);
+          const bool first_read = emplaced.second;
+          const uint32_t first_dst = emplaced.first->second;
           exec::forEachGatherPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t) {
             const uint64_t bytes = static_cast<uint64_t>(n) * layout.elem_bytes;
-            if (added || region.tile == seen->second) {
+            if (first_read || region.tile == first_dst) {
               move(region.tile, region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes, g.dst_tile, bytes);
             } else if (region.tile != g.dst_tile) {  // received, already counted as sent
               total += bytes;
