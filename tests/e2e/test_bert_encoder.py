@@ -92,6 +92,21 @@ class BertEncoderTest(e2e_util.E2ETestCase):
         self.assertOk(r)
         self.assertIn("IPU estimate", r.stdout)
 
+    def test_twelve_layers_resolve_every_shape(self):
+        # Each exported layer's Reshape targets fold only once the layer before is typed, about two
+        # shape_fixpoint rounds a layer: all 12 layers must fuse and run on the device.
+        model = self.path("bert12.onnx")
+        self.assertOk(e2e_util.run_cmd([sys.executable, GENERATOR, "--out", model, "--layers", "12", "--hidden", "32",
+                                        "--heads", "2", "--seq", "8", "--batch", "1"]))
+        summary = self.path("summary12.json")
+        self.assertOk(e2e_util.run_tool("poprt-convert", ["--input_model", model, "--output_dir", self.path("out12"),
+                                                          "--export_popef", "--summary_json", summary]))
+        with open(summary) as f:
+            s = json.load(f)
+        counters = {p["name"]: p["counters"] for p in s["passes"]}
+        self.assertEqual(counters["fuse_attention"].get("attention"), 12)
+        self.assertEqual(s["placement"]["host_nodes"], [])
+
 
 if __name__ == "__main__":
     e2e_util.main()
