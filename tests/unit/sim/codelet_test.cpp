@@ -121,7 +121,7 @@ TEST(CastCodelet, BothDirectionsAreBitExactWithTheEvaluator) {
     runVertex(narrow, mem.bytes.data());
     std::vector<uint8_t> want16 = referenceCast(xt, DType::Float16);
     ASSERT_EQ(want16.size(), out16.bytes);
-    EXPECT_EQ(std::memcmp(mem.bytes.data() + out16.offset, want16.data(), want16.size()), 0);
+    EXPECT_EQ(std::vector<uint8_t>(mem.bytes.begin() + out16.offset, mem.bytes.begin() + out16.offset + out16.bytes), want16);
     mem.expectGuardsIntact(out16);
 
     // float16 -> float32, from every kind of binary16 pattern (NaN payloads, subnormals, infinities)
@@ -140,7 +140,7 @@ TEST(CastCodelet, BothDirectionsAreBitExactWithTheEvaluator) {
     runVertex(widen, mem2.bytes.data());
     std::vector<uint8_t> want32 = referenceCast(ht, DType::Float);
     ASSERT_EQ(want32.size(), out32.bytes);
-    EXPECT_EQ(std::memcmp(mem2.bytes.data() + out32.offset, want32.data(), want32.size()), 0);
+    EXPECT_EQ(std::vector<uint8_t>(mem2.bytes.begin() + out32.offset, mem2.bytes.begin() + out32.offset + out32.bytes), want32);
     mem2.expectGuardsIntact(out32);
   }
 }
