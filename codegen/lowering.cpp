@@ -131,14 +131,18 @@ std::vector<uint64_t> Lowering::finalizeMemory() {
   return mem_.peaks();
 }
 
+int64_t Lowering::linearShare(int64_t numel, size_t elem_size) const {
+  const int64_t grain = std::max<int64_t>(1, kGrainBytes / static_cast<int64_t>(elem_size));
+  const int64_t grains = (numel + grain - 1) / grain;
+  const int64_t used = std::max<int64_t>(1, std::min<int64_t>(target().numTiles(), grains));
+  return ((grains + used - 1) / used) * grain;
+}
+
 TileMapping Lowering::spreadLinear(int64_t numel, size_t elem_size, Placement placement) {
   TileMapping m;
   if (numel == 0) return m;
   const int64_t tiles = target().numTiles();
-  int64_t grain = std::max<int64_t>(1, kGrainBytes / static_cast<int64_t>(elem_size));
-  int64_t grains = (numel + grain - 1) / grain;
-  int64_t used = std::min(tiles, grains);
-  int64_t per_tile = ((grains + used - 1) / used) * grain;
+  const int64_t per_tile = linearShare(numel, elem_size);
   uint32_t tile = next_tile_;
   for (int64_t begin = 0; begin < numel; begin += per_tile) {
     int64_t count = std::min(per_tile, numel - begin);
@@ -156,11 +160,8 @@ TileMapping Lowering::spreadLike(const ir::Value* like, size_t elem_size) {
   const int64_t numel = like->type.numElements();
   if (like->isInitializer() || !hasMapping(like)) return spreadLinear(numel, elem_size);
   const TileMapping& src = mapping(like);
-  // spreadLinear's elements per tile; a layout piling more than twice that on a tile is not copied.
-  const int64_t grain = std::max<int64_t>(1, kGrainBytes / static_cast<int64_t>(elem_size));
-  const int64_t grains = (numel + grain - 1) / grain;
-  const int64_t per_tile = ((grains + std::min<int64_t>(target().numTiles(), grains) - 1) /
-                            std::max<int64_t>(1, std::min<int64_t>(target().numTiles(), grains))) * grain;
+  // A layout piling more than twice spreadLinear's share on a tile is not copied.
+  const int64_t per_tile = linearShare(numel, elem_size);
   std::unordered_map<uint32_t, int64_t> on_tile;
   for (const Region& r : src.regions)
     if ((on_tile[r.tile] += r.count) > 2 * per_tile) return spreadLinear(numel, elem_size);

@@ -40,6 +40,8 @@ class Lowering {
   enum class Placement { Reuse, Persistent };
   // Spreads `numel` elements over consecutive tiles (whole grains per tile), allocating memory.
   TileMapping spreadLinear(int64_t numel, size_t elem_size, Placement placement = Placement::Reuse);
+  // The elements spreadLinear puts on each tile (whole grains; the last tile may get fewer).
+  int64_t linearShare(int64_t numel, size_t elem_size) const;
   // A fresh mapping for an elementwise result shaped like `like`: each of its regions on the same
   // tile, so the op reads that operand in place with no exchange (as Poplar maps elementwise
   // outputs like their inputs). spreadLinear when `like` is a weight, has no mapping, or piles

@@ -20,9 +20,9 @@ uint64_t TileAllocator::place(uint32_t tile, uint64_t start, uint64_t bytes) {
 std::optional<uint64_t> TileAllocator::firstFit(const Tile& t, uint64_t bytes, bool avoid_cooling) const {
   for (const auto& [start, size] : t.free) {
     uint64_t at = start;
-    for (bool moved = true; moved && at + bytes <= start + size;) {
+    // Past every cooling range it overlaps, until it overlaps none or leaves the free range.
+    for (bool moved = avoid_cooling; moved && at + bytes <= start + size;) {
       moved = false;
-      if (!avoid_cooling) break;
       for (const auto& [c_start, c_end] : t.cooling)
         if (c_start < at + bytes && at < c_end) {
           at = align8(c_end);

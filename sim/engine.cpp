@@ -409,11 +409,12 @@ void Engine::computeEstimate() {
         uint64_t total = 0;
         sends.clear();
         const auto& ex = exe_.exchanges[step.index];
-        auto move = [&](uint32_t src, uint64_t src_offset, uint32_t dst, uint64_t bytes) {
+        // `listed`: whether the sender's range is listed (a broadcast's copies after the first are not).
+        auto move = [&](uint32_t src, uint64_t src_offset, uint32_t dst, uint64_t bytes, bool listed = true) {
           total += bytes;
           if (src == dst) return;  // a local copy costs no exchange
           per_tile[dst] += bytes;
-          sends.push_back({src, src_offset, src_offset + bytes});
+          if (listed) sends.push_back({src, src_offset, src_offset + bytes});
           c.bytes += bytes;
         };
         for (const auto& copy : ex.copies) move(copy.src_tile, copy.src_offset, copy.dst_tile, copy.bytes);
@@ -426,16 +427,8 @@ void Engine::computeEstimate() {
           const bool first_read = emplaced.second;
           const uint32_t first_dst = emplaced.first->second;
           exec::forEachGatherPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t) {
-            const uint64_t bytes = static_cast<uint64_t>(n) * layout.elem_bytes;
-            if (first_read || region.tile == first_dst) {
-              move(region.tile, region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes, g.dst_tile, bytes);
-            } else if (region.tile != g.dst_tile) {  // received, already counted as sent
-              total += bytes;
-              per_tile[g.dst_tile] += bytes;
-              c.bytes += bytes;
-            } else {
-              total += bytes;
-            }
+            move(region.tile, region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes, g.dst_tile,
+                 static_cast<uint64_t>(n) * layout.elem_bytes, first_read || region.tile == first_dst);
           });
         }
         const uint64_t sent = busiestSender(sends);
