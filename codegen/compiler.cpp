@@ -18,10 +18,6 @@
 namespace poprt::codegen {
 namespace {
 
-std::string nodeName(const ir::Node& node, size_t index) {
-  return node.name().empty() ? node.opType() + "_" + std::to_string(index) : node.name();
-}
-
 ops::LoweringFamily familyOf(const ir::Node& node) {
   const ops::OpDef* def = ops::findOp(node.domain(), node.opType());
   return def ? def->lowering : ops::LoweringFamily::None;
@@ -101,8 +97,7 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
 }
 
 // A one-line error naming the worst tiles, their bytes and what lived on each when it peaked.
-// `requested_ipus` > 1: the compile targeted IPU 0 alone, as sharding is not available yet.
-Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used, uint32_t requested_ipus) {
+Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
   const exec::Target& target = l.target();
   const uint64_t cap = target.bytes_per_tile;
   std::vector<uint32_t> over;
@@ -114,13 +109,16 @@ Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used, uint32_
   if (over.empty()) return okStatus();
   std::sort(over.begin(), over.end(),
             [&](uint32_t a, uint32_t b) { return used[a] > used[b] || (used[a] == used[b] && a < b); });
-  std::string msg;
-  if (requested_ipus > 1)
-    msg = "the model needs more than one IPU, and sharding it across --num_ipus " + std::to_string(requested_ipus) +
-          " is not available yet: ";
-  msg += "out of tile memory on " + target.name + ": " + std::to_string(over.size()) + " of " +
-         std::to_string(used.size()) + " tiles need more than " + humanBytes(cap) + " (" + humanBytes(total) +
-         " in all, one IPU has " + humanBytes(cap * used.size()) + "); worst:";
+  std::vector<uint64_t> ipu_total(target.num_ipus, 0);
+  for (uint32_t t = 0; t < used.size(); ++t) ipu_total[target.ipuOf(t)] += used[t];
+  std::string msg = "out of tile memory on " + target.name + ": " + std::to_string(over.size()) + " of " +
+                    std::to_string(used.size()) + " tiles need more than " + humanBytes(cap) + " (";
+  if (target.num_ipus == 1) {
+    msg += humanBytes(total) + " in all, one IPU has " + humanBytes(cap * used.size()) + "); worst:";
+  } else {
+    for (uint32_t i = 0; i < target.num_ipus; ++i) msg += (i ? ", " : "") + std::string("IPU ") + std::to_string(i) + " " + humanBytes(ipu_total[i]);
+    msg += "; an IPU has " + humanBytes(cap * target.tiles_per_ipu) + "); worst:";
+  }
   std::vector<std::string> shown;  // tiles often peak alike: say so rather than repeat
   for (size_t i = 0; i < over.size() && i < 3; ++i) {
     std::string peak = l.describePeak(over[i], 4);
@@ -129,12 +127,8 @@ Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used, uint32_
            (same == shown.end() ? peak : "like tile " + std::to_string(over[same - shown.begin()])) + ");";
     shown.push_back(std::move(peak));
   }
-  if (requested_ipus > 1) {
-    msg.pop_back();  // the ';': what applies was said first
-    return Error(msg);
-  }
-  return Error(msg +
-               " hint: a smaller batch or input shape; a model bigger than one IPU needs sharding, not available yet");
+  return Error(msg + (target.num_ipus == 1 ? " hint: a smaller batch or input shape, or shard the model over more IPUs (--num_ipus)"
+                                           : " hint: a smaller batch or input shape, more IPUs, or a --manual_sharding_config that balances them"));
 }
 
 ops::Opsets opsetsOf(const ir::Model& model) {
@@ -154,9 +148,8 @@ Shape streamShape(const ir::Value* v) {
 // user's), then each node in order, on the device or in a host program.
 class Compiler {
  public:
-  // `options.target` is one IPU's; `requested_ipus` is what the user asked for (only IPU 0 is used).
-  Compiler(const ir::Model& model, const CompileOptions& options, uint32_t requested_ipus)
-      : model_(model), graph_(*model.graph), l_(options, opsetsOf(model)), requested_ipus_(requested_ipus) {
+  Compiler(const ir::Model& model, const CompileOptions& options)
+      : model_(model), graph_(*model.graph), l_(options, opsetsOf(model)) {
     // Weights a lowering needs whole (not as resident slices) get their spread mapping on demand.
     l_.setPlacer([this](const ir::Value* v) {
       auto st = ensureOnDevice(v);
@@ -181,9 +174,26 @@ class Compiler {
         return Error("output '" + out->name() + "' is also a graph input (not supported yet)");
       host_buffer_[out] = addStream(exec::HostStream::Role::Output, out);
     }
-    // Which top-level nodes read each value (through subgraphs too).
+    // The nodes in the order they are compiled (by stage when sharded), and which of them read
+    // each value (through subgraphs too).
+    std::vector<const ir::Node*> graph_nodes;
+    for (const auto& n : graph_.nodes()) graph_nodes.push_back(n.get());
+    const exec::Target& target = l_.target();
+    NodePlacement placement;
+    if (target.num_ipus > 1) {
+      POPRT_ASSIGN_OR_RETURN(placement, placeNodes(graph_, target.num_ipus, l_.options().sharding));
+    } else {
+      placement.stage.assign(graph_nodes.size(), 0);
+      placement.stage_ipu = {0};
+      for (size_t i = 0; i < graph_nodes.size(); ++i) placement.order.push_back(i);
+    }
     std::vector<const ir::Node*> nodes;
-    for (const auto& n : graph_.nodes()) nodes.push_back(n.get());
+    std::vector<uint32_t> stage_of;
+    for (size_t i : placement.order) {
+      nodes.push_back(graph_nodes[i]);
+      stage_of.push_back(placement.stage[i]);
+      node_names_.push_back(nodeName(*graph_nodes[i], i));  // named by graph position, as sharding configs see them
+    }
     for (size_t i = 0; i < nodes.size(); ++i)
       for (const ir::Value* v : valuesRead(*nodes[i], graph_)) readers_[v].push_back(i);
 
@@ -202,7 +212,17 @@ class Compiler {
     }
     whole_ = onnxio::exportModelProto(model_);
     std::vector<size_t> pending_host;  // consecutive host nodes form one host program
+    const bool sharded = target.num_ipus > 1;
+    const bool pipelined = sharded && l_.options().sharding.strategy == exec::Strategy::Pipelined;
+    if (sharded) {
+      l_.setIpu(placement.stage_ipu.at(stage_of.empty() ? 0 : stage_of[0]));
+      exe.segments.push_back({l_.ipu(), 0, 0, 0});
+    }
     for (size_t i = 0; i < nodes.size(); ++i) {
+      if (sharded && i > 0 && stage_of[i] != stage_of[i - 1]) {
+        if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes));
+        nextSegment(placement.stage_ipu.at(stage_of[i]));
+      }
       std::string why = deviceBlocker(*nodes[i], l_);
       std::optional<RearrangeMap> map;
       const auto family = familyOf(*nodes[i]);
@@ -223,8 +243,11 @@ class Compiler {
         POPRT_TRY(lowerOnDevice(*nodes[i], i, map ? &*map : nullptr));
         releaseDeadAfter(*nodes[i], i);
       } else {
+        if (pipelined)
+          return Error("pipelined execution runs every node on the IPUs, but node '" + node_names_[i] +
+                       "' would run on the host: " + why);
         pending_host.push_back(i);
-        result_.host_nodes.push_back(nodeName(*nodes[i], i));
+        result_.host_nodes.push_back(node_names_[i]);
         result_.host_reasons.push_back(why);
       }
     }
@@ -235,21 +258,20 @@ class Compiler {
       POPRT_TRY(ensureOnDevice(out));
       copyOut(out);
     }
+    if (sharded) exe.segments.back().copies = exe.segments.back().end = static_cast<uint32_t>(exe.main.steps.size());
+    if (pipelined) exe.strategy = exec::Strategy::Pipelined;
     for (const ir::Value* w : l_.weights()) result_.weights.emplace_back(w->name(), *w->initializer());
     exe.tile_bytes = l_.finalizeMemory();
-    POPRT_TRY(checkMemory(l_, exe.tile_bytes, requested_ipus_));
+    POPRT_TRY(checkMemory(l_, exe.tile_bytes));
     const std::vector<uint32_t> steps_after = mergeSupersteps(exe);
     result_.memory_profile = l_.memoryProfile();
     for (auto& point : result_.memory_profile.liveness) point.program_steps = steps_after.at(point.program_steps);
     for (size_t i = 0; i < nodes.size(); ++i) {
       const std::string& domain = nodes[i]->domain();
       const bool standard = domain.empty() || domain == "ai.onnx";
-      result_.memory_profile.op_types.emplace(nodeName(*nodes[i], i),
+      result_.memory_profile.op_types.emplace(node_names_[i],
                                               standard ? nodes[i]->opType() : domain + "." + nodes[i]->opType());
     }
-    if (requested_ipus_ > 1)
-      result_.warnings.push_back("sharding and replication across --num_ipus " + std::to_string(requested_ipus_) +
-                                 " are not available yet: the model runs on IPU 0 alone");
     result_.executable = std::move(exe);
     return std::move(result_);
   }
@@ -259,6 +281,19 @@ class Compiler {
     auto& streams = l_.executable().streams;
     streams.push_back({v->name(), role, v->type.dtype, streamShape(v), {}, v->type.kind});
     return static_cast<uint32_t>(streams.size() - 1);
+  }
+
+  // Ends the current segment: the values later stages read (every live activation) move over the
+  // IPU-Links to `ipu`, where the next segment runs.
+  void nextSegment(uint32_t ipu) {
+    auto& exe = l_.executable();
+    exe.segments.back().copies = static_cast<uint32_t>(exe.main.steps.size());
+    const std::vector<const ir::Value*> live = l_.liveActivations();
+    const uint32_t from = l_.ipu();
+    l_.setIpu(ipu);
+    l_.moveHere(live, "IPU-Link copy IPU " + std::to_string(from) + " -> " + std::to_string(ipu));
+    exe.segments.back().end = static_cast<uint32_t>(exe.main.steps.size());
+    exe.segments.push_back({ipu, exe.segments.back().end, 0, 0});
   }
 
   uint32_t hostBuffer(const ir::Value* v) {
@@ -325,7 +360,7 @@ class Compiler {
     const bool on_mappings = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
     for (const ir::Value* v : dataInputs(node))
       if (v && (on_mappings || !v->isInitializer())) POPRT_TRY(ensureOnDevice(v));
-    std::string name = nodeName(node, index);
+    const std::string& name = node_names_[index];
     l_.beginNode(name);
     switch (ops::findOp(node.domain(), node.opType())->lowering) {
       case ops::LoweringFamily::Unary: POPRT_TRY(lowerUnary(l_, node)); break;
@@ -381,7 +416,7 @@ class Compiler {
       hp.outputs.push_back(hostBuffer(v));
       on_host_.insert(v);
     }
-    for (size_t i : indices) hp.nodes.push_back(nodeName(*nodes[i], i));
+    for (size_t i : indices) hp.nodes.push_back(node_names_[i]);
     hp.onnx = hostProgramModel(model_, whole_, indices, inputs, outputs, hp.name);
     auto& exe = l_.executable();
     exe.main.steps.push_back({exec::StepKind::HostCall, static_cast<uint32_t>(exe.host_programs.size())});
@@ -399,17 +434,13 @@ class Compiler {
   std::map<const ir::Value*, uint32_t> host_buffer_;      // the stream holding a value on the host
   std::set<const ir::Value*> on_host_;                     // values whose host buffer is filled
   std::map<const ir::Value*, std::vector<size_t>> readers_;
-  uint32_t requested_ipus_;
+  std::vector<std::string> node_names_;  // in compile order
 };
 
 }  // namespace
 
 Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options) {
-  // Sharding a model over IPUs (and replicating it) is not available yet: the program targets
-  // one IPU's tiles, and the executable says so, whatever --num_ipus asked for.
-  CompileOptions one_ipu = options;
-  one_ipu.target.num_ipus = 1;
-  return Compiler(model, one_ipu, options.target.num_ipus).run();
+  return Compiler(model, options).run();
 }
 
 }  // namespace poprt::codegen

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/exec/executable.h"
+#include "codegen/sharding.h"
 #include "lib/exec/memory_profile.h"
 #include "lib/ir/graph.h"
 
@@ -16,6 +17,7 @@ namespace poprt::codegen {
 struct CompileOptions {
   exec::Target target;
   double available_memory_proportion = 0.6;  // share of tile memory a matmul plan may use
+  ShardingOptions sharding;                   // with target.num_ipus > 1
   // The bytes per tile the planners may give one node's operands and results.
   uint64_t tileBudget() const {
     return static_cast<uint64_t>(available_memory_proportion * static_cast<double>(target.bytes_per_tile));
@@ -32,9 +34,10 @@ struct CompileResult {
   exec::MemoryProfile memory_profile;                   // for the profile reports (docs/REPORT.md)
 };
 
-// Nodes the device cannot run go to host programs run by the reference evaluator. The program
-// runs on one IPU (the executable's target has num_ipus 1); a model that needs more fails, as
-// sharding is not available yet.
+// Nodes the device cannot run go to host programs run by the reference evaluator. With
+// target.num_ipus > 1 the nodes are placed on the IPUs (codegen/sharding.h) and the main program
+// runs as segments, one per stage, each ending with the IPU-Link copies of the values later
+// stages read (exec::Segment).
 Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options);
 
 }  // namespace poprt::codegen

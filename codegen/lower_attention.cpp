@@ -59,7 +59,7 @@ std::string attentionBlocker(const ir::Node& node, const Lowering& l) {
 Status lowerAttention(Lowering& l, const ir::Node& node) {
   POPRT_ASSIGN_OR_RETURN(AttentionOp op, attentionOp(node));
   const ir::Value *q = node.input(0), *k = node.input(1), *v = node.input(2);
-  const int64_t heads = op.B * op.H, tiles = l.target().numTiles();
+  const int64_t heads = op.B * op.H, tiles = l.tileCount();
   int64_t rows = std::max<int64_t>(1, (heads * op.Sq + tiles - 1) / tiles);
   while (rows > 1 && blockBytes(op, rows) > l.options().tileBudget()) rows = (rows + 1) / 2;
   const int64_t qcols = op.H * op.D, vcols = op.H * op.Dv;
@@ -75,7 +75,7 @@ Status lowerAttention(Lowering& l, const ir::Node& node) {
   std::map<std::pair<uint32_t, int64_t>, std::pair<uint64_t, uint64_t>> keys_on_tile;  // (tile, b*H+h) -> K, V
   for (int64_t b = 0; b < op.B; ++b)
     for (int64_t h = 0; h < op.H; ++h)
-      for (int64_t i0 = 0; i0 < op.Sq; i0 += rows, tile = static_cast<uint32_t>((tile + 1) % tiles)) {
+      for (int64_t i0 = 0; i0 < op.Sq; i0 += rows, tile = l.nextTile(tile)) {
         const int64_t n = std::min(rows, op.Sq - i0);
         auto [kv, added] = keys_on_tile.try_emplace({tile, b * op.H + h});
         if (added) {  // the head's keys and values, once per tile

@@ -114,7 +114,7 @@ bool isPool(const ir::Node& node) { return node.opType() != "Conv" && node.opTyp
 
 
 ConvPlan planFor(const WindowOp& op, const CompileOptions& options) {
-  return planConv(op.problem, options.target.numTiles(), options.tileBudget(), options.target.fp32_macs_per_cycle);
+  return planConv(op.problem, options.target.tiles_per_ipu, options.tileBudget(), options.target.fp32_macs_per_cycle);
 }
 
 int64_t product(const Shape& s, size_t first) {
@@ -174,7 +174,6 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
       channel_blocks.push_back({g, std::min(plan.group_block, p.groups - g), 0, p.out_channels});
   }
 
-  const uint32_t tiles = l.target().numTiles();
   uint32_t tile = l.startTile(plan.blocks);
   TileMapping out;
   for (int64_t n = 0; n < p.batch; ++n) {
@@ -250,7 +249,7 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
           }
           out.regions.push_back({begin, run, tile, offset});
         }
-        tile = (tile + 1) % tiles;
+        tile = l.nextTile(tile);
       }
     }
   }

@@ -71,7 +71,7 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
     return okStatus();
   }
   const uint64_t budget = l.options().tileBudget();
-  const MatMulPlan plan = planMatMul(batches, M, K, N, l.target().numTiles(), budget);
+  const MatMulPlan plan = planMatMul(batches, M, K, N, l.tileCount(), budget);
   if (!plan.fits)
     return Error(node.describe() + ": no split of the " + std::to_string(M) + "x" + std::to_string(K) + "x" +
                  std::to_string(N) + " matmul fits in " + std::to_string(budget) +
@@ -89,8 +89,7 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
   const DType dt = y->type.dtype;
   const uint64_t es = dtypeSize(dt);
   TileMapping out;
-  uint32_t tile = 0;
-  const uint32_t tiles = l.target().numTiles();
+  uint32_t tile = l.ipu() * l.tileCount();  // every matmul starts at its IPU's first tile
   for (int64_t bi = 0; bi < batches; ++bi) {
     const int64_t oa = ops::broadcastOffset(bi, batch_strides, stride_a) * M * K;
     const int64_t ob = ops::broadcastOffset(bi, batch_strides, stride_b) * K * N;
@@ -140,7 +139,7 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
           for (int64_t r = 0; r < rows; ++r)
             out.regions.push_back({bi * M * N + (m0 + r) * N + n0, cols, tile, out_off + static_cast<uint64_t>(r * cols) * es});
         }
-        tile = (tile + 1) % tiles;
+        tile = l.nextTile(tile);
       }
     }
   }

@@ -32,11 +32,11 @@ std::vector<RowBlock> rowBlocks(Lowering& l, const RowsView& v, int64_t max_posi
   std::vector<RowBlock> blocks;
   const int64_t positions = v.outer * v.inner;
   if (positions == 0) return blocks;
-  const int64_t tiles = l.target().numTiles();
+  const int64_t tiles = l.tileCount();
   int64_t per = std::max(ceilDiv(positions, tiles), ceilDiv(kMinBlockElements, std::max<int64_t>(v.extent, 1)));
   per = std::max<int64_t>(1, std::min(per, max_positions));
   uint32_t tile = l.startTile(ceilDiv(positions, per));
-  for (int64_t p = 0; p < positions; p += per, tile = static_cast<uint32_t>((tile + 1) % tiles)) {
+  for (int64_t p = 0; p < positions; p += per, tile = l.nextTile(tile)) {
     const int64_t end = std::min(positions, p + per);
     for (int64_t q = p; q < end;) {
       const int64_t o = q / v.inner, i = q % v.inner;

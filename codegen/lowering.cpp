@@ -13,8 +13,10 @@ Lowering::Lowering(const CompileOptions& options, ops::Opsets opsets)
     : options_(options),
       opsets_(std::move(opsets)),
       mem_(options.target.numTiles(), options.target.bytes_per_tile),
-      resident_bytes_(options.target.numTiles(), 0) {
+      resident_bytes_(options.target.numTiles(), 0),
+      other_ipu_weights_(options.target.num_ipus) {
   exe_.target = options.target;
+  for (uint32_t i = 0; i < options.target.num_ipus; ++i) next_tile_.push_back(i * options.target.tiles_per_ipu);
 }
 
 int64_t Lowering::opset() const {
@@ -23,9 +25,61 @@ int64_t Lowering::opset() const {
 }
 
 uint32_t Lowering::startTile(int64_t count) {
-  const uint32_t tiles = target().numTiles(), start = next_tile_;
-  if (tiles > 0 && count > 0) next_tile_ = static_cast<uint32_t>((start + static_cast<uint64_t>(count)) % tiles);
+  const uint32_t tiles = tileCount(), base = ipu_ * tiles, start = next_tile_[ipu_];
+  if (tiles > 0 && count > 0)
+    next_tile_[ipu_] = base + static_cast<uint32_t>((start - base + static_cast<uint64_t>(count)) % tiles);
   return start;
+}
+
+uint32_t Lowering::nextTile(uint32_t tile) const {
+  const uint32_t tiles = tileCount(), base = (tile / tiles) * tiles;
+  return base + (tile - base + 1) % tiles;
+}
+
+void Lowering::setIpu(uint32_t ipu) {
+  POPRT_CHECK(ipu < target().num_ipus, "IPU " + std::to_string(ipu) + " is not in the target");
+  if (ipu == ipu_) return;
+  // Whole-weight mappings are per IPU: a node reads the copy the load program put on its own IPU.
+  auto& stash = other_ipu_weights_[ipu_];
+  for (auto it = mappings_.begin(); it != mappings_.end();) {
+    if (!it->first->isInitializer()) {
+      ++it;
+      continue;
+    }
+    stash.emplace_back(it->first, std::move(it->second));
+    layouts_.erase(it->first);
+    it = mappings_.erase(it);
+  }
+  ipu_ = ipu;
+  for (auto& [v, m] : other_ipu_weights_[ipu_]) mappings_[v] = std::move(m);
+  other_ipu_weights_[ipu_].clear();
+}
+
+std::vector<const ir::Value*> Lowering::liveActivations() const {
+  std::vector<const ir::Value*> live;
+  for (const auto& [v, m] : mappings_)
+    if (!v->isInitializer()) live.push_back(v);
+  std::sort(live.begin(), live.end(), [](const ir::Value* a, const ir::Value* b) { return a->name() < b->name(); });
+  return live;
+}
+
+void Lowering::moveHere(const std::vector<const ir::Value*>& values, const std::string& step_name) {
+  if (values.empty()) return;
+  beginNode(step_name);
+  std::vector<TileMapping> moved;
+  for (const ir::Value* v : values) {
+    POPRT_CHECK(!v->isInitializer() && hasMapping(v), "value '" + v->name() + "' cannot move between IPUs");
+    const size_t esize = dtypeSize(v->type.dtype);
+    TileMapping m = spreadLinear(v->type.numElements(), esize);
+    for (const Region& r : m.regions) gather(v, r.begin, r.count, 1, 0, r.tile, r.offset, 0);
+    moved.push_back(std::move(m));
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    release(values[i]);
+    layouts_.erase(values[i]);
+    setMapping(values[i], std::move(moved[i]));
+  }
+  endNode();
 }
 
 // No value holds scratch, so the node's end frees it (TileMemory::endStep).
@@ -134,25 +188,24 @@ std::vector<uint64_t> Lowering::finalizeMemory() {
 int64_t Lowering::linearShare(int64_t numel, size_t elem_size) const {
   const int64_t grain = std::max<int64_t>(1, kGrainBytes / static_cast<int64_t>(elem_size));
   const int64_t grains = (numel + grain - 1) / grain;
-  const int64_t used = std::max<int64_t>(1, std::min<int64_t>(target().numTiles(), grains));
+  const int64_t used = std::max<int64_t>(1, std::min<int64_t>(tileCount(), grains));
   return ((grains + used - 1) / used) * grain;
 }
 
 TileMapping Lowering::spreadLinear(int64_t numel, size_t elem_size, Placement placement) {
   TileMapping m;
   if (numel == 0) return m;
-  const int64_t tiles = target().numTiles();
   const int64_t per_tile = linearShare(numel, elem_size);
-  uint32_t tile = next_tile_;
+  uint32_t tile = next_tile_[ipu_];
   for (int64_t begin = 0; begin < numel; begin += per_tile) {
     int64_t count = std::min(per_tile, numel - begin);
     const uint64_t bytes = static_cast<uint64_t>(count) * elem_size;
     uint64_t offset = placement == Placement::Persistent ? mem_.allocator().allocatePersistent(tile, bytes)
                                                          : mem_.allocator().allocate(tile, bytes);
     m.regions.push_back({begin, count, tile, offset});
-    tile = static_cast<uint32_t>((tile + 1) % tiles);
+    tile = nextTile(tile);
   }
-  next_tile_ = tile;
+  next_tile_[ipu_] = tile;
   return m;
 }
 

@@ -91,9 +91,20 @@ class Lowering {
   // Liveness and per-tile peaks (TileMemory::memoryProfile), after finalizeMemory.
   exec::MemoryProfile memoryProfile() const { return mem_.memoryProfile(); }
 
-  // The first tile of an op whose `count` blocks go to consecutive tiles (wrapping): rotates like
-  // spreadLinear so that small ops do not all start on tile 0.
+  // The first tile of an op whose `count` blocks go to consecutive tiles (wrapping within the
+  // IPU): rotates like spreadLinear so that small ops do not all start on tile 0.
   uint32_t startTile(int64_t count);
+  // The tiles the next nodes run on are one IPU's (a model sharded over IPUs runs each node on
+  // one). Weights a node needs whole get a mapping on each IPU that reads them.
+  void setIpu(uint32_t ipu);
+  uint32_t ipu() const { return ipu_; }
+  uint32_t tileCount() const { return target().tiles_per_ipu; }  // on one IPU
+  uint32_t nextTile(uint32_t tile) const;                         // of the same IPU, wrapping
+  // The values with a mapping that are not weights (the live activations), by name.
+  std::vector<const ir::Value*> liveActivations() const;
+  // Moves `values` (live activations, none a weight) to the current IPU in one exchange step over
+  // the IPU-Links: each gets a fresh mapping there and its memory on the old IPU is freed.
+  void moveHere(const std::vector<const ir::Value*>& values, const std::string& step_name);
 
   // Begins the superstep of a node: an exchange step (if anything moves) then a compute set.
   exec::Exchange& exchange() { return pending_exchange_; }
@@ -122,7 +133,11 @@ class Lowering {
   std::unordered_map<const ir::Value*, uint32_t> weight_streams_;
   std::vector<const ir::Value*> weights_;
   std::function<void(const ir::Value*)> placer_;
-  uint32_t next_tile_ = 0;  // rotates where small tensors start, so tile 0 is not always the busiest
+  uint32_t ipu_ = 0;
+  // Per IPU, where the next small tensor starts (rotating, so that its first tile is not always
+  // the busiest); and the whole-weight mappings of the IPUs not current (setIpu swaps them).
+  std::vector<uint32_t> next_tile_;
+  std::vector<std::vector<std::pair<const ir::Value*, TileMapping>>> other_ipu_weights_;
 };
 
 Status lowerUnary(Lowering& l, const ir::Node& node);

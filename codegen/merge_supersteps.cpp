@@ -162,6 +162,9 @@ std::string joinNames(const std::vector<std::string>& names) {
 
 std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
   const std::vector<exec::Step> old = exe.main.steps;
+  // Nothing merges across a segment's bounds (its IPU's steps, its IPU-Link copies).
+  std::vector<bool> bound(old.size() + 1, false);
+  for (const exec::Segment& g : exe.segments) bound[g.begin] = bound[g.copies] = bound[g.end] = true;
   // The program cut into supersteps; a barrier (stream or host step) is one of its own.
   std::vector<Superstep> units;
   for (size_t i = 0; i < old.size(); ++i) {
@@ -170,7 +173,7 @@ std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
     if (old[i].kind == exec::StepKind::Exchange) {
       u.exchanges.push_back(old[i].index);
       u.names.push_back(exe.exchanges[old[i].index].name);
-      if (i + 1 < old.size() && old[i + 1].kind == exec::StepKind::Compute) {
+      if (i + 1 < old.size() && old[i + 1].kind == exec::StepKind::Compute && !bound[i + 1]) {
         u.old_steps.push_back(++i);
         u.compute_sets.push_back(old[i].index);
         const std::string& cs_name = exe.compute_sets[old[i].index].name;
@@ -183,6 +186,7 @@ std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
     units.push_back(std::move(u));
   }
   auto barrier = [&](size_t u) { return units[u].exchanges.empty() && units[u].compute_sets.empty(); };
+  auto starts_segment_part = [&](size_t u) { return bound[units[u].old_steps[0]]; };
   // Each superstep's accesses and footprint, made when first needed and dropped once emitted.
   std::vector<std::optional<std::vector<Access>>> unit_accesses(units.size());
   std::vector<std::optional<Footprint>> footprints(units.size());
@@ -246,7 +250,7 @@ std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
     footprintOf(u);  // before units[u] moves
     std::vector<size_t> members = {u}, passed;
     Superstep open = std::move(units[u]);
-    for (size_t v = u + 1; v < units.size() && !barrier(v) && passed.size() < kLookahead; ++v) {
+    for (size_t v = u + 1; v < units.size() && !barrier(v) && !starts_segment_part(v) && passed.size() < kLookahead; ++v) {
       if (taken[v]) continue;
       const std::vector<Access>& list = accessesOf(v);
       const bool joins = std::all_of(members.begin(), members.end(), [&](size_t m) { return footprintOf(m).admits(list); }) &&
@@ -276,6 +280,11 @@ std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
   // Old step counts -> new: a merged superstep covers every old step in it.
   std::vector<uint32_t> remap(old.size() + 1, 0);
   for (size_t i = 0; i < old.size(); ++i) remap[i + 1] = std::max(remap[i], new_index[i] + 1);
+  for (exec::Segment& g : exe.segments) {
+    g.begin = remap[g.begin];
+    g.copies = remap[g.copies];
+    g.end = remap[g.end];
+  }
   return remap;
 }
 

@@ -14,7 +14,8 @@ namespace poprt::codegen {
 // an exchange step, a compute set, or an exchange followed by a compute set; the next one joins
 // the one before when no byte one writes is read or written by the other (fields[0] of a vertex
 // is written, its other fields read; a gather or copy reads its sources, writes its
-// destinations). Stream and host steps are never moved or merged across. Returns, for each
+// destinations). Stream and host steps, and the bounds of exe.segments, are never moved or
+// merged across (the segments are rewritten to the new steps). Returns, for each
 // count of old main-program steps, the count of new steps that covers them (size: old steps + 1),
 // to remap what was recorded against step counts (the memory profile's liveness points).
 std::vector<uint32_t> mergeSupersteps(exec::Executable& exe);

@@ -25,6 +25,10 @@ Expected<exec::Target> makeTarget(const std::string& ipu_version, uint32_t num_i
   t.workers_per_tile = 6;
   t.exchange_bytes_per_cycle = 4;
   t.vector_width_fp32 = 2;
+  // IPU-Links: 64 GB/s each direction between neighbouring IPUs (two of the ten 32 GB/s links),
+  // and about a microsecond for the cross-IPU sync and link latency of each copy.
+  t.link_bytes_per_cycle = static_cast<uint32_t>(64e9 / t.clock_hz);
+  t.link_latency_cycles = static_cast<uint32_t>(1e-6 * t.clock_hz);
   if (num_ipus < 1 || num_ipus > 64) return Error("--num_ipus must be between 1 and 64, got " + std::to_string(num_ipus));
   t.num_ipus = num_ipus;
   if (tiles_per_ipu != 0) {

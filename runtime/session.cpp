@@ -126,11 +126,36 @@ struct Session::Impl {
     return items;
   }
 
-  // Runs one batch on the replica's engine; the request's error, or null.
-  std::exception_ptr execute(unsigned r, Replica& rep, std::vector<QueueItem>& items, sim::RunTimes& times) {
+  // One batch's bindings to its request's items, and the host values behind them.
+  struct BatchBindings {
+    std::vector<sim::InputBinding> in;
+    std::vector<sim::OutputBinding> out;
+    std::vector<ops::RtValue> in_values, out_values;
+  };
+
+  // Runs a step's batches (one, unless the program is pipelined) on the replica's engine; the
+  // requests' error, or null.
+  std::exception_ptr execute(unsigned r, Replica& rep, std::vector<std::vector<QueueItem>*>& step, sim::RunTimes& times) {
+    std::vector<BatchBindings> bound(step.size());
+    std::vector<sim::Engine::Batch> batches;
+    for (size_t b = 0; b < step.size(); ++b) {
+      if (auto error = bind(*step[b], bound[b])) return error;
+      batches.push_back({bound[b].in, bound[b].out});
+    }
+    Status st = rep.engine->runBatches(batches, &times);
+    if (!st.ok()) return std::make_exception_ptr(ApplicationError("replica " + std::to_string(r) + ": " + st.error().message()));
+    for (size_t b = 0; b < step.size(); ++b)
+      if (auto error = collect(r, *step[b], bound[b])) return error;
+    return nullptr;
+  }
+
+  std::exception_ptr bind(std::vector<QueueItem>& items, BatchBindings& bound) {
     const size_t ni = inputs.size(), no = outputs.size();
-    std::vector<sim::InputBinding> in(ni);
-    std::vector<ops::RtValue> in_values(ni), out_values(no);
+    std::vector<sim::InputBinding>& in = bound.in;
+    std::vector<ops::RtValue>& in_values = bound.in_values;
+    in.resize(ni);
+    in_values.resize(ni);
+    bound.out_values.resize(no);
     for (size_t i = 0; i < ni; ++i) {
       const QueueItem& item = items[i];
       std::span<const uint8_t> bytes(static_cast<const uint8_t*>(item.input), item.size);
@@ -143,7 +168,8 @@ struct Session::Impl {
       in_values[i] = std::move(v).value();
       in[i].value = &in_values[i];
     }
-    std::vector<sim::OutputBinding> out(no);
+    std::vector<sim::OutputBinding>& out = bound.out;
+    out.resize(no);
     for (size_t o = 0; o < no; ++o) {
       QueueItem& item = items[ni + o];
       if (!item.allocate) {
@@ -153,11 +179,17 @@ struct Session::Impl {
         item.allocate->data.resize(outputs[o].size_in_bytes);
         out[o].bytes = item.allocate->data;
       } else {
-        out[o].value = &out_values[o];
+        out[o].value = &bound.out_values[o];
       }
     }
-    Status st = rep.engine->run(in, out, &times);
-    if (!st.ok()) return std::make_exception_ptr(ApplicationError("replica " + std::to_string(r) + ": " + st.error().message()));
+    return nullptr;
+  }
+
+  // Outputs that came back as host values, encoded into the memory the runtime allocated.
+  std::exception_ptr collect(unsigned r, std::vector<QueueItem>& items, BatchBindings& bound) {
+    const size_t ni = inputs.size(), no = outputs.size();
+    const std::vector<sim::OutputBinding>& out = bound.out;
+    std::vector<ops::RtValue>& out_values = bound.out_values;
     for (size_t o = 0; o < no; ++o) {
       if (!out[o].value) continue;
       TensorMemory& m = *items[ni + o].allocate;
@@ -171,8 +203,8 @@ struct Session::Impl {
     return nullptr;
   }
 
-  // One batch with its fault handling; completes the request's items.
-  void runBatch(unsigned r, std::vector<QueueItem>& items) {
+  // One step of batches with its fault handling; completes the requests' items.
+  void runStep(unsigned r, std::vector<std::vector<QueueItem>*> step) {
     Replica& rep = *replicas[r];
     const std::string who = "replica " + std::to_string(r);
     std::exception_ptr error;
@@ -197,7 +229,7 @@ struct Session::Impl {
             error = std::make_exception_ptr(UnrecoverableRuntimeError(who + " failed (simulated fault) and is out of service"));
           }
         } else {
-          error = execute(r, rep, items, times);
+          error = execute(r, rep, step, times);
         }
       } catch (const std::bad_alloc&) {
         rep.online = false;
@@ -209,20 +241,21 @@ struct Session::Impl {
     }
     {
       std::lock_guard<std::mutex> lock(timings_mutex);
-      ++timings.batches;
-      timings.failed += error != nullptr;
+      timings.batches += step.size();
+      timings.failed += error != nullptr ? step.size() : 0;
       timings.stream_in_s += times.stream_in;
       timings.compute_s += times.compute;
       timings.stream_out_s += times.stream_out;
     }
     // Completions run without the replica's lock, so they may call back into the session.
-    for (auto& item : items) {
-      if (!item.done) continue;
-      try {
-        item.done(error);
-      } catch (...) {  // a caller's completion must not take the device thread down
+    for (auto* items : step)
+      for (auto& item : *items) {
+        if (!item.done) continue;
+        try {
+          item.done(error);
+        } catch (...) {  // a caller's completion must not take the device thread down
+        }
       }
-    }
   }
 };
 
@@ -292,11 +325,25 @@ StepResult Session::runMainPrograms(unsigned replica, std::chrono::nanoseconds w
   impl_->replica(replica);
   queueManager();
   StepResult result;
+  // A pipelined program takes the step's batches first and runs them through its stages at
+  // once; otherwise each batch runs (and completes) as soon as it is taken.
+  const bool pipelined = impl_->exe->strategy == exec::Strategy::Pipelined;
+  std::vector<std::vector<QueueItem>> taken;
+  taken.reserve(batchesPerStep());
   for (unsigned b = 0; b < batchesPerStep(); ++b) {
     auto items = impl_->popRequest(replica, b == 0 ? wait : impl_->config.step_fill_timeout, result.closed);
     if (!items) break;
-    impl_->runBatch(replica, *items);
+    taken.push_back(std::move(*items));
     ++result.batches;
+    if (!pipelined) {
+      impl_->runStep(replica, {&taken.back()});
+      taken.clear();
+    }
+  }
+  if (!taken.empty()) {
+    std::vector<std::vector<QueueItem>*> step;
+    for (auto& items : taken) step.push_back(&items);
+    impl_->runStep(replica, std::move(step));
   }
   return result;
 }
@@ -329,7 +376,14 @@ bool Session::replicaOnline(unsigned replica) const { return impl_->replica(repl
 IpuEstimate Session::estimate() const {
   const sim::Engine& engine = *impl_->replica(0).engine;
   const sim::CycleEstimate& e = engine.estimate();
-  return {e.total(), e.compute, e.exchange, e.sync, engine.executable().target.clock_hz};
+  const exec::Executable& exe = engine.executable();
+  IpuEstimate est{e.total(), e.compute, e.exchange, e.sync, exe.target.clock_hz};
+  est.batches_per_step = batchesPerStep();
+  est.step_cycles = engine.cyclesForBatches(est.batches_per_step);
+  est.num_ipus = exe.target.num_ipus;
+  est.stages = std::max<unsigned>(1, static_cast<unsigned>(exe.segments.size()));
+  est.pipelined = exe.strategy == exec::Strategy::Pipelined;
+  return est;
 }
 
 RunTimings Session::timings() const {

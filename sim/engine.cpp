@@ -93,11 +93,9 @@ Status Engine::reload(const std::map<std::string, Tensor>& weights) {
   const size_t n = exe_.streams.size();
   tiles_.resize(exe_.tile_bytes.size());
   for (size_t t = 0; t < tiles_.size(); ++t) tiles_[t].assign(exe_.tile_bytes[t], 0);
-  bound_in_.assign(n, nullptr);
-  bound_out_.assign(n, nullptr);
-  streamed_out_.assign(n, false);
   // The load program streams each weight to its tiles once.
-  buffers_.assign(n, {});
+  RunState state{std::vector<ops::RtValue>(n), std::vector<const InputBinding*>(n), std::vector<const OutputBinding*>(n),
+                 std::vector<bool>(n)};
   for (size_t i = 0; i < n; ++i) {
     const auto& s = exe_.streams[i];
     if (s.role != Role::Weight) continue;
@@ -106,11 +104,9 @@ Status Engine::reload(const std::map<std::string, Tensor>& weights) {
     if (it->second.dtype() != s.dtype || it->second.shape() != s.shape)
       return Error("weight '" + s.name + "' data is " + std::string(dtypeName(it->second.dtype())) +
                    shapeToString(it->second.shape()) + ", expected " + std::string(dtypeName(s.dtype)) + shapeToString(s.shape));
-    buffers_[i] = ops::RtValue::of(it->second);
+    state.buffers[i] = ops::RtValue::of(it->second);
   }
-  Status st = runProgram(exe_.load);
-  buffers_.assign(n, {});
-  return st;
+  return runProgram(exe_.load, state);
 }
 
 Expected<Tensor> Engine::readWeight(const std::string& name) const {
@@ -132,16 +128,16 @@ void Engine::scramble(uint64_t seed) {
     }
 }
 
-const ops::RtValue& Engine::hostValue(uint32_t i) {
-  ops::RtValue& buffer = buffers_[i];
+const ops::RtValue& Engine::hostValue(uint32_t i, RunState& state) {
+  ops::RtValue& buffer = state.buffers[i];
   if (!(buffer.isTensor() && buffer.tensor.dtype() == DType::Undefined)) return buffer;
-  if (bound_in_[i] && bound_in_[i]->value) return *bound_in_[i]->value;
+  if (state.in[i] && state.in[i]->value) return *state.in[i]->value;
   // A tensor in the caller's memory that a host program reads: the evaluator needs a Tensor.
   std::span<const uint8_t> bytes;
-  if (bound_in_[i])
-    bytes = bound_in_[i]->bytes;
-  else if (bound_out_[i] && streamed_out_[i])
-    bytes = bound_out_[i]->bytes;
+  if (state.in[i])
+    bytes = state.in[i]->bytes;
+  else if (state.out[i] && state.streamed_out[i])
+    bytes = state.out[i]->bytes;
   else
     return buffer;
   const auto& s = exe_.streams[i];
@@ -150,11 +146,11 @@ const ops::RtValue& Engine::hostValue(uint32_t i) {
   return buffer;
 }
 
-Status Engine::runHostProgram(uint32_t index) {
+Status Engine::runHostProgram(uint32_t index, RunState& state) {
   const auto& hp = exe_.host_programs[index];
   const ir::Graph& graph = *host_models_[index].graph;
   std::vector<std::pair<std::string, ops::RtValue>> inputs;
-  for (size_t i = 0; i < hp.inputs.size(); ++i) inputs.emplace_back(graph.inputs()[i]->name(), hostValue(hp.inputs[i]));
+  for (size_t i = 0; i < hp.inputs.size(); ++i) inputs.emplace_back(graph.inputs()[i]->name(), hostValue(hp.inputs[i], state));
   ops::EvalContext ctx(host_opsets_[index]);
   auto outs = ops::runGraph(graph, inputs, ctx);
   if (!outs.ok()) return outs.error().withContext("host program '" + hp.name + "'");
@@ -170,53 +166,61 @@ Status Engine::runHostProgram(uint32_t index) {
                      shapeToString(v.tensor.shape()) + " for '" + s.name + "', compiled for " +
                      std::string(dtypeName(s.dtype)) + shapeToString(s.shape));
     }
-    buffers_[hp.outputs[i]] = std::move(v);
+    state.buffers[hp.outputs[i]] = std::move(v);
   }
   return okStatus();
 }
 
-Status Engine::runProgram(const exec::Program& program, RunTimes* times) {
+Status Engine::runStep(const exec::Step& step, RunState& state, bool split) {
+  switch (step.kind) {
+    case exec::StepKind::StreamIn: {
+      const auto& s = exe_.streams[step.index];
+      const InputBinding* bound = state.in[step.index];
+      const uint8_t* src = nullptr;
+      if (bound && !bound->value) {  // the caller's memory, checked to be the stream's size
+        src = bound->bytes.data();
+      } else {
+        const ops::RtValue& buffer = hostValue(step.index, state);
+        if (!buffer.isTensor() || buffer.tensor.byteSize() != s.byteSize() || buffer.tensor.dtype() != s.dtype)
+          return Error("stream '" + s.name + "' has no data of the compiled size to copy to the device");
+        src = buffer.tensor.bytes().data();
+      }
+      for (const auto& c : s.copies) copyBytes(tiles_[c.tile].data() + c.tile_offset, src + c.host_offset, c.bytes);
+      break;
+    }
+    case exec::StepKind::StreamOut: {
+      const auto& s = exe_.streams[step.index];
+      const OutputBinding* bound = state.out[step.index];
+      uint8_t* dst = nullptr;
+      if (bound && !bound->value) {  // straight into the caller's memory
+        dst = bound->bytes.data();
+        state.streamed_out[step.index] = true;
+      } else {
+        ops::RtValue& buffer = state.buffers[step.index];
+        if (!buffer.isTensor() || buffer.tensor.shape() != s.shape || buffer.tensor.dtype() != s.dtype)
+          buffer = ops::RtValue::of(Tensor(s.dtype, s.shape));
+        dst = buffer.tensor.bytes().data();
+      }
+      for (const auto& c : s.copies) copyBytes(dst + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
+      break;
+    }
+    case exec::StepKind::Exchange:
+      runExchange(step.index, split);
+      break;
+    case exec::StepKind::Compute:
+      runComputeSet(step.index, split);
+      break;
+    case exec::StepKind::HostCall:
+      return runHostProgram(step.index, state);
+  }
+  return okStatus();
+}
+
+Status Engine::runProgram(const exec::Program& program, RunState& state, RunTimes* times) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point last = times ? Clock::now() : Clock::time_point{};
   for (const exec::Step& step : program.steps) {
-    switch (step.kind) {
-      case exec::StepKind::StreamIn: {
-        const auto& s = exe_.streams[step.index];
-        const InputBinding* bound = bound_in_[step.index];
-        const uint8_t* src = nullptr;
-        if (bound && !bound->value) {  // the caller's memory, checked to be the stream's size
-          src = bound->bytes.data();
-        } else {
-          const ops::RtValue& buffer = hostValue(step.index);
-          if (!buffer.isTensor() || buffer.tensor.byteSize() != s.byteSize() || buffer.tensor.dtype() != s.dtype)
-            return Error("stream '" + s.name + "' has no data of the compiled size to copy to the device");
-          src = buffer.tensor.bytes().data();
-        }
-        for (const auto& c : s.copies) copyBytes(tiles_[c.tile].data() + c.tile_offset, src + c.host_offset, c.bytes);
-        break;
-      }
-      case exec::StepKind::StreamOut: {
-        const auto& s = exe_.streams[step.index];
-        const OutputBinding* bound = bound_out_[step.index];
-        uint8_t* dst = nullptr;
-        if (bound && !bound->value) {  // straight into the caller's memory
-          dst = bound->bytes.data();
-          streamed_out_[step.index] = true;
-        } else {
-          ops::RtValue& buffer = buffers_[step.index];
-          if (!buffer.isTensor() || buffer.tensor.shape() != s.shape || buffer.tensor.dtype() != s.dtype)
-            buffer = ops::RtValue::of(Tensor(s.dtype, s.shape));
-          dst = buffer.tensor.bytes().data();
-        }
-        for (const auto& c : s.copies) copyBytes(dst + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
-        break;
-      }
-      case exec::StepKind::Exchange: runExchange(step.index); break;
-      case exec::StepKind::Compute: runComputeSet(step.index); break;
-      case exec::StepKind::HostCall:
-        POPRT_TRY(runHostProgram(step.index));
-        break;
-    }
+    POPRT_TRY(runStep(step, state, true));
     if (times) {
       const Clock::time_point now = Clock::now();
       const double seconds = std::chrono::duration<double>(now - last).count();
@@ -232,7 +236,7 @@ Status Engine::runProgram(const exec::Program& program, RunTimes* times) {
 
 // Codegen only gathers into fresh buffers, so the runs of one step never overlap: each worker
 // takes the runs into its share of the tiles.
-void Engine::runExchange(uint32_t index) {
+void Engine::runExchange(uint32_t index, bool split) {
   const auto& ex = exe_.exchanges[index];
   auto work = [&](unsigned worker, unsigned workers) {
     for (const auto& c : ex.copies)
@@ -249,19 +253,19 @@ void Engine::runExchange(uint32_t index) {
       });
     }
   };
-  if (!parallel_exchange_[index]) return work(0, 1);
+  if (!split || !parallel_exchange_[index]) return work(0, 1);
   const unsigned workers = pool_->workers();
   pool_->run([&](unsigned w) { work(w, workers); });
 }
 
 // A vertex touches only its own tile's memory; each worker runs the vertices of its tiles, in order.
-void Engine::runComputeSet(uint32_t index) {
+void Engine::runComputeSet(uint32_t index, bool split) {
   const auto& vertices = exe_.compute_sets[index].vertices;
   auto work = [&](unsigned worker, unsigned workers) {
     for (const auto& v : vertices)
       if (v.tile % workers == worker) runVertex(v, tiles_[v.tile].data());
   };
-  if (!parallel_compute_[index]) return work(0, 1);
+  if (!split || !parallel_compute_[index]) return work(0, 1);
   const unsigned workers = pool_->workers();
   pool_->run([&](unsigned w) { work(w, workers); });
 }
@@ -296,11 +300,18 @@ std::string inputMismatch(const ops::RtValue& v, const exec::HostStream& s) {
 }
 
 Status Engine::run(std::span<const InputBinding> inputs, std::span<const OutputBinding> outputs, RunTimes* times) {
+  RunState state;
+  POPRT_TRY(bind(inputs, outputs, state));
+  POPRT_TRY(runProgram(exe_.main, state, times));
+  return finish(state);
+}
+
+Status Engine::bind(std::span<const InputBinding> inputs, std::span<const OutputBinding> outputs, RunState& state) const {
   const size_t n = exe_.streams.size();
-  buffers_.assign(n, {});
-  bound_in_.assign(n, nullptr);
-  bound_out_.assign(n, nullptr);
-  streamed_out_.assign(n, false);
+  state.buffers.assign(n, {});
+  state.in.assign(n, nullptr);
+  state.out.assign(n, nullptr);
+  state.streamed_out.assign(n, false);
   auto typeOf = [](const exec::HostStream& s) { return std::string(dtypeName(s.dtype)) + shapeToString(s.shape); };
   size_t next_in = 0, next_out = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -317,27 +328,31 @@ Status Engine::run(std::span<const InputBinding> inputs, std::span<const OutputB
         return Error("input '" + s.name + "' is " + std::to_string(b.bytes.size()) + " bytes, the model expects " +
                      std::to_string(s.byteSize()) + " (" + typeOf(s) + ")");
       }
-      bound_in_[i] = &b;
+      state.in[i] = &b;
     } else if (s.role == Role::Output) {
       if (next_out >= outputs.size()) return Error("output '" + s.name + "' has no destination");
       const OutputBinding& b = outputs[next_out++];
       if (!b.value && (!isFixedSize(s) || b.bytes.size() != s.byteSize()))
         return Error("output '" + s.name + "' (" + typeOf(s) + ") cannot go to " + std::to_string(b.bytes.size()) +
                      " bytes of raw memory");
-      bound_out_[i] = &b;
+      state.out[i] = &b;
     }
   }
   if (next_in != inputs.size())
     return Error(std::to_string(inputs.size()) + " inputs given, the model has " + std::to_string(next_in));
   if (next_out != outputs.size())
     return Error(std::to_string(outputs.size()) + " output destinations given, the model has " + std::to_string(next_out));
-  Status st = runProgram(exe_.main, times);
-  // Outputs the host computed (never streamed out) go to their destinations now.
-  for (size_t i = 0; st.ok() && i < n; ++i) {
-    const OutputBinding* b = bound_out_[i];
-    if (!b || (!b->value && streamed_out_[i])) continue;
+  return okStatus();
+}
+
+Status Engine::finish(RunState& state) {
+  auto typeOf = [](const exec::HostStream& s) { return std::string(dtypeName(s.dtype)) + shapeToString(s.shape); };
+  Status st = okStatus();
+  for (size_t i = 0; st.ok() && i < exe_.streams.size(); ++i) {
+    const OutputBinding* b = state.out[i];
+    if (!b || (!b->value && state.streamed_out[i])) continue;
     const auto& s = exe_.streams[i];
-    ops::RtValue& v = buffers_[i];
+    ops::RtValue& v = state.buffers[i];
     if (v.isTensor() && v.tensor.dtype() == DType::Undefined) {
       st = Error("output '" + s.name + "' was not produced");
     } else if (b->value) {
@@ -348,11 +363,44 @@ Status Engine::run(std::span<const InputBinding> inputs, std::span<const OutputB
       copyBytes(b->bytes.data(), v.tensor.bytes().data(), b->bytes.size());
     }
   }
-  // The bindings point into the caller's memory: forget them once the run is over.
-  bound_in_.assign(n, nullptr);
-  bound_out_.assign(n, nullptr);
-  buffers_.assign(n, {});
   return st;
+}
+
+Status Engine::runBatches(std::span<const Batch> batches, RunTimes* times) {
+  if (exe_.strategy == exec::Strategy::Pipelined) return runPipelined(batches, times);
+  for (const Batch& b : batches) POPRT_TRY(run(b.inputs, b.outputs, times));
+  return okStatus();
+}
+
+Status Engine::runPipelined(std::span<const Batch> batches, RunTimes* times) {
+  std::vector<RunState> states(batches.size());
+  for (size_t b = 0; b < batches.size(); ++b) POPRT_TRY(bind(batches[b].inputs, batches[b].outputs, states[b]));
+  const auto& segments = exe_.segments;
+  const size_t stages = segments.size(), n = batches.size();
+  std::vector<Status> failed(stages, okStatus());
+  auto start = std::chrono::steady_clock::now();
+  // The verifier checked that a stage's steps touch its IPU's tiles alone and that it has no
+  // host steps, so stages on different batches never share memory or host state.
+  for (size_t phase = 0; phase + 1 < n + stages; ++phase) {
+    auto active = [&](size_t s) { return phase >= s && phase - s < n; };
+    const unsigned workers = pool_->workers();
+    pool_->run([&](unsigned w) {
+      for (size_t s = w; s < stages; s += workers)
+        if (active(s) && failed[s].ok())
+          failed[s] = runSteps(segments[s].begin, segments[s].copies, states[phase - s], false);
+    });
+    for (const Status& st : failed) POPRT_TRY(st);
+    for (size_t s = stages; s-- > 0;)
+      if (active(s)) POPRT_TRY(runSteps(segments[s].copies, segments[s].end, states[phase - s], true));
+  }
+  if (times) times->compute += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (RunState& state : states) POPRT_TRY(finish(state));
+  return okStatus();
+}
+
+Status Engine::runSteps(uint32_t begin, uint32_t end, RunState& state, bool split) {
+  for (uint32_t i = begin; i < end; ++i) POPRT_TRY(runStep(exe_.main.steps[i], state, split));
+  return okStatus();
 }
 
 Expected<std::vector<ops::RtValue>> Engine::run(std::vector<ops::RtValue> inputs) {
@@ -390,6 +438,7 @@ void Engine::computeEstimate() {
   parallel_compute_.assign(exe_.compute_sets.size(), false);
   auto busiest = [&] { return *std::max_element(per_tile.begin(), per_tile.end()); };
   auto transfer = [&](uint64_t bytes) { return (bytes + t.exchange_bytes_per_cycle - 1) / t.exchange_bytes_per_cycle; };
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> link_bytes;  // (from IPU, to IPU) -> bytes
   for (const exec::Step& step : exe_.main.steps) {
     std::fill(per_tile.begin(), per_tile.end(), 0);
     StepCycles& c = step_cycles_.emplace_back();
@@ -414,6 +463,10 @@ void Engine::computeEstimate() {
           total += bytes;
           if (src == dst) return;  // a local copy costs no exchange
           per_tile[dst] += bytes;
+          if (t.ipuOf(src) != t.ipuOf(dst)) {
+            link_bytes[{t.ipuOf(src), t.ipuOf(dst)}] += bytes;
+            c.link_bytes += bytes;
+          }
           if (listed) sends.push_back({src, src_offset, src_offset + bytes});
           c.bytes += bytes;
         };
@@ -433,6 +486,13 @@ void Engine::computeEstimate() {
         }
         const uint64_t sent = busiestSender(sends);
         c.exchange = transfer(std::max(busiest(), sent));
+        // Copies between IPUs share the links between each pair, and wait for their sync.
+        if (!link_bytes.empty()) {
+          uint64_t most = 0;
+          for (const auto& [pair, bytes] : link_bytes) most = std::max(most, bytes);
+          c.exchange = std::max(c.exchange, (most + t.link_bytes_per_cycle - 1) / t.link_bytes_per_cycle) + t.link_latency_cycles;
+          link_bytes.clear();
+        }
         parallel_exchange_[step.index] = total >= kParallelBytes || ex.copies.size() + ex.gathers.size() >= kParallelEntries;
         break;
       }
@@ -458,6 +518,21 @@ void Engine::computeEstimate() {
     estimate_.exchange += c.exchange;
     estimate_.sync += c.sync;
   }
+  for (const exec::Segment& g : exe_.segments) {
+    SegmentCycles& s = segment_cycles_.emplace_back();
+    s.ipu = g.ipu;
+    for (uint32_t i = g.begin; i < g.end; ++i) (i < g.copies ? s.compute : s.copies) += step_cycles_[i].total();
+  }
+}
+
+uint64_t Engine::cyclesForBatches(uint64_t batches) const {
+  if (exe_.strategy != exec::Strategy::Pipelined || segment_cycles_.empty()) return batches * estimate_.total();
+  uint64_t slowest_compute = 0, slowest_copies = 0;
+  for (const SegmentCycles& s : segment_cycles_) {
+    slowest_compute = std::max(slowest_compute, s.compute);
+    slowest_copies = std::max(slowest_copies, s.copies);
+  }
+  return (batches + segment_cycles_.size() - 1) * (slowest_compute + slowest_copies);
 }
 
 }  // namespace poprt::sim

@@ -27,7 +27,15 @@ struct StepCycles {
   uint64_t exchange = 0;  // an exchange or stream copy: its busiest tile's transfer cycles
   uint64_t sync = 0;      // the sync ending a device step (host calls have none)
   uint64_t bytes = 0;     // bytes received from other tiles (exchange) or moved to/from the host (streams)
+  uint64_t link_bytes = 0;  // of those, bytes that crossed the IPU-Links from another IPU
   uint64_t total() const { return compute + exchange + sync; }
+};
+
+// The cost model's figures for one segment of a sharded program (exec::Segment).
+struct SegmentCycles {
+  uint32_t ipu = 0;
+  uint64_t compute = 0;  // its steps on the IPU, all costs
+  uint64_t copies = 0;   // its IPU-Link copies to the next segment's IPU
 };
 
 // Why `value` cannot feed the input stream `s` ("" when it can).
@@ -77,6 +85,16 @@ class Engine {
   // Runs the main program once. `inputs` in the order of the executable's Input streams,
   // `outputs` in the order of its Output streams; the bound memory must stay valid during the call.
   Status run(std::span<const InputBinding> inputs, std::span<const OutputBinding> outputs, RunTimes* times = nullptr);
+  // One batch's bindings, as run() takes them.
+  struct Batch {
+    std::span<const InputBinding> inputs;
+    std::span<const OutputBinding> outputs;
+  };
+  // Runs the batches of one step. A pipelined program runs its stages at once, a thread per
+  // stage (as many as the engine's workers): in phase t stage s runs batch t - s, then the
+  // stages' IPU-Link copies run, the last stage's first, so that no batch overwrites the values
+  // a later stage has not taken yet. Other programs run the batches one after another.
+  Status runBatches(std::span<const Batch> batches, RunTimes* times = nullptr);
   // Inputs in the order of the executable's Input streams; returns the Output streams in order.
   Expected<std::vector<ops::RtValue>> run(std::vector<ops::RtValue> inputs);
   // The same for models whose inputs and outputs are all tensors.
@@ -86,6 +104,13 @@ class Engine {
   const CycleEstimate& estimate() const { return estimate_; }
   // The same per main-program step, in program order.
   const std::vector<StepCycles>& stepCycles() const { return step_cycles_; }
+  // The same per segment of a sharded program (empty for one IPU).
+  const std::vector<SegmentCycles>& segmentCycles() const { return segment_cycles_; }
+  // Estimated cycles of a step of `batches` batches. One IPU or sharded: the batches run one
+  // after another. Pipelined: the stages advance in lockstep, each phase as long as the slowest
+  // stage's steps and then the slowest stage's copies, and the batches take batches + stages - 1
+  // phases (the pipeline fills and drains).
+  uint64_t cyclesForBatches(uint64_t batches) const;
   std::vector<const exec::HostStream*> streams(exec::HostStream::Role role) const;
 
   // Clears every tile and runs the load program again (after a fault, or to start afresh).
@@ -96,27 +121,37 @@ class Engine {
   void scramble(uint64_t seed);
 
  private:
+  // One run's bindings and host buffers, by stream index (null when unbound), and which bound
+  // outputs the main program has already streamed out into the caller's memory.
+  struct RunState {
+    std::vector<ops::RtValue> buffers;  // one host buffer per stream
+    std::vector<const InputBinding*> in;
+    std::vector<const OutputBinding*> out;
+    std::vector<bool> streamed_out;
+  };
   explicit Engine(std::shared_ptr<const exec::Executable> exe);
-  Status runProgram(const exec::Program& program, RunTimes* times = nullptr);
-  Status runHostProgram(uint32_t index);
-  const ops::RtValue& hostValue(uint32_t stream);
+  Status bind(std::span<const InputBinding> inputs, std::span<const OutputBinding> outputs, RunState& state) const;
+  // Outputs the host computed (never streamed out) go to their destinations.
+  Status finish(RunState& state);
+  Status runProgram(const exec::Program& program, RunState& state, RunTimes* times = nullptr);
+  // Steps [begin, end) of the main program; `split`: supersteps may use the worker pool.
+  Status runSteps(uint32_t begin, uint32_t end, RunState& state, bool split);
+  Status runStep(const exec::Step& step, RunState& state, bool split);
+  Status runPipelined(std::span<const Batch> batches, RunTimes* times);
+  Status runHostProgram(uint32_t index, RunState& state);
+  const ops::RtValue& hostValue(uint32_t stream, RunState& state);
   void computeEstimate();
-  void runExchange(uint32_t index);
-  void runComputeSet(uint32_t index);
+  void runExchange(uint32_t index, bool split);
+  void runComputeSet(uint32_t index, bool split);
 
   std::shared_ptr<const exec::Executable> shared_exe_;
   const exec::Executable& exe_;  // *shared_exe_
   std::vector<std::vector<uint8_t>> tiles_;
-  std::vector<ops::RtValue> buffers_;          // one host buffer per stream
-  // The current run's bindings, by stream index (null when unbound), and which bound outputs the
-  // main program has already streamed out into the caller's memory.
-  std::vector<const InputBinding*> bound_in_;
-  std::vector<const OutputBinding*> bound_out_;
-  std::vector<bool> streamed_out_;
   std::vector<ir::Model> host_models_;         // the imported host programs
   std::vector<std::map<std::string, int64_t>> host_opsets_;
   CycleEstimate estimate_;
   std::vector<StepCycles> step_cycles_;
+  std::vector<SegmentCycles> segment_cycles_;
   std::vector<bool> parallel_exchange_, parallel_compute_;  // worth splitting between workers
   std::unique_ptr<ThreadPool> pool_;
 };

@@ -230,6 +230,59 @@ Expected<std::map<std::string, Tensor>> collectWeights(const popef::PopefFile& f
 
 }  // namespace
 
+// A pipelined program's stages run at once, on different batches: each stage's steps touch its
+// own IPU's tiles alone (its IPU-Link copies read its IPU and write the next stage's), the stages'
+// IPUs differ, and no stage calls the host. Anything else would let two threads share memory.
+Status checkPipelineStages(const exec::Executable& exe) {
+  if (exe.strategy != exec::Strategy::Pipelined) return okStatus();
+  const exec::Target& t = exe.target;
+  std::vector<bool> used(t.num_ipus, false);
+  for (size_t s = 0; s < exe.segments.size(); ++s) {
+    const exec::Segment& g = exe.segments[s];
+    const std::string stage = "pipeline stage " + std::to_string(s);
+    if (used[g.ipu]) return Error(stage + " runs on IPU " + std::to_string(g.ipu) + ", as an earlier stage does");
+    used[g.ipu] = true;
+    const uint32_t next_ipu = s + 1 < exe.segments.size() ? exe.segments[s + 1].ipu : g.ipu;
+    for (uint32_t i = g.begin; i < g.end; ++i) {
+      const exec::Step& step = exe.main.steps[i];
+      const bool copy = i >= g.copies;
+      const uint32_t src_ipu = g.ipu, dst_ipu = copy ? next_ipu : g.ipu;
+      auto fail = [&] {
+        return Error(stage + " (IPU " + std::to_string(g.ipu) + "), main program step " + std::to_string(i) +
+                     (copy ? ": an IPU-Link copy must read its stage's IPU and write the next stage's"
+                           : ": touches tiles of another IPU or calls the host"));
+      };
+      if (copy && step.kind != StepKind::Exchange) return fail();
+      switch (step.kind) {
+        case StepKind::StreamIn:
+        case StepKind::StreamOut:
+          for (const auto& c : exe.streams[step.index].copies)
+            if (t.ipuOf(c.tile) != g.ipu) return fail();
+          break;
+        case StepKind::Compute:
+          for (const auto& v : exe.compute_sets[step.index].vertices)
+            if (t.ipuOf(v.tile) != g.ipu) return fail();
+          break;
+        case StepKind::Exchange: {
+          const auto& ex = exe.exchanges[step.index];
+          for (const auto& c : ex.copies)
+            if (t.ipuOf(c.src_tile) != src_ipu || t.ipuOf(c.dst_tile) != dst_ipu) return fail();
+          bool ok = true;
+          for (const auto& gather : ex.gathers) {
+            ok = ok && t.ipuOf(gather.dst_tile) == dst_ipu;
+            exec::forEachGatherPiece(exe.layouts[gather.layout], gather,
+                                     [&](const exec::LayoutRegion& r, int64_t, int64_t, uint64_t) { ok = ok && t.ipuOf(r.tile) == src_ipu; });
+            if (!ok) return fail();
+          }
+          break;
+        }
+        case StepKind::HostCall: return fail();
+      }
+    }
+  }
+  return okStatus();
+}
+
 Status verifyExecutable(const exec::Executable& exe) {
   POPRT_TRY(exec::validate(exe));
   POPRT_TRY(checkDeviceSize(exe));
@@ -239,6 +292,7 @@ Status verifyExecutable(const exec::Executable& exe) {
       if (auto st = checkVertex(cs.vertices[i]); !st.ok())
         return st.error().withContext("compute set " + q(cs.name) + ", vertex " + std::to_string(i));
   POPRT_TRY(checkGathers(exe));
+  POPRT_TRY(checkPipelineStages(exe));
   for (size_t k = 0; k < exe.load.steps.size(); ++k) {
     const exec::Step& step = exe.load.steps[k];
     if (step.kind != StepKind::StreamIn || exe.streams[step.index].role != Role::Weight)

@@ -31,7 +31,8 @@ namespace poprt::sim {
 // entry cannot stand for unbounded work); the load program only streams weights in; the main
 // program streams each buffer the right way, reads only host buffers that hold a value by then
 // (inputs, or buffers an earlier step wrote), streams out only tensors of static shape, and
-// leaves every output written. Engine::create runs it too. Errors have no file-name prefix.
+// leaves every output written; a pipelined program's stages touch their own IPU alone (they
+// run at once). Engine::create runs it too. Errors have no file-name prefix.
 Status verifyExecutable(const exec::Executable& exe);
 
 struct VerifiedPopef {

@@ -196,6 +196,10 @@ Expected<CacheKey> cacheKey(const ConvertOptions& o) {
       }
       value = digests;
     }
+    if (name == "manual_sharding_config" && !value.get<std::string>().empty()) {  // its content, not its path
+      POPRT_ASSIGN_OR_RETURN(std::string digest, sha256File(value.get<std::string>()));
+      value = "sha256:" + digest;
+    }
     m += "option " + name + " " + value.dump() + "\n";
   }
   Sha256 sha;

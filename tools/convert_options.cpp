@@ -80,8 +80,16 @@ const std::vector<OptionSpec>& optionTable() {
       {"precision_compare_input", "NAME=FILE.npy|.pb: an input --precision_compare reads instead of generating (repeatable)",
        [](ConvertOptions& o) -> FieldRef { return &o.precision_compare_inputs; }},
       {"ipu_version", "ipu1, ipu2 or ipu21 (default ipu2)", [](ConvertOptions& o) -> FieldRef { return &o.ipu_version; }},
-      {"num_ipus", "IPUs to compile for (default 1; sharding is not available yet: the program runs on IPU 0)",
-       [](ConvertOptions& o) -> FieldRef { return &o.num_ipus; }},
+      {"num_ipus", "IPUs to shard the model over (default 1): see --execution_strategy, --manual_sharding_config",
+       [](ConvertOptions& o) -> FieldRef { return &o.num_ipus; }, false, countRange},
+      {"execution_strategy",
+       "with --num_ipus > 1: sharded (the IPUs run one after another) or pipelined (each IPU a stage, overlapping on "
+       "the batches of a step; default sharded)",
+       [](ConvertOptions& o) -> FieldRef { return &o.execution_strategy; }},
+      {"manual_sharding_config",
+       "YAML list of {node, device, stage}: each node and its ancestors not placed before run on that IPU and stage "
+       "(default: balanced automatically)",
+       [](ConvertOptions& o) -> FieldRef { return &o.manual_sharding_config; }},
       {"replication_factor", "data-parallel replicas the runtime runs, each with its own inputs (default 1)",
        [](ConvertOptions& o) -> FieldRef { return &o.replication_factor; }, false, countRange},
       {"batches_per_step", "batches the runtime runs per host call (default 1)",

@@ -34,6 +34,8 @@ struct ConvertOptions {
   std::vector<std::string> fp16_calibration_inputs;   // NAME=FILE
   std::string ipu_version = "ipu2";
   uint32_t num_ipus = 1;
+  std::string execution_strategy = "sharded";  // with num_ipus > 1: sharded or pipelined
+  std::string manual_sharding_config;          // YAML list of {node, device, stage}
   uint32_t replication_factor = 1;  // recorded in the PopEF: the runtime runs that many replicas
   uint32_t batches_per_step = 1;    // recorded in the PopEF: batches per host call
   uint32_t tiles_per_ipu = 0;

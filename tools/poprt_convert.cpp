@@ -22,6 +22,7 @@
 #include "tools/convert_options.h"
 #include "tools/convert_precision.h"
 #include "tools/convert_popef.h"
+#include "tools/convert_sharding.h"
 #include "tools/convert_show.h"
 #include "tools/convert_summary.h"
 #include "tools/profile_report.h"
@@ -164,6 +165,10 @@ Status convert(const ConvertOptions& o, ConvertOutcome& outcome) {
   }
   // The target is checked before any work so a bad flag fails fast.
   POPRT_ASSIGN_OR_RETURN(exec::Target target, codegen::makeTarget(o.ipu_version, o.num_ipus, o.tiles_per_ipu));
+  POPRT_ASSIGN_OR_RETURN(codegen::ShardingOptions sharding, shardingOptions(o.execution_strategy, o.manual_sharding_config));
+  if (o.num_ipus == 1 && (sharding.strategy == exec::Strategy::Pipelined || !sharding.manual.empty()))
+    throw UsageError("--execution_strategy pipelined and --manual_sharding_config need --num_ipus > 1");
+
   POPRT_ASSIGN_OR_RETURN(std::vector<std::string> pass_names, passes::resolvePipeline(pipeline));  // fails before any work
   if (o.precision_compare && std::find(pass_names.begin(), pass_names.end(), "float_to_half") == pass_names.end())
     return Error("--precision_compare: the pipeline does not run float_to_half (see --passes/--skip_passes)");
@@ -175,6 +180,9 @@ Status convert(const ConvertOptions& o, ConvertOutcome& outcome) {
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> warnings;
+  if (sharding.strategy == exec::Strategy::Pipelined && o.batches_per_step < 2 * o.num_ipus)
+    warnings.push_back("pipelined with --batches_per_step " + std::to_string(o.batches_per_step) +
+                       ": the stages overlap only on the batches of one step (hint: --batches_per_step >= 2 x stages)");
   CacheUse cache = openCache(o, outcome, warnings);
   const ConvertFiles files = outputFiles(o);
   if (cache.cache) {
@@ -230,7 +238,7 @@ Status convert(const ConvertOptions& o, ConvertOutcome& outcome) {
   double codegen_seconds = 0;
   if (o.export_popef) {
     auto c0 = std::chrono::steady_clock::now();
-    auto result = codegen::compile(model, {target, o.available_memory_proportion});
+    auto result = codegen::compile(model, {target, o.available_memory_proportion, sharding});
     if (!result.ok()) return result.error().withContext(o.input_model);
     compiled = std::move(result).value();
     codegen_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();

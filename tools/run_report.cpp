@@ -44,7 +44,7 @@ json reportJson(const RunFacts& f) {
   const double mean = ms.empty() ? 0 : std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());
   const double requests_per_s = f.wall_s > 0 ? static_cast<double>(ms.size()) / f.wall_s : 0;
   const double batches = static_cast<double>(std::max<uint64_t>(f.timings.batches, 1));
-  const double ipu_s = f.estimate.seconds();
+  const double ipu_s = f.estimate.seconds(), step_s = f.estimate.stepSeconds();
   json j = {
       {"popef", f.popef},
       {"target", f.target},
@@ -78,9 +78,15 @@ json reportJson(const RunFacts& f) {
         {"sync_cycles", f.estimate.sync_cycles},
         {"clock_ghz", round(f.estimate.clock_hz / 1e9, 2)},
         {"latency_us", round(ipu_s * 1e6, 2)},
-        // Replicas run in parallel, each a batch at a time.
+        {"num_ipus", f.estimate.num_ipus},
+        {"stages", f.estimate.stages},
+        {"execution_strategy", f.estimate.pipelined ? "pipelined" : "sharded"},
+        {"step_cycles", f.estimate.step_cycles},
+        {"step_us", round(step_s * 1e6, 2)},
+        // Replicas run in parallel, each a step of batches at a time.
         {"throughput_samples_per_s",
-         round(ipu_s > 0 ? static_cast<double>(f.batch) * f.replication_factor / ipu_s : 0, 1)}}},
+         round(step_s > 0 ? static_cast<double>(f.batch) * f.estimate.batches_per_step * f.replication_factor / step_s : 0,
+               1)}}},
   };
   if (f.diffs) {
     json outs = json::array();
@@ -125,8 +131,15 @@ std::vector<std::string> reportText(const json& j) {
                   std::to_string(ipu["compute_cycles"].get<uint64_t>()) + ", exchange " +
                   std::to_string(ipu["exchange_cycles"].get<uint64_t>()) + ", sync " +
                   std::to_string(ipu["sync_cycles"].get<uint64_t>()) + ")");
+  if (ipu["stages"].get<int64_t>() > 1)
+    lines.push_back("  IPUs         " + std::to_string(ipu["stages"].get<int64_t>()) + " " +
+                    ipu["execution_strategy"].get<std::string>() + " stage(s) on " +
+                    std::to_string(ipu["num_ipus"].get<int64_t>()) + " IPU(s): a step of " +
+                    std::to_string(j["batches_per_step"].get<int64_t>()) + " batch(es) takes " + fixed(ipu["step_us"], 2) +
+                    " us");
   lines.push_back("  throughput   " + fixed(ipu["throughput_samples_per_s"], 1) + " samples/s (batch " +
-                  std::to_string(j["batch_size"].get<int64_t>()) + " x " + std::to_string(replicas) + " replica(s))");
+                  std::to_string(j["batch_size"].get<int64_t>()) + " x " + std::to_string(j["batches_per_step"].get<int64_t>()) +
+                  " per step x " + std::to_string(replicas) + " replica(s))");
   return lines;
 }
 

@@ -47,7 +47,8 @@ Expected<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& name
   m->metrics_ = metrics.addModel(name);
   m->metrics_->replicas = m->runner_->replicationFactor();
   m->metrics_->batch = m->layout_.batch;
-  m->metrics_->ipu_seconds_per_batch = m->runner_->estimate().seconds();
+  const runtime::IpuEstimate est = m->runner_->estimate();
+  m->metrics_->ipu_seconds_per_batch = est.stepSeconds() / est.batches_per_step;  // a pipeline overlaps the batches
   m->batcher_ = std::make_unique<Batcher>(*m->runner_, m->layout_, options, *m->metrics_);
   return m;
 }

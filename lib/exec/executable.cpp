@@ -18,13 +18,15 @@ namespace {
 
 // The blob is one CBOR map (docs/POPEF.md); keys are written in sorted order.
 void writeTarget(cbor::Writer& w, const Target& t) {
-  w.map(12);
+  w.map(14);
   w.text("bytes_per_tile"), w.uint(t.bytes_per_tile);
   w.text("clock_hz"), w.real(t.clock_hz);
   w.text("exchange_bytes_per_cycle"), w.uint(t.exchange_bytes_per_cycle);
   w.text("fp16_macs_per_cycle"), w.uint(t.fp16_macs_per_cycle);
   w.text("fp32_macs_per_cycle"), w.uint(t.fp32_macs_per_cycle);
   w.text("ipu_version"), w.text(t.ipu_version);
+  w.text("link_bytes_per_cycle"), w.uint(t.link_bytes_per_cycle);
+  w.text("link_latency_cycles"), w.uint(t.link_latency_cycles);
   w.text("name"), w.text(t.name);
   w.text("num_ipus"), w.uint(t.num_ipus);
   w.text("sync_cycles"), w.uint(t.sync_cycles);
@@ -69,7 +71,7 @@ Status readTuple(cbor::Reader& r, uint64_t n) {
 
 Status readTarget(cbor::Reader& r, Target& t) {
   return r.map({"bytes_per_tile", "clock_hz", "exchange_bytes_per_cycle", "fp16_macs_per_cycle", "fp32_macs_per_cycle",
-                "ipu_version", "name", "num_ipus", "sync_cycles", "tiles_per_ipu", "vector_width_fp32", "workers_per_tile"},
+                "ipu_version", "link_bytes_per_cycle", "link_latency_cycles", "name", "num_ipus", "sync_cycles", "tiles_per_ipu", "vector_width_fp32", "workers_per_tile"},
                [&](std::string_view k) -> Status {
                  if (k == "bytes_per_tile") { POPRT_ASSIGN_OR_RETURN(t.bytes_per_tile, r.uint()); }
                  else if (k == "clock_hz") { POPRT_ASSIGN_OR_RETURN(t.clock_hz, r.real()); }
@@ -78,6 +80,8 @@ Status readTarget(cbor::Reader& r, Target& t) {
                  else if (k == "fp32_macs_per_cycle") { POPRT_ASSIGN_OR_RETURN(t.fp32_macs_per_cycle, u32(r)); }
                  else if (k == "ipu_version") { POPRT_ASSIGN_OR_RETURN(t.ipu_version, r.text()); }
                  else if (k == "name") { POPRT_ASSIGN_OR_RETURN(t.name, r.text()); }
+                 else if (k == "link_bytes_per_cycle") { POPRT_ASSIGN_OR_RETURN(t.link_bytes_per_cycle, u32(r)); }
+                 else if (k == "link_latency_cycles") { POPRT_ASSIGN_OR_RETURN(t.link_latency_cycles, u32(r)); }
                  else if (k == "num_ipus") { POPRT_ASSIGN_OR_RETURN(t.num_ipus, u32(r)); }
                  else if (k == "sync_cycles") { POPRT_ASSIGN_OR_RETURN(t.sync_cycles, u32(r)); }
                  else if (k == "tiles_per_ipu") { POPRT_ASSIGN_OR_RETURN(t.tiles_per_ipu, u32(r)); }
@@ -277,7 +281,7 @@ Status readHostProgram(cbor::Reader& r, HostProgram& hp) {
 std::vector<uint8_t> serialize(const Executable& exe) {
   std::vector<uint8_t> out;
   cbor::Writer w(out);
-  w.map(10);
+  w.map(12);
   w.text("compute_sets"), w.array(exe.compute_sets.size());
   for (const auto& cs : exe.compute_sets) {
     w.map(2);
@@ -326,6 +330,9 @@ std::vector<uint8_t> serialize(const Executable& exe) {
   }
   w.text("load"), writeProgram(w, exe.load);
   w.text("main"), writeProgram(w, exe.main);
+  w.text("segments"), w.array(exe.segments.size());
+  for (const auto& g : exe.segments) w.array(4), w.uint(g.ipu), w.uint(g.begin), w.uint(g.copies), w.uint(g.end);
+  w.text("strategy"), w.uint(static_cast<uint32_t>(exe.strategy));
   w.text("streams"), w.array(exe.streams.size());
   for (const auto& s : exe.streams) {
     w.map(6);
@@ -349,7 +356,8 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
   cbor::Reader r(bytes);
   uint64_t version = 0;
   Status st = r.map(
-      {"compute_sets", "exchanges", "host_programs", "layouts", "load", "main", "streams", "target", "tile_bytes", "version"},
+      {"compute_sets", "exchanges", "host_programs", "layouts", "load", "main", "segments", "strategy", "streams", "target",
+       "tile_bytes", "version"},
       [&](std::string_view k) -> Status {
         if (k == "version") {
           POPRT_ASSIGN_OR_RETURN(version, r.uint());
@@ -368,6 +376,23 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
             return okStatus();
           });
         if (k == "streams") return readArray(r, [&] { exe.streams.emplace_back(); return readStream(r, exe.streams.back()); });
+        if (k == "segments")
+          return readArray(r, [&]() -> Status {
+            POPRT_TRY(readTuple(r, 4));
+            Segment g;
+            POPRT_ASSIGN_OR_RETURN(g.ipu, u32(r));
+            POPRT_ASSIGN_OR_RETURN(g.begin, u32(r));
+            POPRT_ASSIGN_OR_RETURN(g.copies, u32(r));
+            POPRT_ASSIGN_OR_RETURN(g.end, u32(r));
+            exe.segments.push_back(g);
+            return okStatus();
+          });
+        if (k == "strategy") {
+          POPRT_ASSIGN_OR_RETURN(uint32_t strategy, u32(r));
+          if (strategy > static_cast<uint32_t>(Strategy::Pipelined)) return Error("unknown strategy " + std::to_string(strategy));
+          exe.strategy = static_cast<Strategy>(strategy);
+          return okStatus();
+        }
         if (k == "layouts") return readArray(r, [&] { exe.layouts.emplace_back(); return readLayout(r, exe.layouts.back()); });
         if (k == "exchanges") return readArray(r, [&] { exe.exchanges.emplace_back(); return readExchange(r, exe.exchanges.back()); });
         if (k == "host_programs")
@@ -385,7 +410,7 @@ Status validate(const Executable& exe) {
   if (t.tiles_per_ipu == 0 || t.num_ipus == 0 || t.num_ipus > 64 || t.tiles_per_ipu > 8192)
     return Error("target has an invalid tile count");
   if (t.clock_hz <= 0 || t.exchange_bytes_per_cycle == 0 || t.workers_per_tile == 0 || t.vector_width_fp32 == 0 ||
-      t.fp32_macs_per_cycle == 0)
+      t.fp32_macs_per_cycle == 0 || t.link_bytes_per_cycle == 0)
     return Error("target figures are invalid");
   if (exe.tile_bytes.size() != t.numTiles())
     return Error("tile memory table has " + std::to_string(exe.tile_bytes.size()) + " entries for " +
@@ -467,6 +492,15 @@ Status validate(const Executable& exe) {
                                                     : exe.streams.size();
       if (s.index >= limit) return Error("program '" + p->name + "' refers to a missing step " + std::to_string(s.index));
     }
+  if (exe.strategy == Strategy::Pipelined && exe.segments.empty()) return Error("a pipelined program has no stages");
+  uint32_t next = 0;
+  for (const Segment& g : exe.segments) {
+    if (g.ipu >= t.num_ipus) return Error("a segment runs on IPU " + std::to_string(g.ipu) + " of " + std::to_string(t.num_ipus));
+    if (g.begin != next || g.copies < g.begin || g.end < g.copies)
+      return Error("segments do not cover the main program in order");
+    next = g.end;
+  }
+  if (!exe.segments.empty() && next != exe.main.steps.size()) return Error("segments do not cover the main program in order");
   return okStatus();
 }
 

@@ -16,7 +16,7 @@
 
 namespace poprt::exec {
 
-inline constexpr uint32_t kExecutableVersion = 2;
+inline constexpr uint32_t kExecutableVersion = 3;
 
 // The machine a program was compiled for (see codegen/target.h for the presets).
 struct Target {
@@ -32,7 +32,10 @@ struct Target {
   uint32_t fp32_macs_per_cycle = 0;       // AMP throughput per tile
   uint32_t fp16_macs_per_cycle = 0;
   uint32_t vector_width_fp32 = 2;         // elements per cycle for elementwise float work
+  uint32_t link_bytes_per_cycle = 48;     // IPU-Link bandwidth between two IPUs, each direction
+  uint32_t link_latency_cycles = 1500;    // one copy between IPUs: the cross-IPU sync and link latency
   uint32_t numTiles() const { return num_ipus * tiles_per_ipu; }
+  uint32_t ipuOf(uint32_t tile) const { return tile / tiles_per_ipu; }
 };
 
 enum class Codelet : uint32_t {
@@ -171,8 +174,22 @@ struct Program {
   std::vector<Step> steps;
 };
 
+// A program sharded over IPUs runs as segments of consecutive main-program steps, one IPU each,
+// in order: steps [begin, copies) run on `ipu`'s tiles alone; steps [copies, end) are exchanges
+// over the IPU-Links, moving the values later segments read from `ipu` to the next segment's IPU.
+struct Segment {
+  uint32_t ipu = 0;
+  uint32_t begin = 0, copies = 0, end = 0;
+};
+
+// Sharded: the segments of one batch run one after another. Pipelined: each segment is a stage
+// on an IPU of its own, and the stages overlap on consecutive batches of a step.
+enum class Strategy : uint32_t { Sharded = 0, Pipelined = 1 };
+
 struct Executable {
   Target target;
+  Strategy strategy = Strategy::Sharded;
+  std::vector<Segment> segments;  // empty: the whole main program on IPU 0
   std::vector<uint64_t> tile_bytes;  // bytes each tile's memory needs (one entry per tile)
   std::vector<HostStream> streams;
   std::vector<Layout> layouts;  // read by exchange gathers
@@ -187,7 +204,7 @@ std::vector<uint8_t> serialize(const Executable& exe);
 // Parses and validates; `source` names the blob in errors.
 Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::string& source);
 // Bounds of every vertex field, tile copy, layout region, gather and stream copy; step indices;
-// tile count and sizes.
+// tile count and sizes; segments that cover the main program in order.
 Status validate(const Executable& exe);
 
 }  // namespace poprt::exec

@@ -93,7 +93,7 @@ class PopefRunTest(e2e_util.E2ETestCase):
                          [ipu["latency_us"], ipu["cycles"], ipu["compute_cycles"], ipu["exchange_cycles"], ipu["sync_cycles"]])
         self.assertEqual(ipu["cycles"], ipu["compute_cycles"] + ipu["exchange_cycles"] + ipu["sync_cycles"])
         self.assertAlmostEqual(ipu["latency_us"], ipu["cycles"] / (ipu["clock_ghz"] * 1e3), delta=0.05 * ipu["latency_us"])
-        self.assertEqual(shown(r"throughput +([\d.]+) samples/s \(batch 4 x 1 replica"), [ipu["throughput_samples_per_s"]])
+        self.assertEqual(shown(r"throughput +([\d.]+) samples/s \(batch 4 x 1 per step x 1 replica"), [ipu["throughput_samples_per_s"]])
         self.assertTrue(j["expected"]["ok"])
         self.assertEqual([o["name"] for o in j["expected"]["outputs"]], ["y"])
         self.assertLess(j["expected"]["outputs"][0]["max_abs_err"], 1e-4)

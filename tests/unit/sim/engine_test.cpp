@@ -441,30 +441,6 @@ TEST(Compile, OutOfMemoryNamesTheWorstTiles) {
   EXPECT_NE(msg.find("worst: tile "), std::string::npos) << msg;
   EXPECT_NE(msg.find("at node 'mm2': "), std::string::npos) << msg;  // where it peaked, then the biggest holders
   for (const char* w : {"w0 256.0 KiB", "w1 256.0 KiB", "w2 256.0 KiB"}) EXPECT_NE(msg.find(w), std::string::npos) << msg;
-
-  // Asked for two IPUs: the compile still targets one, and says sharding is not available yet.
-  auto two = codegen::compile(m, {*codegen::makeTarget("ipu2", 2, 4), 0.6});
-  ASSERT_FALSE(two.ok());
-  EXPECT_NE(two.error().message().find("needs more than one IPU, and sharding it across --num_ipus 2 is not available yet"),
-            std::string::npos)
-      << two.error().message();
-}
-
-// A model that fits one IPU, compiled for two: it runs on IPU 0 alone, with a warning.
-TEST(Compile, SeveralIpusRunOnIpuZeroWithAWarning) {
-  ir::Model m;
-  m.opset_imports = {{"", 17}};
-  ir::Graph& g = *m.graph;
-  ir::Value* x = g.addInput("x", f32({8}));
-  ir::Value* y = g.addValue("y", f32({8}));
-  g.addNode("Relu", {x}, {y}, "relu");
-  g.addOutput(y);
-  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 2, 4), 0.6});
-  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
-  EXPECT_EQ(compiled->executable.target.num_ipus, 1u);
-  EXPECT_EQ(compiled->executable.tile_bytes.size(), 4u);
-  ASSERT_EQ(compiled->warnings.size(), 1u);
-  EXPECT_NE(compiled->warnings[0].find("not available yet: the model runs on IPU 0"), std::string::npos);
 }
 
 // Memory is reused once values die: a value stays while a view of it lives (v reads r1's memory

@@ -19,6 +19,7 @@ RunFacts facts() {
   f.timings.compute_s = 0.4;
   f.timings.stream_out_s = 0.0004;
   f.estimate = {1330000, 1000000, 300000, 30000, 1.33e9};
+  f.estimate.step_cycles = 1330000;  // a step of one batch
   return f;
 }
 
@@ -44,6 +45,23 @@ TEST(RunReport, HostSplitIsPerBatchAndTheEstimateCountsReplicas) {
   EXPECT_EQ(j["host_ms_per_batch"]["device_to_host"].get<double>(), 0.1);
   EXPECT_EQ(j["ipu_estimate"]["latency_us"].get<double>(), 1000.0);  // 1.33M cycles at 1.33 GHz
   EXPECT_EQ(j["ipu_estimate"]["throughput_samples_per_s"].get<double>(), 8000.0);  // 4 x 2 per ms
+}
+
+// A pipelined step of 4 batches over 2 stages in twice one batch's time: 4 batches x 4 samples x
+// 2 replicas every 2 ms.
+TEST(RunReport, APipelinedStepCountsItsBatches) {
+  RunFacts f = facts();
+  f.batches_per_step = 4;
+  f.estimate.batches_per_step = 4;
+  f.estimate.step_cycles = 2 * 1330000;
+  f.estimate.num_ipus = f.estimate.stages = 2;
+  f.estimate.pipelined = true;
+  const auto j = reportJson(f);
+  EXPECT_EQ(j["ipu_estimate"]["throughput_samples_per_s"].get<double>(), 16000.0);
+  EXPECT_EQ(j["ipu_estimate"]["step_us"].get<double>(), 2000.0);
+  std::string text;
+  for (const auto& line : reportText(j)) text += line + "\n";
+  EXPECT_NE(text.find("2 pipelined stage(s) on 2 IPU(s): a step of 4 batch(es) takes 2000.00 us"), std::string::npos) << text;
 }
 
 TEST(RunReport, TheTextShowsTheJsonNumbers) {

@@ -26,11 +26,18 @@ struct SessionConfig {
   uint64_t memory_limit_bytes = 0;
 };
 
-// The static cost model's estimate of one run of the main program on a real IPU.
+// The static cost model's estimate of one run of the main program on a real IPU (one batch),
+// and of a step of batches_per_step batches (a pipelined program's stages overlap on them).
 struct IpuEstimate {
   uint64_t cycles = 0, compute_cycles = 0, exchange_cycles = 0, sync_cycles = 0;
   double clock_hz = 0;
+  uint64_t step_cycles = 0;
+  unsigned batches_per_step = 1;
+  unsigned num_ipus = 1;  // per replica
+  unsigned stages = 1;    // segments of a program sharded over IPUs, one after another or pipelined
+  bool pipelined = false;
   double seconds() const { return clock_hz > 0 ? static_cast<double>(cycles) / clock_hz : 0; }
+  double stepSeconds() const { return clock_hz > 0 ? static_cast<double>(step_cycles) / clock_hz : 0; }
 };
 
 // Host wall time spent running batches, summed over the batches since the last reset.
