@@ -210,7 +210,6 @@ class Compiler {
       if (unsupported.size() > 10) msg += ", ... (" + std::to_string(unsupported.size() - 10) + " more)";
       return Error(msg);
     }
-    whole_ = onnxio::exportModelProto(model_);
     std::vector<size_t> pending_host;  // consecutive host nodes form one host program
     const bool sharded = target.num_ipus > 1;
     const bool pipelined = sharded && l_.options().sharding.strategy == exec::Strategy::Pipelined;
@@ -260,7 +259,7 @@ class Compiler {
     }
     if (sharded) exe.segments.back().copies = exe.segments.back().end = static_cast<uint32_t>(exe.main.steps.size());
     if (pipelined) exe.strategy = exec::Strategy::Pipelined;
-    for (const ir::Value* w : l_.weights()) result_.weights.emplace_back(w->name(), *w->initializer());
+    result_.weights = l_.weights();
     exe.tile_bytes = l_.finalizeMemory();
     POPRT_TRY(checkMemory(l_, exe.tile_bytes));
     const std::vector<uint32_t> steps_after = mergeSupersteps(exe);
@@ -417,7 +416,10 @@ class Compiler {
       on_host_.insert(v);
     }
     for (size_t i : indices) hp.nodes.push_back(node_names_[i]);
-    hp.onnx = hostProgramModel(model_, whole_, indices, inputs, outputs, hp.name);
+    // The whole model as ONNX, exported once, when the first host program needs it (a copy of
+    // every weight: a big model without host programs never pays for it).
+    if (!whole_) whole_ = onnxio::exportModelProto(model_);
+    hp.onnx = hostProgramModel(model_, *whole_, indices, inputs, outputs, hp.name);
     auto& exe = l_.executable();
     exe.main.steps.push_back({exec::StepKind::HostCall, static_cast<uint32_t>(exe.host_programs.size())});
     exe.host_programs.push_back(std::move(hp));
@@ -430,7 +432,7 @@ class Compiler {
   const ir::Graph& graph_;
   Lowering l_;
   CompileResult result_;
-  onnx::ModelProto whole_;
+  std::optional<onnx::ModelProto> whole_;
   std::map<const ir::Value*, uint32_t> host_buffer_;      // the stream holding a value on the host
   std::set<const ir::Value*> on_host_;                     // values whose host buffer is filled
   std::map<const ir::Value*, std::vector<size_t>> readers_;
@@ -438,6 +440,12 @@ class Compiler {
 };
 
 }  // namespace
+
+std::map<std::string, Tensor> CompileResult::weightData() const {
+  std::map<std::string, Tensor> data;
+  for (const ir::Value* w : weights) data.emplace(w->name(), *w->initializer());
+  return data;
+}
 
 Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options) {
   return Compiler(model, options).run();

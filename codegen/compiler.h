@@ -3,6 +3,7 @@
 // them in the load program (weights to tiles) and the main program (inputs in, supersteps, outputs out).
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,7 +27,10 @@ struct CompileOptions {
 
 struct CompileResult {
   exec::Executable executable;
-  std::vector<std::pair<std::string, Tensor>> weights;  // data of the Weight streams, by stream name
+  // The initializers the Weight streams load, each stream named after its value: they point into
+  // the compiled model, which must outlive the result.
+  std::vector<const ir::Value*> weights;
+  std::map<std::string, Tensor> weightData() const;  // a copy, by stream name
   std::vector<std::string> device_nodes;                // nodes lowered to vertices, in program order
   std::vector<std::string> host_nodes;                  // nodes the host runs (host fallback)
   std::vector<std::string> host_reasons;                // why each host node is not on the device

@@ -1,7 +1,7 @@
 // Elementwise ops — unary, binary (variadic too), activations, inference BatchNormalization: the
 // output is spread over the tiles; each tile's vertex reads its operands in place where they
-// already live there, else from buffers the exchange fills. A broadcast operand is copied whole to
-// the tile and read through strides.
+// already live there, else from buffers the exchange fills. A broadcast operand is read through
+// strides from a copy of the elements the tile's outputs reach (exec::broadcastSpan).
 #include "codegen/lowering.h"
 #include "lib/exec/codelets.h"
 #include "lib/ops/broadcast.h"
@@ -70,20 +70,27 @@ void binaryStep(Lowering& l, ops::BinaryFn fn, const ir::Value* a, const ir::Val
   const uint64_t es = dtypeSize(dt);
   for (const Region& r : out.regions) {
     uint64_t bytes = static_cast<uint64_t>(r.count) * es;
-    auto operand = [&](const ir::Value* v, bool aligned) -> exec::Field {
+    // A broadcast operand: the tile gets only the elements its output reads (a bias's columns of
+    // its rows, not the whole bias), from `base` on.
+    int64_t bases[2] = {0, 0};
+    auto operand = [&](const ir::Value* v, bool aligned, const std::vector<int64_t>& strides, int64_t& base) -> exec::Field {
       if (!v) return {r.offset, bytes};
       if (aligned) return {l.operandOnTile(v, r.begin, r.count, r.tile), bytes};
-      int64_t n = v->type.numElements();
-      return {l.operandOnTile(v, 0, n, r.tile), static_cast<uint64_t>(n) * es};
+      const exec::IndexSpan span = exec::broadcastSpan(out_shape.data(), strides.data(), rank, r.begin, r.count);
+      if (span.hi < span.lo) return {l.operandOnTile(v, 0, 0, r.tile), 0};  // no outputs here
+      base = static_cast<int64_t>(span.lo);
+      const auto n = static_cast<int64_t>(span.hi - span.lo + 1);
+      return {l.operandOnTile(v, base, n, r.tile), static_cast<uint64_t>(n) * es};
     };
     exec::Vertex v{r.tile, exec::Codelet::Binary, dt,
-                   {{r.offset, bytes}, operand(a, a_aligned), operand(b, b_aligned)},
+                   {{r.offset, bytes}, operand(a, a_aligned, stride_a, bases[0]), operand(b, b_aligned, stride_b, bases[1])},
                    {static_cast<int64_t>(fn), r.count, a_aligned ? exec::kAligned : exec::kBroadcast,
                     b_aligned ? exec::kAligned : exec::kBroadcast, r.begin, rank},
                    {}};
     v.params.insert(v.params.end(), out_shape.begin(), out_shape.end());
     v.params.insert(v.params.end(), stride_a.begin(), stride_a.end());
     v.params.insert(v.params.end(), stride_b.begin(), stride_b.end());
+    v.params.insert(v.params.end(), bases, bases + 2);
     l.computeSet().vertices.push_back(std::move(v));
   }
 }

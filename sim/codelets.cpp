@@ -30,7 +30,8 @@ Status checkBinary(const exec::Vertex& v) {
   const auto& p = v.params;
   if (p.size() < 6) return Error("Binary vertex has too few params");
   int64_t rank = p[5];
-  if (rank < 0 || rank > 16 || p.size() != static_cast<size_t>(6 + 3 * rank)) return Error("Binary vertex has bad rank");
+  if (rank < 0 || rank > 16 || (p.size() != static_cast<size_t>(6 + 3 * rank) && p.size() != static_cast<size_t>(8 + 3 * rank)))
+    return Error("Binary vertex has bad rank");
   if (p[0] < 0 || p[0] > static_cast<int64_t>(ops::BinaryFn::Pow) || p[1] < 0 || p[4] < 0)
     return Error("Binary vertex has bad params");
   int64_t count = p[1], begin = p[4];
@@ -47,14 +48,15 @@ Status checkBinary(const exec::Vertex& v) {
     if (mode == exec::kAligned) {
       if (field.bytes != static_cast<uint64_t>(count) * 4) return Error("Binary vertex operand size does not match its count");
     } else if (mode == exec::kBroadcast) {
-      // The largest offset any output index reaches must lie inside the operand buffer.
-      int64_t max_offset = 0;
-      for (int64_t d = 0; d < rank; ++d) {
-        int64_t stride = p[6 + rank * (1 + operand) + d];
-        if (stride < 0 || stride > (int64_t{1} << 40)) return Error("Binary vertex has a bad stride");
-        if (p[6 + d] > 0) max_offset += stride * (p[6 + d] - 1);
-      }
-      if (count > 0 && static_cast<uint64_t>(max_offset + 1) * 4 > field.bytes)
+      // Every offset the vertex's output indices reach, less the buffer's base, must lie inside it.
+      const int64_t* strides = &p[6 + rank * (1 + operand)];
+      for (int64_t d = 0; d < rank; ++d)
+        if (strides[d] < 0 || strides[d] > (int64_t{1} << 40)) return Error("Binary vertex has a bad stride");
+      const int64_t base = p.size() == static_cast<size_t>(8 + 3 * rank) ? p[6 + 3 * rank + operand] : 0;
+      if (base < 0) return Error("Binary vertex has a bad operand base");
+      if (count == 0) continue;
+      const exec::IndexSpan span = exec::broadcastSpan(&p[6], strides, rank, begin, count);
+      if (span.lo < base || (span.hi - base + 1) * 4 > static_cast<__int128>(field.bytes))
         return Error("Binary vertex operand strides reach outside its buffer");
     } else {
       return Error("Binary vertex has an unknown operand mode");
@@ -193,9 +195,10 @@ void runBinary(const exec::Vertex& v, uint8_t* mem) {
   const int64_t* dims = &p[6];
   const int64_t* sa = &p[6 + rank];
   const int64_t* sb = &p[6 + 2 * rank];
-  // Start the odometer at output element `begin`.
+  const bool based = p.size() == static_cast<size_t>(8 + 3 * rank);
+  // Start the odometer at output element `begin`, the offsets relative to the buffers' bases.
   int64_t index[16] = {};
-  int64_t ia = 0, ib = 0, rem = begin;
+  int64_t ia = based ? -p[6 + 3 * rank] : 0, ib = based ? -p[7 + 3 * rank] : 0, rem = begin;
   for (int64_t d = rank; d-- > 0;) {
     index[d] = dims[d] ? rem % dims[d] : 0;
     rem = dims[d] ? rem / dims[d] : 0;

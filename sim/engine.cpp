@@ -525,13 +525,46 @@ void Engine::computeEstimate() {
   }
 }
 
-uint64_t Engine::cyclesForBatches(uint64_t batches) const {
-  if (exe_.strategy != exec::Strategy::Pipelined || segment_cycles_.empty()) return batches * estimate_.total();
-  uint64_t slowest_compute = 0, slowest_copies = 0;
-  for (const SegmentCycles& s : segment_cycles_) {
-    slowest_compute = std::max(slowest_compute, s.compute);
-    slowest_copies = std::max(slowest_copies, s.copies);
+std::vector<StageSpan> Engine::schedule(uint64_t batches) const {
+  std::vector<StageSpan> spans;
+  const std::vector<SegmentCycles> one_ipu = {{0, estimate_.total(), 0}};
+  const auto& stages = segment_cycles_.empty() ? one_ipu : segment_cycles_;
+  if (exe_.strategy != exec::Strategy::Pipelined) {
+    uint64_t at = 0;
+    for (uint64_t b = 0; b < batches; ++b)
+      for (uint32_t s = 0; s < stages.size(); ++s) {
+        spans.push_back({s, static_cast<uint32_t>(b), false, at, stages[s].compute});
+        at += stages[s].compute;
+        if (stages[s].copies) spans.push_back({s, static_cast<uint32_t>(b), true, at, stages[s].copies});
+        at += stages[s].copies;
+      }
+    return spans;
   }
+  const auto [slowest_compute, slowest_copies] = slowestStage();
+  const uint64_t phase = slowest_compute + slowest_copies;
+  for (uint64_t t = 0; t + 1 < batches + stages.size(); ++t)
+    for (uint32_t s = 0; s < stages.size(); ++s) {
+      if (t < s || t - s >= batches) continue;
+      const auto b = static_cast<uint32_t>(t - s);
+      spans.push_back({s, b, false, t * phase, stages[s].compute});
+      if (stages[s].copies) spans.push_back({s, b, true, t * phase + slowest_compute, stages[s].copies});
+    }
+  return spans;
+}
+
+std::pair<uint64_t, uint64_t> Engine::slowestStage() const {
+  uint64_t compute = 0, copies = 0;
+  for (const SegmentCycles& s : segment_cycles_) {
+    compute = std::max(compute, s.compute);
+    copies = std::max(copies, s.copies);
+  }
+  return {compute, copies};
+}
+
+uint64_t Engine::cyclesForBatches(uint64_t batches) const {
+  if (exe_.strategy != exec::Strategy::Pipelined || batches == 0) return batches * estimate_.total();
+  // Every phase lasts as long as the slowest stage, the last one too.
+  const auto [slowest_compute, slowest_copies] = slowestStage();
   return (batches + segment_cycles_.size() - 1) * (slowest_compute + slowest_copies);
 }
 

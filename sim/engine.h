@@ -31,6 +31,13 @@ struct StepCycles {
   uint64_t total() const { return compute + exchange + sync; }
 };
 
+// When a stage works on a batch of a step, in the cost model's schedule (Engine::schedule).
+struct StageSpan {
+  uint32_t stage = 0, batch = 0;
+  bool copies = false;  // its IPU-Link copies to the next stage, not its own steps
+  uint64_t start = 0, cycles = 0;
+};
+
 // The cost model's figures for one segment of a sharded program (exec::Segment).
 struct SegmentCycles {
   uint32_t ipu = 0;
@@ -106,10 +113,13 @@ class Engine {
   const std::vector<StepCycles>& stepCycles() const { return step_cycles_; }
   // The same per segment of a sharded program (empty for one IPU).
   const std::vector<SegmentCycles>& segmentCycles() const { return segment_cycles_; }
-  // Estimated cycles of a step of `batches` batches. One IPU or sharded: the batches run one
-  // after another. Pipelined: the stages advance in lockstep, each phase as long as the slowest
-  // stage's steps and then the slowest stage's copies, and the batches take batches + stages - 1
-  // phases (the pipeline fills and drains).
+  // The schedule of a step of `batches` batches, by start. One IPU or sharded: the batches run
+  // one after another, each through every stage. Pipelined: the stages advance in lockstep, each
+  // phase as long as the slowest stage's steps and then the slowest stage's copies; stage s works
+  // on batch t - s in phase t, so the batches take batches + stages - 1 phases (the pipeline
+  // fills and drains).
+  std::vector<StageSpan> schedule(uint64_t batches) const;
+  // Estimated cycles of a step of `batches` batches: where its schedule ends.
   uint64_t cyclesForBatches(uint64_t batches) const;
   std::vector<const exec::HostStream*> streams(exec::HostStream::Role role) const;
 
@@ -141,6 +151,8 @@ class Engine {
   Status runHostProgram(uint32_t index, RunState& state);
   const ops::RtValue& hostValue(uint32_t stream, RunState& state);
   void computeEstimate();
+  // A pipelined program's slowest stage steps and slowest link copies, in cycles.
+  std::pair<uint64_t, uint64_t> slowestStage() const;
   void runExchange(uint32_t index, bool split);
   void runComputeSet(uint32_t index, bool split);
 

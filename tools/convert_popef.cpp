@@ -63,7 +63,7 @@ popef::PopefFile makePopef(const codegen::CompileResult& compiled, const Convert
   }
   md.extra = {{"device_nodes", compiled.device_nodes}, {"host_nodes", compiled.host_nodes}};
   file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
-  for (const auto& [name, tensor] : compiled.weights) file.blobs.push_back(weightBlob(name, tensor, o.precision == "fp16"));
+  for (const ir::Value* w : compiled.weights) file.blobs.push_back(weightBlob(w->name(), *w->initializer(), o.precision == "fp16"));
   file.blobs.push_back({popef::BlobType::Opaque, "poprt.onnx", std::vector<uint8_t>(onnx_bytes.begin(), onnx_bytes.end())});
   // The compiler's memory profile for the reports (docs/REPORT.md): a few numbers per tile and node.
   file.blobs.push_back({popef::BlobType::Opaque, exec::kMemoryProfileBlobName, exec::serializeMemoryProfile(compiled.memory_profile)});

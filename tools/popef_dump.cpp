@@ -63,7 +63,24 @@ nlohmann::json describe(const popef::PopefFile& file, const exec::Executable* ex
                        {"exchange_copies", copies},         {"exchange_gathers", gathers},
                        {"load_steps", exe->load.steps.size()},
                        {"main_steps", exe->main.steps.size()},  {"host_programs", exe->host_programs.size()},
-                       {"host_program_weight_bytes", host_weights}};
+                       {"host_program_weight_bytes", host_weights},
+                       {"num_ipus", exe->target.num_ipus},
+                       {"execution_strategy", exe->strategy == exec::Strategy::Pipelined ? "pipelined" : "sharded"}};
+    // Per IPU: the tile memory its program needs, and its busiest tile.
+    nlohmann::json ipus = nlohmann::json::array();
+    for (uint32_t ipu = 0; ipu < exe->target.num_ipus; ++ipu) {
+      uint64_t bytes = 0, busiest = 0;
+      for (uint32_t t = ipu * exe->target.tiles_per_ipu; t < (ipu + 1) * exe->target.tiles_per_ipu; ++t) {
+        bytes += exe->tile_bytes[t];
+        busiest = std::max(busiest, exe->tile_bytes[t]);
+      }
+      ipus.push_back({{"ipu", ipu}, {"bytes", bytes}, {"busiest_tile_bytes", busiest}});
+    }
+    j["executable"]["ipus"] = std::move(ipus);
+    nlohmann::json segments = nlohmann::json::array();
+    for (const auto& g : exe->segments)
+      segments.push_back({{"ipu", g.ipu}, {"steps", g.copies - g.begin}, {"link_copy_steps", g.end - g.copies}});
+    j["executable"]["segments"] = std::move(segments);
   }
   return j;
 }
@@ -135,6 +152,15 @@ void printTable(const nlohmann::json& j, const std::string& path, std::ostream& 
               << " exchanges (" << e["exchange_copies"] << " copies, " << e["exchange_gathers"] << " gathers), " << e["host_programs"]
               << " host program(s) with " << e["host_program_weight_bytes"] << " bytes of weights; load " << e["load_steps"]
               << " steps, main " << e["main_steps"] << " steps\n";
+    if (e["num_ipus"].get<uint32_t>() > 1) {
+      out << "  " << e["num_ipus"] << " IPUs, " << e["segments"].size() << " " << e["execution_strategy"].get<std::string>()
+          << " stage(s):";
+      for (const auto& g : e["segments"]) out << " IPU " << g["ipu"] << " (" << g["steps"] << " steps)";
+      out << "\n";
+      for (const auto& ipu : e["ipus"])
+        out << "  IPU " << ipu["ipu"] << "  tile memory " << ipu["bytes"] << " bytes, busiest tile "
+            << ipu["busiest_tile_bytes"] << " bytes\n";
+    }
   }
 }
 

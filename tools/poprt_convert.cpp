@@ -265,6 +265,7 @@ Status convert(const ConvertOptions& o, ConvertOutcome& outcome) {
   const std::filesystem::path& popef_path = files.popef;
   if (compiled) {
     popef::PopefFile popef = makePopef(*compiled, o, onnx_bytes);
+    std::string().swap(onnx_bytes);  // staged and copied into the PopEF: a big model's copy is freed
     if (auto valid = popef::validatePopef(popef); !valid.ok())
       return valid.error().withContext(popef_path.string() + ": cannot write PopEF");
     POPRT_TRY(staged.add(popef_path, popef::serializePopef(popef)));
@@ -323,10 +324,14 @@ Status convert(const ConvertOptions& o, ConvertOutcome& outcome) {
       worst = std::max(worst, b);
       used += b > 0;
     }
-    // The executable's tiles: one IPU's, whatever --num_ipus asked (sharding is not available yet).
+    const exec::Executable& exe = compiled->executable;
     std::cout << "  PopEF           " << popef_path.string() << "\n"
-              << "  target          " << target.name << ": " << compiled->executable.target.numTiles() << " tiles x "
-              << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz\n"
+              << "  target          " << target.name << ": " << exe.target.num_ipus << " IPU(s) x " << target.tiles_per_ipu
+              << " tiles x " << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz";
+    if (!exe.segments.empty())
+      std::cout << "; " << exe.segments.size() << " " << (exe.strategy == exec::Strategy::Pipelined ? "pipelined" : "sharded")
+                << " stage(s)";
+    std::cout << "\n"
               << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, "
               << compiled->host_nodes.size() << " on the host (" << compiled->executable.host_programs.size()
               << " host program(s))\n"

@@ -273,7 +273,44 @@ Status checkReportDir(const ReportDir& dir) {
   return checkOutputFile(dir.origin, (std::filesystem::path(dir.path) / "profile.json").string());
 }
 
+// Each IPU's tile memory, the stages and the cost model's schedule of a step of batches (the
+// pipeline timeline): one IPU has one stage.
+ordered_json ipusJson(const sim::Engine& e, uint32_t batches_per_step) {
+  const exec::Executable& exe = e.executable();
+  const exec::Target& t = exe.target;
+  ordered_json per_ipu = ordered_json::array();
+  for (uint32_t ipu = 0; ipu < t.num_ipus; ++ipu) {
+    uint64_t bytes = 0, busiest = 0, used = 0;
+    for (uint32_t tile = ipu * t.tiles_per_ipu; tile < (ipu + 1) * t.tiles_per_ipu; ++tile) {
+      bytes += exe.tile_bytes[tile];
+      busiest = std::max(busiest, exe.tile_bytes[tile]);
+      used += exe.tile_bytes[tile] > 0;
+    }
+    per_ipu.push_back({{"ipu", ipu}, {"tile_memory_bytes", bytes}, {"busiest_tile_bytes", busiest}, {"tiles_used", used}});
+  }
+  ordered_json stages = ordered_json::array();
+  const auto& seg = e.segmentCycles();
+  if (seg.empty()) {
+    stages.push_back({{"stage", 0}, {"ipu", 0}, {"cycles", e.estimate().total()}, {"copy_cycles", 0}});
+  } else {
+    for (size_t s = 0; s < seg.size(); ++s)
+      stages.push_back({{"stage", s}, {"ipu", seg[s].ipu}, {"cycles", seg[s].compute}, {"copy_cycles", seg[s].copies}});
+  }
+  ordered_json timeline = ordered_json::array();
+  for (const sim::StageSpan& s : e.schedule(batches_per_step))
+    timeline.push_back({{"stage", s.stage}, {"batch", s.batch}, {"kind", s.copies ? "copy" : "compute"},
+                        {"start_cycle", s.start}, {"cycles", s.cycles}});
+  return {{"num_ipus", t.num_ipus},
+          {"execution_strategy", exe.strategy == exec::Strategy::Pipelined ? "pipelined" : "sharded"},
+          {"batches_per_step", batches_per_step},
+          {"step_cycles", e.cyclesForBatches(batches_per_step)},
+          {"per_ipu", std::move(per_ipu)},
+          {"stages", std::move(stages)},
+          {"timeline", std::move(timeline)}};
+}
+
 Expected<ordered_json> buildProfile(sim::VerifiedPopef model, const ProfileSource& source) {
+  const auto batches_per_step = static_cast<uint32_t>(model.metadata.batches_per_step);
   std::optional<exec::MemoryProfile> mp;
   if (!model.memory_profile.empty()) {
     auto parsed = exec::deserializeMemoryProfile(model.memory_profile, model.executable, source.popef);
@@ -327,6 +364,7 @@ Expected<ordered_json> buildProfile(sim::VerifiedPopef model, const ProfileSourc
                    {"sync_cycles", est.sync},
                    {"latency_us", static_cast<double>(est.total()) / target.clock_hz * 1e6}};
   j["memory"] = memoryJson(exe, mp ? &*mp : nullptr);
+  j["ipus"] = ipusJson(e, batches_per_step);
   j["liveness"] = livenessJson(mp ? &*mp : nullptr, j["memory"]);
   ordered_json sets = ordered_json::array();
   for (size_t i = 0; i < rows.size(); ++i) sets.push_back(rowJson(rows[i], i, traced));

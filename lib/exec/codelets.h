@@ -6,16 +6,71 @@
 // fp16-storage / fp32-accumulation of the IPU's AMP and reductions.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace poprt::exec {
 
+// The smallest and largest offset sum_d index_d * strides[d] (strides >= 0) over the elements
+// [begin, begin + count) of a row-major `dims`, count > 0: the operand elements a Binary vertex
+// reads through broadcast strides. It cuts the range into runs of aligned blocks (a block: the
+// trailing dims free, the others fixed), at most 2 x rank + 1 of them, so the cost is O(rank^2)
+// whatever the count. Wider than int64 arithmetic, so hostile params cannot overflow it.
+struct IndexSpan {
+  __int128 lo = 0, hi = -1;
+};
+inline IndexSpan broadcastSpan(const int64_t* dims, const int64_t* strides, int64_t rank, int64_t begin, int64_t count) {
+  using i128 = __int128;
+  auto offsetOf = [&](i128 pos) {  // the strided offset of flat element `pos`
+    i128 off = 0;
+    for (int64_t d = rank; d-- > 0;) {
+      if (dims[d] <= 0) return off;
+      off += (pos % dims[d]) * strides[d];
+      pos /= dims[d];
+    }
+    return off;
+  };
+  IndexSpan span{static_cast<i128>(INT64_MAX) * 4, -1};
+  i128 pos = begin;
+  const i128 end = static_cast<i128>(begin) + count;
+  while (pos < end) {
+    // The widest block (k trailing dims free, `size` elements) that starts here and fits.
+    int64_t k = 0;
+    i128 size = 1, free_reach = 0;
+    while (k < rank) {
+      const int64_t d = rank - 1 - k;
+      const i128 next = size * std::max<int64_t>(dims[d], 1);
+      if (pos % next != 0 || pos + next > end) break;
+      free_reach += static_cast<i128>(std::max<int64_t>(dims[d], 1) - 1) * strides[d];
+      size = next;
+      ++k;
+    }
+    // Consecutive blocks of that size up to the next wider boundary step dim rank-1-k by one.
+    i128 run_end = end;
+    i128 step = 0;
+    if (k < rank) {
+      const int64_t d = rank - 1 - k;
+      const i128 wider = size * std::max<int64_t>(dims[d], 1);
+      run_end = std::min(end, (pos / wider + 1) * wider);
+      step = strides[d];
+    }
+    const i128 blocks = std::max<i128>(1, (run_end - pos) / size);
+    const i128 first = offsetOf(pos);
+    span.lo = std::min(span.lo, first);
+    span.hi = std::max(span.hi, first + (blocks - 1) * step + free_reach);
+    pos += blocks * size;
+  }
+  return span;
+}
+
 // Unary:  fields [out, in]                 params [fn (ops::UnaryFn), count]
 // Binary: fields [out, a, b]               params [fn (ops::BinaryFn), count, a_mode, b_mode, begin, rank,
-//                                                  out_dims[rank], a_strides[rank], b_strides[rank]]
+//                                                  out_dims[rank], a_strides[rank], b_strides[rank],
+//                                                  (a_base, b_base)?]
 //         mode kAligned: the buffer holds the `count` operand elements matching out[0..count);
-//         mode kBroadcast: the buffer holds the whole operand, read at the element offset given by
-//         its strides (0 on broadcast dims) from the output index begin + i.
+//         mode kBroadcast: the buffer holds operand elements from `base` (0 without the bases) on,
+//         read at the element offset given by its strides (0 on broadcast dims) from the output
+//         index begin + i, less `base`: at least broadcastSpan's elements.
 // MatMul: fields [out, a, b, bias?]        params [rows, K, cols, trans_a, trans_b, bias_mode]
 //                                           fparams [alpha, beta]
 //         out = alpha * A x B + beta * bias, out is rows x cols; A is rows x K (K x rows if trans_a);

@@ -38,7 +38,7 @@ void expectSimMatchesReference(const ir::Model& m, const std::vector<std::pair<s
   auto bytes = exec::serialize(compiled->executable);
   auto exe = exec::deserialize(bytes, "test");
   ASSERT_TRUE(exe.ok()) << exe.error().message();
-  std::map<std::string, Tensor> weights(compiled->weights.begin(), compiled->weights.end());
+  std::map<std::string, Tensor> weights = compiled->weightData();
   auto engine = Engine::create(std::move(exe).value(), weights);
   ASSERT_TRUE(engine.ok()) << engine.error().message();
   std::vector<const Tensor*> args;
@@ -213,7 +213,7 @@ TEST(Compile, WindowOpsThatCannotRunOnTheDeviceFallBackToTheHost) {
   EXPECT_EQ(compiled->device_nodes, (std::vector<std::string>{"relu"}));
   auto exe = exec::deserialize(exec::serialize(compiled->executable), "test");
   ASSERT_TRUE(exe.ok()) << exe.error().message();
-  std::map<std::string, Tensor> weights(compiled->weights.begin(), compiled->weights.end());
+  std::map<std::string, Tensor> weights = compiled->weightData();
   auto engine = Engine::create(std::move(exe).value(), weights);
   ASSERT_TRUE(engine.ok()) << engine.error().message();
   Tensor xt = randomTensor({1, 4096, 8, 8}, 52);
@@ -513,7 +513,7 @@ struct MatMulRelu {
     g.addOutput(y);
     auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 4), 0.6});
     EXPECT_TRUE(compiled.ok()) << compiled.error().message();
-    std::map<std::string, Tensor> weights(compiled->weights.begin(), compiled->weights.end());
+    std::map<std::string, Tensor> weights = compiled->weightData();
     auto e = Engine::create(compiled->executable, weights);
     EXPECT_TRUE(e.ok()) << e.error().message();
     engine = std::move(e).value();
@@ -582,7 +582,7 @@ TEST(Engine, FiguresPerStepAddUpToTheEstimate) {
   g.addOutput(y);
   auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 4), 0.6});
   ASSERT_TRUE(compiled.ok()) << compiled.error().message();
-  std::map<std::string, Tensor> weights(compiled->weights.begin(), compiled->weights.end());
+  std::map<std::string, Tensor> weights = compiled->weightData();
   auto engine = Engine::create(compiled->executable, weights);
   ASSERT_TRUE(engine.ok()) << engine.error().message();
   const exec::Executable& exe = (*engine)->executable();

@@ -65,7 +65,7 @@ Compiled compileAndLoad(const ir::Model& m, uint32_t ipus, uint32_t tiles, codeg
   // Through the serialised form, as popef-run sees it.
   auto exe = exec::deserialize(exec::serialize(compiled->executable), "test");
   EXPECT_TRUE(exe.ok()) << exe.error().message();
-  std::map<std::string, Tensor> weights(compiled->weights.begin(), compiled->weights.end());
+  std::map<std::string, Tensor> weights = compiled->weightData();
   auto engine = Engine::create(std::move(exe).value(), weights);
   EXPECT_TRUE(engine.ok()) << engine.error().message();
   return {std::move(compiled).value(), engine.ok() ? std::move(engine).value() : nullptr};

@@ -1,0 +1,225 @@
+#!/usr/bin/python3
+"""End to end: models over several IPUs.
+
+A chain of 18 Gemms with 4096x4096 float32 weights (1.2 GB, more than an ipu2's 1472 x 624 KiB =
+0.94 GB) fails on one IPU with exit code 1, a one-line error naming the worst tiles and the
+weights that live there, and nothing written. Sharded over 2 ipu2 and pipelined over 4 it
+compiles, and popef-run's output matches numpy's; the pipelined estimate's throughput beats the
+sharded one's over the same 4 IPUs with batches_per_step = 2 x stages. A small model sharded over
+2 IPUs by a --manual_sharding_config gives the same outputs with 1, 2 and 4 replicas.
+
+The weights are ONNX external data in one sparse file: 1.2 GB long, but only each weight's first
+64 rows are written (random, so the Gemms compute something and no two weights are equal for
+common_subexpression_elimination to merge), so the file takes 18 MB of disk. poprt-convert still
+reads the 1.2 GB and holds it a few times over (about 5 GB resident, 15-20 s a compile).
+
+    /usr/bin/python3 tests/e2e/test_multi_ipu.py --bin-dir /work/main/build/bin
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util  # noqa: E402
+
+LAYERS = 18
+WIDTH = 4096  # 18 x 4096 x 4096 x 4 bytes = 1.21e9 bytes
+DENSE_ROWS = 64  # of each weight, written; the rest is the file's hole (zeros)
+BATCH = 2
+
+
+def write_big_model(folder):
+    """model.onnx and its sparse weights.bin in `folder`; returns the model path and each weight's
+    dense rows (the rest is zero)."""
+    weight_bytes = WIDTH * WIDTH * 4
+    rng = np.random.default_rng(5)
+    dense = []
+    data = os.path.join(folder, "weights.bin")
+    with open(data, "wb") as f:
+        f.truncate(LAYERS * weight_bytes)  # a hole: zeros that take no disk
+        for i in range(LAYERS):
+            rows = (rng.standard_normal((DENSE_ROWS, WIDTH)) / np.sqrt(DENSE_ROWS)).astype(np.float32)
+            f.seek(i * weight_bytes)
+            f.write(rows.tobytes())
+            dense.append(rows)
+    nodes, inits = [], []
+    cur = "x"
+    for i in range(LAYERS):
+        w = TensorProto()
+        w.name = "weight_%d" % i
+        w.data_type = TensorProto.FLOAT
+        w.dims.extend([WIDTH, WIDTH])
+        w.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", "weights.bin"), ("offset", str(i * weight_bytes)),
+                           ("length", str(weight_bytes))):
+            entry = w.external_data.add()
+            entry.key, entry.value = key, value
+        inits.append(w)
+        out = "y" if i == LAYERS - 1 else "h%d" % i
+        # Gemm with transB: each tile gathers whole rows of the weight (one copy, not one per row).
+        nodes.append(helper.make_node("Gemm", [cur, w.name], [out], name="gemm_%d" % i, transB=1))
+        cur = out
+    graph = helper.make_graph(nodes, "too_big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, WIDTH])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [BATCH, WIDTH])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = os.path.join(folder, "model.onnx")
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+    return path, dense
+
+
+def chain_reference(dense, x):
+    """y = x W0^T W1^T ... in float64: only each weight's first rows are non-zero."""
+    h = x.astype(np.float64)
+    for rows in dense:
+        y = np.zeros_like(h)
+        y[:, :DENSE_ROWS] = h @ rows.astype(np.float64).T
+        h = y
+    return h
+
+
+class BiggerThanOneIpu(e2e_util.E2ETestCase):
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.model_dir = tempfile.mkdtemp(prefix="poprt-e2e-big-")
+        cls.model, cls.dense = write_big_model(cls.model_dir)
+        rng = np.random.default_rng(9)
+        cls.x = rng.standard_normal((BATCH, WIDTH)).astype(np.float32)
+        cls.x_npy = os.path.join(cls.model_dir, "x.npy")
+        np.save(cls.x_npy, cls.x)
+        cls.expected = chain_reference(cls.dense, cls.x)
+
+    @classmethod
+    def tearDownClass(cls):
+        import shutil
+        shutil.rmtree(cls.model_dir, True)
+
+    def compile(self, out, flags):
+        return e2e_util.run_tool("poprt-convert", ["--input_model", self.model, "--export_popef", "--output_dir", out]
+                                 + flags, timeout=300)
+
+    def run_and_check(self, popef, extra=()):
+        """popef-run's output against numpy; returns its --json summary."""
+        res, summary = self.path("res"), self.path("run.json")
+        r = self.assertOk(e2e_util.run_tool("popef-run", [popef, "--input", "x=" + self.x_npy, "--output_dir", res,
+                                                          "--json", summary] + list(extra), timeout=300))
+        got = np.load(os.path.join(res, "output_0_y.npy"))
+        # The chain's values are products of 18 layers: compare relative to their scale.
+        np.testing.assert_allclose(got, self.expected, rtol=1e-4, atol=1e-4 * np.abs(self.expected).max())
+        self.assertGreater(np.abs(self.expected).max(), 1e-3, "the reference must not be all zeros")
+        with open(summary) as f:
+            return json.load(f), r
+
+    def test_the_weights_file_is_sparse(self):
+        st = os.stat(os.path.join(self.model_dir, "weights.bin"))
+        self.assertGreater(st.st_size, 1.2e9)
+        self.assertLess(st.st_blocks * 512, 64 << 20, "the filesystem did not keep weights.bin sparse")
+
+    def test_one_ipu_reports_the_worst_tiles_and_writes_nothing(self):
+        out = self.path("out")
+        r = self.compile(out, [])
+        line = self.assertFails(r, "poprt-convert", 1, mentions=("out of tile memory on ipu2", "of 1472 tiles need more",
+                                                                 "worst: tile ", "weight_"))
+        self.assertIn("hint: ", line)
+        self.assertIn("--num_ipus", line)
+        self.assertFalse(os.path.exists(os.path.join(out, "executable.popef")), r.describe())
+        self.assertEqual(e2e_util.snapshot_dir(out), {}, "nothing may be written:\n" + r.describe())
+
+    def test_sharded_over_two_ipus_matches_numpy(self):
+        out = self.path("out")
+        self.assertOk(self.compile(out, ["--num_ipus", "2"]))
+        popef = os.path.join(out, "executable.popef")
+        dump = self.assertOk(e2e_util.run_tool("popef-dump", [popef, "--json"], timeout=300))
+        exe = json.loads(dump.stdout)["executable"]
+        self.assertEqual(exe["num_ipus"], 2)
+        self.assertEqual([s["ipu"] for s in exe["segments"]], [0, 1])
+        for ipu in exe["ipus"]:  # each IPU holds about half the 1.2 GB, within its 0.94 GB
+            self.assertGreater(ipu["bytes"], 0.5e9)
+            self.assertLess(ipu["bytes"], 1472 * 624 * 1024)
+        j, r = self.run_and_check(popef)
+        self.assertEqual((j["ipu_estimate"]["num_ipus"], j["ipu_estimate"]["stages"]), (2, 2))
+        self.assertIn("2 sharded stage(s) on 2 IPU(s)", r.stdout)
+
+    def test_pipelined_beats_sharded_on_four_ipus(self):
+        stages, steps = 4, 8  # batches_per_step = 2 x stages
+        flags = ["--num_ipus", str(stages), "--batches_per_step", str(steps)]
+        throughput = {}
+        for strategy in ("sharded", "pipelined"):
+            out = self.path("out_" + strategy)
+            self.assertOk(self.compile(out, flags + ["--execution_strategy", strategy]))
+            j, _ = self.run_and_check(os.path.join(out, "executable.popef"), ["--iterations", str(steps)])
+            est = j["ipu_estimate"]
+            self.assertEqual((est["execution_strategy"], est["stages"]), (strategy, stages))
+            throughput[strategy] = est["throughput_samples_per_s"]
+        self.assertGreater(throughput["pipelined"], throughput["sharded"], throughput)
+
+
+class ManualShardingAndReplicas(e2e_util.E2ETestCase):
+    def test_replicas_give_the_outputs_of_one(self):
+        rng = np.random.default_rng(3)
+        w1 = rng.standard_normal((16, 32)).astype(np.float32)
+        w2 = rng.standard_normal((32, 8)).astype(np.float32)
+        nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+                 helper.make_node("Relu", ["h"], ["r"], name="relu"),
+                 helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")]
+        graph = helper.make_graph(nodes, "small", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+                                  [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+        model = self.write_bytes("small.onnx", helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+        config = self.write_bytes("sharding.yaml", b"- node: relu\n  device: 1\n  stage: 0\n"
+                                                   b"- node: mm2\n  device: 0\n  stage: 1\n")
+        x = rng.standard_normal((4, 16)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        expected = np.maximum(x.astype(np.float64) @ w1, 0) @ w2
+        outputs = {}
+        for replicas in (1, 2, 4):
+            out = self.path("out%d" % replicas)
+            r = self.assertOk(e2e_util.run_tool("poprt-convert", [
+                "--input_model", model, "--export_popef", "--output_dir", out, "--num_ipus", "2",
+                "--manual_sharding_config", config, "--replication_factor", str(replicas)]))
+            self.assertIn("2 IPU(s)", r.stdout)
+            popef = os.path.join(out, "executable.popef")
+            dump = json.loads(self.assertOk(e2e_util.run_tool("popef-dump", [popef, "--json"])).stdout)
+            # relu and its ancestor mm1 on IPU 1, mm2 on IPU 0.
+            self.assertEqual([s["ipu"] for s in dump["executable"]["segments"]], [1, 0])
+            res = self.path("res%d" % replicas)
+            self.assertOk(e2e_util.run_tool("popef-run", [popef, "--input", "x=" + self.path("x.npy"),
+                                                          "--output_dir", res, "--iterations", "8"]))
+            outputs[replicas] = np.load(os.path.join(res, "output_0_y.npy"))
+            np.testing.assert_allclose(outputs[replicas], expected, rtol=1e-5, atol=1e-5)
+        for replicas in (2, 4):
+            np.testing.assert_array_equal(outputs[replicas], outputs[1])
+
+    def test_bad_configs_are_named(self):
+        model = self.write_bytes("relu.onnx", helper.make_model(helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])]),
+            opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+        cases = [
+            (b"- node: nope\n  device: 0\n", "node 'nope' is not in the model"),
+            (b"- node: relu\n  device: 5\n", "node 'relu' is put on device 5, but --num_ipus is 2"),
+            (b"- node: relu\n", "entry 1: needs 'node' and 'device'"),
+            (b"- node: relu\n  device: 0\n  colour: red\n", "entry 1: unknown key 'colour'"),
+            (b"[unclosed", "not valid YAML"),
+        ]
+        for i, (text, message) in enumerate(cases):
+            config = self.write_bytes("bad%d.yaml" % i, text)
+            out = self.path("bad_out%d" % i)
+            r = e2e_util.run_tool("poprt-convert", ["--input_model", model, "--export_popef", "--output_dir", out,
+                                                    "--num_ipus", "2", "--manual_sharding_config", config])
+            self.assertFails(r, "poprt-convert", 1, mentions=(config, message))
+            self.assertEqual(e2e_util.snapshot_dir(out), {}, "nothing may be written:\n" + r.describe())
+        r = e2e_util.run_tool("poprt-convert", ["--input_model", model, "--export_popef", "--output_dir",
+                                                self.path("usage"), "--execution_strategy", "pipelined"])
+        self.assertFails(r, "poprt-convert", 2, mentions=("--num_ipus > 1",), usage=True)
+
+
+if __name__ == "__main__":
+    e2e_util.main()
