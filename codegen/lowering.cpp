@@ -118,10 +118,10 @@ std::optional<uint64_t> Lowering::residentWeight(const ir::Value* v, int64_t beg
     return std::nullopt;
   resident_bytes_[tile] += bytes;
   const uint64_t offset = mem_.allocator().allocatePersistent(tile, bytes);
-  auto& copies = exe_.streams[weightStream(v)].copies;
-  for (int64_t r = 0; r < reps && count > 0; ++r)
-    copies.push_back({static_cast<uint64_t>(begin + r * stride) * esize, tile, offset + static_cast<uint64_t>(r * count) * esize,
-                      static_cast<uint64_t>(count) * esize});
+  if (count > 0 && reps > 0)
+    exe_.streams[weightStream(v)].copies.push_back({static_cast<uint64_t>(begin) * esize, tile, offset,
+                                                    static_cast<uint64_t>(count) * esize, static_cast<uint64_t>(reps),
+                                                    static_cast<uint64_t>(stride) * esize});
   resident_[key] = offset;
   return offset;
 }

@@ -113,7 +113,10 @@ Expected<Tensor> Engine::readWeight(const std::string& name) const {
   for (const auto& s : exe_.streams) {
     if (s.role != Role::Weight || s.name != name) continue;
     Tensor t(s.dtype, s.shape);
-    for (const auto& c : s.copies) copyBytes(t.bytes().data() + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
+    for (const auto& c : s.copies)
+      exec::forEachStreamPiece(c, [&](uint64_t host, uint64_t tile, uint64_t n) {
+        copyBytes(t.bytes().data() + host, tiles_[c.tile].data() + tile, n);
+      });
     return t;
   }
   return Error("the executable has no weight named '" + name + "'");
@@ -185,7 +188,10 @@ Status Engine::runStep(const exec::Step& step, RunState& state, bool split) {
           return Error("stream '" + s.name + "' has no data of the compiled size to copy to the device");
         src = buffer.tensor.bytes().data();
       }
-      for (const auto& c : s.copies) copyBytes(tiles_[c.tile].data() + c.tile_offset, src + c.host_offset, c.bytes);
+      for (const auto& c : s.copies)
+        exec::forEachStreamPiece(c, [&](uint64_t host, uint64_t tile, uint64_t n) {
+          copyBytes(tiles_[c.tile].data() + tile, src + host, n);
+        });
       break;
     }
     case exec::StepKind::StreamOut: {
@@ -201,7 +207,10 @@ Status Engine::runStep(const exec::Step& step, RunState& state, bool split) {
           buffer = ops::RtValue::of(Tensor(s.dtype, s.shape));
         dst = buffer.tensor.bytes().data();
       }
-      for (const auto& c : s.copies) copyBytes(dst + c.host_offset, tiles_[c.tile].data() + c.tile_offset, c.bytes);
+      for (const auto& c : s.copies)
+        exec::forEachStreamPiece(c, [&](uint64_t host, uint64_t tile, uint64_t n) {
+          copyBytes(dst + host, tiles_[c.tile].data() + tile, n);
+        });
       break;
     }
     case exec::StepKind::Exchange:
@@ -446,8 +455,8 @@ void Engine::computeEstimate() {
       case exec::StepKind::StreamIn:
       case exec::StepKind::StreamOut:
         for (const auto& copy : exe_.streams[step.index].copies) {
-          per_tile[copy.tile] += copy.bytes;
-          c.bytes += copy.bytes;
+          per_tile[copy.tile] += copy.tileBytes();
+          c.bytes += copy.tileBytes();
         }
         c.exchange = transfer(busiest());
         break;

@@ -188,7 +188,7 @@ ordered_json memoryJson(const exec::Executable& exe, const exec::MemoryProfile* 
     weights = mp->weights;
   } else {
     for (const exec::Step& step : exe.load.steps)
-      for (const auto& c : exe.streams[step.index].copies) weights[c.tile] += c.bytes;
+      for (const auto& c : exe.streams[step.index].copies) weights[c.tile] += c.tileBytes();
   }
   ordered_json t = {{"required", exe.tile_bytes}, {"weights", weights}};
   std::vector<uint64_t> activations(tiles), exchange(tiles), gaps(tiles);

@@ -114,9 +114,11 @@ Status readStream(cbor::Reader& r, HostStream& hs) {
   POPRT_TRY(r.map({"copies", "dtype", "kind", "name", "role", "shape"}, [&](std::string_view k) -> Status {
     if (k == "copies")
       return readArray(r, [&]() -> Status {
-        POPRT_TRY(readTuple(r, 4));
+        POPRT_TRY(readTuple(r, 6));
         StreamCopy c;
         POPRT_ASSIGN_OR_RETURN(c.host_offset, r.uint());
+        POPRT_ASSIGN_OR_RETURN(c.reps, r.uint());
+        POPRT_ASSIGN_OR_RETURN(c.host_stride, r.uint());
         POPRT_ASSIGN_OR_RETURN(c.tile, u32(r));
         POPRT_ASSIGN_OR_RETURN(c.tile_offset, r.uint());
         POPRT_ASSIGN_OR_RETURN(c.bytes, r.uint());
@@ -337,7 +339,9 @@ std::vector<uint8_t> serialize(const Executable& exe) {
   for (const auto& s : exe.streams) {
     w.map(6);
     w.text("copies"), w.array(s.copies.size());
-    for (const auto& c : s.copies) w.array(4), w.uint(c.host_offset), w.uint(c.tile), w.uint(c.tile_offset), w.uint(c.bytes);
+    for (const auto& c : s.copies)
+      w.array(6), w.uint(c.host_offset), w.uint(c.reps), w.uint(c.host_stride), w.uint(c.tile), w.uint(c.tile_offset),
+          w.uint(c.bytes);
     w.text("dtype"), w.text(dtypeName(s.dtype));
     w.text("kind"), w.uint(static_cast<uint32_t>(s.kind));
     w.text("name"), w.text(s.name);
@@ -429,9 +433,13 @@ Status validate(const Executable& exe) {
       return Error("stream '" + s.name + "' holds strings, a sequence or an optional, but has tile copies");
     uint64_t size = s.byteSize();
     for (const auto& c : s.copies) {
-      if (c.host_offset > size || c.bytes > size - c.host_offset)
+      // Repeats move bytes each, so a tile's memory bounds their number (none may be empty).
+      using u128 = unsigned __int128;
+      if (c.reps == 0 || (c.reps > 1 && c.bytes == 0) || c.reps > (uint64_t{1} << 40))
+        return Error("stream '" + s.name + "' has a copy with bad repeats");
+      if (static_cast<u128>(c.host_offset) + static_cast<u128>(c.reps - 1) * c.host_stride + c.bytes > size)
         return Error("stream '" + s.name + "' copies outside its host buffer");
-      if (!inTile(c.tile, c.tile_offset, c.bytes))
+      if (static_cast<u128>(c.reps) * c.bytes > UINT64_MAX / 2 || !inTile(c.tile, c.tile_offset, c.tileBytes()))
         return Error("stream '" + s.name + "' copies outside the memory of tile " + std::to_string(c.tile));
     }
   }

@@ -130,12 +130,23 @@ struct Exchange {
   std::vector<Gather> gathers;
 };
 
+// For r < reps: `bytes` from host_offset + r * host_stride go to tile_offset + r * bytes of the
+// tile (a weight's columns for a tile are one entry, not one per row).
 struct StreamCopy {
   uint64_t host_offset = 0;
   uint32_t tile = 0;
   uint64_t tile_offset = 0;
   uint64_t bytes = 0;
+  uint64_t reps = 1;
+  uint64_t host_stride = 0;
+  uint64_t tileBytes() const { return reps * bytes; }
 };
+
+// Calls fn(host offset, tile offset, bytes) for each repeat of a stream copy.
+template <class Fn>
+void forEachStreamPiece(const StreamCopy& c, Fn&& fn) {
+  for (uint64_t r = 0; r < c.reps; ++r) fn(c.host_offset + r * c.host_stride, c.tile_offset + r * c.bytes, c.bytes);
+}
 
 // A host buffer and the tile regions it is copied to or from. Host buffers also carry the values
 // that cross between the device and host programs (role Host); a buffer with copies has a static

@@ -145,21 +145,63 @@ class BiggerThanOneIpu(e2e_util.E2ETestCase):
         self.assertEqual((j["ipu_estimate"]["num_ipus"], j["ipu_estimate"]["stages"]), (2, 2))
         self.assertIn("2 sharded stage(s) on 2 IPU(s)", r.stdout)
 
-    def test_pipelined_beats_sharded_on_four_ipus(self):
-        stages, steps = 4, 8  # batches_per_step = 2 x stages
-        flags = ["--num_ipus", str(stages), "--batches_per_step", str(steps)]
+    def test_pipelined_over_four_ipus_matches_numpy(self):
+        out = self.path("out")
+        self.assertOk(self.compile(out, ["--num_ipus", "4", "--batches_per_step", "8", "--execution_strategy", "pipelined"]))
+        j, r = self.run_and_check(os.path.join(out, "executable.popef"), ["--iterations", "16"])
+        est = j["ipu_estimate"]
+        self.assertEqual((est["execution_strategy"], est["stages"], est["num_ipus"]), ("pipelined", 4, 4))
+        self.assertIn("4 pipelined stage(s) on 4 IPU(s): a step of 8 batch(es)", r.stdout)
+
+
+def write_chain(folder, layers, width, rows):
+    """A small MatMul+Relu chain; returns the model path, its weights and the numpy function."""
+    rng = np.random.default_rng(11)
+    weights = [(rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32) for _ in range(layers)]
+    nodes, cur = [], "x"
+    for i in range(layers):
+        nodes.append(helper.make_node("MatMul", [cur, "w%d" % i], ["m%d" % i], name="mm%d" % i))
+        nodes.append(helper.make_node("Relu", ["m%d" % i], ["y" if i == layers - 1 else "r%d" % i], name="relu%d" % i))
+        cur = "r%d" % i
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, width])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, width])],
+                              [numpy_helper.from_array(w, "w%d" % i) for i, w in enumerate(weights)])
+    path = os.path.join(folder, "chain.onnx")
+    with open(path, "wb") as f:
+        f.write(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+
+    def reference(x):
+        h = x.astype(np.float64)
+        for w in weights:
+            h = np.maximum(h @ w, 0)
+        return h
+    return path, reference
+
+
+class SmallModels(e2e_util.E2ETestCase):
+    def test_pipelined_beats_sharded_with_two_batches_a_stage(self):
+        # 8 layers over 4 IPUs of 16 tiles; batches_per_step = 2 x stages.
+        model, reference = write_chain(self.tmp, 8, 256, 4)
+        x = np.random.default_rng(2).standard_normal((4, 256)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
         throughput = {}
         for strategy in ("sharded", "pipelined"):
             out = self.path("out_" + strategy)
-            self.assertOk(self.compile(out, flags + ["--execution_strategy", strategy]))
-            j, _ = self.run_and_check(os.path.join(out, "executable.popef"), ["--iterations", str(steps)])
-            est = j["ipu_estimate"]
-            self.assertEqual((est["execution_strategy"], est["stages"]), (strategy, stages))
+            self.assertOk(e2e_util.run_tool("poprt-convert", [
+                "--input_model", model, "--export_popef", "--output_dir", out, "--num_ipus", "4", "--tiles_per_ipu", "16",
+                "--batches_per_step", "8", "--execution_strategy", strategy]))
+            res, summary = self.path("res_" + strategy), self.path(strategy + ".json")
+            self.assertOk(e2e_util.run_tool("popef-run", [os.path.join(out, "executable.popef"), "--input",
+                                                          "x=" + self.path("x.npy"), "--output_dir", res,
+                                                          "--iterations", "16", "--json", summary]))
+            np.testing.assert_allclose(np.load(os.path.join(res, "output_0_y.npy")), reference(x), rtol=1e-4, atol=1e-5)
+            with open(summary) as f:
+                est = json.load(f)["ipu_estimate"]
+            self.assertEqual((est["execution_strategy"], est["stages"]), (strategy, 4))
             throughput[strategy] = est["throughput_samples_per_s"]
-        self.assertGreater(throughput["pipelined"], throughput["sharded"], throughput)
+        # Balanced stages overlapping on 8 batches: 8 batches in 11 phases instead of 8 x 4 stages.
+        self.assertGreater(throughput["pipelined"], 2 * throughput["sharded"], throughput)
 
-
-class ManualShardingAndReplicas(e2e_util.E2ETestCase):
     def test_replicas_give_the_outputs_of_one(self):
         rng = np.random.default_rng(3)
         w1 = rng.standard_normal((16, 32)).astype(np.float32)

@@ -316,8 +316,13 @@ def popef_cases(p):
 
     def stream_copy_oob(exe):
         s = [s for s in exe["streams"] if s["role"] == 0][0]
-        s["copies"][0][2] = exe["tile_bytes"][s["copies"][0][1]]
+        s["copies"][0][4] = exe["tile_bytes"][s["copies"][0][3]]  # [host_offset, reps, host_stride, tile, tile_offset, bytes]
     c["exe_stream_copy_oob.popef"] = edit_cbor(base, EXE, stream_copy_oob)
+
+    def stream_empty_repeats(exe):  # 2^40 repeats of nothing: unbounded work for no bytes
+        s = [s for s in exe["streams"] if s["role"] == 0][0]
+        s["copies"][0][1], s["copies"][0][5] = 1 << 40, 0
+    c["exe_stream_empty_repeats.popef"] = edit_cbor(base, EXE, stream_empty_repeats)
 
     def stream_host_oob(exe):
         s = [s for s in exe["streams"] if s["role"] == 0][0]
@@ -354,9 +359,9 @@ def popef_cases(p):
         exe["target"]["tiles_per_ipu"] = 0
     c["exe_zero_tiles.popef"] = edit_cbor(base, EXE, zero_tiles)
 
-    def version3(exe):
-        exe["version"] = 3
-    c["exe_version3.popef"] = edit_cbor(base, EXE, version3)
+    def version4(exe):
+        exe["version"] = 4
+    c["exe_version4.popef"] = edit_cbor(base, EXE, version4)
     c["exe_device_cap.popef"] = base  # refused under POPRT_MAX_DEVICE_BYTES=1024 (see the manifest)
 
     def truncated_exe(blobs):
