@@ -99,14 +99,12 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
         const int64_t cols = std::min(plan.cols, N - n0);
         auto& alloc = l.allocator();
         // An operand block of `reps` runs of `count` elements, `stride` apart: a weight slice
-        // resident on the tile, or a node buffer the exchange fills.
+        // resident on the tile, or a node buffer the exchange fills with one gather (however
+        // many tiles the operand is spread over).
         auto block = [&](const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride) -> uint64_t {
           if (auto resident = l.residentWeight(v, begin, count, reps, stride, tile)) return *resident;
-          l.requireMapping(v);
           const uint64_t off = alloc.allocate(tile, static_cast<uint64_t>(count * reps) * es);
-          for (int64_t r = 0; r < reps; ++r)
-            gatherElements(l.mapping(v), begin + r * stride, count, es, tile, off + static_cast<uint64_t>(r * count) * es,
-                           l.exchange().copies);
+          l.gather(v, begin, count, reps, stride, tile, off, static_cast<uint64_t>(count) * es);
           return off;
         };
         // A block: rows of A (contiguous), or with trans_a one run of `rows` per k.
