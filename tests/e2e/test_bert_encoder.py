@@ -30,23 +30,26 @@ def layer_norm(x, gamma, beta):
     return d / np.sqrt((d * d).mean(-1, keepdims=True) + 1e-12) * gamma + beta
 
 
-def bert_reference(w, h, mask):
-    """HF BertEncoder in float64; w maps parameter names to arrays (Linear weights as [in, out])."""
+def bert_reference(w, h, mask, heads_count=HEADS):
+    """HF BertEncoder in float64; w maps parameter names to arrays (Linear weights as [in, out]);
+    h is [batch, seq, hidden]; the layers are the ones w has."""
     def linear(x, stem):
         return x @ w[stem + ".weight"] + w[stem + ".bias"]
 
-    d = HIDDEN // HEADS
+    batch, seq, hidden = h.shape
+    layers = len({name.split(".")[2] for name in w if name.startswith("encoder.layer.")})
+    d = hidden // heads_count
     ext = (1.0 - mask[:, None, None, :]) * -10000.0
-    for layer in range(LAYERS):
+    for layer in range(layers):
         p = "encoder.layer.%d." % layer
 
         def heads(x):
-            return x.reshape(BATCH, SEQ, HEADS, d).transpose(0, 2, 1, 3)
+            return x.reshape(batch, seq, heads_count, d).transpose(0, 2, 1, 3)
 
         q, k, v = (heads(linear(h, p + "attention.self." + n)) for n in ("query", "key", "value"))
         s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + ext
         e = np.exp(s - s.max(-1, keepdims=True))
-        ctx = ((e / e.sum(-1, keepdims=True)) @ v).transpose(0, 2, 1, 3).reshape(BATCH, SEQ, HIDDEN)
+        ctx = ((e / e.sum(-1, keepdims=True)) @ v).transpose(0, 2, 1, 3).reshape(batch, seq, hidden)
         h1 = layer_norm(linear(ctx, p + "attention.output.dense") + h,
                         w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"])
         i = linear(h1, p + "intermediate.dense")

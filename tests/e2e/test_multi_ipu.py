@@ -21,10 +21,12 @@ import os
 import sys
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util  # noqa: E402
+from test_bert_encoder import GENERATOR, bert_reference  # noqa: E402
 
 LAYERS = 18
 WIDTH = 4096  # 18 x 4096 x 4096 x 4 bytes = 1.21e9 bytes
@@ -152,6 +154,44 @@ class BiggerThanOneIpu(e2e_util.E2ETestCase):
         est = j["ipu_estimate"]
         self.assertEqual((est["execution_strategy"], est["stages"], est["num_ipus"]), ("pipelined", 4, 4))
         self.assertIn("4 pipelined stage(s) on 4 IPU(s): a step of 8 batch(es)", r.stdout)
+
+
+class BertLarge(e2e_util.E2ETestCase):
+    def test_pipelined_over_four_ipus_matches_numpy(self):
+        # BERT-Large's encoder as torch.onnx exports it: 24 layers, hidden 1024, 16 heads (1.2 GB of
+        # float32 weights, more than an ipu2 holds), at sequence length 32.
+        layers, hidden, heads, seq = 24, 1024, 16, 32
+        model = self.path("bert_large.onnx")
+        self.assertOk(e2e_util.run_cmd([sys.executable, GENERATOR, "--out", model, "--layers", str(layers), "--hidden",
+                                        str(hidden), "--heads", str(heads), "--seq", str(seq), "--batch", "1",
+                                        "--seed", "5"], timeout=600))
+        out, summary = self.path("out"), self.path("summary.json")
+        self.assertOk(e2e_util.run_tool("poprt-convert", [
+            "--input_model", model, "--export_popef", "--output_dir", out, "--num_ipus", "4",
+            "--execution_strategy", "pipelined", "--batches_per_step", "8", "--summary_json", summary], timeout=600))
+        with open(summary) as f:
+            counters = {p["name"]: p["counters"] for p in json.load(f)["passes"]}
+        self.assertEqual(counters["fuse_attention"].get("attention"), layers)
+        popef = os.path.join(out, "executable.popef")
+        dump = json.loads(self.assertOk(e2e_util.run_tool("popef-dump", [popef, "--json"], timeout=300)).stdout)
+        self.assertEqual([s["ipu"] for s in dump["executable"]["segments"]], [0, 1, 2, 3])
+        self.assertGreater(sum(i["bytes"] for i in dump["executable"]["ipus"]), 1472 * 624 * 1024)  # not one IPU's worth
+
+        rng = np.random.default_rng(7)
+        h = rng.standard_normal((1, seq, hidden)).astype(np.float32)
+        mask = np.ones((1, seq), np.float32)
+        mask[0, seq - 5:] = 0
+        w = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in onnx.load(model).graph.initializer}
+        expected = bert_reference(w, h.astype(np.float64), mask.astype(np.float64), heads)
+        del w
+        exp_dir = self.mkdir("expected")
+        np.save(os.path.join(exp_dir, "output_0_last_hidden_state.npy"), expected.astype(np.float32))
+        np.save(self.path("h.npy"), h)
+        np.save(self.path("mask.npy"), mask)
+        r = self.assertOk(e2e_util.run_tool("popef-run", [
+            popef, "--input", "hidden_states=" + self.path("h.npy"), "--input", "attention_mask=" + self.path("mask.npy"),
+            "--expected_dir", exp_dir, "--rtol", "1e-3", "--atol", "1e-3", "--iterations", "1"], timeout=600))
+        self.assertIn("4 pipelined stage(s) on 4 IPU(s)", r.stdout)
 
 
 def write_chain(folder, layers, width, rows):
