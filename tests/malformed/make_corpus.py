@@ -329,10 +329,15 @@ def popef_cases(p):
         s["copies"][0][0] = 1 << 40
     c["exe_stream_host_oob.popef"] = edit_cbor(base, EXE, stream_host_oob)
 
-    def exchange_oob(exe):
-        e = [e for e in exe["exchanges"] if e["copies"]][0]
-        e["copies"][0][4] = 1 << 30
+    def exchange_oob(exe):  # the base model's matmul gathers its operands: add a copy to a far offset
+        e = exe["exchanges"][0]
+        e["copies"].append([0, 0, 0, 1 << 30, 4])
     c["exe_exchange_copy_oob.popef"] = edit_cbor(base, EXE, exchange_oob)
+
+    def gather_oob(exe):
+        e = [e for e in exe["exchanges"] if e["gathers"]][0]
+        e["gathers"][0][6] = 1 << 30  # dst_offset
+    c["exe_exchange_gather_oob.popef"] = edit_cbor(base, EXE, gather_oob)
 
     def step_oob(exe):
         exe["main"]["steps"].append([3, 1000])
