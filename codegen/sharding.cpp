@@ -15,25 +15,56 @@ uint64_t bytesOf(const ir::Value* v) {
   return static_cast<uint64_t>(v->type.numElements()) * dtypeSize(v->type.dtype);
 }
 
-// Stage s of num_ipus holds the nodes whose running share of weight and activation bytes falls
-// in [s, s+1) / num_ipus: weights count at their first reader, activations at their producer.
+// Roughly the multiply-accumulates (or elementwise operations) a node does: a stage's share of
+// them is its share of the estimated cycles.
+long double workOf(const ir::Node& node) {
+  const ir::Value* y = node.outputs().empty() ? nullptr : node.output(0);
+  if (!y || !y->type.hasStaticShape()) return 0;
+  const auto out = static_cast<long double>(y->type.numElements());
+  const ir::Value* x = node.inputs().empty() ? nullptr : node.input(0);
+  const std::string& op = node.opType();
+  if ((op == "MatMul" || op == "Gemm" || op == "GemmAct") && x && x->type.hasStaticShape() && !x->type.staticShape().empty()) {
+    const Shape s = x->type.staticShape();
+    const bool trans_a = op != "MatMul" && node.attrInt("transA", 0) != 0;
+    return out * static_cast<long double>(trans_a && s.size() == 2 ? s[0] : s.back());
+  }
+  if ((op == "Conv" || op == "ConvAct") && node.inputs().size() > 1 && node.input(1)->type.hasStaticShape()) {
+    const Shape w = node.input(1)->type.staticShape();
+    return w.empty() || w[0] == 0 ? out : out * static_cast<long double>(node.input(1)->type.numElements() / w[0]);
+  }
+  if (op == "MultiHeadAttention" && node.inputs().size() > 1 && node.input(1)->type.hasStaticShape()) {
+    const Shape k = node.input(1)->type.staticShape();  // [B, keys, H * D]: scores and values per output
+    return k.size() == 3 ? 2 * out * static_cast<long double>(k[1]) : out;
+  }
+  return out;
+}
+
+// Stage s of num_ipus holds the nodes whose running share of the cost falls in [s, s+1) /
+// num_ipus. A node's cost is its share of the bytes (weights at their first reader, activations
+// at their producer) plus its share of the work: stages that fit and take about equal time.
 std::vector<uint32_t> autoStages(const std::vector<const ir::Node*>& nodes,
                                  const std::vector<std::vector<const ir::Value*>>& reads, uint32_t num_ipus) {
-  std::vector<uint64_t> cost(nodes.size(), 0);
+  std::vector<long double> bytes(nodes.size(), 0), work(nodes.size(), 0);
+  long double total_bytes = 0, total_work = 0;
   std::set<const ir::Value*> counted;
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (const ir::Value* v : reads[i])
-      if (v->isInitializer() && counted.insert(v).second) cost[i] += bytesOf(v);
-    for (const ir::Value* v : nodes[i]->outputs()) cost[i] += bytesOf(v);
+      if (v->isInitializer() && counted.insert(v).second) bytes[i] += static_cast<long double>(bytesOf(v));
+    for (const ir::Value* v : nodes[i]->outputs()) bytes[i] += static_cast<long double>(bytesOf(v));
+    work[i] = workOf(*nodes[i]);
+    total_bytes += bytes[i];
+    total_work += work[i];
   }
-  uint64_t total = 0;
-  for (uint64_t c : cost) total += c;
+  std::vector<long double> cost(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    cost[i] = (total_bytes > 0 ? bytes[i] / total_bytes : 0) + (total_work > 0 ? work[i] / total_work : 0);
+  const long double total = (total_bytes > 0 ? 1 : 0) + (total_work > 0 ? 1 : 0);
   std::vector<uint32_t> stage(nodes.size(), 0);
-  uint64_t before = 0;
+  long double before = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    // The node's middle byte decides its stage, so a big node lands where most of it is.
-    const long double middle = static_cast<long double>(before) + static_cast<long double>(cost[i]) / 2;
-    const uint64_t s = total == 0 ? 0 : static_cast<uint64_t>(middle * num_ipus / static_cast<long double>(total));
+    // The node's middle decides its stage, so a big node lands where most of it is.
+    const long double middle = before + cost[i] / 2;
+    const auto s = total == 0 ? 0 : static_cast<uint64_t>(middle * num_ipus / total);
     stage[i] = static_cast<uint32_t>(std::min<uint64_t>(s, num_ipus - 1));
     if (i > 0) stage[i] = std::max(stage[i], stage[i - 1]);
     before += cost[i];

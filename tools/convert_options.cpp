@@ -387,18 +387,21 @@ Status applyModels(const CLI::App& app, const std::string& file, const YAML::Nod
 
 }  // namespace
 
-Status applyConfigYaml(const CLI::App& app, ConvertOptions& o) {
-  if (o.config_yaml.empty()) return okStatus();
-  const std::string& file = o.config_yaml;
+Expected<YAML::Node> loadYamlFile(const std::string& file) {
   POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(file, uint64_t{16} << 20));
-  YAML::Node root;
   try {
-    root = YAML::Load(std::string(bytes.begin(), bytes.end()));
+    return YAML::Load(std::string(bytes.begin(), bytes.end()));
   } catch (const YAML::Exception& e) {
     std::string where = file;
     if (!e.mark.is_null()) where += ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
     return Error(where + ": not valid YAML: " + e.msg);
   }
+}
+
+Status applyConfigYaml(const CLI::App& app, ConvertOptions& o) {
+  if (o.config_yaml.empty()) return okStatus();
+  const std::string& file = o.config_yaml;
+  POPRT_ASSIGN_OR_RETURN(YAML::Node root, loadYamlFile(file));
   if (root.IsNull()) return okStatus();  // an empty file sets nothing
   if (!root.IsMap()) return Error(file + ": expected a map of option: value at the top level, got " + describeNode(root));
   try {

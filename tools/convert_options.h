@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include <cstdint>
 #include <string>
@@ -64,6 +65,9 @@ void addConvertFlags(CLI::App& app, ConvertOptions& o);
 // the file.
 // A `models:` list (one map of keys per model, or a model path) fills o.models.
 Status applyConfigYaml(const CLI::App& app, ConvertOptions& o);
+
+// A YAML file (at most 16 MiB), or an error naming the file and, for bad YAML, the line and column.
+Expected<YAML::Node> loadYamlFile(const std::string& file);
 
 // Every option of the table by key, with its value as JSON (the compile cache's key).
 std::vector<std::pair<std::string, nlohmann::json>> optionValues(const ConvertOptions& o);

@@ -2,7 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "lib/support/file_io.h"
+#include "tools/convert_options.h"
 
 namespace poprt::tools {
 namespace {
@@ -18,15 +18,7 @@ Expected<int64_t> smallCount(const YAML::Node& n, const std::string& where) {
 }  // namespace
 
 Expected<std::vector<codegen::ShardEntry>> readShardingConfig(const std::string& path) {
-  POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(path, uint64_t{16} << 20));
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(bytes.begin(), bytes.end()));
-  } catch (const YAML::Exception& e) {
-    std::string where = path;
-    if (!e.mark.is_null()) where += ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
-    return Error(where + ": not valid YAML: " + e.msg);
-  }
+  POPRT_ASSIGN_OR_RETURN(YAML::Node root, loadYamlFile(path));
   if (!root.IsSequence() || root.size() == 0)
     return Error(path + ": expected a list of {node, device, stage} entries");
   std::vector<codegen::ShardEntry> entries;

@@ -103,13 +103,13 @@ class BiggerThanOneIpu(e2e_util.E2ETestCase):
 
     def compile(self, out, flags):
         return e2e_util.run_tool("poprt-convert", ["--input_model", self.model, "--export_popef", "--output_dir", out]
-                                 + flags, timeout=300)
+                                 + flags, timeout=1200)
 
     def run_and_check(self, popef, extra=()):
         """popef-run's output against numpy; returns its --json summary."""
         res, summary = self.path("res"), self.path("run.json")
         r = self.assertOk(e2e_util.run_tool("popef-run", [popef, "--input", "x=" + self.x_npy, "--output_dir", res,
-                                                          "--json", summary] + list(extra), timeout=300))
+                                                          "--json", summary] + list(extra), timeout=1200))
         got = np.load(os.path.join(res, "output_0_y.npy"))
         # The chain's values are products of 18 layers: compare relative to their scale.
         np.testing.assert_allclose(got, self.expected, rtol=1e-4, atol=1e-4 * np.abs(self.expected).max())
@@ -168,7 +168,7 @@ class BertLarge(e2e_util.E2ETestCase):
         out, summary = self.path("out"), self.path("summary.json")
         self.assertOk(e2e_util.run_tool("poprt-convert", [
             "--input_model", model, "--export_popef", "--output_dir", out, "--num_ipus", "4",
-            "--execution_strategy", "pipelined", "--batches_per_step", "8", "--summary_json", summary], timeout=600))
+            "--execution_strategy", "pipelined", "--batches_per_step", "8", "--summary_json", summary], timeout=1200))
         with open(summary) as f:
             counters = {p["name"]: p["counters"] for p in json.load(f)["passes"]}
         self.assertEqual(counters["fuse_attention"].get("attention"), layers)
@@ -190,7 +190,7 @@ class BertLarge(e2e_util.E2ETestCase):
         np.save(self.path("mask.npy"), mask)
         r = self.assertOk(e2e_util.run_tool("popef-run", [
             popef, "--input", "hidden_states=" + self.path("h.npy"), "--input", "attention_mask=" + self.path("mask.npy"),
-            "--expected_dir", exp_dir, "--rtol", "1e-3", "--atol", "1e-3", "--iterations", "1"], timeout=600))
+            "--expected_dir", exp_dir, "--rtol", "1e-3", "--atol", "1e-3", "--iterations", "1"], timeout=1500))
         self.assertIn("4 pipelined stage(s) on 4 IPU(s)", r.stdout)
 
 
