@@ -192,6 +192,7 @@ class Compiler {
     for (size_t i : placement.order) {
       nodes.push_back(graph_nodes[i]);
       stage_of.push_back(placement.stage[i]);
+      graph_index_.push_back(i);
       node_names_.push_back(nodeName(*graph_nodes[i], i));  // named by graph position, as sharding configs see them
     }
     for (size_t i = 0; i < nodes.size(); ++i)
@@ -419,7 +420,9 @@ class Compiler {
     // The whole model as ONNX, exported once, when the first host program needs it (a copy of
     // every weight: a big model without host programs never pays for it).
     if (!whole_) whole_ = onnxio::exportModelProto(model_);
-    hp.onnx = hostProgramModel(model_, *whole_, indices, inputs, outputs, hp.name);
+    std::vector<size_t> in_graph;  // hostProgramModel picks nodes by their place in the graph
+    for (size_t i : indices) in_graph.push_back(graph_index_[i]);
+    hp.onnx = hostProgramModel(model_, *whole_, in_graph, inputs, outputs, hp.name);
     auto& exe = l_.executable();
     exe.main.steps.push_back({exec::StepKind::HostCall, static_cast<uint32_t>(exe.host_programs.size())});
     exe.host_programs.push_back(std::move(hp));
@@ -437,6 +440,7 @@ class Compiler {
   std::set<const ir::Value*> on_host_;                     // values whose host buffer is filled
   std::map<const ir::Value*, std::vector<size_t>> readers_;
   std::vector<std::string> node_names_;  // in compile order
+  std::vector<size_t> graph_index_;      // each compiled node's place in the graph
 };
 
 }  // namespace

@@ -167,6 +167,37 @@ TEST(Sharding, PipelinedStagesGiveEveryBatchItsOwnResult) {
   EXPECT_LT(c.engine->cyclesForBatches(6), 6 * c.engine->estimate().total());
 }
 
+// A manual config may compile nodes out of graph order: here the host's int32 Add (second in the
+// graph) runs in stage 0 before the Relu (first in the graph) in stage 1. Its host program must
+// still hold the Add, not the node at its compile position.
+TEST(Sharding, HostProgramsKeepTheirNodesWhenStagesReorderThem) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = *m.graph;
+  ir::Value* x = g.addInput("x", f32({2, 3}));
+  ir::Value* i = g.addInput("i", ir::TensorType::of(DType::Int32, {2, 3}));
+  ir::Value* y = g.addValue("y", f32({2, 3}));
+  ir::Value* k = g.addValue("k", ir::TensorType::of(DType::Int32, {2, 3}));
+  g.addNode("Relu", {x}, {y}, "relu");
+  g.addNode("Add", {i, i}, {k}, "add_int");  // host: int32
+  g.addOutput(y);
+  g.addOutput(k);
+  codegen::ShardingOptions sharding;
+  sharding.manual = {{"relu", 1, 1}, {"add_int", 0, 0}};
+  Compiled c = compileAndLoad(m, 2, 4, sharding);
+  ASSERT_TRUE(c.engine);
+  EXPECT_EQ(c.result.host_nodes, (std::vector<std::string>{"add_int"}));
+  Tensor xt = randomTensor({2, 3}, 11);
+  Tensor it(DType::Int32, {2, 3});
+  for (int j = 0; j < 6; ++j) it.data<int32_t>()[j] = j - 2;
+  auto got = c.engine->runTensors({&xt, &it});
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  for (int j = 0; j < 6; ++j) {
+    EXPECT_FLOAT_EQ((*got)[0].data<float>()[j], std::max(xt.data<float>()[j], 0.f));
+    EXPECT_EQ((*got)[1].data<int32_t>()[j], 2 * (j - 2));
+  }
+}
+
 // Automatic placement cuts four equal layers two and two.
 TEST(Sharding, AutomaticPlacementBalancesTheWeights) {
   const ir::Model m = matmulChain(4, 64, 2);
