@@ -29,6 +29,7 @@ std::vector<int64_t> blockSizes(int64_t n) {
 constexpr double kVertexCycles = 20;    // per vertex, as the codelets estimate it
 constexpr double kExchangeBytesPerCycle = 4;
 constexpr double kVectorWidth = 2;      // float32 elements per cycle for the epilogue and pooling
+constexpr double kSyncCycles = 150;     // the reduction's extra superstep
 
 }  // namespace
 
@@ -38,13 +39,19 @@ int64_t convInputRows(const ConvProblem& p, int64_t rows) {
   return std::max<int64_t>(0, std::min(p.in[0], extent));
 }
 
-uint64_t convBlockBytes(const ConvProblem& p, int64_t group_block, int64_t channel_block, int64_t row_block) {
-  const int64_t in = group_block * p.in_channels * convInputRows(p, row_block) * product(p.in, 1);
+uint64_t convBlockBytes(const ConvProblem& p, int64_t group_block, int64_t channel_block, int64_t row_block,
+                        int64_t in_channel_block) {
+  const int64_t in = group_block * in_channel_block * convInputRows(p, row_block) * product(p.in, 1);
   const int64_t out_ch = group_block * channel_block;
-  const int64_t weights = p.has_weights ? out_ch * p.in_channels * product(p.kernel, 0) : 0;
+  const int64_t weights = p.has_weights ? out_ch * in_channel_block * product(p.kernel, 0) : 0;
   const int64_t bias = p.has_bias ? out_ch : 0;
   const int64_t out = out_ch * row_block * product(p.out, 1);
-  return 4 * static_cast<uint64_t>(in + weights + bias + out);
+  int64_t reduction = 0;  // the partials of its output slice, and the slice
+  if (in_channel_block < p.in_channels) {
+    const int64_t splits = ceilDiv(p.in_channels, in_channel_block);
+    reduction = (splits + 1) * ceilDiv(out, splits);
+  }
+  return 4 * static_cast<uint64_t>(in + weights + bias + out + reduction);
 }
 
 ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, uint32_t macs_per_cycle) {
@@ -62,36 +69,53 @@ ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, u
   for (int64_t cb : blockSizes(p.out_channels))
     if (cb < p.out_channels) channel_splits.emplace_back(1, cb);
   for (int64_t gb : blockSizes(p.groups)) channel_splits.emplace_back(gb, p.out_channels);
+  // Input-channel blocks: all channels, or a share of them (one group only, at most kMaxInputSplits shares).
+  std::vector<int64_t> in_blocks{p.in_channels};
+  if (p.split_inputs && p.groups == 1 && p.has_weights)
+    for (int64_t ib : blockSizes(p.in_channels))
+      if (ib < p.in_channels && ceilDiv(p.in_channels, ib) <= kMaxInputSplits) in_blocks.push_back(ib);
   bool have = false;
   for (int64_t rb : blockSizes(rows)) {
     const int64_t row_blocks = ceilDiv(rows, rb);
     for (auto [gb, cb] : channel_splits) {
       const int64_t channel_blocks = cb < p.out_channels ? p.groups * ceilDiv(p.out_channels, cb) : ceilDiv(p.groups, gb);
-      const int64_t blocks = p.batch * channel_blocks * row_blocks;
-      const int64_t per_tile = ceilDiv(blocks, tile_count);
-      const uint64_t block_bytes = convBlockBytes(p, gb, cb, rb);
-      const uint64_t bytes = static_cast<uint64_t>(per_tile) * block_bytes;
-      const double outputs = static_cast<double>(gb * cb * rb) * inner_out;
-      const double compute = p.has_weights
-                                 ? outputs * static_cast<double>(p.in_channels) * kernel / std::max<uint32_t>(1, macs_per_cycle) +
-                                       outputs / kVectorWidth
-                                 : outputs * (kernel + 1) / kVectorWidth;
-      const double received = static_cast<double>(block_bytes) - 4 * outputs;  // everything but the output
-      const double cycles = static_cast<double>(per_tile) * (kVertexCycles + compute + received / kExchangeBytesPerCycle);
-      const bool fits = bytes <= budget_bytes;
-      bool better;
-      if (!have) {
-        better = true;
-      } else if (fits != best.fits) {
-        better = fits;
-      } else if (fits) {
-        better = cycles < best.cycles || (cycles == best.cycles && bytes < best.bytes_per_tile);
-      } else {
-        better = bytes < best.bytes_per_tile;
-      }
-      if (better) {
-        have = true;
-        best = {gb, cb, rb, blocks, per_tile, bytes, cycles, fits};
+      for (int64_t ib : in_blocks) {
+        const int64_t splits = ceilDiv(p.in_channels, ib);
+        const int64_t blocks = p.batch * channel_blocks * row_blocks * splits;
+        const int64_t per_tile = ceilDiv(blocks, tile_count);
+        const uint64_t block_bytes = convBlockBytes(p, gb, cb, rb, ib);
+        const uint64_t bytes = static_cast<uint64_t>(per_tile) * block_bytes;
+        const double outputs = static_cast<double>(gb * cb * rb) * inner_out;
+        const double compute = p.has_weights
+                                   ? outputs * static_cast<double>(ib) * kernel / std::max<uint32_t>(1, macs_per_cycle) +
+                                         outputs / kVectorWidth
+                                   : outputs * (kernel + 1) / kVectorWidth;
+        // Everything but the output and the reduction counts as received: resident weights move
+        // only once, but counting them keeps the copies of a weight (and its tile memory) few.
+        const double received = 4.0 * static_cast<double>(gb * ib * convInputRows(p, rb)) * static_cast<double>(product(p.in, 1)) +
+                                4.0 * static_cast<double>(p.has_weights ? gb * cb * ib * product(p.kernel, 0) : 0) +
+                                4.0 * static_cast<double>(p.has_bias ? gb * cb : 0);
+        double cycles = static_cast<double>(per_tile) * (kVertexCycles + compute + received / kExchangeBytesPerCycle);
+        if (splits > 1) {  // each tile adds up a slice of its block's output: the other partials come to it
+          const double slice = std::ceil(outputs / static_cast<double>(splits));
+          cycles += kSyncCycles + static_cast<double>(per_tile) * (kVertexCycles + slice * static_cast<double>(splits) / kVectorWidth +
+                                                                   4.0 * slice * static_cast<double>(splits - 1) / kExchangeBytesPerCycle);
+        }
+        const bool fits = bytes <= budget_bytes;
+        bool better;
+        if (!have) {
+          better = true;
+        } else if (fits != best.fits) {
+          better = fits;
+        } else if (fits) {
+          better = cycles < best.cycles || (cycles == best.cycles && bytes < best.bytes_per_tile);
+        } else {
+          better = bytes < best.bytes_per_tile;
+        }
+        if (better) {
+          have = true;
+          best = {gb, cb, rb, ib, splits, blocks, per_tile, bytes, cycles, fits};
+        }
       }
     }
   }

@@ -2,7 +2,9 @@
 // (rows of the first spatial dim) within the tile memory budget. Each block's tile gathers, into
 // node-local scratch, the input rows its windows read (the halo included; padding is never stored,
 // the codelet clips windows to the rows it holds) for its groups' input channels, plus its weights
-// and bias, and runs one ConvPartial (or Pool) vertex that writes its output block.
+// and bias, and runs one ConvPartial (or Pool) vertex that writes its output block. A float32 Conv
+// may also split its input channels (see conv_planner.h): its blocks then write partial sums, and
+// a second superstep of Reduce vertices adds each block's partials up, a slice per tile.
 #include <algorithm>
 
 #include "codegen/conv_planner.h"
@@ -64,6 +66,8 @@ Expected<WindowOp> convOp(const ir::Node& node) {
   p.strides = op.win.strides;
   p.dilations = op.win.dilations;
   p.has_bias = node.inputs().size() > 2 && node.input(2) != nullptr;
+  // Partial sums are float32: a float16 vertex would round each one (the IPU keeps them in float).
+  p.split_inputs = node.output(0)->type.dtype == DType::Float;
   if (node.opType() == "ConvAct") {
     POPRT_ASSIGN_OR_RETURN(ops::graphcore::Activation act, ops::graphcore::activationOf(node));
     (void)act;
@@ -123,6 +127,16 @@ int64_t product(const Shape& s, size_t first) {
   return p;
 }
 
+// For r < reps, elements [begin + r*stride, +count) of weight `w` one after another on `tile`:
+// resident there, or (past the tile's resident share) gathered into scratch each run.
+uint64_t weightRows(Lowering& l, const ir::Value* w, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile) {
+  if (auto resident = l.residentWeight(w, begin, count, reps, stride, tile)) return *resident;
+  const uint64_t row_bytes = static_cast<uint64_t>(count) * dtypeSize(w->type.dtype);
+  const uint64_t offset = l.scratch(tile, row_bytes * static_cast<uint64_t>(reps));
+  l.gather(w, begin, count, reps, stride, tile, offset, row_bytes);
+  return offset;
+}
+
 // Emits the vertices of a planned Conv or pool and sets the output's mapping.
 Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
   const ir::Value* x = node.input(0);
@@ -174,11 +188,30 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
       channel_blocks.push_back({g, std::min(plan.group_block, p.groups - g), 0, p.out_channels});
   }
 
-  uint32_t tile = l.startTile(plan.blocks);
+  // Output elements [begin, begin+count) of Y at `offset` on `tile`, joined to the region before
+  // when it continues it.
   TileMapping out;
+  auto addRegion = [&](int64_t begin, int64_t count, uint32_t t, uint64_t offset) {
+    if (!out.regions.empty()) {
+      Region& last = out.regions.back();
+      if (last.tile == t && last.begin + last.count == begin && last.offset + static_cast<uint64_t>(last.count) * es == offset) {
+        last.count += count;
+        return;
+      }
+    }
+    out.regions.push_back({begin, count, t, offset});
+  };
+  // An output block with its input channels split: where each input-channel block left its partial sums.
+  struct SplitBlock {
+    int64_t n, out_ch0, out_chs, o0, rows;
+    std::vector<std::pair<uint32_t, uint64_t>> partials;  // (tile, offset)
+  };
+  std::vector<SplitBlock> split_blocks;
+  const bool split = plan.in_splits > 1;  // one group only (the planner's rule)
+
+  uint32_t tile = l.startTile(plan.blocks);
   for (int64_t n = 0; n < p.batch; ++n) {
     for (const ChannelBlock& cb : channel_blocks) {
-      const int64_t in_ch0 = cb.group * p.in_channels, in_chs = cb.groups * p.in_channels;
       const int64_t out_ch0 = cb.group * p.out_channels + cb.channel, out_chs = cb.groups * cb.channels;
       for (int64_t o0 = 0; o0 < out_rows_all; o0 += plan.row_block) {
         const int64_t rows = std::min(plan.row_block, out_rows_all - o0);
@@ -190,18 +223,7 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
           r_hi = std::clamp<int64_t>(last + 1, r_lo, in_rows_all);
         }
         const int64_t in_rows = r_hi - r_lo;
-        const uint64_t in_bytes = static_cast<uint64_t>(in_chs * in_rows * inner_in) * es;
-        uint64_t in_off;
-        if (in_rows == in_rows_all) {  // whole planes: one contiguous range, maybe in place
-          in_off = l.operandInScratch(x, (n * op.channels + in_ch0) * plane_in, in_chs * plane_in, tile);
-        } else {
-          // Rows [r_lo, r_hi) of each channel: one strided gather.
-          in_off = l.scratch(tile, in_bytes);
-          l.gather(x, ((n * op.channels + in_ch0) * in_rows_all + r_lo) * inner_in, in_rows * inner_in, in_chs, plane_in, tile,
-                   in_off, static_cast<uint64_t>(in_rows * inner_in) * es);
-        }
         const uint64_t out_bytes = static_cast<uint64_t>(out_chs * rows * inner_out) * es;
-        const uint64_t out_off = l.allocator().allocate(tile, out_bytes);
         // Per dim: in extent, out extent, kernel, stride, dilation, start (in the rows held).
         Shape in_dims = win.in, out_dims = win.out, starts(win.rank());
         for (size_t d = 0; d < win.rank(); ++d) starts[d] = -win.pad_begin[d];
@@ -210,46 +232,100 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
           out_dims[0] = rows;
           starts[0] = o0 * stride0 - pad0 - r_lo;
         }
-        exec::Vertex v;
-        v.tile = tile;
-        v.dtype = dt;
-        if (pool) {
-          v.codelet = exec::Codelet::Pool;
-          v.fields = {{out_off, out_bytes}, {in_off, in_bytes}};
-          v.params = {rank, out_chs, op.pool_max ? exec::kPoolMax : exec::kPoolAvg, op.count_include_pad ? 1 : 0};
-        } else {
-          v.codelet = exec::Codelet::ConvPartial;
-          const int64_t w_count = out_chs * p.in_channels * K;
-          const uint64_t w_off = l.operandInScratch(w, out_ch0 * p.in_channels * K, w_count, tile);
-          v.fields = {{out_off, out_bytes}, {in_off, in_bytes}, {w_off, static_cast<uint64_t>(w_count) * es}};
-          if (b) v.fields.push_back({l.operandInScratch(b, out_ch0, out_chs, tile), static_cast<uint64_t>(out_chs) * es});
-          v.params = {rank, cb.groups, p.in_channels, cb.channels, b ? 1 : 0};
-        }
-        for (const Shape* s : std::initializer_list<const Shape*>{&in_dims, &out_dims, &win.kernel, &win.strides, &win.dilations, &starts})
-          v.params.insert(v.params.end(), s->begin(), s->end());
-        if (pool) {
-          for (size_t d = 0; d < win.rank(); ++d)  // the end of the padded input, in the rows held
-            v.params.push_back(win.in[d] + win.pad_end[d] - (d == 0 ? r_lo : 0));
-        } else {
-          v.params.insert(v.params.end(), act_params.begin(), act_params.end());
-          v.fparams = act_fparams;
-        }
-        l.computeSet().vertices.push_back(std::move(v));
-        // Output channel j's rows are consecutive in the tile buffer and in Y.
-        const int64_t run = rows * inner_out;
-        for (int64_t j = 0; j < out_chs; ++j) {
-          const int64_t begin = (n * op.out_channels + out_ch0 + j) * plane_out + o0 * inner_out;
-          const uint64_t offset = out_off + static_cast<uint64_t>(j * run) * es;
-          if (!out.regions.empty()) {
-            Region& last = out.regions.back();
-            if (last.tile == tile && last.begin + last.count == begin && last.offset + static_cast<uint64_t>(last.count) * es == offset) {
-              last.count += run;
-              continue;
-            }
+        if (split) split_blocks.push_back({n, out_ch0, out_chs, o0, rows, {}});
+        // Its input channels: all of its groups', or one input-channel block at a time.
+        const int64_t group_in0 = cb.group * p.in_channels, group_ins = cb.groups * p.in_channels;
+        const int64_t in_step = split ? plan.in_channel_block : std::max<int64_t>(group_ins, 1);
+        for (int64_t c0 = 0; c0 == 0 || c0 < group_ins; c0 += in_step) {
+          const int64_t in_ch0 = group_in0 + c0, in_chs = split ? std::min(plan.in_channel_block, group_ins - c0) : group_ins;
+          const uint64_t in_bytes = static_cast<uint64_t>(in_chs * in_rows * inner_in) * es;
+          uint64_t in_off;
+          if (in_rows == in_rows_all) {  // whole planes: one contiguous range, maybe in place
+            in_off = l.operandInScratch(x, (n * op.channels + in_ch0) * plane_in, in_chs * plane_in, tile);
+          } else {
+            // Rows [r_lo, r_hi) of each channel: one strided gather.
+            in_off = l.scratch(tile, in_bytes);
+            l.gather(x, ((n * op.channels + in_ch0) * in_rows_all + r_lo) * inner_in, in_rows * inner_in, in_chs, plane_in, tile,
+                     in_off, static_cast<uint64_t>(in_rows * inner_in) * es);
           }
-          out.regions.push_back({begin, run, tile, offset});
+          // Partial sums live until the reduction; an unsplit block's output is Y's.
+          const uint64_t out_off = split ? l.scratch(tile, out_bytes) : l.allocator().allocate(tile, out_bytes);
+          exec::Vertex v;
+          v.tile = tile;
+          v.dtype = dt;
+          if (pool) {
+            v.codelet = exec::Codelet::Pool;
+            v.fields = {{out_off, out_bytes}, {in_off, in_bytes}};
+            v.params = {rank, out_chs, op.pool_max ? exec::kPoolMax : exec::kPoolAvg, op.count_include_pad ? 1 : 0};
+          } else {
+            v.codelet = exec::Codelet::ConvPartial;
+            const int64_t ins = split ? in_chs : p.in_channels;  // per group
+            const int64_t w_count = out_chs * ins * K;
+            const uint64_t w_off = split ? weightRows(l, w, out_ch0 * p.in_channels * K + c0 * K, ins * K, out_chs, p.in_channels * K, tile)
+                                         : l.operandInScratch(w, out_ch0 * p.in_channels * K, w_count, tile);
+            v.fields = {{out_off, out_bytes}, {in_off, in_bytes}, {w_off, static_cast<uint64_t>(w_count) * es}};
+            const bool bias = b && c0 == 0;  // added once, by the first partial
+            if (bias) v.fields.push_back({l.operandInScratch(b, out_ch0, out_chs, tile), static_cast<uint64_t>(out_chs) * es});
+            v.params = {rank, cb.groups, ins, cb.channels, bias ? 1 : 0};
+          }
+          for (const Shape* s : std::initializer_list<const Shape*>{&in_dims, &out_dims, &win.kernel, &win.strides, &win.dilations, &starts})
+            v.params.insert(v.params.end(), s->begin(), s->end());
+          if (pool) {
+            for (size_t d = 0; d < win.rank(); ++d)  // the end of the padded input, in the rows held
+              v.params.push_back(win.in[d] + win.pad_end[d] - (d == 0 ? r_lo : 0));
+          } else if (!split) {  // a split block's activation waits for the sum
+            v.params.insert(v.params.end(), act_params.begin(), act_params.end());
+            v.fparams = act_fparams;
+          }
+          l.computeSet().vertices.push_back(std::move(v));
+          if (split) {
+            split_blocks.back().partials.emplace_back(tile, out_off);
+          } else {
+            // Output channel j's rows are consecutive in the tile buffer and in Y.
+            const int64_t run = rows * inner_out;
+            for (int64_t j = 0; j < out_chs; ++j)
+              addRegion((n * op.out_channels + out_ch0 + j) * plane_out + o0 * inner_out, run, tile,
+                        out_off + static_cast<uint64_t>(j * run) * es);
+          }
+          tile = l.nextTile(tile);
         }
-        tile = l.nextTile(tile);
+      }
+    }
+  }
+  if (split) {
+    // The next superstep adds up the partials: each tile that made one sums a slice of its
+    // block's output (all the block's partials of that slice gathered side by side), adds the
+    // activation and holds the slice of Y.
+    l.nextSuperstep();
+    for (const SplitBlock& sb : split_blocks) {
+      const int64_t run = sb.rows * inner_out, count = sb.out_chs * run;
+      const int64_t parts = static_cast<int64_t>(sb.partials.size()), slice = (count + parts - 1) / parts;
+      for (int64_t j = 0; j < parts && j * slice < count; ++j) {
+        const int64_t first = j * slice, len = std::min(slice, count - first);
+        const uint32_t t = sb.partials[static_cast<size_t>(j)].first;
+        const uint64_t bytes = static_cast<uint64_t>(len) * es;
+        const uint64_t sums = l.scratch(t, bytes * static_cast<uint64_t>(parts));
+        for (int64_t i = 0; i < parts; ++i) {
+          const auto& [src_tile, src_off] = sb.partials[static_cast<size_t>(i)];
+          l.exchange().copies.push_back({src_tile, src_off + static_cast<uint64_t>(first) * es, t, sums + static_cast<uint64_t>(i) * bytes, bytes});
+        }
+        const uint64_t out_off = l.allocator().allocate(t, bytes);
+        exec::Vertex v;
+        v.tile = t;
+        v.dtype = dt;
+        v.codelet = exec::Codelet::Reduce;
+        v.fields = {{out_off, bytes}, {sums, bytes * static_cast<uint64_t>(parts)}};
+        v.params = {exec::kReduceSum, 1, parts, len};
+        v.params.insert(v.params.end(), act_params.begin(), act_params.end());
+        v.fparams = act_fparams;
+        l.computeSet().vertices.push_back(std::move(v));
+        // The slice's pieces of each output channel.
+        for (int64_t e = first; e < first + len;) {
+          const int64_t j_ch = e / run, end = std::min(first + len, (j_ch + 1) * run);
+          addRegion((sb.n * op.out_channels + sb.out_ch0 + j_ch) * plane_out + sb.o0 * inner_out + (e - j_ch * run), end - e, t,
+                    out_off + static_cast<uint64_t>(e - first) * es);
+          e = end;
+        }
       }
     }
   }

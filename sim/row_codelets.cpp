@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/exec/codelets.h"
+#include "lib/ops/graphcore_ops.h"
 #include "sim/codelet_util.h"
 
 namespace poprt::sim {
@@ -22,8 +23,8 @@ struct Rows3 {
   int64_t outSize() const { return capMul(outer, inner); }
 };
 
-Expected<Rows3> readRows3(const exec::Vertex& v, const char* what) {
-  if (v.params.size() != 4) return Error(std::string(what) + " vertex expects 4 params");
+Expected<Rows3> readRows3(const exec::Vertex& v, const char* what, size_t extra_params = 0) {
+  if (v.params.size() != 4 + extra_params) return Error(std::string(what) + " vertex expects " + std::to_string(4 + extra_params) + " params");
   Rows3 r{v.params[1], v.params[2], v.params[3]};
   if (r.inSize() < 0) return Error(std::string(what) + " vertex has bad sizes");
   return r;
@@ -33,10 +34,18 @@ Expected<Rows3> readRows3(const exec::Vertex& v, const char* what) {
 
 // ---- Reduce --------------------------------------------------------------------------------------
 
+namespace {
+bool reduceHasActivation(const exec::Vertex& v) { return v.params.size() == 5; }
+}  // namespace
+
 Status checkReduce(const exec::Vertex& v) {
   POPRT_TRY(expectFloatFields(v, 2, "Reduce"));
-  POPRT_ASSIGN_OR_RETURN(Rows3 r, readRows3(v, "Reduce"));
+  const bool act = reduceHasActivation(v);
+  POPRT_ASSIGN_OR_RETURN(Rows3 r, readRows3(v, "Reduce", act ? 1 : 0));
   if (v.params[0] < exec::kReduceSum || v.params[0] > exec::kReduceSumSquare) return Error("Reduce vertex has an unknown kind");
+  if (v.fparams.size() != (act ? 4u : 0u)) return Error("Reduce vertex has bad fparams");
+  if (act && (v.params[4] < 0 || v.params[4] > static_cast<int64_t>(ops::graphcore::ActivationKind::Tanh)))
+    return Error("Reduce vertex has an unknown activation");
   if (!fieldHolds(v.fields[0], r.outSize()) || !fieldHolds(v.fields[1], r.inSize()))
     return Error("Reduce vertex field sizes do not match its shape");
   return okStatus();
@@ -104,12 +113,18 @@ void runReduce(const exec::Vertex& v, uint8_t* mem) {
       out[o * inner + i] = static_cast<float>(a);
     }
   }
+  if (reduceHasActivation(v)) {
+    const ops::graphcore::Activation act{static_cast<ops::graphcore::ActivationKind>(v.params[4]), v.fparams[0], v.fparams[1],
+                                         v.fparams[2], v.fparams[3]};
+    for (int64_t i = 0; i < outer * inner; ++i) out[i] = static_cast<float>(ops::graphcore::applyActivation(act, out[i]));
+  }
 }
 
 uint64_t reduceCycles(const exec::Vertex& v, const exec::Target& t) {
   const uint64_t n = static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[2]) * static_cast<uint64_t>(v.params[3]);
   const uint64_t per = v.params[0] == exec::kReduceLogSumExp ? kTranscendentalCycles : 1;
-  return kVertexOverheadCycles + per * ceilDiv(n, t.vector_width_fp32);
+  const uint64_t act = reduceHasActivation(v) ? ceilDiv(static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[3]), t.vector_width_fp32) : 0;
+  return kVertexOverheadCycles + per * ceilDiv(n, t.vector_width_fp32) + act;
 }
 
 // ---- Softmax -------------------------------------------------------------------------------------

@@ -110,7 +110,9 @@ inline IndexSpan broadcastSpan(const int64_t* dims, const int64_t* strides, int6
 //         fparams [alpha, beta, min, max]   out = act(in), as the ConvAct/GemmAct epilogue.
 // Reduce: fields [out, in]                 params [kind (ReduceKind), outer, extent, inner]
 //         in is [outer][extent][inner], out is [outer][inner]: each output reduces the `extent`
-//         elements of its column (accumulating in double, as the evaluator).
+//         elements of its column (accumulating in double, as the evaluator). An optional 5th param
+//         is an activation (ops::graphcore::ActivationKind, with fparams [alpha, beta, min, max])
+//         applied to each output: a Conv's partial sums, added up, get the ConvAct's epilogue.
 // Softmax: fields [out, in]                params [log (0/1), outer, extent, inner]
 //         out has in's shape [outer][extent][inner]; softmax (or log-softmax) along extent.
 // Norm:   fields [out, in, scale, bias?]   params [rows, N, per_row (0/1), channels, row_begin]

@@ -377,7 +377,7 @@ def popef_cases(p):
     def gather_overlap(exe):
         g = [e for e in exe["exchanges"] if e["gathers"]][0]["gathers"][0]
         g[3], g[7] = 1 << 40, 0  # 2^40 repeats onto the same destination row
-        g[4] = 0
+        g[1], g[2], g[4] = 0, 50, 0  # of 50 float32 elements from the start
     c["exe_gather_repeats.popef"] = edit_cbor(conv, EXE, gather_overlap)
 
     def gather_oob(exe):

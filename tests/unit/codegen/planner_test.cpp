@@ -98,8 +98,9 @@ TEST(ConvPlanner, ResNetLayersFitTheirBudgetOnIpu2AndSmallTargets) {
            {1472, 624 * 1024, 1, 1, 224}, {1472, 624 * 1024, 4, 1, 224}, {1216, 256 * 1024, 1, 1, 224},
            {64, 624 * 1024, 1, 4, 224}, {16, 624 * 1024, 1, 8, 56}, {4, 624 * 1024, 1, 8, 28}}) {
     const uint64_t budget = bytes * 6 / 10;
-    for (const ConvProblem& p : resnetLikeLayers(batch, narrow)) {
+    for (ConvProblem p : resnetLikeLayers(batch, narrow)) for (bool split : {false, true}) {
       if (p.in[0] > max_size) continue;
+      p.split_inputs = split;
       SCOPED_TRACE(std::to_string(tiles) + " tiles: " + std::to_string(p.batch) + "x" + std::to_string(p.groups * p.in_channels) +
                    "x" + std::to_string(p.in[0]) + " -> " + std::to_string(p.groups * p.out_channels) + " k" +
                    std::to_string(p.kernel[0]));
@@ -107,14 +108,16 @@ TEST(ConvPlanner, ResNetLayersFitTheirBudgetOnIpu2AndSmallTargets) {
       ASSERT_TRUE(plan.fits);
       EXPECT_LE(plan.bytes_per_tile, budget);
       EXPECT_EQ(plan.bytes_per_tile, static_cast<uint64_t>(plan.blocks_per_tile) *
-                                         convBlockBytes(p, plan.group_block, plan.channel_block, plan.row_block));
+                                         convBlockBytes(p, plan.group_block, plan.channel_block, plan.row_block, plan.in_channel_block));
       // The blocks cover the output: batch x channel blocks x row blocks.
       const int64_t row_blocks = (p.out[0] + plan.row_block - 1) / plan.row_block;
       const int64_t channel_blocks = plan.channel_block < p.out_channels
                                          ? p.groups * ((p.out_channels + plan.channel_block - 1) / plan.channel_block)
                                          : (p.groups + plan.group_block - 1) / plan.group_block;
       EXPECT_TRUE(plan.group_block == 1 || plan.channel_block == p.out_channels);
-      EXPECT_EQ(plan.blocks, p.batch * channel_blocks * row_blocks);
+      EXPECT_EQ(plan.in_splits, (p.in_channels + plan.in_channel_block - 1) / plan.in_channel_block);
+      EXPECT_TRUE(plan.in_splits == 1 || (p.split_inputs && p.groups == 1));
+      EXPECT_EQ(plan.blocks, p.batch * channel_blocks * row_blocks * plan.in_splits);
       EXPECT_EQ(plan.blocks_per_tile, (plan.blocks + tiles - 1) / tiles);
       EXPECT_LE(plan.row_block, p.out[0]);
       EXPECT_LE(plan.channel_block, p.out_channels);
@@ -130,7 +133,7 @@ TEST(ConvPlanner, InputRowsIncludeTheHaloAndStopAtTheInput) {
   EXPECT_EQ(convInputRows(p, 3), 9);   // 2*2 + 5
   EXPECT_EQ(convInputRows(p, 100), 20);
   // Bytes of a block: input window + weights + bias + output.
-  EXPECT_EQ(convBlockBytes(p, 1, 4, 2), 4u * (8 * 7 * 20 + 4 * 8 * 9 + 4 + 4 * 2 * p.out[1]));
+  EXPECT_EQ(convBlockBytes(p, 1, 4, 2, 8), 4u * (8 * 7 * 20 + 4 * 8 * 9 + 4 + 4 * 2 * p.out[1]));
 }
 
 TEST(ConvPlanner, LargeLayersUseManyTilesAndDepthwiseBundlesGroups) {
@@ -142,6 +145,30 @@ TEST(ConvPlanner, LargeLayersUseManyTilesAndDepthwiseBundlesGroups) {
   ASSERT_TRUE(d.fits);
   EXPECT_GT(d.group_block, 1);
   EXPECT_LE(d.blocks_per_tile, 2);
+}
+
+TEST(ConvPlanner, LateLayersSplitTheirInputChannelsWhenAllowed) {
+  // ResNet-50's last 1x1 layer: 2048 -> 512 channels at 7x7. Unsplit, every channel block's tile
+  // receives the whole 2048-channel input (392 KiB); split, each tile gets a share of it and the
+  // partial sums, and the busiest tile's estimate drops.
+  ConvProblem p = conv2d(1, 2048, 512, 7, 1, 1, 0);
+  const uint64_t budget = 624 * 1024 * 6 / 10;
+  const ConvPlan whole = planConv(p, 1472, budget);
+  EXPECT_EQ(whole.in_splits, 1);
+  p.split_inputs = true;
+  const ConvPlan split = planConv(p, 1472, budget);
+  ASSERT_TRUE(split.fits);
+  EXPECT_GT(split.in_splits, 1);
+  EXPECT_LT(split.in_channel_block, 2048);
+  EXPECT_LT(split.cycles, whole.cycles / 2);
+  // A split block also holds its slice of the reduction: the partials and the output slice.
+  const int64_t out = 3 * 7 * 7, splits = 4;
+  EXPECT_EQ(convBlockBytes(p, 1, 3, 7, 512), convBlockBytes(p, 1, 3, 7, 2048) - 4u * (1536 * 49 + 3 * 1536) +
+                                                 4u * (splits + 1) * ((out + splits - 1) / splits));
+  // Depthwise and grouped convolutions never split (one group's channels per block).
+  ConvProblem d = conv2d(1, 1024, 1024, 7, 3, 1, 1, 1024);
+  d.split_inputs = true;
+  EXPECT_EQ(planConv(d, 1472, budget).in_splits, 1);
 }
 
 TEST(ConvPlanner, ReportsWhenNothingFits) {

@@ -152,6 +152,36 @@ TEST(Engine, ConvNetOnSeveralTileCounts) {
   }
 }
 
+// Late-layer convolutions (few pixels, many input channels) split their input channels: partial
+// sums, added up in a second superstep with the bias and the activation. A 2048 -> 64 ConvAct at
+// 7x7 on 1472 tiles and a 3x3 256 -> 32 Conv at 9x9 (odd sizes: the last channel blocks and the
+// reduction slices come out short), both against the evaluator.
+TEST(Engine, ConvsSplitOverInputChannelsSumTheirPartials) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}, {"ai.graphcore", 1}};
+  ir::Graph& g = *m.graph;
+  ir::Value* x = g.addInput("x", f32({1, 2048, 7, 7}));
+  ir::Value* w1 = g.addInitializer("w1", randomTensor({64, 2048, 1, 1}, 71));
+  ir::Value* b1 = g.addInitializer("b1", randomTensor({64}, 72));
+  ir::Value* v = g.addInput("v", f32({1, 250, 9, 9}));
+  ir::Value* w2 = g.addInitializer("w2", randomTensor({33, 250, 3, 3}, 73));
+  ir::Value* y1 = g.addValue("y1", f32({1, 64, 7, 7}));
+  ir::Value* y2 = g.addValue("y2", f32({1, 33, 9, 9}));
+  ir::Node* ca = addWindowNode(g, "ConvAct", {x, w1, b1}, y1, "conv_act", {}, "ai.graphcore");
+  ca->attributes["activation"].value = std::string("Relu");
+  addWindowNode(g, "Conv", {v, w2}, y2, "conv3x3", {{"pads", {1, 1, 1, 1}}});
+  g.addOutput(y1);
+  g.addOutput(y2);
+  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 1472), 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  // Both split: each ends with a superstep of Reduce vertices.
+  int reductions = 0;
+  for (const auto& cs : compiled->executable.compute_sets)
+    reductions += !cs.vertices.empty() && cs.vertices[0].codelet == exec::Codelet::Reduce;
+  EXPECT_EQ(reductions, 2);
+  expectSimMatchesReference(m, {{"x", randomTensor({1, 2048, 7, 7}, 74)}, {"v", randomTensor({1, 250, 9, 9}, 75)}}, 1472);
+}
+
 // 1-D and 3-D windows, dilations, auto_pad and ceil_mode.
 TEST(Engine, Conv1dAnd3dWithAutoPadAndCeilMode) {
   ir::Model m;
