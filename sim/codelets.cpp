@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "lib/exec/codelets.h"
 #include "lib/support/dtype_dispatch.h"
@@ -10,6 +11,7 @@
 #include "lib/ops/graphcore_ops.h"
 #include "lib/ops/scalar_math.h"
 #include "sim/codelet_util.h"
+#include "sim/gemm.h"
 #include "sim/row_codelets.h"
 #include "sim/window_codelets.h"
 
@@ -219,7 +221,15 @@ void runBinary(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-POPRT_VECTOR_CLONES void runMatMul(const exec::Vertex& v, uint8_t* mem) {
+// A rows x cols matrix stored transposed (cols x rows), laid out as it is into `buf`.
+const float* untransposed(const float* m, int64_t rows, int64_t cols, std::vector<float>& buf) {
+  buf.resize(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) buf[static_cast<size_t>(r * cols + c)] = m[c * rows + r];
+  return buf.data();
+}
+
+void runMatMul(const exec::Vertex& v, uint8_t* mem) {
   const int64_t rows = v.params[0], K = v.params[1], cols = v.params[2];
   const bool ta = v.params[3] != 0, tb = v.params[4] != 0;
   const int64_t bias_mode = v.params[5];
@@ -232,18 +242,14 @@ POPRT_VECTOR_CLONES void runMatMul(const exec::Vertex& v, uint8_t* mem) {
   ops::graphcore::Activation act;
   if (has_act)
     act = {static_cast<ops::graphcore::ActivationKind>(v.params[6]), v.fparams[2], v.fparams[3], v.fparams[4], v.fparams[5]};
+  thread_local std::vector<float> a_rows, b_rows;
+  if (ta) a = untransposed(a, rows, K, a_rows);
+  if (tb) b = untransposed(b, K, cols, b_rows);
+  if (K == 0) std::fill(out, out + rows * cols, 0.0f);
+  gemm(a, rows, K, b, cols, cols, out, cols);
+  if (alpha == 1.0f && !bias && !has_act) return;
   for (int64_t r = 0; r < rows; ++r) {
     float* o = out + r * cols;
-    std::memset(o, 0, static_cast<size_t>(cols) * sizeof(float));
-    for (int64_t k = 0; k < K; ++k) {
-      const float av = ta ? a[k * rows + r] : a[r * K + k];
-      if (tb) {
-        for (int64_t c = 0; c < cols; ++c) o[c] += av * b[c * K + k];
-      } else {
-        const float* brow = b + k * cols;
-        for (int64_t c = 0; c < cols; ++c) o[c] += av * brow[c];
-      }
-    }
     for (int64_t c = 0; c < cols; ++c) {
       float x = alpha * o[c];
       if (bias) {

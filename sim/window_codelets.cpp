@@ -15,6 +15,7 @@
 #include "lib/exec/codelets.h"
 #include "lib/ops/graphcore_ops.h"
 #include "sim/codelet_util.h"
+#include "sim/gemm.h"
 
 namespace poprt::sim {
 namespace {
@@ -149,57 +150,6 @@ POPRT_VECTOR_CLONES void convDirect(const Window3& w, const float* x, const floa
 }
 
 constexpr int64_t kScratchFloats = int64_t{1} << 22;  // im2col scratch per chunk (16 MiB)
-
-// out[j][q] = sum over k (in order) of w[j][k] * col[k][q] for J outputs and PW positions, in
-// registers. Every output sums its products in the same order whatever its place in the block,
-// so equal channels give equal results (a softmax over them stays exact) and the result does not
-// depend on how the conv was split over tiles.
-// The accumulators are GCC/Clang vector types so they stay in registers at the width of each
-// target clone (see POPRT_VECTOR_CLONES; the kernels are forced inline into the cloned gemm, or
-// they would be compiled for the baseline ISA); lanes are independent, so the order per output holds.
-template <int J, int PW>
-[[gnu::always_inline]] inline void gemmTile(const float* w, int64_t rows, const float* col, int64_t col_stride, float* out, int64_t out_stride) {
-  typedef float Lanes __attribute__((vector_size(PW * sizeof(float))));
-  Lanes acc[J] = {};
-  for (int64_t k = 0; k < rows; ++k) {
-    Lanes c;
-    std::memcpy(&c, col + k * col_stride, sizeof(Lanes));
-    for (int j = 0; j < J; ++j) acc[j] += w[j * rows + k] * c;
-  }
-  for (int j = 0; j < J; ++j) std::memcpy(out + j * out_stride, &acc[j], sizeof(Lanes));
-}
-
-// J output channels over all pc positions: register tiles of 16 positions, then 8, 4 and single ones.
-template <int J>
-[[gnu::always_inline]] inline void gemmRows(const float* w, int64_t rows, const float* col, int64_t col_stride, int64_t pc, float* out, int64_t out_stride) {
-  int64_t q = 0;
-  for (; q + 16 <= pc; q += 16) gemmTile<J, 16>(w, rows, col + q, col_stride, out + q, out_stride);
-  for (; q + 8 <= pc; q += 8) gemmTile<J, 8>(w, rows, col + q, col_stride, out + q, out_stride);
-  for (; q + 4 <= pc; q += 4) gemmTile<J, 4>(w, rows, col + q, col_stride, out + q, out_stride);
-  if (q == pc) return;
-  // The last 1-3 positions: through a 4-wide copy padded with zeros (scalar tiles spill).
-  const int64_t left = pc - q;
-  thread_local std::vector<float> slab;
-  slab.assign(static_cast<size_t>(rows * 4), 0.0f);
-  for (int64_t k = 0; k < rows; ++k) std::copy(col + k * col_stride + q, col + k * col_stride + pc, slab.data() + k * 4);
-  float tail[J * 4];
-  gemmTile<J, 4>(w, rows, slab.data(), 4, tail, 4);
-  for (int j = 0; j < J; ++j) std::copy(tail + j * 4, tail + j * 4 + left, out + j * out_stride + q);
-}
-
-// out [M x pc] (row stride out_stride) = w [M x rows] x col [rows x pc] (row stride col_stride).
-// Blocks of 4 output channels share each load of col; the last 1-3 channels go together too.
-POPRT_VECTOR_CLONES void gemm(const float* w, int64_t M, int64_t rows, const float* col, int64_t col_stride, int64_t pc,
-                              float* out, int64_t out_stride) {
-  int64_t j = 0;
-  for (; j + 4 <= M; j += 4) gemmRows<4>(w + j * rows, rows, col, col_stride, pc, out + j * out_stride, out_stride);
-  switch (M - j) {
-    case 3: gemmRows<3>(w + j * rows, rows, col, col_stride, pc, out + j * out_stride, out_stride); break;
-    case 2: gemmRows<2>(w + j * rows, rows, col, col_stride, pc, out + j * out_stride, out_stride); break;
-    case 1: gemmRows<1>(w + j * rows, rows, col, col_stride, pc, out + j * out_stride, out_stride); break;
-    default: break;
-  }
-}
 
 }  // namespace
 

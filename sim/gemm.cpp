@@ -1,0 +1,121 @@
+// Register-tiled kernels: a tile of J rows of `out` by W columns lives in vector registers while k
+// runs over K, each step broadcasting a[j][k] and fused-multiply-adding it with row k of b. The
+// last columns of a row go through masked loads and stores, so nothing reads past a row of b.
+// GCC picks the version for the CPU at load time (function multiversioning).
+#include "sim/gemm.h"
+
+#include <cmath>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define POPRT_GEMM_X86 1
+#include <immintrin.h>
+#endif
+
+namespace poprt::sim {
+namespace {
+
+#ifdef POPRT_GEMM_X86
+
+#define POPRT_V4 __attribute__((target("arch=x86-64-v4"), always_inline)) inline
+#define POPRT_V3 __attribute__((target("arch=x86-64-v3"), always_inline)) inline
+
+// AVX-512: J rows x V vectors of 16; `valid` columns of the last vector are used (1..16).
+template <int J, int V>
+POPRT_V4 void tile512(const float* a, int64_t K, const float* b, int64_t ldb, float* out, int64_t ldo, __mmask16 last) {
+  __m512 acc[J][V];
+  for (int j = 0; j < J; ++j)
+    for (int v = 0; v < V; ++v) acc[j][v] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m512 c[V];
+    for (int v = 0; v < V - 1; ++v) c[v] = _mm512_loadu_ps(b + k * ldb + 16 * v);
+    c[V - 1] = _mm512_maskz_loadu_ps(last, b + k * ldb + 16 * (V - 1));
+    for (int j = 0; j < J; ++j) {
+      const __m512 x = _mm512_set1_ps(a[j * K + k]);
+      for (int v = 0; v < V; ++v) acc[j][v] = _mm512_fmadd_ps(x, c[v], acc[j][v]);
+    }
+  }
+  for (int j = 0; j < J; ++j) {
+    for (int v = 0; v < V - 1; ++v) _mm512_storeu_ps(out + j * ldo + 16 * v, acc[j][v]);
+    _mm512_mask_storeu_ps(out + j * ldo + 16 * (V - 1), last, acc[j][V - 1]);
+  }
+}
+
+// Rows [0, M) of one column block, J at a time, then the last M % J.
+template <int J, int V>
+POPRT_V4 void rows512(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, float* out, int64_t ldo, __mmask16 last) {
+  int64_t j = 0;
+  for (; j + J <= M; j += J) tile512<J, V>(a + j * K, K, b, ldb, out + j * ldo, ldo, last);
+  if constexpr (J > 1)
+    if (j < M) rows512<(J + 1) / 2, V>(a + j * K, M - j, K, b, ldb, out + j * ldo, ldo, last);
+}
+
+__attribute__((target("arch=x86-64-v4"))) void gemmImpl(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb,
+                                                        int64_t N, float* out, int64_t ldo) {
+  int64_t q = 0;
+  for (; q + 32 <= N; q += 32) rows512<8, 2>(a, M, K, b + q, ldb, out + q, ldo, 0xFFFF);
+  const int64_t left = N - q;
+  if (left > 16) rows512<8, 2>(a, M, K, b + q, ldb, out + q, ldo, static_cast<__mmask16>((1u << (left - 16)) - 1));
+  else if (left > 0) rows512<8, 1>(a, M, K, b + q, ldb, out + q, ldo, static_cast<__mmask16>((1u << left) - 1));
+}
+
+// AVX2: J rows x V vectors of 8; `last` masks the used columns of the last vector.
+template <int J, int V>
+POPRT_V3 void tile256(const float* a, int64_t K, const float* b, int64_t ldb, float* out, int64_t ldo, __m256i last) {
+  __m256 acc[J][V];
+  for (int j = 0; j < J; ++j)
+    for (int v = 0; v < V; ++v) acc[j][v] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m256 c[V];
+    for (int v = 0; v < V - 1; ++v) c[v] = _mm256_loadu_ps(b + k * ldb + 8 * v);
+    c[V - 1] = _mm256_maskload_ps(b + k * ldb + 8 * (V - 1), last);
+    for (int j = 0; j < J; ++j) {
+      const __m256 x = _mm256_set1_ps(a[j * K + k]);
+      for (int v = 0; v < V; ++v) acc[j][v] = _mm256_fmadd_ps(x, c[v], acc[j][v]);
+    }
+  }
+  for (int j = 0; j < J; ++j) {
+    for (int v = 0; v < V - 1; ++v) _mm256_storeu_ps(out + j * ldo + 8 * v, acc[j][v]);
+    _mm256_maskstore_ps(out + j * ldo + 8 * (V - 1), last, acc[j][V - 1]);
+  }
+}
+
+template <int J, int V>
+POPRT_V3 void rows256(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, float* out, int64_t ldo, __m256i last) {
+  int64_t j = 0;
+  for (; j + J <= M; j += J) tile256<J, V>(a + j * K, K, b, ldb, out + j * ldo, ldo, last);
+  if constexpr (J > 1)
+    if (j < M) rows256<(J + 1) / 2, V>(a + j * K, M - j, K, b, ldb, out + j * ldo, ldo, last);
+}
+
+POPRT_V3 __m256i mask256(int64_t n) {  // the first n of 8 lanes
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+__attribute__((target("arch=x86-64-v3"))) void gemmImpl(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb,
+                                                        int64_t N, float* out, int64_t ldo) {
+  int64_t q = 0;
+  for (; q + 16 <= N; q += 16) rows256<6, 2>(a, M, K, b + q, ldb, out + q, ldo, mask256(8));
+  const int64_t left = N - q;
+  if (left > 8) rows256<6, 2>(a, M, K, b + q, ldb, out + q, ldo, mask256(left - 8));
+  else if (left > 0) rows256<6, 1>(a, M, K, b + q, ldb, out + q, ldo, mask256(left));
+}
+
+__attribute__((target("default")))
+#endif
+void gemmImpl(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo) {
+  for (int64_t j = 0; j < M; ++j)
+    for (int64_t q = 0; q < N; ++q) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < K; ++k) acc = std::fma(a[j * K + k], b[k * ldb + q], acc);
+      out[j * ldo + q] = acc;
+    }
+}
+
+}  // namespace
+
+void gemm(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo) {
+  if (M <= 0 || N <= 0) return;
+  gemmImpl(a, M, K, b, ldb, N, out, ldo);
+}
+
+}  // namespace poprt::sim
