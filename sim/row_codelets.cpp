@@ -58,7 +58,9 @@ void runReduce(const exec::Vertex& v, uint8_t* mem) {
   const float* in = f32(mem, v.fields[1]);
   const double inf = std::numeric_limits<double>::infinity();
   double init = kind == exec::kReduceProd ? 1.0 : kind == exec::kReduceMax ? -inf : kind == exec::kReduceMin ? inf : 0.0;
-  std::vector<double> acc(static_cast<size_t>(inner)), mx(static_cast<size_t>(inner));
+  thread_local std::vector<double> acc, mx;  // reused: a conv's partial sums make many small Reduce vertices
+  acc.resize(static_cast<size_t>(inner));
+  mx.resize(static_cast<size_t>(inner));
   for (int64_t o = 0; o < outer; ++o) {
     const float* x = in + o * extent * inner;
     std::fill(acc.begin(), acc.end(), init);

@@ -74,6 +74,48 @@ bool convHasActivation(const exec::Vertex& v) {
   return v.params.size() == kConvFixed + 6 * static_cast<size_t>(v.params[0]) + 1;
 }
 
+// Per output index of dim d: the input position of tap 0, the taps [lo, hi) inside the input,
+// and the taps inside the padded input (for count_include_pad).
+struct Taps {
+  int64_t first, lo, hi, padded;
+};
+void outputTaps(const Window3& w, int d, std::vector<Taps>& taps) {
+  taps.resize(static_cast<size_t>(w.out[d]));
+  for (int64_t o = 0; o < w.out[d]; ++o) {
+    const int64_t s = w.start[d] + o * w.stride[d];
+    int64_t lo = s >= 0 ? 0 : std::min(w.kernel[d], (-s + w.dil[d] - 1) / w.dil[d]);
+    int64_t hi = s >= w.in[d] ? 0 : std::min(w.kernel[d], (w.in[d] - 1 - s) / w.dil[d] + 1);
+    if (hi < lo) hi = lo;
+    const int64_t pad_hi = w.pend[d] - 1 - s;
+    taps[static_cast<size_t>(o)] = {s, lo, hi, pad_hi < 0 ? 0 : std::min(w.kernel[d], pad_hi / w.dil[d] + 1)};
+  }
+}
+
+// im2col output by output, each output's row of taps at once: for kernels wider than the output
+// rows (a long 1-D filter over a few frames, say), where im2col's tap-by-tap loop would mostly
+// be loop overhead. Same matrix as im2col.
+void im2colByOutput(const Window3& w, const float* x, int64_t channels, int64_t l0, int64_t l1, float* col) {
+  const int64_t Pin = w.inSize(), width = w.out[2], pc = (l1 - l0) * width, K = w.kernelSize();
+  std::fill(col, col + channels * K * pc, 0.0f);
+  thread_local std::vector<Taps> taps[3];
+  for (int d = 0; d < 3; ++d) outputTaps(w, d, taps[d]);
+  for (int64_t line = l0; line < l1; ++line) {
+    const Taps& tz = taps[0][static_cast<size_t>(line / w.out[1])];
+    const Taps& ty = taps[1][static_cast<size_t>(line % w.out[1])];
+    for (int64_t ox = 0; ox < width; ++ox) {
+      const Taps& tx = taps[2][static_cast<size_t>(ox)];
+      const int64_t q = (line - l0) * width + ox;
+      for (int64_t c = 0; c < channels; ++c)
+        for (int64_t kz = tz.lo; kz < tz.hi; ++kz)
+          for (int64_t ky = ty.lo; ky < ty.hi; ++ky) {
+            const float* row = x + c * Pin + ((tz.first + kz * w.dil[0]) * w.in[1] + ty.first + ky * w.dil[1]) * w.in[2] + tx.first;
+            float* dst = col + (c * K + (kz * w.kernel[1] + ky) * w.kernel[2]) * pc + q;
+            for (int64_t kx = tx.lo; kx < tx.hi; ++kx) dst[kx * pc] = row[kx * w.dil[2]];
+          }
+    }
+  }
+}
+
 // im2col of one group for the output lines [l0, l1) (a line is out[2] positions at one (z, y)):
 // col[(c*K + k)][q] is the input under tap k of output position l0*out[2] + q, or 0. Where a tap
 // reads is the same for every channel, so it is worked out once per tap and line.
@@ -212,7 +254,8 @@ void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
       col.resize(static_cast<size_t>(rows * chunk * width));
       for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
         const int64_t l1 = std::min(lines, l0 + chunk), pc = (l1 - l0) * width;
-        im2col(w, x, Cg, l0, l1, col.data());
+        if (w.kernel[2] > width) im2colByOutput(w, x, Cg, l0, l1, col.data());
+        else im2col(w, x, Cg, l0, l1, col.data());
         gemm(wg, Mb, rows, col.data(), pc, pc, og + l0 * width, P);
       }
     }
@@ -280,23 +323,8 @@ void runPool(const exec::Vertex& v, uint8_t* mem) {
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
   if (P == 0 || channels == 0) return;
-  // Per dim and output index: the input position of tap 0, the taps [lo, hi) inside the input,
-  // and the taps inside the padded input (for count_include_pad).
-  struct Taps {
-    int64_t first, lo, hi, padded;
-  };
   thread_local std::vector<Taps> taps[3];
-  for (int d = 0; d < 3; ++d) {
-    taps[d].resize(static_cast<size_t>(w.out[d]));
-    for (int64_t o = 0; o < w.out[d]; ++o) {
-      const int64_t s = w.start[d] + o * w.stride[d];
-      int64_t lo = s >= 0 ? 0 : std::min(w.kernel[d], (-s + w.dil[d] - 1) / w.dil[d]);
-      int64_t hi = s >= w.in[d] ? 0 : std::min(w.kernel[d], (w.in[d] - 1 - s) / w.dil[d] + 1);
-      if (hi < lo) hi = lo;
-      const int64_t pad_hi = w.pend[d] - 1 - s;
-      taps[d][static_cast<size_t>(o)] = {s, lo, hi, pad_hi < 0 ? 0 : std::min(w.kernel[d], pad_hi / w.dil[d] + 1)};
-    }
-  }
+  for (int d = 0; d < 3; ++d) outputTaps(w, d, taps[d]);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (int64_t c = 0; c < channels; ++c) {
     const float* x = in + c * Pin;

@@ -428,6 +428,10 @@ TEST(ConvPartialCodelet, OneAndThreeSpatialDims) {
   checkConv({{1}, 1, 1, 1, {1}, {1}, {1}, {0, 0}, false});
   checkConv({{4, 5, 3}, 2, 3, 1, {3, 2, 3}, {1, 2, 1}, {1, 1, 2}, {1, 0, 2, 1, 1, 2}, true});
   checkConv({{4, 5, 3}, 4, 4, 2, {2, 2, 2}, {2, 1, 1}, {1, 1, 1}, {0, 0, 0, 1, 1, 1}, false});
+  // Kernels wider than the output rows (im2col output by output): a long 1-D filter over a few
+  // frames, as an STFT does, and a dilated 2-D one with uneven pads.
+  checkConv({{100}, 2, 3, 1, {40}, {16}, {1}, {3, 5}, true});
+  checkConv({{6, 20}, 2, 3, 1, {2, 7}, {1, 3}, {1, 2}, {1, 0, 2, 4}, false});
 }
 
 TEST(ConvPartialCodelet, RowBlocksWithHalo) {
