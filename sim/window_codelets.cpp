@@ -62,9 +62,25 @@ Status checkWindow(const Window3& w, const char* what) {
 void validOutputs(const Window3& w, int d, int64_t tap, int64_t& lo, int64_t& hi) {
   const int64_t first = -w.start[d] - tap;                 // o * stride >= first
   const int64_t last = w.in[d] - 1 - w.start[d] - tap;     // o * stride <= last
-  lo = std::max<int64_t>(0, -floorDiv(-first, w.stride[d]));  // ceil(first / stride)
-  hi = last < 0 ? 0 : std::min<int64_t>(w.out[d], floorDiv(last, w.stride[d]) + 1);
+  if (w.stride[d] == 1) {  // most convs: no division
+    lo = std::max<int64_t>(0, first);
+    hi = last < 0 ? 0 : std::min<int64_t>(w.out[d], last + 1);
+  } else {
+    lo = std::max<int64_t>(0, -floorDiv(-first, w.stride[d]));  // ceil(first / stride)
+    hi = last < 0 ? 0 : std::min<int64_t>(w.out[d], floorDiv(last, w.stride[d]) + 1);
+  }
   if (hi < lo) hi = lo;
+}
+
+// validOutputs for every tap of each dim, worked out once per vertex: ranges[d][k].
+void tapOutputRanges(const Window3& w, std::vector<std::pair<int64_t, int64_t>> (&ranges)[3]) {
+  for (int d = 0; d < 3; ++d) {
+    ranges[d].resize(static_cast<size_t>(w.kernel[d]));
+    for (int64_t k = 0; k < w.kernel[d]; ++k) {
+      auto& [lo, hi] = ranges[d][static_cast<size_t>(k)];
+      validOutputs(w, d, k * w.dil[d], lo, hi);
+    }
+  }
 }
 
 constexpr size_t kConvFixed = 5;   // rank, groups, in_channels, out_channels, has_bias
@@ -123,17 +139,22 @@ void im2col(const Window3& w, const float* x, int64_t channels, int64_t l0, int6
   const int64_t Pin = w.in[0] * w.in[1] * w.in[2], width = w.out[2], pc = (l1 - l0) * width;
   const int64_t K = w.kernel[0] * w.kernel[1] * w.kernel[2], sx = w.stride[2];
   thread_local std::vector<int64_t> line_src;  // per line: the input offset of its first valid position, or -1
+  thread_local std::vector<std::pair<int64_t, int64_t>> ranges[3];
+  thread_local std::vector<std::pair<int64_t, int64_t>> line_zy;  // per line: (oz, oy)
+  tapOutputRanges(w, ranges);
   line_src.resize(static_cast<size_t>(l1 - l0));
+  line_zy.resize(static_cast<size_t>(l1 - l0));
+  for (int64_t line = l0; line < l1; ++line) line_zy[static_cast<size_t>(line - l0)] = {line / w.out[1], line % w.out[1]};
   for (int64_t kz = 0; kz < w.kernel[0]; ++kz)
     for (int64_t ky = 0; ky < w.kernel[1]; ++ky)
       for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
         const int64_t k = (kz * w.kernel[1] + ky) * w.kernel[2] + kx;
-        int64_t lo[3], hi[3];
-        validOutputs(w, 0, kz * w.dil[0], lo[0], hi[0]);
-        validOutputs(w, 1, ky * w.dil[1], lo[1], hi[1]);
-        validOutputs(w, 2, kx * w.dil[2], lo[2], hi[2]);
+        const auto [lo0, hi0] = ranges[0][static_cast<size_t>(kz)];
+        const auto [lo1, hi1] = ranges[1][static_cast<size_t>(ky)];
+        const int64_t lo[3] = {lo0, lo1, ranges[2][static_cast<size_t>(kx)].first};
+        const int64_t hi[3] = {hi0, hi1, ranges[2][static_cast<size_t>(kx)].second};
         for (int64_t line = l0; line < l1; ++line) {
-          const int64_t oz = line / w.out[1], oy = line % w.out[1];
+          const auto [oz, oy] = line_zy[static_cast<size_t>(line - l0)];
           const bool valid = oz >= lo[0] && oz < hi[0] && oy >= lo[1] && oy < hi[1] && lo[2] < hi[2];
           const int64_t iz = w.start[0] + oz * w.stride[0] + kz * w.dil[0];
           const int64_t iy = w.start[1] + oy * w.stride[1] + ky * w.dil[1];
