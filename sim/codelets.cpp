@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "lib/exec/codelets.h"
@@ -173,32 +174,34 @@ void runActivation(const exec::Vertex& v, uint8_t* mem) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(ops::graphcore::applyActivation(act, in[i]));
 }
 
-template <ops::BinaryFn Fn>
-void binaryAligned(float* out, const float* a, const float* b, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = ops::applyBinary<float>(Fn, a[i], b[i]);
+// out[k] = op(a[k * as], b[k * bs]) for k < n, the strides 0 (a broadcast value) or 1 in the
+// common cases, which the compiler vectorises.
+template <class Op>
+void binaryRun(const Op& op, float* out, const float* a, int64_t as, const float* b, int64_t bs, int64_t n) {
+  if (as == 1 && bs == 1) {
+    for (int64_t k = 0; k < n; ++k) out[k] = op(a[k], b[k]);
+  } else if (as == 1 && bs == 0) {
+    const float y = b[0];
+    for (int64_t k = 0; k < n; ++k) out[k] = op(a[k], y);
+  } else if (as == 0 && bs == 1) {
+    const float x = a[0];
+    for (int64_t k = 0; k < n; ++k) out[k] = op(x, b[k]);
+  } else {
+    for (int64_t k = 0; k < n; ++k) out[k] = op(a[k * as], b[k * bs]);
+  }
 }
 
-void runBinary(const exec::Vertex& v, uint8_t* mem) {
-  const auto& p = v.params;
-  auto fn = static_cast<ops::BinaryFn>(p[0]);
+// The output in runs along its innermost dim: an odometer over the outer dims gives each run's
+// operand offsets (broadcast operands through their strides, relative to their bases).
+template <class Op>
+void binaryRuns(const Op& op, const std::vector<int64_t>& p, float* out, const float* a, const float* b) {
   const int64_t count = p[1], begin = p[4], rank = p[5];
-  float* out = f32(mem, v.fields[0]);
-  const float* a = f32(mem, v.fields[1]);
-  const float* b = f32(mem, v.fields[2]);
-  if (p[2] == exec::kAligned && p[3] == exec::kAligned) {
-    switch (fn) {
-      case ops::BinaryFn::Add: binaryAligned<ops::BinaryFn::Add>(out, a, b, count); return;
-      case ops::BinaryFn::Sub: binaryAligned<ops::BinaryFn::Sub>(out, a, b, count); return;
-      case ops::BinaryFn::Mul: binaryAligned<ops::BinaryFn::Mul>(out, a, b, count); return;
-      case ops::BinaryFn::Div: binaryAligned<ops::BinaryFn::Div>(out, a, b, count); return;
-      default: break;
-    }
-  }
+  const bool a_bc = p[2] == exec::kBroadcast, b_bc = p[3] == exec::kBroadcast;
+  if (!a_bc && !b_bc) return binaryRun(op, out, a, 1, b, 1, count);
   const int64_t* dims = &p[6];
   const int64_t* sa = &p[6 + rank];
   const int64_t* sb = &p[6 + 2 * rank];
   const bool based = p.size() == static_cast<size_t>(8 + 3 * rank);
-  // Start the odometer at output element `begin`, the offsets relative to the buffers' bases.
   int64_t index[16] = {};
   int64_t ia = based ? -p[6 + 3 * rank] : 0, ib = based ? -p[7 + 3 * rank] : 0, rem = begin;
   for (int64_t d = rank; d-- > 0;) {
@@ -207,16 +210,46 @@ void runBinary(const exec::Vertex& v, uint8_t* mem) {
     ia += index[d] * sa[d];
     ib += index[d] * sb[d];
   }
-  const bool a_bc = p[2] == exec::kBroadcast, b_bc = p[3] == exec::kBroadcast;
-  for (int64_t i = 0; i < count; ++i) {
-    out[i] = ops::applyBinary<float>(fn, a_bc ? a[ia] : a[i], b_bc ? b[ib] : b[i]);
-    for (int64_t d = rank; d-- > 0;) {
-      ia += sa[d];
-      ib += sb[d];
-      if (++index[d] < dims[d]) break;
+  const int64_t last = rank - 1;
+  const int64_t inner = rank ? dims[last] : 1, sa_in = rank ? sa[last] : 0, sb_in = rank ? sb[last] : 0;
+  for (int64_t i = 0; i < count;) {
+    const int64_t n = std::min(count - i, rank ? inner - index[last] : count);
+    binaryRun(op, out + i, a_bc ? a + ia : a + i, a_bc ? sa_in : 1, b_bc ? b + ib : b + i, b_bc ? sb_in : 1, n);
+    i += n;
+    if (rank == 0) break;
+    // Step the odometer n places: to the end of the innermost dim, then carry.
+    ia += n * sa_in;
+    ib += n * sb_in;
+    index[last] += n;
+    for (int64_t d = last; d >= 0 && index[d] >= dims[d] && dims[d] > 0; --d) {
       ia -= sa[d] * dims[d];
       ib -= sb[d] * dims[d];
       index[d] = 0;
+      if (d == 0) break;
+      ia += sa[d - 1];
+      ib += sb[d - 1];
+      ++index[d - 1];
+    }
+  }
+}
+
+void runBinary(const exec::Vertex& v, uint8_t* mem) {
+  const auto& p = v.params;
+  float* out = f32(mem, v.fields[0]);
+  const float* a = f32(mem, v.fields[1]);
+  const float* b = f32(mem, v.fields[2]);
+  auto fixed = [&](auto fn_tag) {
+    constexpr ops::BinaryFn kFn = decltype(fn_tag)::value;
+    binaryRuns([](float x, float y) { return ops::applyBinary<float>(kFn, x, y); }, p, out, a, b);
+  };
+  switch (static_cast<ops::BinaryFn>(p[0])) {
+    case ops::BinaryFn::Add: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Add>{});
+    case ops::BinaryFn::Sub: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Sub>{});
+    case ops::BinaryFn::Mul: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Mul>{});
+    case ops::BinaryFn::Div: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Div>{});
+    default: {
+      const auto fn = static_cast<ops::BinaryFn>(p[0]);
+      binaryRuns([fn](float x, float y) { return ops::applyBinary<float>(fn, x, y); }, p, out, a, b);
     }
   }
 }
