@@ -255,16 +255,21 @@ TEST(ModelRunner, ARequestTimesOutOnFullQueues) {
   ir::Model m;
   m.opset_imports = {{"", 17}};
   ir::Graph& g = *m.graph;
-  ir::Value* x = g.addInput("x", f32({256, 256}));
-  ir::Value* w = g.addInitializer("w", randomTensor({256, 256}, 1));
-  ir::Value* y = g.addValue("y", f32({256, 256}));
-  g.addNode("MatMul", {x, w}, {y}, "matmul");
-  g.addOutput(y);
+  // Requests long enough (milliseconds: three 512^3 products) that the next ones find the queue full.
+  ir::Value* x = g.addInput("x", f32({512, 512}));
+  ir::Value* w = g.addInitializer("w", randomTensor({512, 512}, 1));
+  ir::Value* cur = x;
+  for (int i = 0; i < 3; ++i) {
+    ir::Value* y = g.addValue("y" + std::to_string(i), f32({512, 512}));
+    g.addNode("MatMul", {cur, w}, {y}, "matmul" + std::to_string(i));
+    cur = y;
+  }
+  g.addOutput(cur);
   ModelRunnerConfig c = privateSystem();
   c.ring_buffer_size = 1;
   c.request_timeout_ns = 1;
   ModelRunner runner(writeModel(m, dir.path(), "big", {1, 1, 64}), c);
-  Tensor xt = randomTensor({256, 256}, 9);
+  Tensor xt = randomTensor({512, 512}, 9);
   std::vector<std::future<OutputMemory>> fs;
   for (int i = 0; i < 4; ++i) fs.push_back(runner.executeAsync({{"x", view(xt)}}));
   int retries = 0, ok = 0;
