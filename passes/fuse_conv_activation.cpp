@@ -2,7 +2,9 @@
 // Sigmoid, HardSigmoid, HardSwish or Tanh — becomes ai.graphcore ConvAct / GemmAct (see
 // lib/ops/graphcore_ops.h): Conv's/Gemm's attributes plus `activation` and its parameters, always
 // written out (activation_alpha, activation_beta, activation_min, activation_max). Clip's bounds
-// must be constants (attributes before opset 11, constant inputs from 11).
+// must be constants (attributes before opset 11, constant inputs from 11). So does a Conv or Gemm
+// followed by y · HardSigmoid(y, 1/6, 0.5), HardSwish before opset 14 (fuse_hard_sigmoid makes
+// the HardSigmoid), into the HardSwish activation.
 #include <cmath>
 #include <limits>
 #include <map>
@@ -37,6 +39,19 @@ std::string activationAttrs(const ir::Node& act, int64_t opset, std::map<std::st
   return "";
 }
 
+// The Mul of y · HardSigmoid(y, 1/6, 0.5) when that is all y is used for, else nullptr.
+ir::Node* hardSwishOf(const ir::Value* y) {
+  if (!usedExactly(y, 2)) return nullptr;
+  for (const ir::Use& u : y->uses()) {
+    const ir::Node* hs = u.node;
+    if (!isOp(hs, "HardSigmoid") || !near(hs->attrFloat("alpha", 0.2f), 1.0 / 6.0, 1e-6) || hs->attrFloat("beta", 0.5f) != 0.5f)
+      continue;
+    ir::Node* mul = singleUser(hs->output(0));
+    if (isOp(mul, "Mul") && otherOperand(*mul, hs->output(0)) == y) return mul;
+  }
+  return nullptr;
+}
+
 class FuseConvActivation : public Pass {
  public:
   Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
@@ -49,7 +64,9 @@ class FuseConvActivation : public Pass {
       ir::Value* y = base->output(0);
       if (!y || base->outputs().size() != 1) continue;
       ir::Node* act = singleUser(y);
-      if (!isActivation(act) || act->input(0) != y) {
+      ir::Node* hard_swish = hardSwishOf(y);
+      if (hard_swish) act = hard_swish;
+      if (!hard_swish && (!isActivation(act) || act->input(0) != y)) {
         // Plausible: an activation reads the output, but so does something else (or it is returned).
         const ir::Node* a = nullptr;
         std::string others;
@@ -70,14 +87,15 @@ class FuseConvActivation : public Pass {
       const DType dt = y->type.dtype;
       if (dt != DType::Float && dt != DType::Float16) why = "its output is not float32 or float16";
       std::map<std::string, ir::Attribute> attrs = base->attributes;
-      if (why.empty()) why = activationAttrs(*act, opset, attrs);
+      if (why.empty() && hard_swish) attrs["activation"].value = std::string("HardSwish");
+      else if (why.empty()) why = activationAttrs(*act, opset, attrs);
       if (!why.empty()) {
         ctx.nearMiss(*act, why);
         continue;
       }
       const ir::TensorType base_type = y->type;
       const bool conv = base->opType() == "Conv";
-      const std::string act_type = act->opType();
+      const std::string act_type = hard_swish ? "HardSwish" : act->opType();
       const std::string name = base->name().empty() ? act->name() : base->name();
       ir::Node* fused = replaceWithNode(graph, act, conv ? "ConvAct" : "GemmAct", ops::graphcore::kDomain, base->inputs());
       fused->attributes = std::move(attrs);

@@ -17,6 +17,11 @@ const std::vector<PassInfo>& allPasses() {
        "re-infer types, fold and remove no-ops again until nothing changes (Shape chains of values typed only "
        "after the first folding), for the fusions that follow",
        makeShapeFixpoint},
+      // Before the folds, which would take the + 3 of a Gemm's hard sigmoid into its bias.
+      {"fuse_hard_sigmoid",
+       "Clip(x + 3, 0, 6) / 6 -> HardSigmoid, and x * that -> HardSwish (opset >= 14; before, fuse_conv_activation "
+       "takes it after a Conv/Gemm)",
+       makeFuseHardSigmoid},
       // Folding fusions. BN first: it also folds through a constant bias Add (Conv -> Add -> BN,
       // MatMul -> Add -> BN); MatMul + Add -> Gemm last, after the Mul/Add folds made their biases.
       {"fuse_batchnorm",

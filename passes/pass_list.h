@@ -21,6 +21,7 @@ std::unique_ptr<Pass> makeCommonSubexpressions();
 std::unique_ptr<Pass> makeShapeFixpoint();
 std::unique_ptr<Pass> makeFuseLayerNorm();
 std::unique_ptr<Pass> makeFuseGelu();
+std::unique_ptr<Pass> makeFuseHardSigmoid();
 std::unique_ptr<Pass> makeFuseAttention();
 std::unique_ptr<Pass> makeFuseConvActivation();
 // --precision fp16 (float_to_half.cpp, with fp16_overflow.h), then Cast clean-up.

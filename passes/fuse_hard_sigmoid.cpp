@@ -1,0 +1,94 @@
+// fuse_hard_sigmoid: the chains exporters write for MobileNetV3's hard activations become ONNX ops.
+//   Clip(x + 3, 0, 6) / 6           (or · (1/6))          -> HardSigmoid(x, alpha 1/6, beta 0.5)
+//   x · HardSigmoid(x, 1/6, 0.5)    (either operand order) -> HardSwish(x)   (opset >= 14)
+// HardSigmoid exists from opset 6, HardSwish from 14; below 14, fuse_conv_activation still takes
+// a Conv or Gemm followed by that Mul into a ConvAct/GemmAct with the HardSwish activation. Every
+// interior value must have no other use; Clip's bounds must be constants.
+#include <cmath>
+
+#include "lib/ops/graphcore_ops.h"
+#include "passes/fusion_util.h"
+#include "passes/pass_list.h"
+
+namespace poprt::passes {
+namespace {
+
+using namespace fusion;
+
+// Why `scaled` (what a Div by 6 or a Mul by 1/6 scales) is not Clip(x + 3, 0, 6); on a match,
+// sets x.
+std::string matchChain(ir::Value* scaled, int64_t opset, ir::Value*& x) {
+  ir::Node* clip = scaled->producer();
+  if (!isOp(clip, "Clip") || !singleUser(scaled)) return "its input is not a Clip used only by it";
+  auto bounds = ops::graphcore::activationOfOp(*clip, opset);
+  if (!bounds.ok()) return bounds.error().message();
+  if (bounds->min != 0.0 || bounds->max != 6.0) return "the Clip is not to [0, 6]";
+  ir::Value* shifted = clip->input(0);
+  ir::Node* add = shifted ? shifted->producer() : nullptr;
+  if (!isOp(add, "Add") || !singleUser(shifted)) return "the Clip's input is not an Add used only by it";
+  for (size_t i = 0; i < 2 && !x; ++i) {
+    auto c = scalarOperand(*add, add->input(i));
+    if (c && *c == 3.0) x = add->input(i);
+  }
+  if (!x) return "the Add is not x + 3";
+  return "";
+}
+
+// The value a Div by 6 or a Mul by 1/6 scales, else nullptr.
+ir::Value* sixthOf(const ir::Node* n) {
+  if (isOp(n, "Div")) {
+    auto c = scalarOperand(*n, n->input(0));
+    return c && *c == 6.0 ? n->input(0) : nullptr;
+  }
+  if (isOp(n, "Mul"))
+    for (size_t i = 0; i < 2; ++i)
+      if (auto c = scalarOperand(*n, n->input(i)); c && near(*c, 1.0 / 6.0)) return n->input(i);
+  return nullptr;
+}
+
+bool sameFloatType(const ir::Value* a, const ir::Value* b) {
+  return a->type.isTensor() && isFloatingPoint(a->type.dtype) && b->type.dtype == a->type.dtype && a->type.dims &&
+         b->type.dims && a->type.dims->size() == b->type.dims->size();
+}
+
+class FuseHardSigmoid : public Pass {
+ public:
+  Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
+    bool changed = removeDeadNodes(graph) > 0;
+    const int64_t opset = ctx.opsets()[""];
+    std::vector<ir::Node*> roots;
+    for (const auto& n : graph.nodes())
+      if (sixthOf(n.get())) roots.push_back(n.get());
+    for (ir::Node* div : roots) {
+      ir::Value* x = nullptr;
+      std::string why = matchChain(sixthOf(div), opset, x);
+      if (why.empty() && !sameFloatType(x, div->output(0))) why = "x is not a floating-point tensor of the result's rank";
+      if (!why.empty()) {
+        if (x || why.find("[0, 6]") != std::string::npos) ctx.nearMiss(*div, why);  // only chains that began alike
+        continue;
+      }
+      const ir::TensorType type = div->output(0)->type;
+      ir::Node* hs = replaceWithNode(graph, div, "HardSigmoid", "", {x});
+      hs->attributes["alpha"].value = static_cast<float>(1.0 / 6.0);
+      hs->attributes["beta"].value = 0.5f;
+      refineType(hs->output(0), type);
+      ctx.count("hard_sigmoid");
+      changed = true;
+      // x · HardSigmoid(x) is HardSwish(x), where the opset has it.
+      ir::Node* mul = singleUser(hs->output(0));
+      if (opset < 14 || !isOp(mul, "Mul") || otherOperand(*mul, hs->output(0)) != x) continue;
+      const ir::TensorType mul_type = mul->output(0)->type;
+      ir::Node* swish = replaceWithNode(graph, mul, "HardSwish", "", {x});
+      refineType(swish->output(0), mul_type);
+      ctx.count("hard_swish");
+    }
+    if (changed) POPRT_TRY(finishRewrites(graph));
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> makeFuseHardSigmoid() { return std::make_unique<FuseHardSigmoid>(); }
+
+}  // namespace poprt::passes
