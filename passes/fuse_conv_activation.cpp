@@ -3,8 +3,9 @@
 // lib/ops/graphcore_ops.h): Conv's/Gemm's attributes plus `activation` and its parameters, always
 // written out (activation_alpha, activation_beta, activation_min, activation_max). Clip's bounds
 // must be constants (attributes before opset 11, constant inputs from 11). So does a Conv or Gemm
-// followed by y · HardSigmoid(y, 1/6, 0.5), HardSwish before opset 14 (fuse_hard_sigmoid makes
-// the HardSigmoid), into the HardSwish activation.
+// followed by a gate on its own output: y · Sigmoid(y) (SiLU) into the Swish activation, and
+// y · HardSigmoid(y, 1/6, 0.5) (HardSwish before opset 14; fuse_hard_sigmoid makes the
+// HardSigmoid) into HardSwish.
 #include <cmath>
 #include <limits>
 #include <map>
@@ -39,17 +40,26 @@ std::string activationAttrs(const ir::Node& act, int64_t opset, std::map<std::st
   return "";
 }
 
-// The Mul of y · HardSigmoid(y, 1/6, 0.5) when that is all y is used for, else nullptr.
-ir::Node* hardSwishOf(const ir::Value* y) {
-  if (!usedExactly(y, 2)) return nullptr;
+// y · gate(y) when that is all y is used for: the Mul and the activation it makes (Swish for a
+// Sigmoid gate, HardSwish for HardSigmoid(y, 1/6, 0.5)); else a null Mul.
+struct Gated {
+  ir::Node* mul = nullptr;
+  const char* activation = "";
+};
+Gated gatedActivation(const ir::Value* y) {
+  if (!usedExactly(y, 2)) return {};
   for (const ir::Use& u : y->uses()) {
-    const ir::Node* hs = u.node;
-    if (!isOp(hs, "HardSigmoid") || !near(hs->attrFloat("alpha", 0.2f), 1.0 / 6.0, 1e-6) || hs->attrFloat("beta", 0.5f) != 0.5f)
-      continue;
-    ir::Node* mul = singleUser(hs->output(0));
-    if (isOp(mul, "Mul") && otherOperand(*mul, hs->output(0)) == y) return mul;
+    const ir::Node* gate = u.node;
+    const char* activation = isOp(gate, "Sigmoid") ? "Swish"
+                             : isOp(gate, "HardSigmoid") && near(gate->attrFloat("alpha", 0.2f), 1.0 / 6.0, 1e-6) &&
+                                       gate->attrFloat("beta", 0.5f) == 0.5f
+                                 ? "HardSwish"
+                                 : nullptr;
+    if (!activation || gate->input(0) != y) continue;
+    ir::Node* mul = singleUser(gate->output(0));
+    if (isOp(mul, "Mul") && otherOperand(*mul, gate->output(0)) == y) return {mul, activation};
   }
-  return nullptr;
+  return {};
 }
 
 class FuseConvActivation : public Pass {
@@ -64,9 +74,9 @@ class FuseConvActivation : public Pass {
       ir::Value* y = base->output(0);
       if (!y || base->outputs().size() != 1) continue;
       ir::Node* act = singleUser(y);
-      ir::Node* hard_swish = hardSwishOf(y);
-      if (hard_swish) act = hard_swish;
-      if (!hard_swish && (!isActivation(act) || act->input(0) != y)) {
+      const Gated gated = gatedActivation(y);
+      if (gated.mul) act = gated.mul;
+      if (!gated.mul && (!isActivation(act) || act->input(0) != y)) {
         // Plausible: an activation reads the output, but so does something else (or it is returned).
         const ir::Node* a = nullptr;
         std::string others;
@@ -87,7 +97,7 @@ class FuseConvActivation : public Pass {
       const DType dt = y->type.dtype;
       if (dt != DType::Float && dt != DType::Float16) why = "its output is not float32 or float16";
       std::map<std::string, ir::Attribute> attrs = base->attributes;
-      if (why.empty() && hard_swish) attrs["activation"].value = std::string("HardSwish");
+      if (why.empty() && gated.mul) attrs["activation"].value = std::string(gated.activation);
       else if (why.empty()) why = activationAttrs(*act, opset, attrs);
       if (!why.empty()) {
         ctx.nearMiss(*act, why);
@@ -95,7 +105,7 @@ class FuseConvActivation : public Pass {
       }
       const ir::TensorType base_type = y->type;
       const bool conv = base->opType() == "Conv";
-      const std::string act_type = hard_swish ? "HardSwish" : act->opType();
+      const std::string act_type = gated.mul ? gated.activation : act->opType();
       const std::string name = base->name().empty() ? act->name() : base->name();
       ir::Node* fused = replaceWithNode(graph, act, conv ? "ConvAct" : "GemmAct", ops::graphcore::kDomain, base->inputs());
       fused->attributes = std::move(attrs);

@@ -73,7 +73,7 @@ Status checkMatMul(const exec::Vertex& v) {
   const bool act = p.size() == 7;
   if (!(p.size() == 6 && v.fparams.size() == 2) && !(act && v.fparams.size() == 6))
     return Error("MatMul vertex has bad params");
-  if (act && (p[6] < 0 || p[6] > static_cast<int64_t>(ops::graphcore::ActivationKind::Tanh)))
+  if (act && (p[6] < 0 || p[6] > static_cast<int64_t>(ops::graphcore::kLastActivationKind)))
     return Error("MatMul vertex has an unknown activation");
   POPRT_TRY(expectFloatFields(v, p[5] == exec::kBiasNone ? 3 : 4, "MatMul"));
   int64_t rows = p[0], K = p[1], cols = p[2];
@@ -159,7 +159,7 @@ Status checkActivation(const exec::Vertex& v) {
   POPRT_TRY(expectFloatFields(v, 2, "Activation"));
   const auto& p = v.params;
   if (p.size() != 2 || v.fparams.size() != 4 || p[0] < 0 || p[1] < 0 ||
-      p[1] > static_cast<int64_t>(ops::graphcore::ActivationKind::Tanh))
+      p[1] > static_cast<int64_t>(ops::graphcore::kLastActivationKind))
     return Error("Activation vertex has bad params");
   if (!fieldHolds(v.fields[0], p[0]) || !fieldHolds(v.fields[1], p[0])) return Error("Activation vertex field sizes do not match its count");
   return okStatus();
@@ -450,7 +450,7 @@ uint64_t floatVertexCycles(const exec::Vertex& v, const exec::Target& t) {
     case exec::Codelet::Pool: return poolCycles(v, t);
     case exec::Codelet::Activation: {
       auto kind = static_cast<ops::graphcore::ActivationKind>(v.params[1]);
-      uint64_t per = (kind == ops::graphcore::ActivationKind::Sigmoid || kind == ops::graphcore::ActivationKind::Tanh) ? 4 : 1;
+      uint64_t per = (kind == ops::graphcore::ActivationKind::Sigmoid || kind == ops::graphcore::ActivationKind::Tanh || kind == ops::graphcore::ActivationKind::Swish) ? 4 : 1;
       return kVertexOverheadCycles + per * ceilDiv(static_cast<uint64_t>(v.params[0]), t.vector_width_fp32);
     }
     case exec::Codelet::Reduce: return reduceCycles(v, t);

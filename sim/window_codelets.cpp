@@ -225,7 +225,7 @@ Status checkConvPartial(const exec::Vertex& v) {
   const bool act = p.size() == base + 1;
   if (!(p.size() == base && v.fparams.empty()) && !(act && v.fparams.size() == 4))
     return Error("ConvPartial vertex has bad params");
-  if (act && (p[base] < 0 || p[base] > static_cast<int64_t>(ops::graphcore::ActivationKind::Tanh)))
+  if (act && (p[base] < 0 || p[base] > static_cast<int64_t>(ops::graphcore::kLastActivationKind)))
     return Error("ConvPartial vertex has an unknown activation");
   const int64_t groups = p[1], in_ch = p[2], out_ch = p[3];
   if (p[4] != 0 && p[4] != 1) return Error("ConvPartial vertex has a bad bias flag");

@@ -20,7 +20,7 @@ std::optional<ActivationKind> activationKind(const std::string& op_type) {
       {"Relu", ActivationKind::Relu},           {"Clip", ActivationKind::Clip},
       {"LeakyRelu", ActivationKind::LeakyRelu}, {"Sigmoid", ActivationKind::Sigmoid},
       {"HardSigmoid", ActivationKind::HardSigmoid}, {"HardSwish", ActivationKind::HardSwish},
-      {"Tanh", ActivationKind::Tanh}};
+      {"Tanh", ActivationKind::Tanh},           {"Swish", ActivationKind::Swish}};
   for (const auto& [name, kind] : kinds)
     if (op_type == name) return kind;
   return std::nullopt;
@@ -40,6 +40,7 @@ double applyActivation(const Activation& act, double x) {
     case ActivationKind::HardSigmoid: return clamp01(act.alpha * x + act.beta);
     case ActivationKind::HardSwish: return x * clamp01(x / 6 + 0.5);
     case ActivationKind::Tanh: return std::tanh(x);
+    case ActivationKind::Swish: return x / (1.0 + std::exp(-x));
   }
   return x;
 }
@@ -152,7 +153,7 @@ Expected<Activation> activationOf(const ir::Node& node) {
   const std::string name = node.attrString("activation", "");
   auto kind = activationKind(name);
   if (!kind)
-    return Error("activation must be one of Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh; got \"" +
+    return Error("activation must be one of Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Swish; got \"" +
                  name + "\"");
   Activation act;
   act.kind = *kind;

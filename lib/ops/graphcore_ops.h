@@ -42,6 +42,7 @@
 //     HardSigmoid  max(0, min(1, activation_alpha·x + activation_beta))  (defaults 0.2, 0.5)
 //     HardSwish    x · max(0, min(1, x/6 + 1/2))
 //     Tanh         tanh(x)
+//     Swish        x / (1 + exp(-x))   (SiLU: x · Sigmoid(x), as exporters write it)
 //   Computed exactly as the Conv/Gemm evaluator followed by the activation.
 #pragma once
 
@@ -58,7 +59,9 @@ inline constexpr const char* kDomain = "ai.graphcore";
 inline constexpr int64_t kOpsetVersion = 1;
 
 // The activations ConvAct/GemmAct take, and their scalar function (parameters as documented above).
-enum class ActivationKind { Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh };
+// Their numbers are stored in PopEFs (vertex params): new kinds go last.
+enum class ActivationKind { Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Swish };
+inline constexpr ActivationKind kLastActivationKind = ActivationKind::Swish;
 struct Activation {
   ActivationKind kind = ActivationKind::Relu;
   double alpha = 0, beta = 0, min = 0, max = 0;

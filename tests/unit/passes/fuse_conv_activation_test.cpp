@@ -96,17 +96,40 @@ TEST(FuseConvActivation, ClipBoundsAsAttributesBeforeOpset11) {
   EXPECT_EQ(f->inputs().size(), 2u);
 }
 
+// SiLU as exporters write it, y · Sigmoid(y) in either order, after a Conv or a Gemm: the Swish
+// activation, checked against the unfused pair by the evaluator.
+TEST(FuseConvActivation, SigmoidGateOnItsOwnOutputIsSwish) {
+  for (bool gate_first : {false, true}) {
+    SCOPED_TRACE(gate_first);
+    ir::Model m = emptyModel(11);
+    Builder b(m);
+    ir::Value* x = b.input("x", {1, 3, 6, 6});
+    ir::Value* c = b.op("Conv", {x, b.weight({4, 3, 3, 3}, 1, 3.f), b.weight({4}, 2)}, {{"pads", Ints{1, 1, 1, 1}}});
+    ir::Value* s = b.op("Sigmoid", {c});
+    ir::Value* y = gate_first ? b.op("Mul", {s, c}) : b.op("Mul", {c, s});
+    b.output(y);
+    ir::Value* g = b.op("Gemm", {b.input("a", {2, 5}), b.weight({5, 3}, 3, 3.f)});
+    b.output(b.op("Mul", {g, b.op("Sigmoid", {g})}));
+    PassReport r = runPipelineChecked(m, {"infer_shapes", "fuse_conv_activation"});
+    EXPECT_EQ(counter(r, "conv_Swish"), 1);
+    EXPECT_EQ(counter(r, "gemm_Swish"), 1);
+    EXPECT_EQ(opTypes(*m.graph), (Ops{"ConvAct", "GemmAct"}));
+    EXPECT_EQ(findNode(*m.graph, "ConvAct")->attrString("activation", ""), "Swish");
+    EXPECT_EQ(findNode(*m.graph, "ConvAct")->output(0), y);
+  }
+}
+
 TEST(FuseConvActivation, DoesNotFireWhenTheConvOutputIsNeededElsewhere) {
-  // SiLU: x·sigmoid(x) reads the Conv output twice.
+  // x·tanh(x) reads the Conv output twice (and is no gated activation ConvAct has).
   ir::Model m = emptyModel(13);
   Builder b(m);
   ir::Value* x = b.input("x", {1, 2, 5, 5});
   ir::Value* c = b.op("Conv", {x, b.weight({2, 2, 1, 1}, 1)});
-  b.output(b.op("Mul", {c, b.op("Sigmoid", {c})}));
+  b.output(b.op("Mul", {c, b.op("Tanh", {c})}));
   PassReport r = runPipelineChecked(m, {"infer_shapes", "fuse_conv_activation"});
   EXPECT_FALSE(r.changed);
   EXPECT_EQ(r.stats.near_misses.size(), 1u);
-  EXPECT_EQ(opTypes(*m.graph), (Ops{"Conv", "Sigmoid", "Mul"}));
+  EXPECT_EQ(opTypes(*m.graph), (Ops{"Conv", "Tanh", "Mul"}));
 
   // The Conv output is itself a graph output.
   ir::Model m2 = emptyModel(13);

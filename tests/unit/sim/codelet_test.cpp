@@ -332,7 +332,7 @@ int64_t prod(const Shape& s, size_t first = 0) {
 }
 
 const std::vector<std::pair<std::string, int64_t>> kActivations = {
-    {"Relu", 0}, {"Clip", 1}, {"LeakyRelu", 2}, {"Sigmoid", 3}, {"HardSigmoid", 4}, {"HardSwish", 5}, {"Tanh", 6}};
+    {"Relu", 0}, {"Clip", 1}, {"LeakyRelu", 2}, {"Sigmoid", 3}, {"HardSigmoid", 4}, {"HardSwish", 5}, {"Tanh", 6}, {"Swish", 7}};
 
 // Runs ConvPartial on output rows [o0, o0 + rows) of every channel (all groups in one vertex)
 // and compares with the same rows of the evaluator's Conv/ConvAct.
