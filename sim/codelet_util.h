@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lib/exec/executable.h"
+#include "lib/ops/graphcore_ops.h"
 
 namespace poprt::sim {
 
@@ -23,6 +24,10 @@ inline constexpr int64_t kProductCap = int64_t{1} << 50;  // no field is that la
 #endif
 
 inline float* f32(uint8_t* mem, const exec::Field& f) { return reinterpret_cast<float*>(mem + f.offset); }
+
+// out[i] = act(in[i]) for i < n (`in` may be `out`), as the evaluator's activation (in double,
+// rounded to float), with the kind chosen once per span rather than once per element.
+void activate(const ops::graphcore::Activation& act, const float* in, float* out, int64_t n);
 
 // a * b for sizes, or -1 when either is negative or the product exceeds kProductCap.
 inline int64_t capMul(int64_t a, int64_t b) {

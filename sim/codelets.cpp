@@ -171,7 +171,7 @@ void runActivation(const exec::Vertex& v, uint8_t* mem) {
   const int64_t n = v.params[0];
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(ops::graphcore::applyActivation(act, in[i]));
+  activate(act, in, out, n);
 }
 
 // out[k] = op(a[k * as], b[k * bs]) for k < n, the strides 0 (a broadcast value) or 1 in the
@@ -292,9 +292,9 @@ void runMatMul(const exec::Vertex& v, uint8_t* mem) {
                                                     : bias[r * cols + c];
         x += beta * bv;
       }
-      if (has_act) x = static_cast<float>(ops::graphcore::applyActivation(act, x));
       o[c] = x;
     }
+    if (has_act) activate(act, o, o, cols);
   }
 }
 
@@ -465,5 +465,27 @@ uint64_t floatVertexCycles(const exec::Vertex& v, const exec::Target& t) {
 }
 
 }  // namespace
+
+namespace {
+template <ops::graphcore::ActivationKind K>
+void activateAs(ops::graphcore::Activation act, const float* in, float* out, int64_t n) {
+  act.kind = K;  // a constant: applyActivation's switch folds away
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(ops::graphcore::applyActivation(act, in[i]));
+}
+}  // namespace
+
+void activate(const ops::graphcore::Activation& act, const float* in, float* out, int64_t n) {
+  using K = ops::graphcore::ActivationKind;
+  switch (act.kind) {
+    case K::Relu: return activateAs<K::Relu>(act, in, out, n);
+    case K::Clip: return activateAs<K::Clip>(act, in, out, n);
+    case K::LeakyRelu: return activateAs<K::LeakyRelu>(act, in, out, n);
+    case K::Sigmoid: return activateAs<K::Sigmoid>(act, in, out, n);
+    case K::HardSigmoid: return activateAs<K::HardSigmoid>(act, in, out, n);
+    case K::HardSwish: return activateAs<K::HardSwish>(act, in, out, n);
+    case K::Tanh: return activateAs<K::Tanh>(act, in, out, n);
+    case K::Swish: return activateAs<K::Swish>(act, in, out, n);
+  }
+}
 
 }  // namespace poprt::sim

@@ -118,7 +118,7 @@ void runReduce(const exec::Vertex& v, uint8_t* mem) {
   if (reduceHasActivation(v)) {
     const ops::graphcore::Activation act{static_cast<ops::graphcore::ActivationKind>(v.params[4]), v.fparams[0], v.fparams[1],
                                          v.fparams[2], v.fparams[3]};
-    for (int64_t i = 0; i < outer * inner; ++i) out[i] = static_cast<float>(ops::graphcore::applyActivation(act, out[i]));
+    activate(act, out, out, outer * inner);
   }
 }
 

@@ -293,7 +293,7 @@ void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
       for (int64_t i = 0; i < P; ++i) o[i] += b;
     }
     if (has_act)
-      for (int64_t i = 0; i < P; ++i) o[i] = static_cast<float>(ops::graphcore::applyActivation(act, o[i]));
+      activate(act, o, o, P);
   }
 }
 

@@ -27,25 +27,6 @@ std::optional<ActivationKind> activationKind(const std::string& op_type) {
 }
 
 namespace {
-// v clamped to [0, 1], NaN staying NaN.
-double clamp01(double v) { return v < 0 ? 0.0 : (v > 1 ? 1.0 : v); }
-}  // namespace
-
-double applyActivation(const Activation& act, double x) {
-  switch (act.kind) {
-    case ActivationKind::Relu: return x > 0 ? x : (x == x ? 0.0 : x);
-    case ActivationKind::Clip: return x < act.min ? act.min : (x > act.max ? act.max : x);
-    case ActivationKind::LeakyRelu: return x < 0 ? act.alpha * x : x;
-    case ActivationKind::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case ActivationKind::HardSigmoid: return clamp01(act.alpha * x + act.beta);
-    case ActivationKind::HardSwish: return x * clamp01(x / 6 + 0.5);
-    case ActivationKind::Tanh: return std::tanh(x);
-    case ActivationKind::Swish: return x / (1.0 + std::exp(-x));
-  }
-  return x;
-}
-
-namespace {
 
 
 // ---- Gelu -------------------------------------------------------------------------------------

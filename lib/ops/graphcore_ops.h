@@ -46,6 +46,7 @@
 //   Computed exactly as the Conv/Gemm evaluator followed by the activation.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 
@@ -69,7 +70,21 @@ struct Activation {
 // The kind of the activation op `op_type` ("Relu", ...), or nullopt if ConvAct/GemmAct cannot take it.
 std::optional<ActivationKind> activationKind(const std::string& op_type);
 inline bool isFusableActivation(const std::string& op_type) { return activationKind(op_type).has_value(); }
-double applyActivation(const Activation& act, double x);
+// Inline so that a loop over one kind (the simulator's epilogues) folds the switch away.
+inline double applyActivation(const Activation& act, double x) {
+  auto clamp01 = [](double v) { return v < 0 ? 0.0 : (v > 1 ? 1.0 : v); };  // NaN stays NaN
+  switch (act.kind) {
+    case ActivationKind::Relu: return x > 0 ? x : (x == x ? 0.0 : x);
+    case ActivationKind::Clip: return x < act.min ? act.min : (x > act.max ? act.max : x);
+    case ActivationKind::LeakyRelu: return x < 0 ? act.alpha * x : x;
+    case ActivationKind::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case ActivationKind::HardSigmoid: return clamp01(act.alpha * x + act.beta);
+    case ActivationKind::HardSwish: return x * clamp01(x / 6 + 0.5);
+    case ActivationKind::Tanh: return std::tanh(x);
+    case ActivationKind::Swish: return x / (1.0 + std::exp(-x));
+  }
+  return x;
+}
 // The activation a ConvAct/GemmAct node applies (from its attributes).
 Expected<Activation> activationOf(const ir::Node& node);
 // The scalar function of a Gelu node (by its `approximate` attribute).
