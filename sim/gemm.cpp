@@ -1,12 +1,13 @@
 // Register-tiled kernels: a tile of J rows of `out` by W columns lives in vector registers while k
 // runs over K, each step broadcasting a[j][k] and fused-multiply-adding it with row k of b. The
 // last columns of a row go through masked loads and stores, so nothing reads past a row of b.
-// GCC picks the version for the CPU at load time (function multiversioning).
+// `gemm` picks the version for the CPU once; each version is callable by itself, for the tests.
 #include "sim/gemm.h"
 
 #include <cmath>
+#include <vector>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__)  // GCC and Clang
 #define POPRT_GEMM_X86 1
 #include <immintrin.h>
 #endif
@@ -16,8 +17,9 @@ namespace {
 
 #ifdef POPRT_GEMM_X86
 
-#define POPRT_V4 __attribute__((target("arch=x86-64-v4"), always_inline)) inline
-#define POPRT_V3 __attribute__((target("arch=x86-64-v3"), always_inline)) inline
+// Features, not arch levels: Clang's multiversioning takes no "arch=x86-64-v4".
+#define POPRT_V4 __attribute__((target("avx512f,fma"), always_inline)) inline
+#define POPRT_V3 __attribute__((target("avx2,fma"), always_inline)) inline
 
 // AVX-512: J rows x V vectors of 16; `valid` columns of the last vector are used (1..16).
 template <int J, int V>
@@ -49,7 +51,7 @@ POPRT_V4 void rows512(const float* a, int64_t M, int64_t K, const float* b, int6
     if (j < M) rows512<(J + 1) / 2, V>(a + j * K, M - j, K, b, ldb, out + j * ldo, ldo, last);
 }
 
-__attribute__((target("arch=x86-64-v4"))) void gemmImpl(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb,
+__attribute__((target("avx512f,fma"))) void gemmAvx512(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb,
                                                         int64_t N, float* out, int64_t ldo) {
   int64_t q = 0;
   for (; q + 32 <= N; q += 32) rows512<8, 2>(a, M, K, b + q, ldb, out + q, ldo, 0xFFFF);
@@ -91,7 +93,7 @@ POPRT_V3 __m256i mask256(int64_t n) {  // the first n of 8 lanes
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-__attribute__((target("arch=x86-64-v3"))) void gemmImpl(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb,
+__attribute__((target("avx2,fma"))) void gemmAvx2(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb,
                                                         int64_t N, float* out, int64_t ldo) {
   int64_t q = 0;
   for (; q + 16 <= N; q += 16) rows256<6, 2>(a, M, K, b + q, ldb, out + q, ldo, mask256(8));
@@ -100,9 +102,9 @@ __attribute__((target("arch=x86-64-v3"))) void gemmImpl(const float* a, int64_t 
   else if (left > 0) rows256<6, 1>(a, M, K, b + q, ldb, out + q, ldo, mask256(left));
 }
 
-__attribute__((target("default")))
 #endif
-void gemmImpl(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo) {
+
+void gemmPortable(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo) {
   for (int64_t j = 0; j < M; ++j)
     for (int64_t q = 0; q < N; ++q) {
       float acc = 0.0f;
@@ -113,9 +115,30 @@ void gemmImpl(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb,
 
 }  // namespace
 
-void gemm(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo) {
+std::vector<GemmIsa> availableGemmIsas() {
+  std::vector<GemmIsa> isas{GemmIsa::Portable};
+#ifdef POPRT_GEMM_X86
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back(GemmIsa::Avx2);
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) isas.push_back(GemmIsa::Avx512);
+#endif
+  return isas;
+}
+
+void gemmWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out,
+              int64_t ldo) {
   if (M <= 0 || N <= 0) return;
-  gemmImpl(a, M, K, b, ldb, N, out, ldo);
+  switch (isa) {
+#ifdef POPRT_GEMM_X86
+    case GemmIsa::Avx512: return gemmAvx512(a, M, K, b, ldb, N, out, ldo);
+    case GemmIsa::Avx2: return gemmAvx2(a, M, K, b, ldb, N, out, ldo);
+#endif
+    default: return gemmPortable(a, M, K, b, ldb, N, out, ldo);
+  }
+}
+
+void gemm(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo) {
+  static const GemmIsa best = availableGemmIsas().back();
+  gemmWith(best, a, M, K, b, ldb, N, out, ldo);
 }
 
 }  // namespace poprt::sim
