@@ -162,12 +162,13 @@ void im2col(const Window3& w, const float* x, int64_t channels, int64_t l0, int6
               valid ? (iz * w.in[1] + iy) * w.in[2] + (w.start[2] + lo[2] * sx + kx * w.dil[2]) : -1;
         }
         const int64_t n = hi[2] - lo[2];
+        const int64_t* starts = line_src.data();  // a local pointer: the copies below cannot move it
         for (int64_t c = 0; c < channels; ++c) {
           const float* xc = x + c * Pin;
           float* row = col + (c * K + k) * pc;
           for (int64_t i = 0; i < l1 - l0; ++i) {
             float* dst = row + i * width;
-            const int64_t at = line_src[static_cast<size_t>(i)];
+            const int64_t at = starts[i];
             if (at < 0) {
               std::fill(dst, dst + width, 0.0f);
               continue;
