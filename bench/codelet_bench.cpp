@@ -78,6 +78,9 @@ void BM_ConvPartial3x3(benchmark::State& state) {
                                                  benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_ConvPartial3x3)->Args({3, 256})->Args({4, 256})->Args({10, 256})->Args({32, 64});
+// A block as small convs split them (resnet20_cifar: 4 output channels, 2 of the input channels,
+// one output row of 14): per-vertex overhead rather than arithmetic.
+BENCHMARK(BM_ConvPartial3x3)->Name("BM_ConvPartial3x3Small")->Args({4, 2});
 
 }  // namespace
 
