@@ -278,7 +278,6 @@ void runMatMul(const exec::Vertex& v, uint8_t* mem) {
   thread_local std::vector<float> a_rows, b_rows;
   if (ta) a = untransposed(a, rows, K, a_rows);
   if (tb) b = untransposed(b, K, cols, b_rows);
-  if (K == 0) std::fill(out, out + rows * cols, 0.0f);
   gemm(a, rows, K, b, cols, cols, out, cols);
   if (alpha == 1.0f && !bias && !has_act) return;
   for (int64_t r = 0; r < rows; ++r) {

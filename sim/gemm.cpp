@@ -4,6 +4,7 @@
 // `gemm` picks the version for the CPU once; each version is callable by itself, for the tests.
 #include "sim/gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -127,6 +128,10 @@ std::vector<GemmIsa> availableGemmIsas() {
 void gemmWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out,
               int64_t ldo) {
   if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // no products: zeros, without touching a or b (which may be null then)
+    for (int64_t j = 0; j < M; ++j) std::fill(out + j * ldo, out + j * ldo + N, 0.0f);
+    return;
+  }
   switch (isa) {
 #ifdef POPRT_GEMM_X86
     case GemmIsa::Avx512: return gemmAvx512(a, M, K, b, ldb, N, out, ldo);
