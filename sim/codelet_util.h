@@ -17,6 +17,7 @@ inline constexpr int64_t kProductCap = int64_t{1} << 50;  // no field is that la
 // Hot loops are compiled for several x86 levels and the best one is picked at load time (GCC's
 // target_clones), so one portable binary uses AVX2/AVX-512 where the CPU has them. The sim layer
 // is built with -ffp-contract=off (no fused multiply-add), so every clone computes the same bits.
+// (sim/gemm.cpp picks its own versions, with explicit fused multiply-adds: exact in every one.)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define POPRT_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
