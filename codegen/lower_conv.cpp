@@ -127,16 +127,6 @@ int64_t product(const Shape& s, size_t first) {
   return p;
 }
 
-// For r < reps, elements [begin + r*stride, +count) of weight `w` one after another on `tile`:
-// resident there, or (past the tile's resident share) gathered into scratch each run.
-uint64_t weightRows(Lowering& l, const ir::Value* w, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile) {
-  if (auto resident = l.residentWeight(w, begin, count, reps, stride, tile)) return *resident;
-  const uint64_t row_bytes = static_cast<uint64_t>(count) * dtypeSize(w->type.dtype);
-  const uint64_t offset = l.scratch(tile, row_bytes * static_cast<uint64_t>(reps));
-  l.gather(w, begin, count, reps, stride, tile, offset, row_bytes);
-  return offset;
-}
-
 // Emits the vertices of a planned Conv or pool and sets the output's mapping.
 Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
   const ir::Value* x = node.input(0);
@@ -261,7 +251,7 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
             v.codelet = exec::Codelet::ConvPartial;
             const int64_t ins = split ? in_chs : p.in_channels;  // per group
             const int64_t w_count = out_chs * ins * K;
-            const uint64_t w_off = split ? weightRows(l, w, out_ch0 * p.in_channels * K + c0 * K, ins * K, out_chs, p.in_channels * K, tile)
+            const uint64_t w_off = split ? l.operandRows(w, out_ch0 * p.in_channels * K + c0 * K, ins * K, out_chs, p.in_channels * K, tile)
                                          : l.operandInScratch(w, out_ch0 * p.in_channels * K, w_count, tile);
             v.fields = {{out_off, out_bytes}, {in_off, in_bytes}, {w_off, static_cast<uint64_t>(w_count) * es}};
             const bool bias = b && c0 == 0;  // added once, by the first partial
@@ -299,7 +289,7 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
     l.nextSuperstep();
     for (const SplitBlock& sb : split_blocks) {
       const int64_t run = sb.rows * inner_out, count = sb.out_chs * run;
-      const int64_t parts = static_cast<int64_t>(sb.partials.size()), slice = (count + parts - 1) / parts;
+      const int64_t parts = static_cast<int64_t>(sb.partials.size()), slice = convReductionSlice(count, parts);
       for (int64_t j = 0; j < parts && j * slice < count; ++j) {
         const int64_t first = j * slice, len = std::min(slice, count - first);
         const uint32_t t = sb.partials[static_cast<size_t>(j)].first;

@@ -98,14 +98,9 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
       for (int64_t n0 = 0; n0 < N; n0 += plan.cols) {
         const int64_t cols = std::min(plan.cols, N - n0);
         auto& alloc = l.allocator();
-        // An operand block of `reps` runs of `count` elements, `stride` apart: a weight slice
-        // resident on the tile, or a node buffer the exchange fills with one gather (however
-        // many tiles the operand is spread over).
-        auto block = [&](const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride) -> uint64_t {
-          if (auto resident = l.residentWeight(v, begin, count, reps, stride, tile)) return *resident;
-          const uint64_t off = alloc.allocate(tile, static_cast<uint64_t>(count * reps) * es);
-          l.gather(v, begin, count, reps, stride, tile, off, static_cast<uint64_t>(count) * es);
-          return off;
+        // An operand block of `reps` runs of `count` elements, `stride` apart.
+        auto block = [&](const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride) {
+          return l.operandRows(v, begin, count, reps, stride, tile);
         };
         // A block: rows of A (contiguous), or with trans_a one run of `rows` per k.
         const uint64_t a_off = trans_a ? block(a, oa + m0, rows, K, M) : block(a, oa + m0 * K, rows * K, 1, 0);

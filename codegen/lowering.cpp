@@ -152,6 +152,15 @@ uint64_t Lowering::operandInScratch(const ir::Value* v, int64_t begin, int64_t c
   return offset;
 }
 
+uint64_t Lowering::operandRows(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride,
+                               uint32_t tile) {
+  if (auto resident = residentWeight(v, begin, count, reps, stride, tile)) return *resident;
+  const uint64_t row_bytes = static_cast<uint64_t>(count) * dtypeSize(v->type.dtype);
+  const uint64_t offset = scratch(tile, row_bytes * static_cast<uint64_t>(reps));
+  gather(v, begin, count, reps, stride, tile, offset, row_bytes);
+  return offset;
+}
+
 void Lowering::gather(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile,
                       uint64_t dst_offset, uint64_t dst_stride) {
   requireMapping(v);

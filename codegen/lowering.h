@@ -78,6 +78,10 @@ class Lowering {
   // Elements [begin, begin+count) of `v` contiguous on `tile`: in place, or a buffer an earlier
   // node gathered, else gathered into scratch by this node's exchange step.
   uint64_t operandInScratch(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile);
+  // For r < reps, elements [begin + r*stride, +count) of `v` one after another on `tile`: a weight
+  // slice resident there, or node scratch this node's exchange fills with one gather (however many
+  // tiles `v` is spread over).
+  uint64_t operandRows(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile);
   // Appends to this node's exchange one gather of `v`: for r < reps, elements
   // [begin + r*stride, +count) to dst_offset + r*dst_stride bytes on `tile` (exec::Gather).
   void gather(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile,
