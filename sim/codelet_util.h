@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "lib/exec/executable.h"
 #include "lib/ops/graphcore_ops.h"
@@ -25,6 +26,14 @@ inline constexpr int64_t kProductCap = int64_t{1} << 50;  // no field is that la
 #endif
 
 inline float* f32(uint8_t* mem, const exec::Field& f) { return reinterpret_cast<float*>(mem + f.offset); }
+
+// A vertex's activation: its kind (a param, checked by isActivationKind) and fparams
+// [first, first + 4) as alpha, beta, min, max.
+inline bool isActivationKind(int64_t kind) { return kind >= 0 && kind <= static_cast<int64_t>(ops::graphcore::kLastActivationKind); }
+inline ops::graphcore::Activation vertexActivation(int64_t kind, const std::vector<float>& fparams, size_t first) {
+  return {static_cast<ops::graphcore::ActivationKind>(kind), fparams[first], fparams[first + 1], fparams[first + 2],
+          fparams[first + 3]};
+}
 
 // out[i] = act(in[i]) for i < n (`in` may be `out`), as the evaluator's activation (in double,
 // rounded to float), with the kind chosen once per span rather than once per element.

@@ -73,7 +73,7 @@ Status checkMatMul(const exec::Vertex& v) {
   const bool act = p.size() == 7;
   if (!(p.size() == 6 && v.fparams.size() == 2) && !(act && v.fparams.size() == 6))
     return Error("MatMul vertex has bad params");
-  if (act && (p[6] < 0 || p[6] > static_cast<int64_t>(ops::graphcore::kLastActivationKind)))
+  if (act && !isActivationKind(p[6]))
     return Error("MatMul vertex has an unknown activation");
   POPRT_TRY(expectFloatFields(v, p[5] == exec::kBiasNone ? 3 : 4, "MatMul"));
   int64_t rows = p[0], K = p[1], cols = p[2];
@@ -158,16 +158,14 @@ void runUnary(const exec::Vertex& v, uint8_t* mem) {
 Status checkActivation(const exec::Vertex& v) {
   POPRT_TRY(expectFloatFields(v, 2, "Activation"));
   const auto& p = v.params;
-  if (p.size() != 2 || v.fparams.size() != 4 || p[0] < 0 || p[1] < 0 ||
-      p[1] > static_cast<int64_t>(ops::graphcore::kLastActivationKind))
+  if (p.size() != 2 || v.fparams.size() != 4 || p[0] < 0 || !isActivationKind(p[1]))
     return Error("Activation vertex has bad params");
   if (!fieldHolds(v.fields[0], p[0]) || !fieldHolds(v.fields[1], p[0])) return Error("Activation vertex field sizes do not match its count");
   return okStatus();
 }
 
 void runActivation(const exec::Vertex& v, uint8_t* mem) {
-  const ops::graphcore::Activation act{static_cast<ops::graphcore::ActivationKind>(v.params[1]), v.fparams[0], v.fparams[1],
-                                       v.fparams[2], v.fparams[3]};
+  const ops::graphcore::Activation act = vertexActivation(v.params[1], v.fparams, 0);
   const int64_t n = v.params[0];
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
@@ -274,7 +272,7 @@ void runMatMul(const exec::Vertex& v, uint8_t* mem) {
   const bool has_act = v.params.size() == 7;
   ops::graphcore::Activation act;
   if (has_act)
-    act = {static_cast<ops::graphcore::ActivationKind>(v.params[6]), v.fparams[2], v.fparams[3], v.fparams[4], v.fparams[5]};
+    act = vertexActivation(v.params[6], v.fparams, 2);
   thread_local std::vector<float> a_rows, b_rows;
   if (ta) a = untransposed(a, rows, K, a_rows);
   if (tb) b = untransposed(b, K, cols, b_rows);

@@ -44,7 +44,7 @@ Status checkReduce(const exec::Vertex& v) {
   POPRT_ASSIGN_OR_RETURN(Rows3 r, readRows3(v, "Reduce", act ? 1 : 0));
   if (v.params[0] < exec::kReduceSum || v.params[0] > exec::kReduceSumSquare) return Error("Reduce vertex has an unknown kind");
   if (v.fparams.size() != (act ? 4u : 0u)) return Error("Reduce vertex has bad fparams");
-  if (act && (v.params[4] < 0 || v.params[4] > static_cast<int64_t>(ops::graphcore::kLastActivationKind)))
+  if (act && !isActivationKind(v.params[4]))
     return Error("Reduce vertex has an unknown activation");
   if (!fieldHolds(v.fields[0], r.outSize()) || !fieldHolds(v.fields[1], r.inSize()))
     return Error("Reduce vertex field sizes do not match its shape");
@@ -116,8 +116,7 @@ void runReduce(const exec::Vertex& v, uint8_t* mem) {
     }
   }
   if (reduceHasActivation(v)) {
-    const ops::graphcore::Activation act{static_cast<ops::graphcore::ActivationKind>(v.params[4]), v.fparams[0], v.fparams[1],
-                                         v.fparams[2], v.fparams[3]};
+    const ops::graphcore::Activation act = vertexActivation(v.params[4], v.fparams, 0);
     activate(act, out, out, outer * inner);
   }
 }

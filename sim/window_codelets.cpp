@@ -226,7 +226,7 @@ Status checkConvPartial(const exec::Vertex& v) {
   const bool act = p.size() == base + 1;
   if (!(p.size() == base && v.fparams.empty()) && !(act && v.fparams.size() == 4))
     return Error("ConvPartial vertex has bad params");
-  if (act && (p[base] < 0 || p[base] > static_cast<int64_t>(ops::graphcore::kLastActivationKind)))
+  if (act && !isActivationKind(p[base]))
     return Error("ConvPartial vertex has an unknown activation");
   const int64_t groups = p[1], in_ch = p[2], out_ch = p[3];
   if (p[4] != 0 && p[4] != 1) return Error("ConvPartial vertex has a bad bias flag");
@@ -285,7 +285,7 @@ void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
   const bool has_act = convHasActivation(v);
   ops::graphcore::Activation act;
   if (has_act)
-    act = {static_cast<ops::graphcore::ActivationKind>(p.back()), v.fparams[0], v.fparams[1], v.fparams[2], v.fparams[3]};
+    act = vertexActivation(p.back(), v.fparams, 0);
   if (!bias && !has_act) return;
   for (int64_t c = 0; c < groups * Mb; ++c) {
     float* o = out + c * P;
