@@ -104,15 +104,27 @@ void forEachGatherPiece(const Layout& layout, const Gather& g, Fn&& fn) {
   const auto& regions = layout.regions;
   auto ends_after = [](int64_t value, const LayoutRegion& x) { return value < x.begin + x.count; };
   auto hint = regions.begin();
+  ptrdiff_t jump = 0;  // regions from the last rep's first to this one's, when they move forward
   for (int64_t r = 0; r < g.reps; ++r) {
     int64_t pos = g.begin + r * g.stride, left = g.count;
     uint64_t dst = g.dst_offset + static_cast<uint64_t>(r) * g.dst_stride;
-    // Reps move forward through the layout: look near where the last one started first.
+    // Reps move forward through the layout, mostly by the same number of regions each (a
+    // channel's rows, say): try that first, else gallop from where the last rep started (1, 2,
+    // 4... regions on) and search the last stride, rather than the whole layout (a ResNet-50
+    // layer's has thousands of regions, and gathers millions of reps a run).
     auto it = hint;
     if (it == regions.end() || pos < it->begin) it = regions.begin();
-    for (int step = 0; step < 4 && it != regions.end() && it->begin + it->count <= pos; ++step) ++it;
-    if (it != regions.end() && it->begin + it->count <= pos) it = std::upper_bound(it, regions.end(), pos, ends_after);
-    if (it != regions.end() && pos < it->begin) it = std::upper_bound(regions.begin(), it, pos, ends_after);
+    if (regions.end() - it > jump && it[jump].begin <= pos && ends_after(pos, it[jump])) {
+      it += jump;
+    } else if (it != regions.end() && !ends_after(pos, *it)) {
+      auto lo = it, hi = it + 1;  // lo ends at or before pos; the region sought is in (lo, hi]
+      for (ptrdiff_t step = 2; hi != regions.end() && !ends_after(pos, *hi); step *= 2) {
+        lo = hi;
+        hi = regions.end() - lo > step ? lo + step : regions.end();
+      }
+      it = std::upper_bound(lo + 1, hi, pos, ends_after);
+    }
+    jump = std::max<ptrdiff_t>(0, it - hint);
     hint = it;
     for (; left > 0 && it != regions.end(); ++it) {
       const int64_t n = std::min(left, it->begin + it->count - pos);
