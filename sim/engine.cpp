@@ -250,13 +250,13 @@ void Engine::runExchange(uint32_t index, bool split) {
   auto work = [&](unsigned worker, unsigned workers) {
     for (const auto& c : ex.copies)
       if (c.dst_tile % workers == worker)
-        moveBytes(tiles_[c.dst_tile].data() + c.dst_offset, tiles_[c.src_tile].data() + c.src_offset, c.bytes);
+        std::memmove(tiles_[c.dst_tile].data() + c.dst_offset, tiles_[c.src_tile].data() + c.src_offset, c.bytes);
     for (const auto& g : ex.gathers) {
       if (g.dst_tile % workers != worker) continue;
       const exec::Layout& layout = exe_.layouts[g.layout];
       uint8_t* dst_mem = tiles_[g.dst_tile].data();
       exec::forEachGatherPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t dst) {
-        moveBytes(dst_mem + dst,
+        std::memmove(dst_mem + dst,
                      tiles_[region.tile].data() + region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes,
                      static_cast<size_t>(n) * layout.elem_bytes);
       });
