@@ -29,8 +29,8 @@ Status lowerUnary(Lowering& l, const ir::Node& node) {
   const DType dt = y->type.dtype;
   const uint64_t es = dtypeSize(dt);
   TileMapping out = l.spreadLike(x, es);
-  for (const Region& r : out.regions) {
-    uint64_t in = l.operandOnTile(x, r.begin, r.count, r.tile);
+  for (const Lowering::Run& r : l.elementwiseRuns(out, es, {x})) {
+    uint64_t in = l.operandOnTile(x, r);
     uint64_t bytes = static_cast<uint64_t>(r.count) * es;
     l.computeSet().vertices.push_back({r.tile, exec::Codelet::Unary, dt, {{r.offset, bytes}, {in, bytes}},
                                        {static_cast<int64_t>(fn), r.count}, {}});
@@ -46,8 +46,8 @@ Status lowerCast(Lowering& l, const ir::Node& node) {
   const ir::Value* y = node.output(0);
   const DType from = x->type.dtype, to = y->type.dtype;
   TileMapping out = l.spreadLike(x, dtypeSize(to));
-  for (const Region& r : out.regions) {
-    uint64_t in = l.operandOnTile(x, r.begin, r.count, r.tile);
+  for (const Lowering::Run& r : l.elementwiseRuns(out, dtypeSize(to), {x})) {
+    uint64_t in = l.operandOnTile(x, r);
     const auto count = static_cast<uint64_t>(r.count);
     l.computeSet().vertices.push_back({r.tile, exec::Codelet::Cast, to, {{r.offset, count * dtypeSize(to)}, {in, count * dtypeSize(from)}},
                                        {r.count, static_cast<int64_t>(from)}, {}});
@@ -68,15 +68,25 @@ void binaryStep(Lowering& l, ops::BinaryFn fn, const ir::Value* a, const ir::Val
   const bool a_aligned = sa == out_shape, b_aligned = sb == out_shape;
   const DType dt = b->type.dtype;  // the device runs binary ops on operands of one dtype
   const uint64_t es = dtypeSize(dt);
-  for (const Region& r : out.regions) {
+  // Aligned operands read element i for output i: a vertex may cover a run of regions. A
+  // broadcast one is indexed from the region's first element: a vertex per region.
+  std::vector<Lowering::Run> runs;
+  if (a_aligned && b_aligned) {
+    runs = l.elementwiseRuns(out, es, {a, b});
+  } else {
+    for (const Region& r : out.regions) runs.push_back({r.tile, r.offset, r.count, {r}});
+  }
+  for (const Lowering::Run& r : runs) {
+    // Only broadcast operands are indexed from `begin`; a run's elements are not one range of it.
+    const int64_t begin = a_aligned && b_aligned ? 0 : r.regions.front().begin;
     uint64_t bytes = static_cast<uint64_t>(r.count) * es;
     // A broadcast operand: the tile gets only the elements its output reads (a bias's columns of
     // its rows, not the whole bias), from `base` on.
     int64_t bases[2] = {0, 0};
     auto operand = [&](const ir::Value* v, bool aligned, const std::vector<int64_t>& strides, int64_t& base) -> exec::Field {
       if (!v) return {r.offset, bytes};
-      if (aligned) return {l.operandOnTile(v, r.begin, r.count, r.tile), bytes};
-      const exec::IndexSpan span = exec::broadcastSpan(out_shape.data(), strides.data(), rank, r.begin, r.count);
+      if (aligned) return {l.operandOnTile(v, r), bytes};
+      const exec::IndexSpan span = exec::broadcastSpan(out_shape.data(), strides.data(), rank, begin, r.count);
       if (span.hi < span.lo) return {l.operandOnTile(v, 0, 0, r.tile), 0};  // no outputs here
       base = static_cast<int64_t>(span.lo);
       const auto n = static_cast<int64_t>(span.hi - span.lo + 1);
@@ -85,7 +95,7 @@ void binaryStep(Lowering& l, ops::BinaryFn fn, const ir::Value* a, const ir::Val
     exec::Vertex v{r.tile, exec::Codelet::Binary, dt,
                    {{r.offset, bytes}, operand(a, a_aligned, stride_a, bases[0]), operand(b, b_aligned, stride_b, bases[1])},
                    {static_cast<int64_t>(fn), r.count, a_aligned ? exec::kAligned : exec::kBroadcast,
-                    b_aligned ? exec::kAligned : exec::kBroadcast, r.begin, rank},
+                    b_aligned ? exec::kAligned : exec::kBroadcast, begin, rank},
                    {}};
     v.params.insert(v.params.end(), out_shape.begin(), out_shape.end());
     v.params.insert(v.params.end(), stride_a.begin(), stride_a.end());
@@ -165,10 +175,10 @@ Status lowerActivation(Lowering& l, const ir::Node& node) {
   const DType dt = x->type.dtype;
   const uint64_t es = dtypeSize(dt);
   TileMapping out = l.spreadLike(x, es);
-  for (const Region& r : out.regions) {
+  for (const Lowering::Run& r : l.elementwiseRuns(out, es, {x})) {
     const uint64_t bytes = static_cast<uint64_t>(r.count) * es;
     l.computeSet().vertices.push_back(
-        {r.tile, exec::Codelet::Activation, dt, {{r.offset, bytes}, {l.operandInScratch(x, r.begin, r.count, r.tile), bytes}},
+        {r.tile, exec::Codelet::Activation, dt, {{r.offset, bytes}, {l.operandInScratch(x, r), bytes}},
          {r.count, static_cast<int64_t>(act.kind)},
          {static_cast<float>(act.alpha), static_cast<float>(act.beta), static_cast<float>(act.min), static_cast<float>(act.max)}});
   }

@@ -227,10 +227,87 @@ TileMapping Lowering::spreadLike(const ir::Value* like, size_t elem_size) {
   std::unordered_map<uint32_t, int64_t> on_tile;
   for (const Region& r : src.regions)
     if ((on_tile[r.tile] += r.count) > 2 * per_tile) return spreadLinear(numel, elem_size);
+  // One block per tile, its regions one after another in order: elementwiseRuns can then give a
+  // tile's regions one vertex.
+  std::unordered_map<uint32_t, uint64_t> tile_bytes, next_offset;
+  for (const Region& r : src.regions) tile_bytes[r.tile] += static_cast<uint64_t>(r.count) * elem_size;
   TileMapping m;
-  for (const Region& r : src.regions)
-    m.regions.push_back({r.begin, r.count, r.tile, mem_.allocator().allocate(r.tile, static_cast<uint64_t>(r.count) * elem_size)});
+  for (const Region& r : src.regions) {
+    auto [at, first] = next_offset.try_emplace(r.tile, 0);
+    if (first) at->second = mem_.allocator().allocate(r.tile, tile_bytes[r.tile]);
+    m.regions.push_back({r.begin, r.count, r.tile, at->second});
+    at->second += static_cast<uint64_t>(r.count) * elem_size;
+  }
   return m;
+}
+
+std::vector<Lowering::Run> Lowering::elementwiseRuns(const TileMapping& out, size_t elem_size,
+                                                     std::initializer_list<const ir::Value*> operands) const {
+  std::vector<const ir::Value*> in;
+  bool weights = false;
+  for (const ir::Value* v : operands)
+    if (v) {
+      in.push_back(v);
+      weights = weights || v->isInitializer();
+    }
+  struct Open {
+    size_t run;                                // its index in `runs`
+    std::vector<std::optional<uint64_t>> next;  // where each operand's next element lies, if in place
+  };
+  std::vector<Run> runs;
+  std::unordered_map<uint32_t, Open> open;  // per tile, its last run
+  std::vector<std::optional<uint64_t>> here(in.size());
+  for (const Region& r : out.regions) {
+    for (size_t k = 0; k < in.size(); ++k) here[k] = inPlaceOffset(in[k], r.begin, r.count, r.tile);
+    auto it = open.find(r.tile);
+    bool extend = !weights && it != open.end();
+    if (extend) {
+      const Region& last = runs[it->second.run].regions.back();
+      extend = last.offset + static_cast<uint64_t>(last.count) * elem_size == r.offset && here == it->second.next;
+    }
+    if (extend) {
+      Run& run = runs[it->second.run];
+      run.regions.push_back(r);
+      run.count += r.count;
+    } else {
+      it = open.insert_or_assign(r.tile, Open{runs.size(), {}}).first;
+      runs.push_back({r.tile, r.offset, r.count, {r}});
+    }
+    it->second.next = here;
+    for (size_t k = 0; k < in.size(); ++k)
+      if (here[k]) it->second.next[k] = *here[k] + static_cast<uint64_t>(r.count) * dtypeSize(in[k]->type.dtype);
+  }
+  return runs;
+}
+
+uint64_t Lowering::operandOnTile(const ir::Value* v, const Run& run) {
+  const Region& first = run.regions.front();
+  if (run.regions.size() == 1) return operandOnTile(v, first.begin, first.count, run.tile);
+  if (auto in_place = inPlaceOffset(v, first.begin, first.count, run.tile)) return *in_place;  // and the rest after it
+  const size_t esize = dtypeSize(v->type.dtype);
+  requireMapping(v);
+  const uint64_t offset = mem_.allocator().allocate(run.tile, static_cast<uint64_t>(run.count) * esize);
+  uint64_t at = offset;
+  for (const Region& r : run.regions) {
+    gatherElements(mapping(v), r.begin, r.count, esize, run.tile, at, pending_exchange_.copies);
+    at += static_cast<uint64_t>(r.count) * esize;
+  }
+  if (run.count > 0) mem_.holdCopy(v, run.tile, offset);
+  return offset;
+}
+
+uint64_t Lowering::operandInScratch(const ir::Value* v, const Run& run) {
+  const Region& first = run.regions.front();
+  if (run.regions.size() == 1) return operandInScratch(v, first.begin, first.count, run.tile);
+  if (auto in_place = inPlaceOffset(v, first.begin, first.count, run.tile)) return *in_place;  // and the rest after it
+  const size_t esize = dtypeSize(v->type.dtype);
+  const uint64_t offset = scratch(run.tile, static_cast<uint64_t>(run.count) * esize);
+  uint64_t at = offset;
+  for (const Region& r : run.regions) {
+    gather(v, r.begin, r.count, 1, 0, run.tile, at, 0);
+    at += static_cast<uint64_t>(r.count) * esize;
+  }
+  return offset;
 }
 
 uint64_t Lowering::operandOnTile(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile) {

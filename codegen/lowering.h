@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -48,11 +49,28 @@ class Lowering {
   // more than twice spreadLinear's share on a tile.
   TileMapping spreadLike(const ir::Value* like, size_t elem_size);
 
+  // Regions of an elementwise output that one vertex covers: a run of a tile's regions (in order)
+  // lying one after another in its memory, each operand's elements either in place and as
+  // consecutive, or not in place (then gathered into one buffer for the run). A conv with split
+  // input channels leaves its output in many short regions per tile (its reduction slices cross
+  // channels): with a vertex per region, an elementwise op after it cost several per tile.
+  struct Run {
+    uint32_t tile = 0;
+    uint64_t offset = 0;          // of the output
+    int64_t count = 0;            // elements, all regions'
+    std::vector<Region> regions;  // the output's, in order
+  };
+  // Null operands are skipped; with a weight among them every region is a run of its own.
+  std::vector<Run> elementwiseRuns(const TileMapping& out, size_t elem_size,
+                                   std::initializer_list<const ir::Value*> operands) const;
+
   // Tile-memory offset of a contiguous buffer on `tile` holding elements [begin, begin+count) of
   // `v`: in place when the mapping already has them there, else a new buffer the node's exchange
   // step fills. Buffers are reused by later nodes (values never change once computed) and freed
   // with `v`.
   uint64_t operandOnTile(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile);
+  // The same for the elements of a run of `v`'s shape (elementwiseRuns), one after another.
+  uint64_t operandOnTile(const ir::Value* v, const Run& run);
   // Weights (initializers) live where vertices read them: the load program copies each slice a
   // tile needs straight there, once, so no exchange moves weights at run time. For r < reps,
   // elements [begin + r*stride, +count) go one after another to the returned offset. Refused
@@ -78,6 +96,7 @@ class Lowering {
   // Elements [begin, begin+count) of `v` contiguous on `tile`: in place, or a buffer an earlier
   // node gathered, else gathered into scratch by this node's exchange step.
   uint64_t operandInScratch(const ir::Value* v, int64_t begin, int64_t count, uint32_t tile);
+  uint64_t operandInScratch(const ir::Value* v, const Run& run);
   // For r < reps, elements [begin + r*stride, +count) of `v` one after another on `tile`: a weight
   // slice resident there, or node scratch this node's exchange fills with one gather (however many
   // tiles `v` is spread over).

@@ -182,6 +182,40 @@ TEST(Engine, ConvsSplitOverInputChannelsSumTheirPartials) {
   expectSimMatchesReference(m, {{"x", randomTensor({1, 2048, 7, 7}, 74)}, {"v", randomTensor({1, 250, 9, 9}, 75)}}, 1472);
 }
 
+// A split conv's reduction slices cross channels, so its output has several regions per slice;
+// the elementwise ops after it (Relu, an Add of an operand laid out elsewhere, a LeakyRelu) run a
+// vertex per slice, not per region, and still match the evaluator.
+TEST(Engine, ElementwiseOpsAfterASplitConvRunAVertexPerSlice) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = *m.graph;
+  ir::Value* x = g.addInput("x", f32({1, 512, 14, 14}));
+  ir::Value* z = g.addInput("z", f32({1, 64, 14, 14}));
+  ir::Value* w = g.addInitializer("w", randomTensor({64, 512, 1, 1}, 81));
+  ir::Value* c = g.addValue("c", f32({1, 64, 14, 14}));
+  ir::Value* r = g.addValue("r", f32({1, 64, 14, 14}));
+  ir::Value* s = g.addValue("s", f32({1, 64, 14, 14}));
+  ir::Value* y = g.addValue("y", f32({1, 64, 14, 14}));
+  addWindowNode(g, "Conv", {x, w}, c, "conv", {});
+  g.addNode("Relu", {c}, {r}, "relu");
+  g.addNode("Add", {r, z}, {s}, "add");
+  g.addNode("LeakyRelu", {s}, {y}, "leaky_relu");
+  g.addOutput(y);
+  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 1472), 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  size_t slices = 0;
+  std::map<std::string, size_t> elementwise;  // vertices per node
+  for (const auto& cs : compiled->executable.compute_sets)
+    for (const auto& v : cs.vertices) {
+      if (v.codelet == exec::Codelet::Reduce) ++slices;
+      if (cs.name != "conv") ++elementwise[cs.name];
+    }
+  ASSERT_GT(slices, 0u) << "the conv was not split";
+  EXPECT_EQ(elementwise.size(), 3u);
+  for (const auto& [node, vertices] : elementwise) EXPECT_LE(vertices, slices) << node;
+  expectSimMatchesReference(m, {{"x", randomTensor({1, 512, 14, 14}, 82)}, {"z", randomTensor({1, 64, 14, 14}, 83)}}, 1472);
+}
+
 // 1-D and 3-D windows, dilations, auto_pad and ceil_mode.
 TEST(Engine, Conv1dAnd3dWithAutoPadAndCeilMode) {
   ir::Model m;
