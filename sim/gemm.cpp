@@ -1,5 +1,7 @@
 // Register-tiled kernels: a tile of J rows of `out` by W columns lives in vector registers while k
-// runs over K, each step broadcasting a[j][k] and fused-multiply-adding it with row k of b. The
+// runs over K, each step broadcasting a[j][k] and fused-multiply-adding it with row k of b (each
+// row of b through its own pointer, so a convolution can pass rows of its padded input in place
+// of an im2col matrix). The
 // last columns of a row go through masked loads and stores, so nothing reads past a row of b.
 // `gemm` picks the version for the CPU once; each version is callable by itself, for the tests.
 #include "sim/gemm.h"
@@ -24,14 +26,15 @@ namespace {
 
 // AVX-512: J rows x V vectors of 16; `valid` columns of the last vector are used (1..16).
 template <int J, int V>
-POPRT_V4 void tile512(const float* a, int64_t K, const float* b, int64_t ldb, float* out, int64_t ldo, __mmask16 last) {
+POPRT_V4 void tile512(const float* a, int64_t K, const float* const* b, int64_t q, float* out, int64_t ldo, __mmask16 last) {
   __m512 acc[J][V];
   for (int j = 0; j < J; ++j)
     for (int v = 0; v < V; ++v) acc[j][v] = _mm512_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
     __m512 c[V];
-    for (int v = 0; v < V - 1; ++v) c[v] = _mm512_loadu_ps(b + k * ldb + 16 * v);
-    c[V - 1] = _mm512_maskz_loadu_ps(last, b + k * ldb + 16 * (V - 1));
+    const float* row = b[k] + q;
+    for (int v = 0; v < V - 1; ++v) c[v] = _mm512_loadu_ps(row + 16 * v);
+    c[V - 1] = _mm512_maskz_loadu_ps(last, row + 16 * (V - 1));
     for (int j = 0; j < J; ++j) {
       const __m512 x = _mm512_set1_ps(a[j * K + k]);
       for (int v = 0; v < V; ++v) acc[j][v] = _mm512_fmadd_ps(x, c[v], acc[j][v]);
@@ -45,32 +48,33 @@ POPRT_V4 void tile512(const float* a, int64_t K, const float* b, int64_t ldb, fl
 
 // Rows [0, M) of one column block, J at a time, then the last M % J.
 template <int J, int V>
-POPRT_V4 void rows512(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, float* out, int64_t ldo, __mmask16 last) {
+POPRT_V4 void rows512(const float* a, int64_t M, int64_t K, const float* const* b, int64_t q, float* out, int64_t ldo, __mmask16 last) {
   int64_t j = 0;
-  for (; j + J <= M; j += J) tile512<J, V>(a + j * K, K, b, ldb, out + j * ldo, ldo, last);
+  for (; j + J <= M; j += J) tile512<J, V>(a + j * K, K, b, q, out + j * ldo, ldo, last);
   if constexpr (J > 1)
-    if (j < M) rows512<(J + 1) / 2, V>(a + j * K, M - j, K, b, ldb, out + j * ldo, ldo, last);
+    if (j < M) rows512<(J + 1) / 2, V>(a + j * K, M - j, K, b, q, out + j * ldo, ldo, last);
 }
 
-__attribute__((target("avx512f,fma"))) void gemmAvx512(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb,
+__attribute__((target("avx512f,fma"))) void gemmAvx512(const float* a, int64_t M, int64_t K, const float* const* b,
                                                         int64_t N, float* out, int64_t ldo) {
   int64_t q = 0;
-  for (; q + 32 <= N; q += 32) rows512<8, 2>(a, M, K, b + q, ldb, out + q, ldo, 0xFFFF);
+  for (; q + 32 <= N; q += 32) rows512<8, 2>(a, M, K, b, q, out + q, ldo, 0xFFFF);
   const int64_t left = N - q;
-  if (left > 16) rows512<8, 2>(a, M, K, b + q, ldb, out + q, ldo, static_cast<__mmask16>((1u << (left - 16)) - 1));
-  else if (left > 0) rows512<8, 1>(a, M, K, b + q, ldb, out + q, ldo, static_cast<__mmask16>((1u << left) - 1));
+  if (left > 16) rows512<8, 2>(a, M, K, b, q, out + q, ldo, static_cast<__mmask16>((1u << (left - 16)) - 1));
+  else if (left > 0) rows512<8, 1>(a, M, K, b, q, out + q, ldo, static_cast<__mmask16>((1u << left) - 1));
 }
 
 // AVX2: J rows x V vectors of 8; `last` masks the used columns of the last vector.
 template <int J, int V>
-POPRT_V3 void tile256(const float* a, int64_t K, const float* b, int64_t ldb, float* out, int64_t ldo, __m256i last) {
+POPRT_V3 void tile256(const float* a, int64_t K, const float* const* b, int64_t q, float* out, int64_t ldo, __m256i last) {
   __m256 acc[J][V];
   for (int j = 0; j < J; ++j)
     for (int v = 0; v < V; ++v) acc[j][v] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
     __m256 c[V];
-    for (int v = 0; v < V - 1; ++v) c[v] = _mm256_loadu_ps(b + k * ldb + 8 * v);
-    c[V - 1] = _mm256_maskload_ps(b + k * ldb + 8 * (V - 1), last);
+    const float* row = b[k] + q;
+    for (int v = 0; v < V - 1; ++v) c[v] = _mm256_loadu_ps(row + 8 * v);
+    c[V - 1] = _mm256_maskload_ps(row + 8 * (V - 1), last);
     for (int j = 0; j < J; ++j) {
       const __m256 x = _mm256_set1_ps(a[j * K + k]);
       for (int v = 0; v < V; ++v) acc[j][v] = _mm256_fmadd_ps(x, c[v], acc[j][v]);
@@ -83,33 +87,33 @@ POPRT_V3 void tile256(const float* a, int64_t K, const float* b, int64_t ldb, fl
 }
 
 template <int J, int V>
-POPRT_V3 void rows256(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, float* out, int64_t ldo, __m256i last) {
+POPRT_V3 void rows256(const float* a, int64_t M, int64_t K, const float* const* b, int64_t q, float* out, int64_t ldo, __m256i last) {
   int64_t j = 0;
-  for (; j + J <= M; j += J) tile256<J, V>(a + j * K, K, b, ldb, out + j * ldo, ldo, last);
+  for (; j + J <= M; j += J) tile256<J, V>(a + j * K, K, b, q, out + j * ldo, ldo, last);
   if constexpr (J > 1)
-    if (j < M) rows256<(J + 1) / 2, V>(a + j * K, M - j, K, b, ldb, out + j * ldo, ldo, last);
+    if (j < M) rows256<(J + 1) / 2, V>(a + j * K, M - j, K, b, q, out + j * ldo, ldo, last);
 }
 
 POPRT_V3 __m256i mask256(int64_t n) {  // the first n of 8 lanes
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-__attribute__((target("avx2,fma"))) void gemmAvx2(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb,
-                                                        int64_t N, float* out, int64_t ldo) {
+__attribute__((target("avx2,fma"))) void gemmAvx2(const float* a, int64_t M, int64_t K, const float* const* b,
+                                                    int64_t N, float* out, int64_t ldo) {
   int64_t q = 0;
-  for (; q + 16 <= N; q += 16) rows256<6, 2>(a, M, K, b + q, ldb, out + q, ldo, mask256(8));
+  for (; q + 16 <= N; q += 16) rows256<6, 2>(a, M, K, b, q, out + q, ldo, mask256(8));
   const int64_t left = N - q;
-  if (left > 8) rows256<6, 2>(a, M, K, b + q, ldb, out + q, ldo, mask256(left - 8));
-  else if (left > 0) rows256<6, 1>(a, M, K, b + q, ldb, out + q, ldo, mask256(left));
+  if (left > 8) rows256<6, 2>(a, M, K, b, q, out + q, ldo, mask256(left - 8));
+  else if (left > 0) rows256<6, 1>(a, M, K, b, q, out + q, ldo, mask256(left));
 }
 
 #endif
 
-void gemmPortable(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo) {
+void gemmPortable(const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo) {
   for (int64_t j = 0; j < M; ++j)
     for (int64_t q = 0; q < N; ++q) {
       float acc = 0.0f;
-      for (int64_t k = 0; k < K; ++k) acc = std::fma(a[j * K + k], b[k * ldb + q], acc);
+      for (int64_t k = 0; k < K; ++k) acc = std::fma(a[j * K + k], b[k][q], acc);
       out[j * ldo + q] = acc;
     }
 }
@@ -125,8 +129,8 @@ std::vector<GemmIsa> availableGemmIsas() {
   return isas;
 }
 
-void gemmWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out,
-              int64_t ldo) {
+void gemmRowsWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out,
+                  int64_t ldo) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {  // no products: zeros, without touching a or b (which may be null then)
     for (int64_t j = 0; j < M; ++j) std::fill(out + j * ldo, out + j * ldo + N, 0.0f);
@@ -134,16 +138,34 @@ void gemmWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* b,
   }
   switch (isa) {
 #ifdef POPRT_GEMM_X86
-    case GemmIsa::Avx512: return gemmAvx512(a, M, K, b, ldb, N, out, ldo);
-    case GemmIsa::Avx2: return gemmAvx2(a, M, K, b, ldb, N, out, ldo);
+    case GemmIsa::Avx512: return gemmAvx512(a, M, K, b, N, out, ldo);
+    case GemmIsa::Avx2: return gemmAvx2(a, M, K, b, N, out, ldo);
 #endif
-    default: return gemmPortable(a, M, K, b, ldb, N, out, ldo);
+    default: return gemmPortable(a, M, K, b, N, out, ldo);
   }
 }
 
+void gemmWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out,
+              int64_t ldo) {
+  thread_local std::vector<const float*> rows;
+  rows.resize(static_cast<size_t>(std::max<int64_t>(K, 0)));
+  for (int64_t k = 0; k < K; ++k) rows[static_cast<size_t>(k)] = b + k * ldb;
+  gemmRowsWith(isa, a, M, K, rows.data(), N, out, ldo);
+}
+
+namespace {
+GemmIsa bestIsa() {
+  static const GemmIsa best = availableGemmIsas().back();  // on first use: the CPU is known by then
+  return best;
+}
+}  // namespace
+
 void gemm(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo) {
-  static const GemmIsa best = availableGemmIsas().back();
-  gemmWith(best, a, M, K, b, ldb, N, out, ldo);
+  gemmWith(bestIsa(), a, M, K, b, ldb, N, out, ldo);
+}
+
+void gemmRows(const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo) {
+  gemmRowsWith(bestIsa(), a, M, K, b, N, out, ldo);
 }
 
 }  // namespace poprt::sim

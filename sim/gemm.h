@@ -11,11 +11,15 @@ namespace poprt::sim {
 // so every target (AVX-512, AVX2 and the portable scalar build, whose fmaf is exact too) computes
 // the same bits, and an output does not depend on its place in the block.
 void gemm(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo);
+// The same with row k of b at b[k] (columns [0, N) of each), rows anywhere.
+void gemmRows(const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo);
 
 // The versions: gemm runs the last one this CPU has.
 enum class GemmIsa { Portable, Avx2, Avx512 };
 std::vector<GemmIsa> availableGemmIsas();  // Portable first
 void gemmWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out,
               int64_t ldo);
+void gemmRowsWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out,
+                  int64_t ldo);
 
 }  // namespace poprt::sim

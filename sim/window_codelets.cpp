@@ -215,6 +215,47 @@ POPRT_VECTOR_CLONES void convDirect(const Window3& w, const float* x, const floa
 
 constexpr int64_t kScratchFloats = int64_t{1} << 22;  // im2col scratch per chunk (16 MiB)
 
+// Unit strides over a plane (no depth), and windows at most as wide again as the output rows: the
+// padded-input product below applies, and wastes at most half its columns.
+bool paddedProductApplies(const Window3& w) {
+  return w.in[0] == 1 && w.out[0] == 1 && w.kernel[0] == 1 && w.start[0] == 0 && w.stride[1] == 1 && w.stride[2] == 1 &&
+         (w.kernel[2] - 1) * w.dil[2] <= w.out[2];
+}
+
+// The conv of one group as a product with rows of a zero-padded copy of its input, in place of an
+// im2col matrix (a copy of the input per tap): the padded plane is `pw` = out[2] + the kernel's
+// reach wide, so tap (ky, kx) of output (y, x) reads element y*pw + x + (ky*dil*pw + kx*dil) of
+// it, and row (c, ky, kx) of the product is the plane of c from that offset on. The product runs
+// over y*pw + x for every x < pw; the columns past out[2] of each line read the next line's edge
+// and are dropped. Each output sums the same products in the same order as with im2col (padding
+// taps are zeros in both), so the bits are the same.
+void convPadded(const Window3& w, const float* x, const float* wts, int64_t Cg, int64_t Mb, float* out) {
+  const int64_t h = w.out[1], width = w.out[2], k1 = w.kernel[1], k2 = w.kernel[2];
+  const int64_t pw = width + (k2 - 1) * w.dil[2], ph = h + (k1 - 1) * w.dil[1], plane = ph * pw;
+  const int64_t n = h * pw, rows = Cg * k1 * k2;
+  thread_local std::vector<float> padded, product;
+  thread_local std::vector<const float*> row_of;
+  padded.assign(static_cast<size_t>(Cg * plane + (k2 - 1) * w.dil[2]), 0.0f);  // + the last line's overhang
+  for (int64_t c = 0; c < Cg; ++c)
+    for (int64_t py = 0; py < ph; ++py) {
+      const int64_t iy = w.start[1] + py;
+      if (iy < 0 || iy >= w.in[1]) continue;
+      const int64_t px0 = std::max<int64_t>(0, -w.start[2]), px1 = std::min(pw, w.in[2] - w.start[2]);
+      if (px1 > px0)
+        std::copy(x + (c * w.in[1] + iy) * w.in[2] + w.start[2] + px0, x + (c * w.in[1] + iy) * w.in[2] + w.start[2] + px1,
+                  padded.data() + c * plane + py * pw + px0);
+    }
+  row_of.resize(static_cast<size_t>(rows));
+  for (int64_t c = 0, k = 0; c < Cg; ++c)
+    for (int64_t ky = 0; ky < k1; ++ky)
+      for (int64_t kx = 0; kx < k2; ++kx) row_of[static_cast<size_t>(k++)] = padded.data() + c * plane + ky * w.dil[1] * pw + kx * w.dil[2];
+  product.resize(static_cast<size_t>(Mb * n));
+  gemmRows(wts, Mb, rows, row_of.data(), n, product.data(), n);
+  for (int64_t j = 0; j < Mb; ++j)
+    for (int64_t y = 0; y < h; ++y)
+      std::copy(product.data() + j * n + y * pw, product.data() + j * n + y * pw + width, out + (j * h + y) * width);
+}
+
 }  // namespace
 
 Status checkConvPartial(const exec::Vertex& v) {
@@ -261,6 +302,10 @@ void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
   // Output lines per im2col chunk, within the scratch budget (0: too wide, go tap by tap).
   const int64_t line_floats = capMul(rows, width);
   const int64_t chunk = line_floats < 0 ? 0 : line_floats > 0 ? std::min(lines, kScratchFloats / line_floats) : lines;
+  // The padded copy and the product it feeds, within the same scratch budget.
+  const bool padded = paddedProductApplies(w) &&
+                      capMul(Cg, capMul(w.out[1] + (w.kernel[1] - 1) * w.dil[1], 2 * width + 1)) <= kScratchFloats &&
+                      capMul(Mb, capMul(w.out[1], 2 * width + 1)) <= kScratchFloats;
   thread_local std::vector<float> col;
   for (int64_t g = 0; g < groups; ++g) {
     float* og = out + g * Mb * P;
@@ -270,6 +315,8 @@ void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
       std::fill(og, og + Mb * P, 0.0f);
     } else if (direct) {
       gemm(wg, Mb, rows, x, P, P, og, P);
+    } else if (padded) {
+      convPadded(w, x, wg, Cg, Mb, og);
     } else if (chunk == 0) {
       convDirect(w, x, wg, Cg, Mb, og);
     } else {
