@@ -215,45 +215,60 @@ POPRT_VECTOR_CLONES void convDirect(const Window3& w, const float* x, const floa
 
 constexpr int64_t kScratchFloats = int64_t{1} << 22;  // im2col scratch per chunk (16 MiB)
 
-// Unit strides over a plane (no depth), and windows at most as wide again as the output rows: the
+// A plane (no depth), and taps reaching at most as far again as the output rows are wide: the
 // padded-input product below applies, and wastes at most half its columns.
 bool paddedProductApplies(const Window3& w) {
-  return w.in[0] == 1 && w.out[0] == 1 && w.kernel[0] == 1 && w.start[0] == 0 && w.stride[1] == 1 && w.stride[2] == 1 &&
-         (w.kernel[2] - 1) * w.dil[2] <= w.out[2];
+  return w.in[0] == 1 && w.out[0] == 1 && w.kernel[0] == 1 && w.start[0] == 0 &&
+         (w.kernel[2] - 1) * w.dil[2] / w.stride[2] <= w.out[2];
 }
 
 // The conv of one group as a product with rows of a zero-padded copy of its input, in place of an
-// im2col matrix (a copy of the input per tap): the padded plane is `pw` = out[2] + the kernel's
-// reach wide, so tap (ky, kx) of output (y, x) reads element y*pw + x + (ky*dil*pw + kx*dil) of
-// it, and row (c, ky, kx) of the product is the plane of c from that offset on. The product runs
-// over y*pw + x for every x < pw; the columns past out[2] of each line read the next line's edge
-// and are dropped. Each output sums the same products in the same order as with im2col (padding
-// taps are zeros in both), so the bits are the same.
+// im2col matrix (a copy of the input per tap). The copy is split by phase, (row, column) mod the
+// strides, so that every tap reads a phase plane at unit stride: input (y*s1 + ky*d1, x*s2 + kx*d2)
+// is element y*qw + x + (ky*d1 / s1)*qw + kx*d2 / s2 of phase (ky*d1 % s1, kx*d2 % s2), where a
+// plane is qw = out[2] + the taps' reach / s2 wide. Row (c, ky, kx) of the product is that plane of
+// c from that offset on, and the product runs over y*qw + x for every x < qw: the columns past
+// out[2] of each line read the next line's edge and are dropped. Each output sums the same
+// products in the same order as with im2col (padding taps are zeros in both): the same bits.
 void convPadded(const Window3& w, const float* x, const float* wts, int64_t Cg, int64_t Mb, float* out) {
   const int64_t h = w.out[1], width = w.out[2], k1 = w.kernel[1], k2 = w.kernel[2];
-  const int64_t pw = width + (k2 - 1) * w.dil[2], ph = h + (k1 - 1) * w.dil[1], plane = ph * pw;
-  const int64_t n = h * pw, rows = Cg * k1 * k2;
+  const int64_t s1 = w.stride[1], s2 = w.stride[2];
+  const int64_t qw = width + (k2 - 1) * w.dil[2] / s2, qh = h + (k1 - 1) * w.dil[1] / s1, plane = qh * qw;
+  const int64_t phases = s1 * s2, n = h * qw, rows = Cg * k1 * k2;
   thread_local std::vector<float> padded, product;
   thread_local std::vector<const float*> row_of;
-  padded.assign(static_cast<size_t>(Cg * plane + (k2 - 1) * w.dil[2]), 0.0f);  // + the last line's overhang
+  // Planes [c][phase], then the last line's overhang (read only by dropped columns).
+  padded.assign(static_cast<size_t>(Cg * phases * plane + (k2 - 1) * w.dil[2] / s2), 0.0f);
   for (int64_t c = 0; c < Cg; ++c)
-    for (int64_t py = 0; py < ph; ++py) {
-      const int64_t iy = w.start[1] + py;
-      if (iy < 0 || iy >= w.in[1]) continue;
-      const int64_t px0 = std::max<int64_t>(0, -w.start[2]), px1 = std::min(pw, w.in[2] - w.start[2]);
-      if (px1 > px0)
-        std::copy(x + (c * w.in[1] + iy) * w.in[2] + w.start[2] + px0, x + (c * w.in[1] + iy) * w.in[2] + w.start[2] + px1,
-                  padded.data() + c * plane + py * pw + px0);
-    }
+    for (int64_t ry = 0; ry < s1; ++ry)
+      for (int64_t rx = 0; rx < s2; ++rx) {
+        float* q = padded.data() + (c * phases + ry * s2 + rx) * plane;
+        // Columns xx with input column ix = start + xx*s2 + rx inside [0, in).
+        const int64_t first = w.start[2] + rx, x0 = first >= 0 ? 0 : (-first + s2 - 1) / s2;
+        const int64_t x1 = std::min(qw, w.in[2] - first <= 0 ? 0 : (w.in[2] - first + s2 - 1) / s2);
+        for (int64_t yy = 0; yy < qh; ++yy) {
+          const int64_t iy = w.start[1] + yy * s1 + ry;
+          if (iy < 0 || iy >= w.in[1] || x1 <= x0) continue;
+          const float* src = x + (c * w.in[1] + iy) * w.in[2];  // the input row; column xx reads first + xx*s2
+          float* dst = q + yy * qw;
+          if (s2 == 1) std::copy(src + first + x0, src + first + x1, dst + x0);
+          else
+            for (int64_t xx = x0; xx < x1; ++xx) dst[xx] = src[first + xx * s2];
+        }
+      }
   row_of.resize(static_cast<size_t>(rows));
   for (int64_t c = 0, k = 0; c < Cg; ++c)
     for (int64_t ky = 0; ky < k1; ++ky)
-      for (int64_t kx = 0; kx < k2; ++kx) row_of[static_cast<size_t>(k++)] = padded.data() + c * plane + ky * w.dil[1] * pw + kx * w.dil[2];
+      for (int64_t kx = 0; kx < k2; ++kx) {
+        const int64_t oy = ky * w.dil[1], ox = kx * w.dil[2];
+        const int64_t phase = (oy % s1) * s2 + ox % s2;
+        row_of[static_cast<size_t>(k++)] = padded.data() + (c * phases + phase) * plane + oy / s1 * qw + ox / s2;
+      }
   product.resize(static_cast<size_t>(Mb * n));
   gemmRows(wts, Mb, rows, row_of.data(), n, product.data(), n);
   for (int64_t j = 0; j < Mb; ++j)
     for (int64_t y = 0; y < h; ++y)
-      std::copy(product.data() + j * n + y * pw, product.data() + j * n + y * pw + width, out + (j * h + y) * width);
+      std::copy(product.data() + j * n + y * qw, product.data() + j * n + y * qw + width, out + (j * h + y) * width);
 }
 
 }  // namespace
@@ -304,7 +319,8 @@ void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
   const int64_t chunk = line_floats < 0 ? 0 : line_floats > 0 ? std::min(lines, kScratchFloats / line_floats) : lines;
   // The padded copy and the product it feeds, within the same scratch budget.
   const bool padded = paddedProductApplies(w) &&
-                      capMul(Cg, capMul(w.out[1] + (w.kernel[1] - 1) * w.dil[1], 2 * width + 1)) <= kScratchFloats &&
+                      capMul(capMul(Cg, capMul(w.stride[1], w.stride[2])),
+                             capMul(w.out[1] + (w.kernel[1] - 1) * w.dil[1] / w.stride[1] + 1, 2 * width + 1)) <= kScratchFloats &&
                       capMul(Mb, capMul(w.out[1], 2 * width + 1)) <= kScratchFloats;
   thread_local std::vector<float> col;
   for (int64_t g = 0; g < groups; ++g) {

@@ -454,14 +454,14 @@ TEST(ConvPartialCodelet, ActivationEpilogueMatchesConvAct) {
   }
 }
 
-// The codelet's numerics, whichever way it builds the product (rows of a padded copy of the input
-// at unit strides, im2col otherwise): each output is its products summed in order (input channel,
-// then kernel row, then kernel column) with fused multiply-adds from zero, padding taps adding
-// fma(w, 0, sum), then the bias. Bit for bit, against that loop written out.
+// The codelet's numerics, whichever way it builds the product (rows of a padded copy of the input,
+// or im2col when the taps reach too far): each output is its products summed in order (input
+// channel, then kernel row, then kernel column) with fused multiply-adds from zero, padding taps
+// adding fma(w, 0, sum), then the bias. Bit for bit, against that loop written out.
 TEST(ConvPartialCodelet, EachOutputSumsItsProductsInOrder) {
   const int64_t C = 3, M = 5, H = 6, W = 7, k = 3;
-  for (int64_t stride : {1, 2})
-    for (int64_t dil : {1, 2}) {
+  for (int64_t stride : {1, 2, 3})
+    for (int64_t dil : {1, 2, 4}) {
       SCOPED_TRACE(std::to_string(stride) + " " + std::to_string(dil));
       const int64_t pad = dil, oh = (H + 2 * pad - (k - 1) * dil - 1) / stride + 1, ow = (W + 2 * pad - (k - 1) * dil - 1) / stride + 1;
       auto x = randomVector(static_cast<size_t>(C * H * W), 5), w = randomVector(static_cast<size_t>(M * C * k * k), 6);
