@@ -18,6 +18,17 @@
 namespace poprt::sim {
 namespace {
 
+// Row k of b: at a stride (a matrix), or through a table of pointers (gemmRows).
+struct StridedRows {
+  const float* b;
+  int64_t ldb;
+  const float* operator[](int64_t k) const { return b + k * ldb; }
+};
+struct PointerRows {
+  const float* const* b;
+  const float* operator[](int64_t k) const { return b[k]; }
+};
+
 #ifdef POPRT_GEMM_X86
 
 // Features, not arch levels: Clang's multiversioning takes no "arch=x86-64-v4".
@@ -25,8 +36,8 @@ namespace {
 #define POPRT_V3 __attribute__((target("avx2,fma"), always_inline)) inline
 
 // AVX-512: J rows x V vectors of 16; `valid` columns of the last vector are used (1..16).
-template <int J, int V>
-POPRT_V4 void tile512(const float* a, int64_t K, const float* const* b, int64_t q, float* out, int64_t ldo, __mmask16 last) {
+template <int J, int V, class Rows>
+POPRT_V4 void tile512(const float* a, int64_t K, Rows b, int64_t q, float* out, int64_t ldo, __mmask16 last) {
   __m512 acc[J][V];
   for (int j = 0; j < J; ++j)
     for (int v = 0; v < V; ++v) acc[j][v] = _mm512_setzero_ps();
@@ -47,26 +58,27 @@ POPRT_V4 void tile512(const float* a, int64_t K, const float* const* b, int64_t 
 }
 
 // Rows [0, M) of one column block, J at a time, then the last M % J.
-template <int J, int V>
-POPRT_V4 void rows512(const float* a, int64_t M, int64_t K, const float* const* b, int64_t q, float* out, int64_t ldo, __mmask16 last) {
+template <int J, int V, class Rows>
+POPRT_V4 void rows512(const float* a, int64_t M, int64_t K, Rows b, int64_t q, float* out, int64_t ldo, __mmask16 last) {
   int64_t j = 0;
-  for (; j + J <= M; j += J) tile512<J, V>(a + j * K, K, b, q, out + j * ldo, ldo, last);
+  for (; j + J <= M; j += J) tile512<J, V, Rows>(a + j * K, K, b, q, out + j * ldo, ldo, last);
   if constexpr (J > 1)
-    if (j < M) rows512<(J + 1) / 2, V>(a + j * K, M - j, K, b, q, out + j * ldo, ldo, last);
+    if (j < M) rows512<(J + 1) / 2, V, Rows>(a + j * K, M - j, K, b, q, out + j * ldo, ldo, last);
 }
 
-__attribute__((target("avx512f,fma"))) void gemmAvx512(const float* a, int64_t M, int64_t K, const float* const* b,
+template <class Rows>
+__attribute__((target("avx512f,fma"))) void gemmAvx512(const float* a, int64_t M, int64_t K, Rows b,
                                                         int64_t N, float* out, int64_t ldo) {
   int64_t q = 0;
-  for (; q + 32 <= N; q += 32) rows512<8, 2>(a, M, K, b, q, out + q, ldo, 0xFFFF);
+  for (; q + 32 <= N; q += 32) rows512<8, 2, Rows>(a, M, K, b, q, out + q, ldo, 0xFFFF);
   const int64_t left = N - q;
-  if (left > 16) rows512<8, 2>(a, M, K, b, q, out + q, ldo, static_cast<__mmask16>((1u << (left - 16)) - 1));
-  else if (left > 0) rows512<8, 1>(a, M, K, b, q, out + q, ldo, static_cast<__mmask16>((1u << left) - 1));
+  if (left > 16) rows512<8, 2, Rows>(a, M, K, b, q, out + q, ldo, static_cast<__mmask16>((1u << (left - 16)) - 1));
+  else if (left > 0) rows512<8, 1, Rows>(a, M, K, b, q, out + q, ldo, static_cast<__mmask16>((1u << left) - 1));
 }
 
 // AVX2: J rows x V vectors of 8; `last` masks the used columns of the last vector.
-template <int J, int V>
-POPRT_V3 void tile256(const float* a, int64_t K, const float* const* b, int64_t q, float* out, int64_t ldo, __m256i last) {
+template <int J, int V, class Rows>
+POPRT_V3 void tile256(const float* a, int64_t K, Rows b, int64_t q, float* out, int64_t ldo, __m256i last) {
   __m256 acc[J][V];
   for (int j = 0; j < J; ++j)
     for (int v = 0; v < V; ++v) acc[j][v] = _mm256_setzero_ps();
@@ -86,30 +98,32 @@ POPRT_V3 void tile256(const float* a, int64_t K, const float* const* b, int64_t 
   }
 }
 
-template <int J, int V>
-POPRT_V3 void rows256(const float* a, int64_t M, int64_t K, const float* const* b, int64_t q, float* out, int64_t ldo, __m256i last) {
+template <int J, int V, class Rows>
+POPRT_V3 void rows256(const float* a, int64_t M, int64_t K, Rows b, int64_t q, float* out, int64_t ldo, __m256i last) {
   int64_t j = 0;
-  for (; j + J <= M; j += J) tile256<J, V>(a + j * K, K, b, q, out + j * ldo, ldo, last);
+  for (; j + J <= M; j += J) tile256<J, V, Rows>(a + j * K, K, b, q, out + j * ldo, ldo, last);
   if constexpr (J > 1)
-    if (j < M) rows256<(J + 1) / 2, V>(a + j * K, M - j, K, b, q, out + j * ldo, ldo, last);
+    if (j < M) rows256<(J + 1) / 2, V, Rows>(a + j * K, M - j, K, b, q, out + j * ldo, ldo, last);
 }
 
 POPRT_V3 __m256i mask256(int64_t n) {  // the first n of 8 lanes
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-__attribute__((target("avx2,fma"))) void gemmAvx2(const float* a, int64_t M, int64_t K, const float* const* b,
+template <class Rows>
+__attribute__((target("avx2,fma"))) void gemmAvx2(const float* a, int64_t M, int64_t K, Rows b,
                                                     int64_t N, float* out, int64_t ldo) {
   int64_t q = 0;
-  for (; q + 16 <= N; q += 16) rows256<6, 2>(a, M, K, b, q, out + q, ldo, mask256(8));
+  for (; q + 16 <= N; q += 16) rows256<6, 2, Rows>(a, M, K, b, q, out + q, ldo, mask256(8));
   const int64_t left = N - q;
-  if (left > 8) rows256<6, 2>(a, M, K, b, q, out + q, ldo, mask256(left - 8));
-  else if (left > 0) rows256<6, 1>(a, M, K, b, q, out + q, ldo, mask256(left));
+  if (left > 8) rows256<6, 2, Rows>(a, M, K, b, q, out + q, ldo, mask256(left - 8));
+  else if (left > 0) rows256<6, 1, Rows>(a, M, K, b, q, out + q, ldo, mask256(left));
 }
 
 #endif
 
-void gemmPortable(const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo) {
+template <class Rows>
+void gemmPortable(const float* a, int64_t M, int64_t K, Rows b, int64_t N, float* out, int64_t ldo) {
   for (int64_t j = 0; j < M; ++j)
     for (int64_t q = 0; q < N; ++q) {
       float acc = 0.0f;
@@ -129,8 +143,9 @@ std::vector<GemmIsa> availableGemmIsas() {
   return isas;
 }
 
-void gemmRowsWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out,
-                  int64_t ldo) {
+namespace {
+template <class Rows>
+void gemmAny(GemmIsa isa, const float* a, int64_t M, int64_t K, Rows b, int64_t N, float* out, int64_t ldo) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {  // no products: zeros, without touching a or b (which may be null then)
     for (int64_t j = 0; j < M; ++j) std::fill(out + j * ldo, out + j * ldo + N, 0.0f);
@@ -144,13 +159,16 @@ void gemmRowsWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float
     default: return gemmPortable(a, M, K, b, N, out, ldo);
   }
 }
+}  // namespace
 
 void gemmWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out,
               int64_t ldo) {
-  thread_local std::vector<const float*> rows;
-  rows.resize(static_cast<size_t>(std::max<int64_t>(K, 0)));
-  for (int64_t k = 0; k < K; ++k) rows[static_cast<size_t>(k)] = b + k * ldb;
-  gemmRowsWith(isa, a, M, K, rows.data(), N, out, ldo);
+  gemmAny(isa, a, M, K, StridedRows{b, ldb}, N, out, ldo);
+}
+
+void gemmRowsWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out,
+                  int64_t ldo) {
+  gemmAny(isa, a, M, K, PointerRows{b}, N, out, ldo);
 }
 
 namespace {

@@ -215,10 +215,12 @@ POPRT_VECTOR_CLONES void convDirect(const Window3& w, const float* x, const floa
 
 constexpr int64_t kScratchFloats = int64_t{1} << 22;  // im2col scratch per chunk (16 MiB)
 
-// A plane (no depth), and taps reaching at most as far again as the output rows are wide: the
-// padded-input product below applies, and wastes at most half its columns.
+// A plane (no depth), strides up to 2 (a convnet's downsampling: an STFT's filters, 512 taps at a
+// stride of 160, ran 17% slower with 160 phase planes to build than with im2col), and taps
+// reaching at most as far again as the output rows are wide: the padded-input product below
+// applies, and wastes at most half its columns.
 bool paddedProductApplies(const Window3& w) {
-  return w.in[0] == 1 && w.out[0] == 1 && w.kernel[0] == 1 && w.start[0] == 0 &&
+  return w.in[0] == 1 && w.out[0] == 1 && w.kernel[0] == 1 && w.start[0] == 0 && w.stride[1] <= 2 && w.stride[2] <= 2 &&
          (w.kernel[2] - 1) * w.dil[2] / w.stride[2] <= w.out[2];
 }
 
