@@ -35,7 +35,7 @@ struct PointerRows {
 #define POPRT_V4 __attribute__((target("avx512f,fma"), always_inline)) inline
 #define POPRT_V3 __attribute__((target("avx2,fma"), always_inline)) inline
 
-// AVX-512: J rows x V vectors of 16; `valid` columns of the last vector are used (1..16).
+// AVX-512: J rows x V vectors of 16; `last` masks the used columns of the last vector.
 template <int J, int V, class Rows>
 POPRT_V4 void tile512(const float* a, int64_t K, Rows b, int64_t q, float* out, int64_t ldo, __mmask16 last) {
   __m512 acc[J][V];
@@ -57,23 +57,46 @@ POPRT_V4 void tile512(const float* a, int64_t K, Rows b, int64_t q, float* out, 
   }
 }
 
-// Rows [0, M) of one column block, J at a time, then the last M % J.
+// Rows [0, J) of columns [q, n), 16V at a time, then what is left with half as many vectors a tile.
 template <int J, int V, class Rows>
-POPRT_V4 void rows512(const float* a, int64_t M, int64_t K, Rows b, int64_t q, float* out, int64_t ldo, __mmask16 last) {
-  int64_t j = 0;
-  for (; j + J <= M; j += J) tile512<J, V, Rows>(a + j * K, K, b, q, out + j * ldo, ldo, last);
-  if constexpr (J > 1)
-    if (j < M) rows512<(J + 1) / 2, V, Rows>(a + j * K, M - j, K, b, q, out + j * ldo, ldo, last);
+POPRT_V4 void columns512(const float* a, int64_t K, Rows b, int64_t q, int64_t n, float* out, int64_t ldo) {
+  for (; q + 16 * V <= n; q += 16 * V) tile512<J, V, Rows>(a, K, b, q, out + q, ldo, 0xFFFF);
+  if (q >= n) return;
+  if constexpr (V > 1) columns512<J, V / 2, Rows>(a, K, b, q, n, out, ldo);
+  else tile512<J, 1, Rows>(a, K, b, q, out + q, ldo, static_cast<__mmask16>((1u << (n - q)) - 1));
 }
 
 template <class Rows>
 __attribute__((target("avx512f,fma"))) void gemmAvx512(const float* a, int64_t M, int64_t K, Rows b,
                                                         int64_t N, float* out, int64_t ldo) {
+  // Tiles of 8 rows by 32 columns, a column block at a time: its rows of b stay in cache for all
+  // the row tiles.
+  const int64_t whole = M / 8 * 8;
   int64_t q = 0;
-  for (; q + 32 <= N; q += 32) rows512<8, 2, Rows>(a, M, K, b, q, out + q, ldo, 0xFFFF);
+  for (; q + 32 <= N; q += 32)
+    for (int64_t j = 0; j < whole; j += 8) tile512<8, 2, Rows>(a + j * K, K, b, q, out + j * ldo + q, ldo, 0xFFFF);
   const int64_t left = N - q;
-  if (left > 16) rows512<8, 2, Rows>(a, M, K, b, q, out + q, ldo, static_cast<__mmask16>((1u << (left - 16)) - 1));
-  else if (left > 0) rows512<8, 1, Rows>(a, M, K, b, q, out + q, ldo, static_cast<__mmask16>((1u << left) - 1));
+  for (int64_t j = 0; j < whole && left > 0; j += 8) {
+    if (left > 16)
+      tile512<8, 2, Rows>(a + j * K, K, b, q, out + j * ldo + q, ldo, static_cast<__mmask16>((1u << (left - 16)) - 1));
+    else
+      tile512<8, 1, Rows>(a + j * K, K, b, q, out + j * ldo + q, ldo, static_cast<__mmask16>((1u << left) - 1));
+  }
+  // The last M % 8 rows sweep the columns by themselves, with more columns a tile: an FMA takes
+  // about 4 cycles on each of 2 ports, so a tile wants 8 or more sums in flight (a 1-row tile of 2
+  // vectors had 2). A conv block's few output channels (2 to 7 are common) are all remainder.
+  const float* ar = a + whole * K;
+  float* orow = out + whole * ldo;
+  switch (M - whole) {
+    case 1: return columns512<1, 8, Rows>(ar, K, b, 0, N, orow, ldo);
+    case 2: return columns512<2, 4, Rows>(ar, K, b, 0, N, orow, ldo);
+    case 3: return columns512<3, 4, Rows>(ar, K, b, 0, N, orow, ldo);
+    case 4: return columns512<4, 2, Rows>(ar, K, b, 0, N, orow, ldo);
+    case 5: return columns512<5, 2, Rows>(ar, K, b, 0, N, orow, ldo);
+    case 6: return columns512<6, 2, Rows>(ar, K, b, 0, N, orow, ldo);
+    case 7: return columns512<7, 2, Rows>(ar, K, b, 0, N, orow, ldo);
+    default: return;
+  }
 }
 
 // AVX2: J rows x V vectors of 8; `last` masks the used columns of the last vector.

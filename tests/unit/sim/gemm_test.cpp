@@ -19,9 +19,10 @@ TEST(Gemm, EveryVersionGivesTheSameBitsAndMatchesDouble) {
   const std::vector<GemmIsa> isas = availableGemmIsas();
   ASSERT_EQ(isas.front(), GemmIsa::Portable);
   const float sentinel = 12345.f;
-  for (int64_t M : {1, 3, 7, 8, 9, 17})
+  // Every remainder of M by the 8-row tile, and N across the wider tiles the remainder rows use.
+  for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 17, 23})
     for (int64_t K : {0, 1, 5, 64})
-      for (int64_t N : {1, 7, 8, 15, 16, 17, 31, 32, 33, 50}) {
+      for (int64_t N : {1, 7, 8, 15, 16, 17, 31, 32, 33, 50, 64, 100, 129, 200}) {
         SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N));
         const int64_t ldb = N + 3, ldo = N + 5;
         std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * ldb));
