@@ -215,13 +215,21 @@ POPRT_VECTOR_CLONES void convDirect(const Window3& w, const float* x, const floa
 
 constexpr int64_t kScratchFloats = int64_t{1} << 22;  // im2col scratch per chunk (16 MiB)
 
-// A plane (no depth), strides up to 2 (a convnet's downsampling: an STFT's filters, 512 taps at a
-// stride of 160, ran 17% slower with 160 phase planes to build than with im2col), and taps
-// reaching at most as far again as the output rows are wide: the padded-input product below
-// applies, and wastes at most half its columns.
-bool paddedProductApplies(const Window3& w) {
-  return w.in[0] == 1 && w.out[0] == 1 && w.kernel[0] == 1 && w.start[0] == 0 && w.stride[1] <= 2 && w.stride[2] <= 2 &&
-         (w.kernel[2] - 1) * w.dil[2] / w.stride[2] <= w.out[2];
+// A plane (no depth), strides up to 2 (a convnet's downsampling), and taps reaching at most as
+// far again as the output rows are wide (so at most half the product's columns are dropped): the
+// padded-input product below applies. It pays when the floats it writes (the phase planes, the
+// product and the copy out of it) are fewer than im2col's (a copy of the input per tap): not for
+// blocks of a few outputs with short kernels, nor for an STFT's 512 taps at a stride of 160.
+bool paddedProductPays(const Window3& w, int64_t Cg, int64_t Mb) {
+  if (!(w.in[0] == 1 && w.out[0] == 1 && w.kernel[0] == 1 && w.start[0] == 0 && w.stride[1] <= 2 && w.stride[2] <= 2 &&
+        (w.kernel[2] - 1) * w.dil[2] / w.stride[2] <= w.out[2]))
+    return false;
+  const double h = static_cast<double>(w.out[1]), width = static_cast<double>(w.out[2]);
+  const double qw = width + static_cast<double>((w.kernel[2] - 1) * w.dil[2] / w.stride[2]);
+  const double qh = h + static_cast<double>((w.kernel[1] - 1) * w.dil[1] / w.stride[1]);
+  const double planes = static_cast<double>(Cg * w.stride[1] * w.stride[2]) * qh * qw;
+  const double product = qw == width ? 0 : 2 * static_cast<double>(Mb) * h * qw;
+  return planes + product < static_cast<double>(Cg) * static_cast<double>(w.kernel[1] * w.kernel[2]) * h * width;
 }
 
 // The conv of one group as a product with rows of a zero-padded copy of its input, in place of an
@@ -266,6 +274,7 @@ void convPadded(const Window3& w, const float* x, const float* wts, int64_t Cg, 
         const int64_t phase = (oy % s1) * s2 + ox % s2;
         row_of[static_cast<size_t>(k++)] = padded.data() + (c * phases + phase) * plane + oy / s1 * qw + ox / s2;
       }
+  if (qw == width) return gemmRows(wts, Mb, rows, row_of.data(), n, out, n);  // no dropped columns
   product.resize(static_cast<size_t>(Mb * n));
   gemmRows(wts, Mb, rows, row_of.data(), n, product.data(), n);
   for (int64_t j = 0; j < Mb; ++j)
@@ -320,7 +329,7 @@ void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
   const int64_t line_floats = capMul(rows, width);
   const int64_t chunk = line_floats < 0 ? 0 : line_floats > 0 ? std::min(lines, kScratchFloats / line_floats) : lines;
   // The padded copy and the product it feeds, within the same scratch budget.
-  const bool padded = paddedProductApplies(w) &&
+  const bool padded = paddedProductPays(w, Cg, Mb) &&
                       capMul(capMul(Cg, capMul(w.stride[1], w.stride[2])),
                              capMul(w.out[1] + (w.kernel[1] - 1) * w.dil[1] / w.stride[1] + 1, 2 * width + 1)) <= kScratchFloats &&
                       capMul(Mb, capMul(w.out[1], 2 * width + 1)) <= kScratchFloats;

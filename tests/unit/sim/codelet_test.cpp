@@ -454,41 +454,44 @@ TEST(ConvPartialCodelet, ActivationEpilogueMatchesConvAct) {
   }
 }
 
-// The codelet's numerics, whichever way it builds the product (rows of a padded copy of the input,
-// or im2col when the taps reach too far): each output is its products summed in order (input
+// The codelet's numerics, whichever way it builds the product (rows of a padded copy of the input
+// at strides 1 and 2 here, im2col at stride 3): each output is its products summed in order (input
 // channel, then kernel row, then kernel column) with fused multiply-adds from zero, padding taps
 // adding fma(w, 0, sum), then the bias. Bit for bit, against that loop written out.
 TEST(ConvPartialCodelet, EachOutputSumsItsProductsInOrder) {
-  const int64_t C = 3, M = 5, H = 6, W = 7, k = 3;
-  for (int64_t stride : {1, 2, 3})
-    for (int64_t dil : {1, 2, 4}) {
-      SCOPED_TRACE(std::to_string(stride) + " " + std::to_string(dil));
-      const int64_t pad = dil, oh = (H + 2 * pad - (k - 1) * dil - 1) / stride + 1, ow = (W + 2 * pad - (k - 1) * dil - 1) / stride + 1;
-      auto x = randomVector(static_cast<size_t>(C * H * W), 5), w = randomVector(static_cast<size_t>(M * C * k * k), 6);
-      auto b = randomVector(static_cast<size_t>(M), 7);
-      std::vector<float> want(static_cast<size_t>(M * oh * ow));
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t y = 0; y < oh; ++y)
-          for (int64_t xo = 0; xo < ow; ++xo) {
-            float sum = 0.0f;
-            for (int64_t c = 0; c < C; ++c)
-              for (int64_t ky = 0; ky < k; ++ky)
-                for (int64_t kx = 0; kx < k; ++kx) {
-                  const int64_t iy = y * stride - pad + ky * dil, ix = xo * stride - pad + kx * dil;
-                  const float in = iy >= 0 && iy < H && ix >= 0 && ix < W ? x[static_cast<size_t>((c * H + iy) * W + ix)] : 0.0f;
-                  sum = std::fma(w[static_cast<size_t>(((m * C + c) * k + ky) * k + kx)], in, sum);
-                }
-            want[static_cast<size_t>((m * oh + y) * ow + xo)] = sum + b[static_cast<size_t>(m)];
-          }
-      TileMemory mem;
-      exec::Field out = mem.add(std::vector<float>(want.size(), 7.f));
-      exec::Vertex v{0, exec::Codelet::ConvPartial, DType::Float, {out, mem.add(x), mem.add(w), mem.add(b)},
-                     {2, 1, C, M, 1, H, W, oh, ow, k, k, stride, stride, dil, dil, -pad, -pad}, {}};
-      ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
-      runVertex(v, mem.bytes.data());
-      auto got = mem.read(out);
-      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << "at " << i;
-    }
+  const int64_t C = 3, M = 5, H = 20, W = 21, kh = 3;
+  for (int64_t kw : {3, 1})  // a kernel one column wide: the product is written straight to the output
+    for (int64_t stride : {1, 2, 3})
+      for (int64_t dil : {1, 2, 4}) {
+        SCOPED_TRACE(std::to_string(kw) + " " + std::to_string(stride) + " " + std::to_string(dil));
+        const int64_t pad = dil, padx = kw == 1 ? 0 : pad;
+        const int64_t oh = (H + 2 * pad - (kh - 1) * dil - 1) / stride + 1, ow = (W + 2 * padx - (kw - 1) * dil - 1) / stride + 1;
+        auto x = randomVector(static_cast<size_t>(C * H * W), 5), w = randomVector(static_cast<size_t>(M * C * kh * kw), 6);
+        auto b = randomVector(static_cast<size_t>(M), 7);
+        std::vector<float> want(static_cast<size_t>(M * oh * ow));
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t y = 0; y < oh; ++y)
+            for (int64_t xo = 0; xo < ow; ++xo) {
+              float sum = 0.0f;
+              for (int64_t c = 0; c < C; ++c)
+                for (int64_t ky = 0; ky < kh; ++ky)
+                  for (int64_t kx = 0; kx < kw; ++kx) {
+                    const int64_t iy = y * stride - pad + ky * dil, ix = xo * stride - padx + kx * dil;
+                    const float in = iy >= 0 && iy < H && ix >= 0 && ix < W ? x[static_cast<size_t>((c * H + iy) * W + ix)] : 0.0f;
+                    sum = std::fma(w[static_cast<size_t>(((m * C + c) * kh + ky) * kw + kx)], in, sum);
+                  }
+              want[static_cast<size_t>((m * oh + y) * ow + xo)] = sum + b[static_cast<size_t>(m)];
+            }
+        TileMemory mem;
+        exec::Field out = mem.add(std::vector<float>(want.size(), 7.f));
+        exec::Vertex v{0, exec::Codelet::ConvPartial, DType::Float, {out, mem.add(x), mem.add(w), mem.add(b)},
+                       {2, 1, C, M, 1, H, W, oh, ow, kh, kw, stride, stride, dil, dil, -pad, -padx}, {}};
+        ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
+        runVertex(v, mem.bytes.data());
+        auto got = mem.read(out);
+        for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << "at " << i;
+        mem.expectGuardsIntact(out);
+      }
 }
 
 TEST(ConvPartialCodelet, LargeBlocksChunkTheirScratch) {
