@@ -12,17 +12,19 @@
 
 namespace poprt::codegen {
 
-MatMulPlan planMatMul(int64_t batches, int64_t M, int64_t K, int64_t N, uint32_t tiles, uint64_t budget_bytes) {
+MatMulPlan planMatMul(int64_t batches, int64_t M, int64_t K, int64_t N, uint32_t tiles, uint64_t budget_bytes,
+                      uint64_t elem_bytes) {
+  const double es = static_cast<double>(elem_bytes);
   MatMulPlan best;
   double best_cost = INFINITY;
   const int64_t per_batch = std::max<int64_t>(1, tiles / std::max<int64_t>(1, batches));
   for (int64_t col_blocks = 1; col_blocks <= std::min<int64_t>(N, per_batch); ++col_blocks) {
     int64_t row_blocks = std::min<int64_t>(M, std::max<int64_t>(1, per_batch / col_blocks));
     int64_t rows = (M + row_blocks - 1) / row_blocks, cols = (N + col_blocks - 1) / col_blocks;
-    uint64_t bytes = 4 * static_cast<uint64_t>(rows * K + K * cols + 2 * rows * cols);
+    uint64_t bytes = elem_bytes * static_cast<uint64_t>(rows * K + K * cols + 2 * rows * cols);
     // Cost: the busiest tile's multiply-accumulates plus the bytes it receives (exchange).
     double cost = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(K) / 16.0 +
-                  static_cast<double>(rows * K + K * cols) / 4.0;
+                  static_cast<double>(rows * K + K * cols) * es / 16.0;
     if (bytes > budget_bytes) cost += 1e12 + static_cast<double>(bytes);  // over budget: last resort
     if (cost < best_cost) {
       best_cost = cost;
@@ -47,15 +49,23 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
   Shape sa = a->type.staticShape(), sb = b->type.staticShape();
   if (sa.size() == 1) sa.insert(sa.begin(), 1);
   if (sb.size() == 1) sb.push_back(1);
-  const int64_t M = trans_a ? sa[sa.size() - 1] : sa[sa.size() - 2];
+  int64_t M = trans_a ? sa[sa.size() - 1] : sa[sa.size() - 2];
   const int64_t K = trans_a ? sa[sa.size() - 2] : sa[sa.size() - 1];
   const int64_t N = trans_b ? sb[sb.size() - 2] : sb[sb.size() - 1];
   Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
   POPRT_ASSIGN_OR_RETURN(Shape batch, ops::broadcastShapes(batch_a, batch_b));
   const std::vector<int64_t> stride_a = ops::broadcastStrides(batch_a, batch), stride_b = ops::broadcastStrides(batch_b, batch);
   const std::vector<int64_t> batch_strides = ops::contiguousStrides(batch);
-  int64_t batches = 1;
+  int64_t batches = 1, batches_a = 1;
   for (int64_t d : batch) batches *= d;
+  for (int64_t d : batch_a) batches_a *= d;
+  // A B shared by every batch entry (a 2-D weight, say): the entries' rows of A are one matrix of
+  // batches x M rows, split over all the tiles, not each entry over its own share of them.
+  if (!trans_a && batches > 1 && batches_a == batches &&
+      std::all_of(stride_b.begin(), stride_b.end(), [](int64_t s) { return s == 0; })) {
+    M *= batches;
+    batches = 1;
+  }
 
   // Gemm's C broadcasts to [M, N] in one of four ways.
   int64_t bias_mode = exec::kBiasNone;
@@ -71,7 +81,9 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
     return okStatus();
   }
   const uint64_t budget = l.options().tileBudget();
-  const MatMulPlan plan = planMatMul(batches, M, K, N, l.tileCount(), budget);
+  const DType dt = y->type.dtype;
+  const uint64_t es = dtypeSize(dt);
+  const MatMulPlan plan = planMatMul(batches, M, K, N, l.tileCount(), budget, es);
   if (!plan.fits)
     return Error(node.describe() + ": no split of the " + std::to_string(M) + "x" + std::to_string(K) + "x" +
                  std::to_string(N) + " matmul fits in " + std::to_string(budget) +
@@ -86,8 +98,6 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
     act_fparams = {static_cast<float>(act.alpha), static_cast<float>(act.beta), static_cast<float>(act.min),
                    static_cast<float>(act.max)};
   }
-  const DType dt = y->type.dtype;
-  const uint64_t es = dtypeSize(dt);
   TileMapping out;
   uint32_t tile = l.ipu() * l.tileCount();  // every matmul starts at its IPU's first tile
   for (int64_t bi = 0; bi < batches; ++bi) {

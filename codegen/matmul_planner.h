@@ -13,6 +13,8 @@ struct MatMulPlan {
   bool fits = false;
 };
 
-MatMulPlan planMatMul(int64_t batches, int64_t M, int64_t K, int64_t N, uint32_t tiles, uint64_t budget_bytes);
+// elem_bytes: the size of an operand element (4 for float32, 2 for float16).
+MatMulPlan planMatMul(int64_t batches, int64_t M, int64_t K, int64_t N, uint32_t tiles, uint64_t budget_bytes,
+                      uint64_t elem_bytes = 4);
 
 }  // namespace poprt::codegen

@@ -35,6 +35,17 @@ TEST(MatMulPlanner, EveryPlanFitsItsBudgetAndCoversTheOutput) {
   }
 }
 
+TEST(MatMulPlanner, Float16BlocksTakeHalfTheBytes) {
+  const uint64_t budget = 624 * 1024 * 6 / 10;
+  MatMulPlan p = planMatMul(1, 2048, 3072, 768, 1472, budget, 2);
+  EXPECT_EQ(p.bytes_per_tile, 2 * static_cast<uint64_t>(p.rows * 3072 + 3072 * p.cols + 2 * p.rows * p.cols));
+  // BERT-Base's FFN down projection at batch 16 in float16 (rows 16 x 128): over 1472 tiles a
+  // block needs at least 33 + 33 rows of 3072, 405 KB, so it fits a whole tile but not 60% of one.
+  EXPECT_FALSE(p.fits);
+  EXPECT_TRUE(planMatMul(1, 2048, 3072, 768, 1472, 624 * 1024, 2).fits);
+  EXPECT_FALSE(planMatMul(1, 2048, 3072, 768, 1472, 624 * 1024, 4).fits);
+}
+
 TEST(MatMulPlanner, LargeProblemsUseManyTiles) {
   MatMulPlan p = planMatMul(1, 512, 512, 512, 1472, 624 * 1024 * 6 / 10);
   ASSERT_TRUE(p.fits);

@@ -99,6 +99,22 @@ TEST(Engine, BatchedMatMulWithBroadcastBatch) {
   expectSimMatchesReference(m, {{"a", randomTensor({2, 3, 4, 6}, 5)}, {"b", randomTensor({3, 6, 5}, 6)}}, 16);
 }
 
+// A weight shared by every batch entry: the lowering runs the entries' rows as one matrix.
+TEST(Engine, BatchedMatMulWithASharedWeight) {
+  for (uint32_t tiles : {1u, 5u, 64u}) {
+    SCOPED_TRACE(tiles);
+    ir::Model m;
+    m.opset_imports = {{"", 17}};
+    ir::Graph& g = *m.graph;
+    ir::Value* a = g.addInput("a", f32({2, 3, 7, 6}));
+    ir::Value* w = g.addInitializer("w", randomTensor({6, 11}, 7));
+    ir::Value* y = g.addValue("y", f32({2, 3, 7, 11}));
+    g.addNode("MatMul", {a, w}, {y}, "mm");
+    g.addOutput(y);
+    expectSimMatchesReference(m, {{"a", randomTensor({2, 3, 7, 6}, 8)}}, tiles);
+  }
+}
+
 // Adds a node with integer-list attributes.
 ir::Node* addWindowNode(ir::Graph& g, const std::string& op, std::vector<ir::Value*> ins, ir::Value* out, const std::string& name,
                         std::map<std::string, std::vector<int64_t>> ints, const std::string& domain = "") {
