@@ -306,13 +306,17 @@ Status checkFloatVertex(const exec::Vertex& v);
 void runFloatVertex(const exec::Vertex& v, uint8_t* tile_memory);
 uint64_t floatVertexCycles(const exec::Vertex& v, const exec::Target& t);
 
+// The floats a field of a half vertex holds: float32 fields (partial sums) as they are.
+uint64_t halfFieldFloats(const exec::Field& f) { return f.dtype == DType::Float ? f.bytes / 4 : f.bytes / 2; }
+
 Status checkHalfVertex(const exec::Vertex& v) {
   exec::Vertex wide = v;
   wide.dtype = DType::Float;
   uint64_t offset = 0;
   for (auto& f : wide.fields) {
-    if (f.offset % 2 != 0 || f.bytes % 2 != 0) return Error("float16 vertex has a misaligned or odd-sized field");
-    f = {offset, f.bytes * 2};
+    const uint64_t size = f.dtype == DType::Float ? 4 : 2;
+    if (f.offset % size != 0 || f.bytes % size != 0) return Error("float16 vertex has a misaligned or odd-sized field");
+    f = {offset, halfFieldFloats(f) * 4};
     offset += f.bytes;
   }
   return checkFloatVertex(wide);
@@ -328,24 +332,41 @@ void runHalfVertex(const exec::Vertex& v, uint8_t* mem) {
   wide.fparams = v.fparams;
   wide.fields.resize(v.fields.size());
   uint64_t total = 0;
-  for (const auto& f : v.fields) total += f.bytes / 2;
+  for (const auto& f : v.fields) total += halfFieldFloats(f);
   arena.resize(total);
   uint64_t at = 0;
   for (size_t i = 0; i < v.fields.size(); ++i) {
-    const uint64_t n = v.fields[i].bytes / 2;
-    const auto* src = reinterpret_cast<const uint16_t*>(mem + v.fields[i].offset);
-    for (uint64_t k = 0; k < n; ++k) arena[at + k] = halfBitsToFloat(src[k]);
+    const exec::Field& f = v.fields[i];
+    const uint64_t n = halfFieldFloats(f);
+    if (f.dtype == DType::Float) {
+      std::memcpy(arena.data() + at, mem + f.offset, n * 4);
+    } else {
+      const auto* src = reinterpret_cast<const uint16_t*>(mem + f.offset);
+      for (uint64_t k = 0; k < n; ++k) arena[at + k] = halfBitsToFloat(src[k]);
+    }
     wide.fields[i] = {at * 4, n * 4};
     at += n;
   }
   runFloatVertex(wide, reinterpret_cast<uint8_t*>(arena.data()));
-  auto* out = reinterpret_cast<uint16_t*>(mem + v.fields[0].offset);
-  for (uint64_t k = 0; k < v.fields[0].bytes / 2; ++k) out[k] = floatToHalfBits(arena[k]);
+  const exec::Field& out_field = v.fields[0];
+  if (out_field.dtype == DType::Float) {
+    std::memcpy(mem + out_field.offset, arena.data(), out_field.bytes);
+    return;
+  }
+  auto* out = reinterpret_cast<uint16_t*>(mem + out_field.offset);
+  for (uint64_t k = 0; k < out_field.bytes / 2; ++k) out[k] = floatToHalfBits(arena[k]);
 }
 
 }  // namespace
 
-Status checkVertex(const exec::Vertex& v) { return isHalfArithmetic(v) ? checkHalfVertex(v) : checkFloatVertex(v); }
+// Field dtypes: only float32 fields of float16 arithmetic vertices (see exec::Field).
+Status checkVertex(const exec::Vertex& v) {
+  for (const auto& f : v.fields)
+    if (f.dtype != DType::Undefined && !(f.dtype == DType::Float && isHalfArithmetic(v)))
+      return Error("a " + std::string(dtypeName(v.dtype)) + " vertex has a " + std::string(dtypeName(f.dtype)) +
+                   " field; only float16 vertices may hold float32 fields");
+  return isHalfArithmetic(v) ? checkHalfVertex(v) : checkFloatVertex(v);
+}
 
 void runVertex(const exec::Vertex& v, uint8_t* tile_memory) {
   if (isHalfArithmetic(v)) return runHalfVertex(v, tile_memory);

@@ -218,10 +218,17 @@ Status readVertex(cbor::Reader& r, Vertex& vx) {
   if (!dt) return Error("a vertex has an unknown dtype");
   vx.dtype = *dt;
   POPRT_TRY(readArray(r, [&]() -> Status {
-    POPRT_TRY(readTuple(r, 2));
+    POPRT_ASSIGN_OR_RETURN(uint64_t items, r.array());  // [offset, bytes] or [offset, bytes, dtype]
+    if (items != 2 && items != 3) return Error("a vertex field has " + std::to_string(items) + " items, expected 2 or 3");
     Field f;
     POPRT_ASSIGN_OR_RETURN(f.offset, r.uint());
     POPRT_ASSIGN_OR_RETURN(f.bytes, r.uint());
+    if (items == 3) {
+      POPRT_ASSIGN_OR_RETURN(std::string name, r.text());
+      auto field_dt = dtypeFromName(name);
+      if (!field_dt || *field_dt == DType::Undefined) return Error("a vertex field has an unknown dtype");
+      f.dtype = *field_dt;
+    }
     vx.fields.push_back(f);
     return okStatus();
   }));
@@ -293,7 +300,10 @@ std::vector<uint8_t> serialize(const Executable& exe) {
       w.array(6);
       w.uint(v.tile), w.uint(static_cast<uint32_t>(v.codelet)), w.text(dtypeName(v.dtype));
       w.array(v.fields.size());
-      for (const auto& f : v.fields) w.array(2), w.uint(f.offset), w.uint(f.bytes);
+      for (const auto& f : v.fields) {
+        w.array(f.dtype == DType::Undefined ? 2 : 3), w.uint(f.offset), w.uint(f.bytes);
+        if (f.dtype != DType::Undefined) w.text(dtypeName(f.dtype));
+      }
       w.array(v.params.size());
       for (int64_t p : v.params) w.sint(p);
       w.array(v.fparams.size());

@@ -47,6 +47,9 @@ inline constexpr uint32_t kMaxCodelet = 13;  // ids are 1..kMaxCodelet
 struct Field {  // a byte range of the vertex's tile memory
   uint64_t offset = 0;
   uint64_t bytes = 0;
+  // Undefined: the vertex's dtype. A float16 vertex may hold float32 fields, read and written as
+  // they are: the partial sums a split matmul writes and its reduction reads.
+  DType dtype = DType::Undefined;
 };
 
 struct Vertex {

@@ -243,6 +243,73 @@ TEST(MatMulCodelet, AllTransposesAndBiasModesMatchReference) {
   }
 }
 
+// A float16 vertex's float32 fields are read and written as they are: a split matmul's partial
+// sums keep float32 precision, and their reduction reads them so and rounds only its output.
+TEST(HalfVertex, Float32FieldsAreNotRounded) {
+  const int64_t rows = 3, K = 6, cols = 4;
+  auto a = randomVector(static_cast<size_t>(rows * K), 21), b = randomVector(static_cast<size_t>(K * cols), 22);
+  for (auto* v : {&a, &b})
+    for (float& x : *v) x = halfBitsToFloat(floatToHalfBits(x));  // the operands as float16 holds them
+  TileMemory mem;
+  exec::Field out = mem.add(std::vector<float>(static_cast<size_t>(rows * cols)));
+  out.dtype = DType::Float;
+  exec::Field fa = mem.addHalf(a), fb = mem.addHalf(b);
+  exec::Vertex mm{0, exec::Codelet::MatMul, DType::Float16, {out, fa, fb}, {rows, K, cols, 0, 0, exec::kBiasNone}, {1.0f, 1.0f}};
+  ASSERT_TRUE(checkVertex(mm).ok()) << checkVertex(mm).error().message();
+  runVertex(mm, mem.bytes.data());
+  mem.expectGuardsIntact(out);
+  const std::vector<float> got = mem.read(out);
+  int rounded_differs = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += static_cast<double>(a[r * K + k]) * b[k * cols + c];
+      const float g = got[static_cast<size_t>(r * cols + c)];
+      EXPECT_NEAR(g, want, 1e-5 * (1 + std::fabs(want))) << r << "," << c;
+      rounded_differs += std::fabs(halfBitsToFloat(floatToHalfBits(static_cast<float>(want))) - want) > 1e-4;
+    }
+  EXPECT_GT(rounded_differs, 0) << "float16 outputs would pass too: the test cannot tell";
+
+  // Three partials of 4 sums each, in float32 (multiples of 2^-12: every sum is exact), to float16.
+  const int64_t parts = 3, len = 4;
+  std::vector<float> partials(static_cast<size_t>(parts * len));
+  for (size_t i = 0; i < partials.size(); ++i) partials[i] = static_cast<float>(static_cast<int>(i * 7919 % 4001) - 2000) / 4096.0f;
+  exec::Field sum = mem.addHalf(std::vector<float>(static_cast<size_t>(len)));
+  exec::Field in = mem.add(partials);
+  in.dtype = DType::Float;
+  exec::Vertex reduce{0, exec::Codelet::Reduce, DType::Float16, {sum, in}, {exec::kReduceSum, 1, parts, len}, {}};
+  ASSERT_TRUE(checkVertex(reduce).ok()) << checkVertex(reduce).error().message();
+  runVertex(reduce, mem.bytes.data());
+  mem.expectGuardsIntact(sum);
+  const std::vector<float> sums = mem.readHalf(sum);
+  for (int64_t j = 0; j < len; ++j) {
+    const float exact = partials[static_cast<size_t>(j)] + partials[static_cast<size_t>(len + j)] + partials[static_cast<size_t>(2 * len + j)];
+    EXPECT_EQ(sums[static_cast<size_t>(j)], halfBitsToFloat(floatToHalfBits(exact))) << j;
+  }
+
+  // Only float16 vertices hold float32 fields, aligned to 4 bytes; a field dtype survives the PopEF form.
+  exec::Vertex wide_out = mm;
+  wide_out.dtype = DType::Float;
+  EXPECT_FALSE(checkVertex(wide_out).ok());
+  exec::Vertex half_field = mm;
+  half_field.fields[1].dtype = DType::Float16;
+  EXPECT_FALSE(checkVertex(half_field).ok());
+  exec::Vertex misaligned = mm;
+  misaligned.fields[0].offset += 2;
+  EXPECT_FALSE(checkVertex(misaligned).ok());
+  exec::Executable exe;
+  exe.target.tiles_per_ipu = exe.target.num_ipus = 1;
+  exe.target.clock_hz = 1.33e9;
+  exe.target.fp32_macs_per_cycle = exe.target.fp16_macs_per_cycle = 16;
+  exe.target.bytes_per_tile = exe.tile_bytes.emplace_back(mem.bytes.size());
+  exe.compute_sets.push_back({"mm", {mm, reduce}});
+  auto back = exec::deserialize(exec::serialize(exe), "test");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->compute_sets[0].vertices[0].fields[0].dtype, DType::Float);
+  EXPECT_EQ(back->compute_sets[0].vertices[0].fields[1].dtype, DType::Undefined);
+  EXPECT_EQ(back->compute_sets[0].vertices[1].fields[1].dtype, DType::Float);
+}
+
 TEST(MatMulCodelet, ActivationEpilogueMatchesGemmAct) {
   const std::vector<std::pair<std::string, int64_t>> kinds = {{"Relu", 0},        {"Clip", 1},      {"LeakyRelu", 2},
                                                               {"Sigmoid", 3},     {"HardSigmoid", 4}, {"HardSwish", 5},
