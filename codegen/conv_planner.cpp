@@ -55,7 +55,7 @@ uint64_t convBlockBytes(const ConvProblem& p, int64_t group_block, int64_t chann
   int64_t reduction = 0;  // the partials of its output slice, and the slice
   if (in_channel_block < p.in_channels) {
     const int64_t splits = ceilDiv(p.in_channels, in_channel_block);
-    reduction = (splits + 1) * convReductionSlice(out, splits);
+    reduction = (splits + 1) * reductionSlice(out, splits);
   }
   return 4 * static_cast<uint64_t>(in + weights + bias + out + reduction);
 }
@@ -109,7 +109,7 @@ ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, u
                                 4.0 * static_cast<double>(p.has_bias ? gb * cb : 0);
         double cycles = static_cast<double>(per_tile) * (kVertexCycles + compute + received / kExchangeBytesPerCycle);
         if (splits > 1) {  // each tile adds up a slice of its block's output: the other partials come to it
-          const double slice = static_cast<double>(convReductionSlice(gb * cb * rb * product(p.out, 1), splits));
+          const double slice = static_cast<double>(reductionSlice(gb * cb * rb * product(p.out, 1), splits));
           cycles += kSyncCycles + static_cast<double>(per_tile) * (kVertexCycles + slice * static_cast<double>(splits) / kVectorWidth +
                                                                    4.0 * slice * static_cast<double>(splits - 1) / kExchangeBytesPerCycle);
         }

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "codegen/partial_sums.h"
+
 namespace poprt::codegen {
 
 struct ConvProblem {
@@ -50,9 +52,6 @@ int64_t convInputRows(const ConvProblem& p, int64_t rows);
 // partial sums it gathers and the output it writes.
 uint64_t convBlockBytes(const ConvProblem& p, int64_t group_block, int64_t channel_block, int64_t row_block,
                         int64_t in_channel_block);
-// How many of a split block's `outputs` each reducing tile adds up: an equal share per partial.
-// The planner's cost and memory and the lowering's slices all use it.
-inline int64_t convReductionSlice(int64_t outputs, int64_t splits) { return (outputs + splits - 1) / splits; }
 // The largest input-channel split the planner tries: more partials cost more reduction than the
 // input copies they save on ResNet-sized layers.
 inline constexpr int64_t kMaxInputSplits = 64;

@@ -9,6 +9,7 @@
 
 #include "codegen/conv_planner.h"
 #include "codegen/lowering.h"
+#include "codegen/partial_sums.h"
 #include "lib/exec/codelets.h"
 #include "lib/ops/graphcore_ops.h"
 #include "lib/ops/nn_util.h"
@@ -238,14 +239,17 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
             l.gather(x, ((n * op.channels + in_ch0) * in_rows_all + r_lo) * inner_in, in_rows * inner_in, in_chs, plane_in, tile,
                      in_off, static_cast<uint64_t>(in_rows * inner_in) * es);
           }
-          // Partial sums live until the reduction; an unsplit block's output is Y's.
-          const uint64_t out_off = split ? l.scratch(tile, out_bytes) : l.allocator().allocate(tile, out_bytes);
+          // Partial sums (float32) live until the reduction; an unsplit block's output is Y's.
+          const exec::Field out_field =
+              split ? exec::Field{l.scratch(tile, out_bytes / es * kPartialBytes), out_bytes / es * kPartialBytes, partialFieldDtype(dt)}
+                    : exec::Field{l.allocator().allocate(tile, out_bytes), out_bytes};
+          const uint64_t out_off = out_field.offset;
           exec::Vertex v;
           v.tile = tile;
           v.dtype = dt;
           if (pool) {
             v.codelet = exec::Codelet::Pool;
-            v.fields = {{out_off, out_bytes}, {in_off, in_bytes}};
+            v.fields = {out_field, {in_off, in_bytes}};
             v.params = {rank, out_chs, op.pool_max ? exec::kPoolMax : exec::kPoolAvg, op.count_include_pad ? 1 : 0};
           } else {
             v.codelet = exec::Codelet::ConvPartial;
@@ -253,7 +257,7 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
             const int64_t w_count = out_chs * ins * K;
             const uint64_t w_off = split ? l.operandRows(w, out_ch0 * p.in_channels * K + c0 * K, ins * K, out_chs, p.in_channels * K, tile)
                                          : l.operandInScratch(w, out_ch0 * p.in_channels * K, w_count, tile);
-            v.fields = {{out_off, out_bytes}, {in_off, in_bytes}, {w_off, static_cast<uint64_t>(w_count) * es}};
+            v.fields = {out_field, {in_off, in_bytes}, {w_off, static_cast<uint64_t>(w_count) * es}};
             const bool bias = b && c0 == 0;  // added once, by the first partial
             if (bias) v.fields.push_back({l.operandInScratch(b, out_ch0, out_chs, tile), static_cast<uint64_t>(out_chs) * es});
             v.params = {rank, cb.groups, ins, cb.channels, bias ? 1 : 0};
@@ -283,40 +287,20 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
     }
   }
   if (split) {
-    // The next superstep adds up the partials: each tile that made one sums a slice of its
-    // block's output (all the block's partials of that slice gathered side by side), adds the
-    // activation and holds the slice of Y.
+    // The next superstep adds up the partials and applies the activation: each tile that made one
+    // holds a slice of its block of Y.
     l.nextSuperstep();
     for (const SplitBlock& sb : split_blocks) {
-      const int64_t run = sb.rows * inner_out, count = sb.out_chs * run;
-      const int64_t parts = static_cast<int64_t>(sb.partials.size()), slice = convReductionSlice(count, parts);
-      for (int64_t j = 0; j < parts && j * slice < count; ++j) {
-        const int64_t first = j * slice, len = std::min(slice, count - first);
-        const uint32_t t = sb.partials[static_cast<size_t>(j)].first;
-        const uint64_t bytes = static_cast<uint64_t>(len) * es;
-        const uint64_t sums = l.scratch(t, bytes * static_cast<uint64_t>(parts));
-        for (int64_t i = 0; i < parts; ++i) {
-          const auto& [src_tile, src_off] = sb.partials[static_cast<size_t>(i)];
-          l.exchange().copies.push_back({src_tile, src_off + static_cast<uint64_t>(first) * es, t, sums + static_cast<uint64_t>(i) * bytes, bytes});
-        }
-        const uint64_t out_off = l.allocator().allocate(t, bytes);
-        exec::Vertex v;
-        v.tile = t;
-        v.dtype = dt;
-        v.codelet = exec::Codelet::Reduce;
-        v.fields = {{out_off, bytes}, {sums, bytes * static_cast<uint64_t>(parts)}};
-        v.params = {exec::kReduceSum, 1, parts, len};
-        v.params.insert(v.params.end(), act_params.begin(), act_params.end());
-        v.fparams = act_fparams;
-        l.computeSet().vertices.push_back(std::move(v));
-        // The slice's pieces of each output channel.
-        for (int64_t e = first; e < first + len;) {
-          const int64_t j_ch = e / run, end = std::min(first + len, (j_ch + 1) * run);
-          addRegion((sb.n * op.out_channels + sb.out_ch0 + j_ch) * plane_out + sb.o0 * inner_out + (e - j_ch * run), end - e, t,
-                    out_off + static_cast<uint64_t>(e - first) * es);
-          e = end;
-        }
-      }
+      const int64_t run = sb.rows * inner_out;
+      reducePartials(l, sb.partials, sb.out_chs * run, dt, act_params, act_fparams,
+                     [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
+                       for (int64_t e = first; e < first + len;) {  // the slice's pieces of each output channel
+                         const int64_t j_ch = e / run, end = std::min(first + len, (j_ch + 1) * run);
+                         addRegion((sb.n * op.out_channels + sb.out_ch0 + j_ch) * plane_out + sb.o0 * inner_out + (e - j_ch * run),
+                                   end - e, t, offset + static_cast<uint64_t>(e - first) * es);
+                         e = end;
+                       }
+                     });
     }
   }
   std::sort(out.regions.begin(), out.regions.end(), [](const Region& a, const Region& c) { return a.begin < c.begin; });

@@ -1,0 +1,42 @@
+#include "codegen/partial_sums.h"
+
+#include <algorithm>
+
+#include "codegen/lowering.h"
+#include "lib/exec/codelets.h"
+
+namespace poprt::codegen {
+
+void reducePartials(Lowering& l, const std::vector<std::pair<uint32_t, uint64_t>>& partials, int64_t count, DType dtype,
+                    const std::vector<int64_t>& act_params, const std::vector<float>& act_fparams,
+                    const std::function<void(int64_t first, int64_t len, uint32_t tile, uint64_t offset)>& place) {
+  const auto parts = static_cast<int64_t>(partials.size());
+  const int64_t slice = reductionSlice(count, parts);
+  const uint64_t es = dtypeSize(dtype);
+  for (int64_t j = 0; j < parts && j * slice < count; ++j) {
+    const int64_t first = j * slice, len = std::min(slice, count - first);
+    const uint32_t t = partials[static_cast<size_t>(j)].first;
+    const uint64_t part_bytes = static_cast<uint64_t>(len) * kPartialBytes;
+    // Every partial's slice, side by side.
+    const uint64_t sums = l.scratch(t, part_bytes * static_cast<uint64_t>(parts));
+    for (int64_t i = 0; i < parts; ++i) {
+      const auto& [src_tile, src_off] = partials[static_cast<size_t>(i)];
+      l.exchange().copies.push_back({src_tile, src_off + static_cast<uint64_t>(first) * kPartialBytes, t,
+                                     sums + static_cast<uint64_t>(i) * part_bytes, part_bytes});
+    }
+    const uint64_t out_bytes = static_cast<uint64_t>(len) * es;
+    const uint64_t out_off = l.allocator().allocate(t, out_bytes);
+    exec::Vertex v;
+    v.tile = t;
+    v.dtype = dtype;
+    v.codelet = exec::Codelet::Reduce;
+    v.fields = {{out_off, out_bytes}, {sums, part_bytes * static_cast<uint64_t>(parts), partialFieldDtype(dtype)}};
+    v.params = {exec::kReduceSum, 1, parts, len};
+    v.params.insert(v.params.end(), act_params.begin(), act_params.end());
+    v.fparams = act_fparams;
+    l.computeSet().vertices.push_back(std::move(v));
+    place(first, len, t, out_off);
+  }
+}
+
+}  // namespace poprt::codegen

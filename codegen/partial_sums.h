@@ -1,0 +1,36 @@
+// Split matmuls and convs (K or the input channels over several tiles) leave partial sums, one
+// float32 buffer per tile that made one; a second superstep adds them up, every such tile adding
+// an equal slice of all of them, as Poplar's reductions do.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "lib/support/dtype.h"
+
+namespace poprt::codegen {
+
+class Lowering;
+
+// How many of `outputs` sums each of `splits` reducing tiles adds up. The planners' costs and
+// memory and reducePartials' slices all use it.
+inline int64_t reductionSlice(int64_t outputs, int64_t splits) { return (outputs + splits - 1) / splits; }
+
+// Bytes of one partial sum: float32 whatever the node's dtype (float16 vertices write them through
+// float32 fields, exec::Field).
+inline constexpr uint64_t kPartialBytes = 4;
+
+// The field dtype of partial sums in a vertex of `dtype` (Undefined when that is float32 already).
+inline DType partialFieldDtype(DType dtype) { return dtype == DType::Float ? DType::Undefined : DType::Float; }
+
+// In the current superstep (the caller begins it after the one that made the partials): adds up
+// `count` sums from each (tile, offset) of `partials`, each tile a slice of them, applies the
+// activation (exec activation params and fparams, or none) and writes the slice in `dtype`;
+// place(first, len, tile, offset) says where sums [first, first + len) went.
+void reducePartials(Lowering& l, const std::vector<std::pair<uint32_t, uint64_t>>& partials, int64_t count, DType dtype,
+                    const std::vector<int64_t>& act_params, const std::vector<float>& act_fparams,
+                    const std::function<void(int64_t first, int64_t len, uint32_t tile, uint64_t offset)>& place);
+
+}  // namespace poprt::codegen
