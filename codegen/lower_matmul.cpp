@@ -1,16 +1,34 @@
-// MatMul and Gemm: a planner splits each batch's M x N output into row and column blocks, one
-// block per tile, within the tile memory budget; each tile gathers its rows of A and columns of B
-// (and its part of Gemm's C) and runs one MatMul vertex.
+// MatMul and Gemm: a planner splits each batch's M x N output into row and column blocks, and
+// maybe K into blocks too, one block per tile, within the tile memory budget; each tile gathers
+// its rows of A and columns of B (and its part of Gemm's C) and runs one MatMul vertex. With K
+// split, the vertices write float32 partial sums and the next superstep adds them up.
 #include <algorithm>
 #include <cmath>
 
 #include "codegen/lowering.h"
 #include "codegen/matmul_planner.h"
+#include "codegen/partial_sums.h"
 #include "lib/exec/codelets.h"
 #include "lib/ops/graphcore_ops.h"
 #include "lib/ops/broadcast.h"
 
 namespace poprt::codegen {
+
+namespace {
+constexpr double kMacsPerCycle = 16;
+constexpr double kExchangeBytesPerCycle = 16;  // as the planner has always weighed operand bytes against MACs
+constexpr double kVectorWidth = 2;             // float32 adds per cycle in the reduction
+constexpr double kSyncCycles = 150;            // the reduction's extra superstep
+}  // namespace
+
+uint64_t matMulBlockBytes(int64_t rows, int64_t k_block, int64_t cols, int64_t k_splits, uint64_t elem_bytes) {
+  const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
+  const uint64_t operands = elem_bytes * u(rows * k_block + k_block * cols);
+  if (k_splits == 1) return operands + 2 * elem_bytes * u(rows * cols);
+  const uint64_t slice = u(reductionSlice(rows * cols, k_splits));
+  // Its partials, the bias bound, and its slice of the reduction: every partial's share, and the sums.
+  return operands + (kPartialBytes + elem_bytes) * u(rows * cols) + kPartialBytes * u(k_splits) * slice + elem_bytes * slice;
+}
 
 MatMulPlan planMatMul(int64_t batches, int64_t M, int64_t K, int64_t N, uint32_t tiles, uint64_t budget_bytes,
                       uint64_t elem_bytes) {
@@ -18,17 +36,27 @@ MatMulPlan planMatMul(int64_t batches, int64_t M, int64_t K, int64_t N, uint32_t
   MatMulPlan best;
   double best_cost = INFINITY;
   const int64_t per_batch = std::max<int64_t>(1, tiles / std::max<int64_t>(1, batches));
-  for (int64_t col_blocks = 1; col_blocks <= std::min<int64_t>(N, per_batch); ++col_blocks) {
-    int64_t row_blocks = std::min<int64_t>(M, std::max<int64_t>(1, per_batch / col_blocks));
-    int64_t rows = (M + row_blocks - 1) / row_blocks, cols = (N + col_blocks - 1) / col_blocks;
-    uint64_t bytes = elem_bytes * static_cast<uint64_t>(rows * K + K * cols + 2 * rows * cols);
-    // Cost: the busiest tile's multiply-accumulates plus the bytes it receives (exchange).
-    double cost = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(K) / 16.0 +
-                  static_cast<double>(rows * K + K * cols) * es / 16.0;
-    if (bytes > budget_bytes) cost += 1e12 + static_cast<double>(bytes);  // over budget: last resort
-    if (cost < best_cost) {
-      best_cost = cost;
-      best = {row_blocks, col_blocks, rows, cols, bytes, bytes <= budget_bytes};
+  for (int64_t k_splits = 1; k_splits <= std::max<int64_t>(1, std::min({K, kMaxKSplits, per_batch})); ++k_splits) {
+    const int64_t k_block = (K + k_splits - 1) / k_splits;
+    if (k_splits > 1 && (k_splits - 1) * k_block >= K) continue;  // the same blocks as fewer splits
+    for (int64_t col_blocks = 1; col_blocks <= std::min<int64_t>(N, per_batch / k_splits); ++col_blocks) {
+      const int64_t row_blocks = std::min<int64_t>(M, std::max<int64_t>(1, per_batch / (col_blocks * k_splits)));
+      const int64_t rows = (M + row_blocks - 1) / row_blocks, cols = (N + col_blocks - 1) / col_blocks;
+      const uint64_t bytes = matMulBlockBytes(rows, k_block, cols, k_splits, elem_bytes);
+      // Cost: the busiest tile's multiply-accumulates plus the bytes it receives (exchange), and
+      // with K split the reduction's superstep: its slice of every partial, received and added.
+      double cost = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(k_block) / kMacsPerCycle +
+                    static_cast<double>(rows * k_block + k_block * cols) * es / kExchangeBytesPerCycle;
+      if (k_splits > 1) {
+        const double slice = static_cast<double>(reductionSlice(rows * cols, k_splits)), parts = static_cast<double>(k_splits);
+        cost += kSyncCycles + slice * parts / kVectorWidth + static_cast<double>(kPartialBytes) * slice * (parts - 1) / kExchangeBytesPerCycle;
+      }
+      const bool fits = bytes <= budget_bytes;
+      const double rank = fits ? cost : 1e12 + static_cast<double>(bytes);  // over budget: the smallest, as a last resort
+      if (rank < best_cost) {
+        best_cost = rank;
+        best = {row_blocks, col_blocks, rows, cols, k_splits, k_block, bytes, cost, fits};
+      }
     }
   }
   return best;
@@ -99,6 +127,23 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
                    static_cast<float>(act.max)};
   }
   TileMapping out;
+  // Output elements [e, e + count) of block (bi, m0, n0) (rows of `cols`, one after another from
+  // `offset` on `tile`) as regions of Y: a row's part is N apart from the next one's.
+  auto place = [&](int64_t bi, int64_t m0, int64_t n0, int64_t cols, int64_t e, int64_t count, uint32_t t, uint64_t offset) {
+    if (cols == N) return out.regions.push_back({bi * M * N + m0 * N + e, count, t, offset});
+    for (const int64_t end = e + count; e < end;) {
+      const int64_t r = e / cols, piece = std::min(end, (r + 1) * cols) - e;
+      out.regions.push_back({bi * M * N + (m0 + r) * N + n0 + e % cols, piece, t, offset});
+      offset += static_cast<uint64_t>(piece) * es;
+      e += piece;
+    }
+  };
+  const bool split = plan.k_splits > 1;
+  struct SplitBlock {
+    int64_t bi, m0, n0, rows, cols;
+    std::vector<std::pair<uint32_t, uint64_t>> partials;  // (tile, offset) of each K block's
+  };
+  std::vector<SplitBlock> split_blocks;
   uint32_t tile = l.ipu() * l.tileCount();  // every matmul starts at its IPU's first tile
   for (int64_t bi = 0; bi < batches; ++bi) {
     const int64_t oa = ops::broadcastOffset(bi, batch_strides, stride_a) * M * K;
@@ -107,44 +152,58 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
       const int64_t rows = std::min(plan.rows, M - m0);
       for (int64_t n0 = 0; n0 < N; n0 += plan.cols) {
         const int64_t cols = std::min(plan.cols, N - n0);
-        auto& alloc = l.allocator();
-        // An operand block of `reps` runs of `count` elements, `stride` apart.
-        auto block = [&](const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride) {
-          return l.operandRows(v, begin, count, reps, stride, tile);
-        };
-        // A block: rows of A (contiguous), or with trans_a one run of `rows` per k.
-        const uint64_t a_off = trans_a ? block(a, oa + m0, rows, K, M) : block(a, oa + m0 * K, rows * K, 1, 0);
-        // B block: with trans_b the rows n0.. of B are contiguous; else one run of `cols` per k.
-        const uint64_t b_off = trans_b ? block(b, ob + n0 * K, cols * K, 1, 0) : block(b, ob + n0, cols, K, N);
-        uint64_t out_off = alloc.allocate(tile, static_cast<uint64_t>(rows * cols) * es);
-        exec::Vertex v{tile, exec::Codelet::MatMul, dt,
-                       {{out_off, static_cast<uint64_t>(rows * cols) * es}, {a_off, static_cast<uint64_t>(rows * K) * es},
-                        {b_off, static_cast<uint64_t>(K * cols) * es}},
-                       {rows, K, cols, trans_a, trans_b, bias_mode}, {alpha, beta}};
-        v.params.insert(v.params.end(), act_params.begin(), act_params.end());
-        v.fparams.insert(v.fparams.end(), act_fparams.begin(), act_fparams.end());
-        if (c) {
-          const uint64_t c_off = bias_mode == exec::kBiasScalar ? block(c, 0, 1, 1, 0)
-                                 : bias_mode == exec::kBiasRow  ? block(c, n0, cols, 1, 0)
-                                 : bias_mode == exec::kBiasColumn ? block(c, m0, rows, 1, 0)
-                                                                  : block(c, m0 * N + n0, cols, rows, N);
-          const int64_t count = bias_mode == exec::kBiasScalar ? 1
-                                : bias_mode == exec::kBiasRow  ? cols
-                                : bias_mode == exec::kBiasColumn ? rows
-                                                                 : rows * cols;
-          v.fields.push_back({c_off, static_cast<uint64_t>(count) * es});
+        if (split) split_blocks.push_back({bi, m0, n0, rows, cols, {}});
+        for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += std::max<int64_t>(plan.k_block, 1)) {
+          const int64_t kb = split ? std::min(plan.k_block, K - k0) : K;
+          // An operand block of `reps` runs of `count` elements, `stride` apart.
+          auto block = [&](const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride) {
+            return l.operandRows(v, begin, count, reps, stride, tile);
+          };
+          // A block: rows of A, or with trans_a one run of `rows` per k (whole rows: one run).
+          const uint64_t a_off = trans_a   ? block(a, oa + k0 * M + m0, rows, kb, M)
+                                 : kb == K ? block(a, oa + m0 * K, rows * K, 1, 0)
+                                           : block(a, oa + m0 * K + k0, kb, rows, K);
+          // B block: with trans_b rows n0.. of B (whole rows: one run); else one run of `cols` per k.
+          const uint64_t b_off = !trans_b  ? block(b, ob + k0 * N + n0, cols, kb, N)
+                                 : kb == K ? block(b, ob + n0 * K, cols * K, 1, 0)
+                                           : block(b, ob + n0 * K + k0, kb, cols, K);
+          // A K block writes float32 partial sums, added up in the next superstep; else Y's block.
+          const uint64_t outputs = static_cast<uint64_t>(rows * cols);
+          const exec::Field out_field = split ? exec::Field{l.scratch(tile, outputs * kPartialBytes), outputs * kPartialBytes,
+                                                            partialFieldDtype(dt)}
+                                              : exec::Field{l.allocator().allocate(tile, outputs * es), outputs * es};
+          const bool first = k0 == 0;  // Gemm's C is added once, by the first K block
+          exec::Vertex v{tile, exec::Codelet::MatMul, dt,
+                         {out_field, {a_off, static_cast<uint64_t>(rows * kb) * es}, {b_off, static_cast<uint64_t>(kb * cols) * es}},
+                         {rows, kb, cols, trans_a, trans_b, first ? bias_mode : exec::kBiasNone}, {alpha, beta}};
+          if (!split) {  // a split block's activation waits for the sum
+            v.params.insert(v.params.end(), act_params.begin(), act_params.end());
+            v.fparams.insert(v.fparams.end(), act_fparams.begin(), act_fparams.end());
+          }
+          if (c && first) {
+            const uint64_t c_off = bias_mode == exec::kBiasScalar ? block(c, 0, 1, 1, 0)
+                                   : bias_mode == exec::kBiasRow  ? block(c, n0, cols, 1, 0)
+                                   : bias_mode == exec::kBiasColumn ? block(c, m0, rows, 1, 0)
+                                                                    : block(c, m0 * N + n0, cols, rows, N);
+            const int64_t count = bias_mode == exec::kBiasScalar ? 1
+                                  : bias_mode == exec::kBiasRow  ? cols
+                                  : bias_mode == exec::kBiasColumn ? rows
+                                                                   : rows * cols;
+            v.fields.push_back({c_off, static_cast<uint64_t>(count) * es});
+          }
+          l.computeSet().vertices.push_back(std::move(v));
+          if (split) split_blocks.back().partials.emplace_back(tile, out_field.offset);
+          else place(bi, m0, n0, cols, 0, rows * cols, tile, out_field.offset);
+          tile = l.nextTile(tile);
         }
-        l.computeSet().vertices.push_back(std::move(v));
-        // The block's rows are consecutive in the tile buffer; in the output they are N apart.
-        if (cols == N) {
-          out.regions.push_back({bi * M * N + m0 * N, rows * cols, tile, out_off});
-        } else {
-          for (int64_t r = 0; r < rows; ++r)
-            out.regions.push_back({bi * M * N + (m0 + r) * N + n0, cols, tile, out_off + static_cast<uint64_t>(r * cols) * es});
-        }
-        tile = l.nextTile(tile);
       }
     }
+  }
+  if (split) {
+    l.nextSuperstep();
+    for (const SplitBlock& sb : split_blocks)
+      reducePartials(l, sb.partials, sb.rows * sb.cols, dt, act_params, act_fparams,
+                     [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) { place(sb.bi, sb.m0, sb.n0, sb.cols, first, len, t, offset); });
   }
   std::sort(out.regions.begin(), out.regions.end(), [](const Region& x, const Region& y) { return x.begin < y.begin; });
   l.setMapping(y, std::move(out));

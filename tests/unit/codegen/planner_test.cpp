@@ -21,35 +21,48 @@ TEST(MatMulPlanner, EveryPlanFitsItsBudgetAndCoversTheOutput) {
       for (int64_t N : {1, 10, 1000, 4096}) {
         for (uint32_t tiles : {1u, 4u, 1472u}) {
           MatMulPlan p = planMatMul(1, M, K, N, tiles, budget);
-          uint64_t need = 4 * static_cast<uint64_t>(p.rows * K + K * p.cols + 2 * p.rows * p.cols);
+          // The A and B blocks and the output; split, float32 partials, the bias bound, and a
+          // slice of the reduction (every partial's share of it and the sums).
+          const int64_t out = p.rows * p.cols, slice = (out + p.k_splits - 1) / p.k_splits;
+          uint64_t need = 4 * static_cast<uint64_t>(p.rows * p.k_block + p.k_block * p.cols + 2 * out);
+          if (p.k_splits > 1) need += 4 * static_cast<uint64_t>(p.k_splits * slice + slice);
           EXPECT_EQ(p.bytes_per_tile, need);
           if (p.fits) {
             EXPECT_LE(p.bytes_per_tile, budget) << M << "x" << K << "x" << N << " on " << tiles;
           }
           EXPECT_GE(p.rows * p.row_blocks, M);
           EXPECT_GE(p.cols * p.col_blocks, N);
-          EXPECT_LE(p.row_blocks * p.col_blocks, std::max<int64_t>(1, tiles));
+          EXPECT_GE(p.k_block * p.k_splits, K);
+          EXPECT_LT(p.k_block * (p.k_splits - 1), std::max<int64_t>(K, 1)) << "an empty K block";
+          EXPECT_LE(p.row_blocks * p.col_blocks * p.k_splits, std::max<int64_t>(1, tiles));
         }
       }
     }
   }
 }
 
-TEST(MatMulPlanner, Float16BlocksTakeHalfTheBytes) {
+TEST(MatMulPlanner, Float16OperandsTakeHalfTheBytesPartialsNot) {
+  EXPECT_EQ(2 * matMulBlockBytes(10, 20, 30, 1, 2), matMulBlockBytes(10, 20, 30, 1, 4));
+  // Split in 4: only the 800 operand elements, the 300 of the bias bound and the 75 sums shrink;
+  // the 300 partials and the reduction's 4 x 75 stay float32.
+  EXPECT_EQ(matMulBlockBytes(10, 20, 30, 4, 4) - matMulBlockBytes(10, 20, 30, 4, 2), 2u * (800 + 300 + 75));
+}
+
+TEST(MatMulPlanner, BertBaseFfnAtBatch16SplitsK) {
   const uint64_t budget = 624 * 1024 * 6 / 10;
   MatMulPlan p = planMatMul(1, 2048, 3072, 768, 1472, budget, 2);
-  EXPECT_EQ(p.bytes_per_tile, 2 * static_cast<uint64_t>(p.rows * 3072 + 3072 * p.cols + 2 * p.rows * p.cols));
-  // BERT-Base's FFN down projection at batch 16 in float16 (rows 16 x 128): over 1472 tiles a
-  // block needs at least 33 + 33 rows of 3072, 405 KB, so it fits a whole tile but not 60% of one.
-  EXPECT_FALSE(p.fits);
-  EXPECT_TRUE(planMatMul(1, 2048, 3072, 768, 1472, 624 * 1024, 2).fits);
-  EXPECT_FALSE(planMatMul(1, 2048, 3072, 768, 1472, 624 * 1024, 4).fits);
+  // BERT-Base's FFN down projection at batch 16 in float16 (rows 16 x 128): over 1472 tiles an
+  // unsplit block needs at least 33 + 33 rows of 3072, 405 KB, more than 60% of a tile. K split,
+  // each block holds a share of those rows and fits.
+  ASSERT_TRUE(p.fits);
+  EXPECT_GT(p.k_splits, 1);
+  EXPECT_LE(p.bytes_per_tile, budget);
 }
 
 TEST(MatMulPlanner, LargeProblemsUseManyTiles) {
   MatMulPlan p = planMatMul(1, 512, 512, 512, 1472, 624 * 1024 * 6 / 10);
   ASSERT_TRUE(p.fits);
-  EXPECT_GT(p.row_blocks * p.col_blocks, 1000);
+  EXPECT_GT(p.row_blocks * p.col_blocks * p.k_splits, 1000);
 }
 
 TEST(MatMulPlanner, ReportsWhenNothingFits) {

@@ -12,6 +12,7 @@
 #include "lib/exec/codelets.h"
 #include "sim/codelets.h"
 #include "sim/engine.h"
+#include "lib/support/half.h"
 
 namespace poprt::sim {
 namespace {
@@ -113,6 +114,88 @@ TEST(Engine, BatchedMatMulWithASharedWeight) {
     g.addOutput(y);
     expectSimMatchesReference(m, {{"a", randomTensor({2, 3, 7, 6}, 8)}}, tiles);
   }
+}
+
+size_t countVertices(const exec::Executable& exe, exec::Codelet codelet) {
+  size_t n = 0;
+  for (const auto& cs : exe.compute_sets)
+    for (const auto& v : cs.vertices) n += v.codelet == codelet;
+  return n;
+}
+
+// K much longer than M x N: the planner splits K over the tiles, and the next superstep adds the
+// partial sums (with Gemm's C added once and GemmAct's activation after the sum).
+TEST(Engine, MatMulsWithKSplitMatchTheReference) {
+  struct Case {
+    const char* op;
+    bool trans_a, trans_b;
+  };
+  for (const Case& c : {Case{"MatMul", false, false}, Case{"Gemm", true, true}, Case{"GemmAct", false, true}}) {
+    SCOPED_TRACE(c.op);
+    const bool gemm = std::string(c.op) != "MatMul";
+    ir::Model m;
+    m.opset_imports = {{"", 17}, {"ai.graphcore", 1}};
+    ir::Graph& g = *m.graph;
+    const Shape a_shape = !gemm ? Shape{3, 5, 700} : c.trans_a ? Shape{700, 15} : Shape{15, 700};
+    const Shape y_shape = gemm ? Shape{15, 6} : Shape{3, 5, 6};
+    ir::Value* a = g.addInput("a", f32(a_shape));
+    ir::Value* w = g.addInitializer("w", randomTensor(c.trans_b ? Shape{6, 700} : Shape{700, 6}, 51));
+    ir::Value* y = g.addValue("y", f32(y_shape));
+    std::vector<ir::Value*> ins{a, w};
+    if (gemm) ins.push_back(g.addInitializer("c", randomTensor({6}, 52)));
+    ir::Node* n = g.addNode(c.op, ins, {y}, "mm", std::string(c.op) == "GemmAct" ? "ai.graphcore" : "");
+    if (gemm) {
+      n->attributes["transA"].value = int64_t{c.trans_a};
+      n->attributes["transB"].value = int64_t{c.trans_b};
+      n->attributes["alpha"].value = 0.5f;
+      n->attributes["beta"].value = 2.0f;
+    }
+    if (std::string(c.op) == "GemmAct") n->attributes["activation"].value = std::string("Relu");
+    g.addOutput(y);
+    auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 16), 0.6});
+    ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+    EXPECT_GT(countVertices(compiled->executable, exec::Codelet::Reduce), 0u) << "K was not split";
+    expectSimMatchesReference(m, {{"a", randomTensor(a_shape, 53)}}, 16);
+  }
+}
+
+// In float16 the partial sums stay float32: only the sum is rounded, once.
+TEST(Engine, Float16MatMulWithKSplitRoundsOnlyTheSum) {
+  const int64_t M = 6, K = 1000, N = 5;
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = *m.graph;
+  auto half = [](const Tensor& t) {
+    Tensor h(DType::Float16, t.shape());
+    auto src = t.data<float>();
+    auto* dst = reinterpret_cast<uint16_t*>(h.bytes().data());
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = floatToHalfBits(src[i]);
+    return h;
+  };
+  const Tensor a16 = half(randomTensor({M, K}, 61)), w16 = half(randomTensor({K, N}, 62));
+  ir::Value* a = g.addInput("a", ir::TensorType::of(DType::Float16, {M, K}));
+  ir::Value* w = g.addInitializer("w", w16);
+  ir::Value* y = g.addValue("y", ir::TensorType::of(DType::Float16, {M, N}));
+  g.addNode("MatMul", {a, w}, {y}, "mm");
+  g.addOutput(y);
+  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 16), 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  ASSERT_GT(countVertices(compiled->executable, exec::Codelet::Reduce), 0u) << "K was not split";
+  auto engine = Engine::create(compiled->executable, compiled->weightData());
+  ASSERT_TRUE(engine.ok()) << engine.error().message();
+  auto got = (*engine)->runTensors({&a16});
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  const auto* ga = reinterpret_cast<const uint16_t*>(a16.bytes().data());
+  const auto* gw = reinterpret_cast<const uint16_t*>(w16.bytes().data());
+  const auto* gy = reinterpret_cast<const uint16_t*>((*got)[0].bytes().data());
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += static_cast<double>(halfBitsToFloat(ga[i * K + k])) * halfBitsToFloat(gw[k * N + j]);
+      // float32 sums rounded once: within half a float16 step of the exact sum (and a float32 error).
+      const double step = std::ldexp(1.0, std::ilogb(want) - 10);
+      EXPECT_LE(std::fabs(halfBitsToFloat(gy[i * N + j]) - want), 0.5 * step + 1e-4 * std::fabs(want)) << i << "," << j;
+    }
 }
 
 // Adds a node with integer-list attributes.
