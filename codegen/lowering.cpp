@@ -118,6 +118,7 @@ std::optional<uint64_t> Lowering::residentWeight(const ir::Value* v, int64_t beg
     return std::nullopt;
   resident_bytes_[tile] += bytes;
   const uint64_t offset = mem_.allocator().allocatePersistent(tile, bytes);
+  mem_.nameResidentSlice(v, tile, offset);
   if (count > 0 && reps > 0)
     exe_.streams[weightStream(v)].copies.push_back({static_cast<uint64_t>(begin) * esize, tile, offset,
                                                     static_cast<uint64_t>(count) * esize, static_cast<uint64_t>(reps),

@@ -60,6 +60,10 @@ void TileMemory::holdCopy(const ir::Value* v, uint32_t tile, uint64_t start) {
   hold(v, {{tile, start}}, label("copies of " + v->name(), Kind::ExchangeBuffer));
 }
 
+void TileMemory::nameResidentSlice(const ir::Value* v, uint32_t tile, uint64_t start) {
+  alloc_.block(tile, start).label = label("slices of " + v->name(), Kind::Activation);
+}
+
 void TileMemory::release(const ir::Value* v) {
   auto it = held_.find(v);
   if (it == held_.end()) return;

@@ -29,6 +29,9 @@ class TileMemory {
   void holdMapping(const ir::Value* v, const TileMapping& m);
   // `v` holds the block starting at (tile, start): a copy of some of its elements.
   void holdCopy(const ir::Value* v, uint32_t tile, uint64_t start);
+  // The persistent block at (tile, start) holds a resident slice of weight `v` (for the
+  // out-of-memory report: persistent blocks are never freed, so nothing else names them).
+  void nameResidentSlice(const ir::Value* v, uint32_t tile, uint64_t start);
   // `v` is dead: the blocks no live value holds any more are freed (the next step takes them only
   // when nothing else freed fits: TileAllocator's cooling).
   void release(const ir::Value* v);

@@ -606,6 +606,27 @@ TEST(Compile, OutOfMemoryNamesTheWorstTiles) {
   for (const char* w : {"w0 256.0 KiB", "w1 256.0 KiB", "w2 256.0 KiB"}) EXPECT_NE(msg.find(w), std::string::npos) << msg;
 }
 
+// Weights small enough to stay as slices on the tiles that read them fill 40% of each tile; the
+// report names those slices by their weight too.
+TEST(Compile, OutOfMemoryNamesResidentWeightSlices) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = *m.graph;
+  ir::Value* cur = g.addInput("x", f32({256, 128}));
+  for (int i = 0; i < 12; ++i) {
+    ir::Value* w = g.addInitializer("w" + std::to_string(i), Tensor(DType::Float, {128, 128}));
+    ir::Value* y = g.addValue("y" + std::to_string(i), f32({256, 128}));
+    g.addNode("MatMul", {cur, w}, {y}, "mm" + std::to_string(i));
+    cur = y;
+  }
+  g.addOutput(cur);
+  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 2), 0.6});
+  ASSERT_FALSE(compiled.ok());
+  const std::string msg = compiled.error().message();
+  EXPECT_NE(msg.find("out of tile memory on ipu2-2t"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("slices of w"), std::string::npos) << msg;
+}
+
 // Memory is reused once values die: a value stays while a view of it lives (v reads r1's memory
 // after r1's last reader), and a weight first used late is not in memory earlier steps wrote.
 TEST(Engine, FreedMemoryIsReusedWithoutCorruptingViewsOrWeights) {
