@@ -96,6 +96,8 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
   }
 }
 
+constexpr std::string_view kOutOfTileMemory = "out of tile memory on ";
+
 // A one-line error naming the worst tiles, their bytes and what lived on each when it peaked.
 Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
   const exec::Target& target = l.target();
@@ -111,7 +113,7 @@ Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
             [&](uint32_t a, uint32_t b) { return used[a] > used[b] || (used[a] == used[b] && a < b); });
   std::vector<uint64_t> ipu_total(target.num_ipus, 0);
   for (uint32_t t = 0; t < used.size(); ++t) ipu_total[target.ipuOf(t)] += used[t];
-  std::string msg = "out of tile memory on " + target.name + ": " + std::to_string(over.size()) + " of " +
+  std::string msg = std::string(kOutOfTileMemory) + target.name + ": " + std::to_string(over.size()) + " of " +
                     std::to_string(used.size()) + " tiles need more than " + humanBytes(cap) + " (";
   if (target.num_ipus == 1) {
     msg += humanBytes(total) + " in all, one IPU has " + humanBytes(cap * used.size()) + "); worst:";
@@ -452,7 +454,19 @@ std::map<std::string, Tensor> CompileResult::weightData() const {
 }
 
 Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options) {
-  return Compiler(model, options).run();
+  auto result = Compiler(model, options).run();
+  if (result.ok() || result.error().message().rfind(kOutOfTileMemory, 0) != 0 ||
+      options.resident_weight_share <= kRetryResidentShare)
+    return result;
+  CompileOptions retry = options;
+  retry.resident_weight_share = kRetryResidentShare;
+  auto second = Compiler(model, retry).run();
+  if (!second.ok()) return result;  // the default placement's report
+  second->warnings.push_back("tile memory: the program fit only with weights kept resident on at most " +
+                             std::to_string(static_cast<int>(kRetryResidentShare * 100)) + "% of each tile (not " +
+                             std::to_string(static_cast<int>(options.resident_weight_share * 100)) +
+                             "%); the rest are gathered when used, which costs exchange");
+  return second;
 }
 
 }  // namespace poprt::codegen

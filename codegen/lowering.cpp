@@ -114,11 +114,11 @@ std::optional<uint64_t> Lowering::residentWeight(const ir::Value* v, int64_t beg
   const auto key = std::make_tuple(v, begin, count, reps, stride, tile);
   if (auto hit = resident_.find(key); hit != resident_.end()) return hit->second;
   const uint64_t esize = dtypeSize(v->type.dtype), bytes = static_cast<uint64_t>(count * reps) * esize;
-  if (resident_bytes_[tile] + bytes > static_cast<uint64_t>(kResidentShare * static_cast<double>(target().bytes_per_tile)))
+  if (resident_bytes_[tile] + bytes > static_cast<uint64_t>(options_.resident_weight_share * static_cast<double>(target().bytes_per_tile)))
     return std::nullopt;
   resident_bytes_[tile] += bytes;
   const uint64_t offset = mem_.allocator().allocatePersistent(tile, bytes);
-  mem_.nameResidentSlice(v, tile, offset);
+  if (bytes > 0) mem_.nameResidentSlice(v, tile, offset);  // an empty slice has no block
   if (count > 0 && reps > 0)
     exe_.streams[weightStream(v)].copies.push_back({static_cast<uint64_t>(begin) * esize, tile, offset,
                                                     static_cast<uint64_t>(count) * esize, static_cast<uint64_t>(reps),

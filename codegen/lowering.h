@@ -74,11 +74,11 @@ class Lowering {
   // Weights (initializers) live where vertices read them: the load program copies each slice a
   // tile needs straight there, once, so no exchange moves weights at run time. For r < reps,
   // elements [begin + r*stride, +count) go one after another to the returned offset. Refused
-  // (nullopt) when the tile's resident weights would pass kResidentShare of its memory: the
-  // caller then gathers from the weight's own mapping (requireMapping) like any value.
+  // (nullopt) when the tile's resident weights would pass CompileOptions::resident_weight_share
+  // of its memory: the caller then gathers from the weight's own mapping (requireMapping) like
+  // any value.
   std::optional<uint64_t> residentWeight(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride,
                                          uint32_t tile);
-  static constexpr double kResidentShare = 0.4;
   // The Weight stream of an initializer, created with its load step on first use; and every
   // initializer given one, in order (their data goes into the PopEF).
   uint32_t weightStream(const ir::Value* v);
