@@ -44,7 +44,8 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
   const auto family = familyOf(node);
   if (family == ops::LoweringFamily::None) return "no device lowering for " + node.opType();
   // Moving data works for any fixed-size dtype; arithmetic runs on float32 or float16, one dtype
-  // per node (its vertices hold every field in it) except Cast, which converts between the two.
+  // per node (its vertices hold every field in it, but for float32 partial sums) except Cast,
+  // which converts between the two.
   const bool moves_only = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
   const ir::Value* first = node.inputs().empty() ? nullptr : node.input(0);
   const DType node_dtype = first && first->type.isTensor() ? first->type.dtype : DType::Float;
