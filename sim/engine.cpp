@@ -9,9 +9,11 @@
 #include <tuple>
 
 #include "lib/support/copy_bytes.h"
+#include "lib/support/log.h"
 #include "lib/onnx/onnx_io.h"
 #include "lib/ops/registry.h"
 #include "sim/codelets.h"
+#include "sim/shared_weights.h"
 #include "sim/thread_pool.h"
 #include "sim/verify_popef.h"
 
@@ -84,6 +86,11 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const exec::Exe
     engine->host_models_.push_back(std::move(model).value());
   }
   engine->pool_ = std::make_unique<ThreadPool>(workers ? workers : ThreadPool::defaultWorkers());
+  engine->tiles_.reset(engine->exe_.tile_bytes);  // where each tile lives, which the vertices need
+  ResolvedVertices resolved = resolveVertices(engine->exe_, engine->tiles_);
+  POPRT_LOG(Debug, "simulator: " << resolved.shared_fields << " vertex fields (" << resolved.shared_bytes
+                                 << " bytes) read a shared copy of their weights");
+  engine->vertices_ = std::move(resolved.sets);
   POPRT_TRY(engine->reload(weights));
   engine->computeEstimate();
   return engine;
@@ -91,8 +98,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const exec::Exe
 
 Status Engine::reload(const std::map<std::string, Tensor>& weights) {
   const size_t n = exe_.streams.size();
-  tiles_.resize(exe_.tile_bytes.size());
-  for (size_t t = 0; t < tiles_.size(); ++t) tiles_[t].assign(exe_.tile_bytes[t], 0);
+  tiles_.reset(exe_.tile_bytes);
   // The load program streams each weight to its tiles once.
   RunState state{std::vector<ops::RtValue>(n), std::vector<const InputBinding*>(n), std::vector<const OutputBinding*>(n),
                  std::vector<bool>(n)};
@@ -115,7 +121,7 @@ Expected<Tensor> Engine::readWeight(const std::string& name) const {
     Tensor t(s.dtype, s.shape);
     for (const auto& c : s.copies)
       exec::forEachStreamPiece(c, [&](uint64_t host, uint64_t tile, uint64_t n) {
-        copyBytes(t.bytes().data() + host, tiles_[c.tile].data() + tile, n);
+        copyBytes(t.bytes().data() + host, tiles_.tile(c.tile) + tile, n);
       });
     return t;
   }
@@ -124,10 +130,10 @@ Expected<Tensor> Engine::readWeight(const std::string& name) const {
 
 void Engine::scramble(uint64_t seed) {
   uint64_t state = seed;
-  for (auto& tile : tiles_)
-    for (uint8_t& b : tile) {
+  for (uint32_t t = 0; t < tiles_.tiles(); ++t)
+    for (uint8_t *b = tiles_.tile(t), *end = b + tiles_.size(t); b != end; ++b) {
       state = state * 6364136223846793005ull + 1442695040888963407ull;  // an LCG is plenty for noise
-      b = static_cast<uint8_t>(state >> 56);
+      *b = static_cast<uint8_t>(state >> 56);
     }
 }
 
@@ -190,7 +196,7 @@ Status Engine::runStep(const exec::Step& step, RunState& state, bool split) {
       }
       for (const auto& c : s.copies)
         exec::forEachStreamPiece(c, [&](uint64_t host, uint64_t tile, uint64_t n) {
-          copyBytes(tiles_[c.tile].data() + tile, src + host, n);
+          copyBytes(tiles_.tile(c.tile) + tile, src + host, n);
         });
       break;
     }
@@ -209,7 +215,7 @@ Status Engine::runStep(const exec::Step& step, RunState& state, bool split) {
       }
       for (const auto& c : s.copies)
         exec::forEachStreamPiece(c, [&](uint64_t host, uint64_t tile, uint64_t n) {
-          copyBytes(dst + host, tiles_[c.tile].data() + tile, n);
+          copyBytes(dst + host, tiles_.tile(c.tile) + tile, n);
         });
       break;
     }
@@ -250,14 +256,14 @@ void Engine::runExchange(uint32_t index, bool split) {
   auto work = [&](unsigned worker, unsigned workers) {
     for (const auto& c : ex.copies)
       if (c.dst_tile % workers == worker)
-        std::memmove(tiles_[c.dst_tile].data() + c.dst_offset, tiles_[c.src_tile].data() + c.src_offset, c.bytes);
+        std::memmove(tiles_.tile(c.dst_tile) + c.dst_offset, tiles_.tile(c.src_tile) + c.src_offset, c.bytes);
     for (const auto& g : ex.gathers) {
       if (g.dst_tile % workers != worker) continue;
       const exec::Layout& layout = exe_.layouts[g.layout];
-      uint8_t* dst_mem = tiles_[g.dst_tile].data();
+      uint8_t* dst_mem = tiles_.tile(g.dst_tile);
       exec::forEachGatherPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t dst) {
         std::memmove(dst_mem + dst,
-                     tiles_[region.tile].data() + region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes,
+                     tiles_.tile(region.tile) + region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes,
                      static_cast<size_t>(n) * layout.elem_bytes);
       });
     }
@@ -292,7 +298,8 @@ void prefetchInputs(const exec::Vertex& v, const uint8_t* mem) {
 
 // A vertex touches only its own tile's memory; each worker runs the vertices of its tiles, in order.
 void Engine::runComputeSet(uint32_t index, bool split) {
-  const auto& vertices = exe_.compute_sets[index].vertices;
+  const auto& vertices = vertices_[index];
+  uint8_t* const base = tiles_.base();
   auto work = [&](unsigned worker, unsigned workers) {
     auto mine = [&](size_t i) {
       while (i < vertices.size() && vertices[i].tile % workers != worker) ++i;
@@ -300,8 +307,8 @@ void Engine::runComputeSet(uint32_t index, bool split) {
     };
     for (size_t i = mine(0); i < vertices.size();) {
       const size_t next = mine(i + 1);
-      if (next < vertices.size()) prefetchInputs(vertices[next], tiles_[vertices[next].tile].data());
-      runVertex(vertices[i], tiles_[vertices[i].tile].data());
+      if (next < vertices.size()) prefetchInputs(vertices[next], base);
+      runVertex(vertices[i], base);
       i = next;
     }
   };

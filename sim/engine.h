@@ -11,6 +11,7 @@
 #include "lib/exec/executable.h"
 #include "lib/ir/graph.h"
 #include "lib/ops/value.h"
+#include "sim/tile_arena.h"
 
 namespace poprt::sim {
 
@@ -158,7 +159,9 @@ class Engine {
 
   std::shared_ptr<const exec::Executable> shared_exe_;
   const exec::Executable& exe_;  // *shared_exe_
-  std::vector<std::vector<uint8_t>> tiles_;
+  TileArena tiles_;
+  // The compute sets' vertices with their fields as arena offsets (sim/shared_weights.h).
+  std::vector<std::vector<exec::Vertex>> vertices_;
   std::vector<ir::Model> host_models_;         // the imported host programs
   std::vector<std::map<std::string, int64_t>> host_opsets_;
   CycleEstimate estimate_;

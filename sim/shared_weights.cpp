@@ -1,0 +1,124 @@
+#include "sim/shared_weights.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace poprt::sim {
+namespace {
+
+using Role = exec::HostStream::Role;
+
+struct Range {
+  uint64_t begin, end;
+  bool operator<(const Range& o) const { return begin < o.begin; }
+};
+
+// The byte ranges of each tile that anything but the load program writes: vertex outputs,
+// exchange destinations and non-weight stream copies, merged and sorted.
+std::vector<std::vector<Range>> writtenRanges(const exec::Executable& exe) {
+  std::vector<std::vector<Range>> written(exe.tile_bytes.size());
+  for (const auto& cs : exe.compute_sets)
+    for (const auto& v : cs.vertices)
+      if (!v.fields.empty()) written[v.tile].push_back({v.fields[0].offset, v.fields[0].offset + v.fields[0].bytes});
+  for (const auto& ex : exe.exchanges) {
+    for (const auto& c : ex.copies) written[c.dst_tile].push_back({c.dst_offset, c.dst_offset + c.bytes});
+    for (const auto& g : ex.gathers) {
+      if (g.reps <= 0 || g.count <= 0) continue;
+      const uint64_t last = g.dst_offset + static_cast<uint64_t>(g.reps - 1) * g.dst_stride;
+      written[g.dst_tile].push_back({g.dst_offset, last + static_cast<uint64_t>(g.count) * exe.layouts[g.layout].elem_bytes});
+    }
+  }
+  for (const auto& s : exe.streams)
+    if (s.role != Role::Weight)
+      for (const auto& c : s.copies) written[c.tile].push_back({c.tile_offset, c.tile_offset + c.tileBytes()});
+  for (auto& ranges : written) {
+    std::sort(ranges.begin(), ranges.end());
+    std::vector<Range> merged;
+    for (const Range& r : ranges) {
+      if (!merged.empty() && r.begin <= merged.back().end) merged.back().end = std::max(merged.back().end, r.end);
+      else merged.push_back(r);
+    }
+    ranges = std::move(merged);
+  }
+  return written;
+}
+
+bool overlaps(const std::vector<Range>& sorted, uint64_t begin, uint64_t end) {
+  auto it = std::upper_bound(sorted.begin(), sorted.end(), Range{begin, 0});  // first starting after begin
+  if (it != sorted.begin() && std::prev(it)->end > begin) return true;
+  return it != sorted.end() && it->begin < end;
+}
+
+// A weight stream copy on a tile, shareable when nothing else writes its bytes.
+struct WeightCopy {
+  uint64_t begin, end;
+  uint32_t stream;
+  const exec::StreamCopy* copy;
+  bool shareable;
+  bool operator<(const WeightCopy& o) const { return begin < o.begin; }
+};
+
+std::vector<std::vector<WeightCopy>> weightCopies(const exec::Executable& exe) {
+  const auto written = writtenRanges(exe);
+  std::vector<std::vector<WeightCopy>> copies(exe.tile_bytes.size());
+  for (uint32_t s = 0; s < exe.streams.size(); ++s)
+    if (exe.streams[s].role == Role::Weight)
+      for (const auto& c : exe.streams[s].copies)
+        if (c.bytes > 0 && c.reps > 0)
+          copies[c.tile].push_back({c.tile_offset, c.tile_offset + c.tileBytes(), s, &c, true});
+  for (uint32_t t = 0; t < copies.size(); ++t) {
+    auto& list = copies[t];
+    std::sort(list.begin(), list.end());
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (i + 1 < list.size() && list[i + 1].begin < list[i].end) list[i].shareable = list[i + 1].shareable = false;
+      if (overlaps(written[t], list[i].begin, list[i].end)) list[i].shareable = false;
+    }
+  }
+  return copies;
+}
+
+// Which weight bytes a field holds: its stream, first host byte and length, and, when it spans
+// rows of a strided copy, the row length, the host stride and where in a row it starts.
+using WeightKey = std::tuple<uint32_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>;
+
+}  // namespace
+
+ResolvedVertices resolveVertices(const exec::Executable& exe, const TileArena& arena) {
+  const auto copies = weightCopies(exe);
+  std::map<WeightKey, uint64_t> first_copy;  // -> arena offset
+  ResolvedVertices out;
+  out.sets.reserve(exe.compute_sets.size());
+  for (const auto& cs : exe.compute_sets) {
+    auto& vertices = out.sets.emplace_back(cs.vertices);
+    for (auto& v : vertices) {
+      const uint64_t base = arena.offset(v.tile);
+      for (size_t f = 0; f < v.fields.size(); ++f) {
+        exec::Field& field = v.fields[f];
+        const uint64_t begin = field.offset, end = field.offset + field.bytes;
+        field.offset += base;
+        if (f == 0 || field.bytes == 0) continue;  // fields[0] is written
+        const auto& list = copies[v.tile];
+        auto it = std::upper_bound(list.begin(), list.end(), WeightCopy{begin, 0, 0, nullptr, false});
+        if (it == list.begin()) continue;
+        const WeightCopy& w = *std::prev(it);
+        if (!w.shareable || end > w.end) continue;
+        const exec::StreamCopy& c = *w.copy;
+        const uint64_t rel = begin - c.tile_offset, phase = rel % c.bytes;
+        const uint64_t host = c.host_offset + rel / c.bytes * c.host_stride + phase;
+        const bool contiguous = phase + field.bytes <= c.bytes || c.host_stride == c.bytes;
+        const WeightKey key = contiguous ? WeightKey{w.stream, host, field.bytes, 0, 0, 0}
+                                         : WeightKey{w.stream, host, field.bytes, c.bytes, c.host_stride, phase};
+        const auto [at, inserted] = first_copy.try_emplace(key, field.offset);
+        if (!inserted && at->second != field.offset) {
+          field.offset = at->second;
+          ++out.shared_fields;
+          out.shared_bytes += field.bytes;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace poprt::sim
