@@ -5,7 +5,15 @@
 #include <algorithm>
 #include <new>
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)  // GCC
+#define POPRT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)  // Clang
+#define POPRT_ASAN 1
+#endif
+#endif
+
+#ifdef POPRT_ASAN
 #include <sanitizer/asan_interface.h>
 #define POPRT_POISON(addr, size) ASAN_POISON_MEMORY_REGION(addr, size)
 #define POPRT_UNPOISON(addr, size) ASAN_UNPOISON_MEMORY_REGION(addr, size)
