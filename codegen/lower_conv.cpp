@@ -240,9 +240,9 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
                      in_off, static_cast<uint64_t>(in_rows * inner_in) * es);
           }
           // Partial sums (float32) live until the reduction; an unsplit block's output is Y's.
-          const exec::Field out_field =
-              split ? exec::Field{l.scratch(tile, out_bytes / es * kPartialBytes), out_bytes / es * kPartialBytes, partialFieldDtype(dt)}
-                    : exec::Field{l.allocator().allocate(tile, out_bytes), out_bytes};
+          const uint64_t partial_bytes = out_bytes / es * kPartialBytes;
+          const exec::Field out_field = split ? exec::Field{l.scratch(tile, partial_bytes), partial_bytes, partialFieldDtype(dt)}
+                                              : exec::Field{l.allocator().allocate(tile, out_bytes), out_bytes};
           const uint64_t out_off = out_field.offset;
           exec::Vertex v;
           v.tile = tile;

@@ -249,16 +249,24 @@ Status Engine::runProgram(const exec::Program& program, RunState& state, RunTime
   return okStatus();
 }
 
+namespace {
+
+// Whether `tile` is in `worker`'s share of the tiles (one worker: all of them, with no division
+// per copy or vertex).
+bool inShare(uint32_t tile, unsigned worker, unsigned workers) { return workers == 1 || tile % workers == worker; }
+
+}  // namespace
+
 // Codegen only gathers into fresh buffers, so the runs of one step never overlap: each worker
 // takes the runs into its share of the tiles.
 void Engine::runExchange(uint32_t index, bool split) {
   const auto& ex = exe_.exchanges[index];
   auto work = [&](unsigned worker, unsigned workers) {
     for (const auto& c : ex.copies)
-      if (c.dst_tile % workers == worker)
+      if (inShare(c.dst_tile, worker, workers))
         std::memmove(tiles_.tile(c.dst_tile) + c.dst_offset, tiles_.tile(c.src_tile) + c.src_offset, c.bytes);
     for (const auto& g : ex.gathers) {
-      if (g.dst_tile % workers != worker) continue;
+      if (!inShare(g.dst_tile, worker, workers)) continue;
       const exec::Layout& layout = exe_.layouts[g.layout];
       uint8_t* dst_mem = tiles_.tile(g.dst_tile);
       exec::forEachGatherPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t dst) {
@@ -302,7 +310,7 @@ void Engine::runComputeSet(uint32_t index, bool split) {
   uint8_t* const base = tiles_.base();
   auto work = [&](unsigned worker, unsigned workers) {
     auto mine = [&](size_t i) {
-      while (i < vertices.size() && vertices[i].tile % workers != worker) ++i;
+      while (i < vertices.size() && !inShare(vertices[i].tile, worker, workers)) ++i;
       return i;
     };
     for (size_t i = mine(0); i < vertices.size();) {

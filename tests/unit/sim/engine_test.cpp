@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -584,18 +585,24 @@ TEST(Compile, HostFallbackRunsWhatTheDeviceCannot) {
 
 // Three 1 MiB weights on a 4-tile ipu2 (624 KiB a tile): each matmul has a plan, but the weights
 // never die, so the program does not fit; the error names the tiles and what lives on them.
-TEST(Compile, OutOfMemoryNamesTheWorstTiles) {
+// x [rows, n] through `layers` MatMuls mm<i> by [n, n] weights w<i>: zeros, or `weight(i)`.
+ir::Model matMulChain(int64_t rows, int64_t n, int layers, const std::function<Tensor(int)>& weight = nullptr) {
   ir::Model m;
   m.opset_imports = {{"", 17}};
   ir::Graph& g = *m.graph;
-  ir::Value* cur = g.addInput("x", f32({1, 512}));
-  for (int i = 0; i < 3; ++i) {
-    ir::Value* w = g.addInitializer("w" + std::to_string(i), Tensor(DType::Float, {512, 512}));
-    ir::Value* y = g.addValue("y" + std::to_string(i), f32({1, 512}));
+  ir::Value* cur = g.addInput("x", f32({rows, n}));
+  for (int i = 0; i < layers; ++i) {
+    ir::Value* w = g.addInitializer("w" + std::to_string(i), weight ? weight(i) : Tensor(DType::Float, {n, n}));
+    ir::Value* y = g.addValue("y" + std::to_string(i), f32({rows, n}));
     g.addNode("MatMul", {cur, w}, {y}, "mm" + std::to_string(i));
     cur = y;
   }
   g.addOutput(cur);
+  return m;
+}
+
+TEST(Compile, OutOfMemoryNamesTheWorstTiles) {
+  const ir::Model m = matMulChain(1, 512, 3);
   auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 4), 0.6});
   ASSERT_FALSE(compiled.ok());
   const std::string msg = compiled.error().message();
@@ -609,17 +616,7 @@ TEST(Compile, OutOfMemoryNamesTheWorstTiles) {
 // Weights small enough to stay as slices on the tiles that read them fill 40% of each tile; the
 // report names those slices by their weight too.
 TEST(Compile, OutOfMemoryNamesResidentWeightSlices) {
-  ir::Model m;
-  m.opset_imports = {{"", 17}};
-  ir::Graph& g = *m.graph;
-  ir::Value* cur = g.addInput("x", f32({256, 128}));
-  for (int i = 0; i < 12; ++i) {
-    ir::Value* w = g.addInitializer("w" + std::to_string(i), Tensor(DType::Float, {128, 128}));
-    ir::Value* y = g.addValue("y" + std::to_string(i), f32({256, 128}));
-    g.addNode("MatMul", {cur, w}, {y}, "mm" + std::to_string(i));
-    cur = y;
-  }
-  g.addOutput(cur);
+  const ir::Model m = matMulChain(256, 128, 12);
   auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 2), 0.6});
   ASSERT_FALSE(compiled.ok());
   const std::string msg = compiled.error().message();
@@ -631,19 +628,11 @@ TEST(Compile, OutOfMemoryNamesResidentWeightSlices) {
 // program does not fit, so compile() tries again with 30% (the rest gathered when used), says so,
 // and the program still computes the chain right.
 TEST(Compile, OutOfMemoryRetriesWithFewerResidentWeights) {
-  ir::Model m;
-  m.opset_imports = {{"", 17}};
-  ir::Graph& g = *m.graph;
-  ir::Value* cur = g.addInput("x", f32({256, 128}));
-  for (int i = 0; i < 9; ++i) {
+  const ir::Model m = matMulChain(256, 128, 9, [](int i) {
     Tensor wt = randomTensor({128, 128}, 90 + i);
     for (float& x : wt.data<float>()) x *= 0.15f;  // keeps the chain's values near 1 (float32 tolerances)
-    ir::Value* w = g.addInitializer("w" + std::to_string(i), wt);
-    ir::Value* y = g.addValue("y" + std::to_string(i), f32({256, 128}));
-    g.addNode("MatMul", {cur, w}, {y}, "mm" + std::to_string(i));
-    cur = y;
-  }
-  g.addOutput(cur);
+    return wt;
+  });
   codegen::CompileOptions options{*codegen::makeTarget("ipu2", 1, 2), 0.6};
   auto compiled = codegen::compile(m, options);
   ASSERT_TRUE(compiled.ok()) << compiled.error().message();
