@@ -302,7 +302,9 @@ void Session::runLoadPrograms() {
   if (!impl_->replicas.empty()) throw ApplicationError(impl_->path + ": the load programs have run already");
   std::vector<std::unique_ptr<Replica>> replicas;
   for (unsigned r = 0; r < replicationFactor(); ++r) {
-    auto engine = sim::Engine::create(impl_->exe, impl_->model.weights);
+    // The replicas run the same vertices: the first engine's resolution serves them all.
+    auto engine = sim::Engine::create(impl_->exe, impl_->model.weights, 0,
+                                      replicas.empty() ? nullptr : replicas.front()->engine->resolvedVertices());
     if (!engine.ok()) throw ApplicationError(impl_->path + ": " + engine.error().message());
     replicas.push_back(std::make_unique<Replica>());
     replicas.back()->engine = std::move(engine).value();

@@ -13,7 +13,6 @@
 #include "lib/onnx/onnx_io.h"
 #include "lib/ops/registry.h"
 #include "sim/codelets.h"
-#include "sim/shared_weights.h"
 #include "sim/thread_pool.h"
 #include "sim/verify_popef.h"
 
@@ -70,7 +69,8 @@ Expected<std::unique_ptr<Engine>> Engine::create(exec::Executable exe, const std
 }
 
 Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const exec::Executable> shared,
-                                                 const std::map<std::string, Tensor>& weights, unsigned workers) {
+                                                 const std::map<std::string, Tensor>& weights, unsigned workers,
+                                                 std::shared_ptr<const ResolvedVertices> vertices) {
   std::unique_ptr<Engine> engine(new Engine(std::move(shared)));
   // Host programs are ONNX models run by the reference evaluator; import them once.
   for (const auto& hp : engine->exe_.host_programs) {
@@ -86,11 +86,14 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const exec::Exe
     engine->host_models_.push_back(std::move(model).value());
   }
   engine->pool_ = std::make_unique<ThreadPool>(workers ? workers : ThreadPool::defaultWorkers());
-  engine->tiles_.reset(engine->exe_.tile_bytes);  // where each tile lives, which the vertices need
-  ResolvedVertices resolved = resolveVertices(engine->exe_, engine->tiles_);
-  POPRT_LOG(Debug, "simulator: " << resolved.shared_fields << " vertex fields (" << resolved.shared_bytes
-                                 << " bytes) read a shared copy of their weights");
-  engine->vertices_ = std::move(resolved.sets);
+  if (!vertices) {
+    vertices = std::make_shared<const ResolvedVertices>(resolveVertices(engine->exe_));
+    POPRT_LOG(Debug, "simulator: " << vertices->shared_fields << " vertex fields (" << vertices->shared_bytes
+                                   << " bytes) read a shared copy of their weights");
+  } else if (vertices->exe != &engine->exe_) {
+    return Error("the resolved vertices given belong to another executable");
+  }
+  engine->vertices_ = std::move(vertices);
   POPRT_TRY(engine->reload(weights));
   engine->computeEstimate();
   return engine;
@@ -306,17 +309,17 @@ void prefetchInputs(const exec::Vertex& v, const uint8_t* mem) {
 
 // A vertex touches only its own tile's memory; each worker runs the vertices of its tiles, in order.
 void Engine::runComputeSet(uint32_t index, bool split) {
-  const auto& vertices = vertices_[index];
+  const auto& vertices = vertices_->sets[index];
   uint8_t* const base = tiles_.base();
   auto work = [&](unsigned worker, unsigned workers) {
     auto mine = [&](size_t i) {
-      while (i < vertices.size() && !inShare(vertices[i].tile, worker, workers)) ++i;
+      while (i < vertices.size() && !inShare(vertices[i].vertex->tile, worker, workers)) ++i;
       return i;
     };
     for (size_t i = mine(0); i < vertices.size();) {
       const size_t next = mine(i + 1);
-      if (next < vertices.size()) prefetchInputs(vertices[next], base);
-      runVertex(vertices[i], base);
+      if (next < vertices.size()) prefetchInputs(*vertices[next].vertex, base + vertices[next].base);
+      runVertex(*vertices[i].vertex, base + vertices[i].base);
       i = next;
     }
   };

@@ -11,6 +11,7 @@
 #include "lib/exec/executable.h"
 #include "lib/ir/graph.h"
 #include "lib/ops/value.h"
+#include "sim/shared_weights.h"
 #include "sim/tile_arena.h"
 
 namespace poprt::sim {
@@ -85,11 +86,16 @@ class Engine {
                                                   const std::map<std::string, Tensor>& weights, unsigned workers = 0);
   // The same for an executable the verifier already accepted (a VerifiedPopef's), shared between
   // engines (the runtime's replicas): it is not verified again.
+  // `vertices`: another engine's resolvedVertices() for the same executable object (the runtime's
+  // replicas share them); when null the engine resolves its own.
   static Expected<std::unique_ptr<Engine>> create(std::shared_ptr<const exec::Executable> exe,
-                                                  const std::map<std::string, Tensor>& weights, unsigned workers = 0);
+                                                  const std::map<std::string, Tensor>& weights, unsigned workers = 0,
+                                                  std::shared_ptr<const ResolvedVertices> vertices = nullptr);
   ~Engine();
 
   const exec::Executable& executable() const { return exe_; }
+  // The vertices as this engine runs them (sim/shared_weights.h).
+  const std::shared_ptr<const ResolvedVertices>& resolvedVertices() const { return vertices_; }
   // Runs the main program once. `inputs` in the order of the executable's Input streams,
   // `outputs` in the order of its Output streams; the bound memory must stay valid during the call.
   Status run(std::span<const InputBinding> inputs, std::span<const OutputBinding> outputs, RunTimes* times = nullptr);
@@ -160,8 +166,7 @@ class Engine {
   std::shared_ptr<const exec::Executable> shared_exe_;
   const exec::Executable& exe_;  // *shared_exe_
   TileArena tiles_;
-  // The compute sets' vertices with their fields as arena offsets (sim/shared_weights.h).
-  std::vector<std::vector<exec::Vertex>> vertices_;
+  std::shared_ptr<const ResolvedVertices> vertices_;
   std::vector<ir::Model> host_models_;         // the imported host programs
   std::vector<std::map<std::string, int64_t>> host_opsets_;
   CycleEstimate estimate_;

@@ -84,38 +84,52 @@ using WeightKey = std::tuple<uint32_t, uint64_t, uint64_t, uint64_t, uint64_t, u
 
 }  // namespace
 
-ResolvedVertices resolveVertices(const exec::Executable& exe, const TileArena& arena) {
+ResolvedVertices resolveVertices(const exec::Executable& exe) {
+  const std::vector<uint64_t> tile_offsets = TileArena::layout(exe.tile_bytes);
   const auto copies = weightCopies(exe);
   std::map<WeightKey, uint64_t> first_copy;  // -> arena offset
+  // The arena offset a field of a vertex on `tile` reads: its own, or the first copy's of its bytes.
+  auto source = [&](uint32_t tile, const exec::Field& field) {
+    const uint64_t own = tile_offsets[tile] + field.offset, end = field.offset + field.bytes;
+    const auto& list = copies[tile];
+    auto it = std::upper_bound(list.begin(), list.end(), WeightCopy{field.offset, 0, 0, nullptr, false});
+    if (field.bytes == 0 || it == list.begin()) return own;
+    const WeightCopy& w = *std::prev(it);
+    if (!w.shareable || end > w.end) return own;
+    const exec::StreamCopy& c = *w.copy;
+    const uint64_t rel = field.offset - c.tile_offset, phase = rel % c.bytes;
+    const uint64_t host = c.host_offset + rel / c.bytes * c.host_stride + phase;
+    const bool contiguous = phase + field.bytes <= c.bytes || c.host_stride == c.bytes;
+    const WeightKey key = contiguous ? WeightKey{w.stream, host, field.bytes, 0, 0, 0}
+                                     : WeightKey{w.stream, host, field.bytes, c.bytes, c.host_stride, phase};
+    return first_copy.try_emplace(key, own).first->second;
+  };
   ResolvedVertices out;
+  out.exe = &exe;
   out.sets.reserve(exe.compute_sets.size());
+  std::vector<uint64_t> sources;
   for (const auto& cs : exe.compute_sets) {
-    auto& vertices = out.sets.emplace_back(cs.vertices);
-    for (auto& v : vertices) {
-      const uint64_t base = arena.offset(v.tile);
-      for (size_t f = 0; f < v.fields.size(); ++f) {
-        exec::Field& field = v.fields[f];
-        const uint64_t begin = field.offset, end = field.offset + field.bytes;
-        field.offset += base;
-        if (f == 0 || field.bytes == 0) continue;  // fields[0] is written
-        const auto& list = copies[v.tile];
-        auto it = std::upper_bound(list.begin(), list.end(), WeightCopy{begin, 0, 0, nullptr, false});
-        if (it == list.begin()) continue;
-        const WeightCopy& w = *std::prev(it);
-        if (!w.shareable || end > w.end) continue;
-        const exec::StreamCopy& c = *w.copy;
-        const uint64_t rel = begin - c.tile_offset, phase = rel % c.bytes;
-        const uint64_t host = c.host_offset + rel / c.bytes * c.host_stride + phase;
-        const bool contiguous = phase + field.bytes <= c.bytes || c.host_stride == c.bytes;
-        const WeightKey key = contiguous ? WeightKey{w.stream, host, field.bytes, 0, 0, 0}
-                                         : WeightKey{w.stream, host, field.bytes, c.bytes, c.host_stride, phase};
-        const auto [at, inserted] = first_copy.try_emplace(key, field.offset);
-        if (!inserted && at->second != field.offset) {
-          field.offset = at->second;
+    auto& run = out.sets.emplace_back();
+    run.reserve(cs.vertices.size());
+    for (const auto& v : cs.vertices) {
+      const uint64_t base = tile_offsets[v.tile];
+      sources.assign(v.fields.size(), 0);
+      bool shares = false;
+      for (size_t f = 1; f < v.fields.size(); ++f) {  // fields[0] is written
+        sources[f] = source(v.tile, v.fields[f]);
+        if (sources[f] != base + v.fields[f].offset) {
+          shares = true;
           ++out.shared_fields;
-          out.shared_bytes += field.bytes;
+          out.shared_bytes += v.fields[f].bytes;
         }
       }
+      if (!shares) {
+        run.push_back({&v, base});
+        continue;
+      }
+      exec::Vertex& copy = out.copies.emplace_back(v);
+      for (size_t f = 0; f < copy.fields.size(); ++f) copy.fields[f].offset = f == 0 ? base + v.fields[0].offset : sources[f];
+      run.push_back({&copy, 0});
     }
   }
   return out;

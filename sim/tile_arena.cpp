@@ -42,15 +42,22 @@ void TileArena::release() {
   mapped_ = 0;
 }
 
+std::vector<uint64_t> TileArena::layout(const std::vector<uint64_t>& sizes, uint64_t* total) {
+  std::vector<uint64_t> offsets(sizes.size());
+  uint64_t end = 0;
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    offsets[t] = end;
+    end = roundUp(end + sizes[t] + kGap, kAlign);
+  }
+  if (total) *total = end;
+  return offsets;
+}
+
 void TileArena::reset(const std::vector<uint64_t>& sizes) {
   release();
   sizes_ = sizes;
-  offsets_.resize(sizes.size());
   uint64_t end = 0;
-  for (size_t t = 0; t < sizes.size(); ++t) {
-    offsets_[t] = end;
-    end = roundUp(end + sizes[t] + kGap, kAlign);
-  }
+  offsets_ = layout(sizes, &end);
   mapped_ = static_cast<size_t>(std::max<uint64_t>(end, kAlign));
   // Anonymous memory arrives zeroed, a page at a time as it is first touched.
   void* p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

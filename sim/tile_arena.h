@@ -18,7 +18,10 @@ class TileArena {
   TileArena(const TileArena&) = delete;
   TileArena& operator=(const TileArena&) = delete;
 
-  // Zeroed memory of `sizes[t]` bytes for each tile t (what was there before is gone).
+  // Where each tile starts in an arena for tiles of `sizes[t]` bytes: the same for every arena
+  // of those sizes, so vertices resolved against it serve every engine of one executable.
+  static std::vector<uint64_t> layout(const std::vector<uint64_t>& sizes, uint64_t* total = nullptr);
+  // Zeroed memory of `sizes[t]` bytes for each tile t, at layout(sizes) (what was there before is gone).
   void reset(const std::vector<uint64_t>& sizes);
   uint8_t* base() const { return base_; }
   uint64_t offset(uint32_t t) const { return offsets_[t]; }

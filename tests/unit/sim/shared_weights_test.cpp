@@ -2,6 +2,7 @@
 // outputs are worked out by hand from the weights, so a vertex reading the wrong copy shows.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <vector>
 
 #include "lib/ops/scalar_math.h"
@@ -61,11 +62,7 @@ std::vector<std::vector<float>> run(const exec::Executable& e) {
   return values;
 }
 
-uint64_t sharedFields(const exec::Executable& e) {
-  TileArena arena;
-  arena.reset(e.tile_bytes);
-  return resolveVertices(e, arena).shared_fields;
-}
+uint64_t sharedFields(const exec::Executable& e) { return resolveVertices(e).shared_fields; }
 
 TEST(SharedWeights, IdenticalCopiesAreReadFromTheFirst) {
   // Tiles 0 and 1 hold w[0..4); tile 2 holds w[4..8).
@@ -73,10 +70,17 @@ TEST(SharedWeights, IdenticalCopiesAreReadFromTheFirst) {
   EXPECT_EQ(sharedFields(e), 1u);  // tile 1's; tile 2's bytes are other weights
   TileArena arena;
   arena.reset(e.tile_bytes);
-  const ResolvedVertices r = resolveVertices(e, arena);
-  EXPECT_EQ(r.sets[0][1].fields[1].offset, arena.offset(0));  // tile 0's copy
-  EXPECT_EQ(r.sets[0][1].fields[0].offset, arena.offset(1) + 32);  // its output stays its own
-  EXPECT_EQ(r.sets[0][2].fields[1].offset, arena.offset(2));
+  const ResolvedVertices r = resolveVertices(e);
+  // Tile 1's vertex is a copy with fields from the arena's base: its weights tile 0's copy, its
+  // output its own. Tiles 0 and 2 run the executable's vertices from their tiles.
+  EXPECT_EQ(r.copies.size(), 1u);
+  EXPECT_EQ(r.sets[0][1].base, 0u);
+  EXPECT_EQ(r.sets[0][1].vertex->fields[1].offset, arena.offset(0));
+  EXPECT_EQ(r.sets[0][1].vertex->fields[0].offset, arena.offset(1) + 32);
+  EXPECT_EQ(r.sets[0][0].vertex, &e.compute_sets[0].vertices[0]);
+  EXPECT_EQ(r.sets[0][0].base, arena.offset(0));
+  EXPECT_EQ(r.sets[0][2].vertex, &e.compute_sets[0].vertices[2]);
+  EXPECT_EQ(r.sets[0][2].base, arena.offset(2));
   const auto y = run(e);
   ASSERT_EQ(y.size(), 3u);
   EXPECT_EQ(y[0], (std::vector<float>{0, 2, 0, 4}));
@@ -123,6 +127,29 @@ TEST(SharedWeights, StridedCopiesShareOnlyTheSameBytes) {
   y = run(e);
   ASSERT_EQ(y.size(), 3u);
   EXPECT_EQ(y[2], (std::vector<float>{2, 0}));
+}
+
+// The runtime's replicas: a second engine of the same executable runs the first one's resolved
+// vertices (one copy between them) in memory of its own.
+TEST(SharedWeights, EnginesOfOneExecutableShareTheirResolvedVertices) {
+  auto exe = std::make_shared<const exec::Executable>(
+      weightsOnThreeTiles({{0, 0, 0, 16}, {0, 1, 0, 16}, {16, 2, 0, 16}}, {{0, 16}, {0, 16}, {0, 16}}));
+  auto first = Engine::create(exe, {{"w", weight()}}, 1);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  auto second = Engine::create(exe, {{"w", weight()}}, 1, (*first)->resolvedVertices());
+  ASSERT_TRUE(second.ok()) << second.error().message();
+  EXPECT_EQ((*second)->resolvedVertices().get(), (*first)->resolvedVertices().get());
+  (*first)->scramble(7);  // the second engine's tiles are its own
+  auto outs = (*second)->runTensors({});
+  ASSERT_TRUE(outs.ok()) << outs.error().message();
+  ASSERT_EQ(outs->size(), 3u);
+  EXPECT_EQ((*outs)[2].data<float>()[1], 6.f);
+  EXPECT_EQ((*outs)[1].data<float>()[3], 4.f);
+  // Vertices resolved for another executable are refused.
+  auto other = std::make_shared<const exec::Executable>(exec::Executable{});
+  auto wrong = Engine::create(other, {}, 1, (*first)->resolvedVertices());
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message().find("another executable"), std::string::npos) << wrong.error().message();
 }
 
 }  // namespace
