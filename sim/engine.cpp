@@ -313,13 +313,13 @@ void Engine::runComputeSet(uint32_t index, bool split) {
   uint8_t* const base = tiles_.base();
   auto work = [&](unsigned worker, unsigned workers) {
     auto mine = [&](size_t i) {
-      while (i < vertices.size() && !inShare(vertices[i].vertex->tile, worker, workers)) ++i;
+      while (i < vertices.size() && !inShare(vertices[i].tile, worker, workers)) ++i;
       return i;
     };
     for (size_t i = mine(0); i < vertices.size();) {
       const size_t next = mine(i + 1);
-      if (next < vertices.size()) prefetchInputs(*vertices[next].vertex, base + vertices[next].base);
-      runVertex(*vertices[i].vertex, base + vertices[i].base);
+      if (next < vertices.size()) prefetchInputs(vertices[next], base);
+      runVertex(vertices[i], base);
       i = next;
     }
   };

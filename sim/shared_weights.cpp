@@ -107,30 +107,18 @@ ResolvedVertices resolveVertices(const exec::Executable& exe) {
   ResolvedVertices out;
   out.exe = &exe;
   out.sets.reserve(exe.compute_sets.size());
-  std::vector<uint64_t> sources;
   for (const auto& cs : exe.compute_sets) {
-    auto& run = out.sets.emplace_back();
-    run.reserve(cs.vertices.size());
-    for (const auto& v : cs.vertices) {
-      const uint64_t base = tile_offsets[v.tile];
-      sources.assign(v.fields.size(), 0);
-      bool shares = false;
-      for (size_t f = 1; f < v.fields.size(); ++f) {  // fields[0] is written
-        sources[f] = source(v.tile, v.fields[f]);
-        if (sources[f] != base + v.fields[f].offset) {
-          shares = true;
+    auto& vertices = out.sets.emplace_back(cs.vertices);
+    for (auto& v : vertices)
+      for (size_t f = 0; f < v.fields.size(); ++f) {
+        exec::Field& field = v.fields[f];
+        const uint64_t own = tile_offsets[v.tile] + field.offset;
+        field.offset = f == 0 ? own : source(v.tile, field);  // fields[0] is written
+        if (field.offset != own) {
           ++out.shared_fields;
-          out.shared_bytes += v.fields[f].bytes;
+          out.shared_bytes += field.bytes;
         }
       }
-      if (!shares) {
-        run.push_back({&v, base});
-        continue;
-      }
-      exec::Vertex& copy = out.copies.emplace_back(v);
-      for (size_t f = 0; f < copy.fields.size(); ++f) copy.fields[f].offset = f == 0 ? base + v.fields[0].offset : sources[f];
-      run.push_back({&copy, 0});
-    }
   }
   return out;
 }
