@@ -307,7 +307,8 @@ void prefetchInputs(const exec::Vertex& v, const uint8_t* mem) {
 
 }  // namespace
 
-// A vertex touches only its own tile's memory; each worker runs the vertices of its tiles, in order.
+// A vertex writes only its own tile's memory (it may read a shared weight copy elsewhere, which
+// nothing writes); each worker runs the vertices of its tiles, in order.
 void Engine::runComputeSet(uint32_t index, bool split) {
   const auto& vertices = vertices_->sets[index];
   uint8_t* const base = tiles_.base();

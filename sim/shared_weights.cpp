@@ -70,8 +70,10 @@ std::vector<std::vector<WeightCopy>> weightCopies(const exec::Executable& exe) {
   for (uint32_t t = 0; t < copies.size(); ++t) {
     auto& list = copies[t];
     std::sort(list.begin(), list.end());
+    size_t reach = 0;  // of the copies before i, the one ending last
     for (size_t i = 0; i < list.size(); ++i) {
-      if (i + 1 < list.size() && list[i + 1].begin < list[i].end) list[i].shareable = list[i + 1].shareable = false;
+      if (i > 0 && list[i].begin < list[reach].end) list[i].shareable = list[reach].shareable = false;
+      if (i > 0 && list[i].end > list[reach].end) reach = i;
       if (overlaps(written[t], list[i].begin, list[i].end)) list[i].shareable = false;
     }
   }

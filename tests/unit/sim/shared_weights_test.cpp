@@ -123,6 +123,20 @@ TEST(SharedWeights, StridedCopiesShareOnlyTheSameBytes) {
   EXPECT_EQ(y[2], (std::vector<float>{2, 0}));
 }
 
+// Weight copies that overlap on a tile hold what the last one loaded: none of them is a copy to
+// share. Tile 0 gets w[0..4) at bytes [16, 32), then all of w over [0, 32), then w[0] at [4, 8):
+// its bytes [16, 32) end up holding w[4..8), not the w[0..4) tile 1 reads.
+TEST(SharedWeights, OverlappingCopiesAreNotShared) {
+  exec::Executable e = weightsOnThreeTiles({{0, 0, 16, 16}, {0, 0, 0, 32}, {0, 0, 4, 4}, {0, 1, 0, 16}, {16, 2, 0, 16}},
+                                           {{16, 16}, {0, 16}, {0, 16}});
+  EXPECT_EQ(sharedFields(e), 0u);
+  const auto y = run(e);
+  ASSERT_EQ(y.size(), 3u);
+  EXPECT_EQ(y[0], (std::vector<float>{0, 6, 0, 8}));
+  EXPECT_EQ(y[1], (std::vector<float>{0, 2, 0, 4}));
+  EXPECT_EQ(y[2], (std::vector<float>{0, 6, 0, 8}));
+}
+
 // The runtime's replicas: a second engine of the same executable runs the first one's resolved
 // vertices (one copy between them) in memory of its own.
 TEST(SharedWeights, EnginesOfOneExecutableShareTheirResolvedVertices) {
