@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "lib/onnx/inference_guard.h"
 #include "lib/onnx/onnx_io.h"
 #include "lib/onnx/type_map.h"
 
@@ -74,16 +75,31 @@ void keepCustomOpTypes(const ir::Graph& g, onnx::GraphProto& gp) {
 
 std::string oneLine(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
+  while (!text.empty() && text.back() == ' ') text.pop_back();
   return text;
 }
+
+namespace {
+
+// libonnx's inference errors repeat their category at every level ("[ShapeInferenceError] Shape
+// inference error(s): (op_type:Conv): [ShapeInferenceError] ..."): the line keeps the node and
+// what is wrong with it.
+std::string inferenceMessage(const std::string& what) {
+  std::string text = oneLine(what);
+  for (const std::string noise : {"[ShapeInferenceError] ", "[TypeInferenceError] ", "Shape inference error(s): "})
+    for (size_t at; (at = text.find(noise)) != std::string::npos;) text.erase(at, noise.size());
+  return text;
+}
+
+}  // namespace
 
 Status runOnnxShapeInference(onnx::ModelProto& proto, InferenceStrictness strictness) {
   try {
     onnx::shape_inference::InferShapes(
-        proto, onnx::OpSchemaRegistry::Instance(),
+        proto, &guardedSchemas(),
         onnx::ShapeInferenceOptions(strictness.check_types, strictness.strict ? 1 : 0, true));
   } catch (const std::exception& e) {
-    return Error("ONNX shape inference: " + oneLine(e.what()));
+    return Error("ONNX shape inference: " + inferenceMessage(e.what()));
   }
   return okStatus();
 }

@@ -88,6 +88,17 @@ def onnx_cases(out):
     c["onnx_pool_stride_zero.onnx"] = model(
         [helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2], strides=[0])],
         [vi("x", [2, 4, 8])], [vi("y", [2, 4, 4])], check=False).SerializeToString()
+    # libonnx's inference functions that index dims or use attributes as indices unchecked
+    # (lib/onnx/inference_rules.cpp; the first found by fuzz_shape_inference)
+    c["onnx_convtranspose_weight_rank.onnx"] = model(
+        [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="ct")],
+        [vi("x", [1, 1, 3, 4, 5]), vi("w", [3])], [vi("y", [1, 2, 5, 6, 7])], check=False).SerializeToString()
+    c["onnx_gathernd_batch_dims.onnx"] = model(
+        [helper.make_node("GatherND", ["x", "i"], ["y"], name="gnd", batch_dims=-7)],
+        [vi("x", [2, 3]), vi("i", [2, 1], TensorProto.INT64)], [vi("y", [2])], check=False).SerializeToString()
+    c["onnx_stft_signal_rank.onnx"] = model(
+        [helper.make_node("STFT", ["x", "step"], ["y"], name="stft")],
+        [vi("x", [16]), vi("step", [], TensorProto.INT64)], [vi("y", [1, 2, 3, 2])], opset=17, check=False).SerializeToString()
     # a cycle: a -> b -> a (listed in any order, no topological sort exists)
     cyc = model([helper.make_node("Relu", ["x", ], ["p"], name="start"),
                  helper.make_node("Add", ["p", "b2"], ["a2"], name="n1"),
