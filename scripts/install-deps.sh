@@ -11,6 +11,7 @@ packages=(
   libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libyaml-cpp-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-testdata python3-onnx python3-numpy
+  pybind11-dev python3-pytest  # the poprt Python package and its tests
   libcpp-httplib-dev curl  # popef-serve (cpp-httplib) and its end-to-end test (curl)
   chromium fonts-dejavu-core  # the profile report's page test (tests/e2e/test_profile_report.py)
 )

@@ -1,3 +1,4 @@
+#include "lib/support/log.h"
 #include "tools/convert_batch.h"
 
 #include <chrono>
@@ -7,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/support/file_io.h"
 #include "tools/error_format.h"
 #include "tools/tool_common.h"
 

@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "lib/support/status.h"
-#include "tools/convert_options.h"
+#include "converter/options.h"
 
 namespace poprt::tools {
+
+using converter::ConvertOptions;
 
 // What one conversion reports back beyond success.
 struct ConvertOutcome {

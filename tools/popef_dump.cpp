@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/support/file_io.h"
+#include "lib/support/log.h"
 #include "lib/exec/executable.h"
 #include "lib/onnx/graph_walk.h"
 #include "popef/popef.h"

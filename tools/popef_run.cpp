@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "lib/support/log.h"
 #include "lib/onnx/value_io.h"
 #include "lib/support/dtype_dispatch.h"
 #include "lib/support/file_io.h"
@@ -14,7 +15,7 @@
 #include "poprt/runtime/errors.h"
 #include "poprt/runtime/model_runner.h"
 #include "runtime/host_value.h"
-#include "tools/profile_report.h"
+#include "converter/profile_report.h"
 #include "tools/run_bench.h"
 #include "tools/run_inputs.h"
 #include "tools/run_report.h"
@@ -22,6 +23,16 @@
 
 namespace poprt::tools {
 namespace {
+
+using converter::compareValues;
+using converter::diffTable;
+using converter::formatError;
+using converter::ReportDir;
+using converter::Tolerance;
+using converter::ValueDiff;
+using converter::checkReportDir;
+using converter::reportDir;
+using converter::writeProfileReport;
 
 namespace fs = std::filesystem;
 

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "lib/support/file_io.h"
+#include "lib/support/log.h"
 #include "tools/serve_http.h"
 #include "tools/tool_common.h"
 

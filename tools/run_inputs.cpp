@@ -1,3 +1,5 @@
+#include "lib/support/file_io.h"
+#include "lib/support/log.h"
 #include "tools/run_inputs.h"
 
 #include <algorithm>
@@ -9,7 +11,7 @@
 #include "lib/support/dtype_dispatch.h"
 #include "runtime/host_value.h"
 #include "tools/tool_common.h"
-#include "tools/value_check.h"
+#include "converter/value_check.h"
 
 namespace poprt::tools {
 namespace {
@@ -55,7 +57,7 @@ Expected<ops::RtValue> filled(const runtime::DataDesc& d, size_t index, const In
   if (!d.fixedSize() || !dtype || *dtype == DType::Complex64 || *dtype == DType::Complex128)
     return Error(what + ": --fill makes numeric and bool tensors only; give this input with --input");
   if (o.fill == "random") {
-    auto t = generateInput(*dtype, d.shape, o.seed, index);
+    auto t = converter::generateInput(*dtype, d.shape, o.seed, index);
     if (!t.ok()) return t.error().withContext(what);
     return ops::RtValue::of(std::move(t).value());
   }

@@ -24,7 +24,7 @@ double percentile(const std::vector<double>& sorted, double p) {
 
 // An error figure as the table prints it, as a JSON number (a string for inf).
 json errorNumber(double v) {
-  std::string text = formatError(v);
+  std::string text = converter::formatError(v);
   if (std::isinf(v)) return text;
   return std::stod(text);
 }
@@ -91,7 +91,7 @@ json reportJson(const RunFacts& f) {
   if (f.diffs) {
     json outs = json::array();
     bool ok = true;
-    for (const ValueDiff& d : *f.diffs) {
+    for (const converter::ValueDiff& d : *f.diffs) {
       outs.push_back({{"name", d.name},
                       {"type", d.type},
                       {"max_abs_err", errorNumber(d.max_abs)},

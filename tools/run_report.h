@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "poprt/runtime/session.h"
-#include "tools/value_check.h"
+#include "converter/value_check.h"
 
 namespace poprt::tools {
 
@@ -26,8 +26,8 @@ struct RunFacts {
   double wall_s = 0;
   runtime::RunTimings timings;
   runtime::IpuEstimate estimate;
-  const std::vector<ValueDiff>* diffs = nullptr;  // with --expected_dir
-  Tolerance tolerance;
+  const std::vector<converter::ValueDiff>* diffs = nullptr;  // with --expected_dir
+  converter::Tolerance tolerance;
 };
 
 // The numbers of the summary, each rounded as printed.

@@ -12,14 +12,6 @@ void addLoggingFlag(CLI::App& app, std::string& level) {
   app.add_option("--logging_level", level, "OFF, ERR, WARN, INFO, DEBUG or TRACE (also POPRT_LOG_LEVEL)");
 }
 
-Status applyLogging(const std::string& level) {
-  initLogLevelFromEnv();
-  if (level.empty()) return okStatus();
-  auto parsed = parseLogLevel(level);
-  if (!parsed) return Error("--logging_level: unknown level '" + level + "' (expected OFF, ERR, WARN, INFO, DEBUG or TRACE)");
-  setLogLevel(*parsed);
-  return okStatus();
-}
 
 namespace {
 
@@ -77,40 +69,11 @@ std::string internalErrorMessage(const std::exception& e) {
   return what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
 }
 
-Expected<std::pair<std::string, std::string>> splitAssignment(const std::string& text, const std::string& flag) {
-  auto eq = text.rfind('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    return Error(flag + ": expected NAME=VALUE, got '" + text + "'");
-  return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
-}
-
 std::string outputFileName(size_t index, const std::string& name, const std::string& ext) {
   std::string safe = name;
   for (char& c : safe)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
   return "output_" + std::to_string(index) + "_" + safe + ext;
-}
-
-Status checkOutputFile(const std::string& flag, const std::string& file) {
-  if (file.empty()) return okStatus();
-  std::filesystem::path p = std::filesystem::absolute(file);
-  std::error_code ec;
-  if (std::filesystem::is_directory(p, ec)) return Error(flag + " " + file + ": is a directory");
-  for (std::filesystem::path dir = p.parent_path();; dir = dir.parent_path()) {
-    if (std::filesystem::exists(dir, ec)) {
-      if (!std::filesystem::is_directory(dir, ec)) return Error(flag + " " + file + ": '" + dir.string() + "' is not a directory");
-      return okStatus();
-    }
-    if (dir == dir.parent_path()) return okStatus();
-  }
-}
-
-Status writeOutputFile(const std::string& flag, const std::string& file, const std::string& text) {
-  std::error_code ec;
-  std::filesystem::path dir = std::filesystem::path(file).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  if (ec) return Error(flag + " " + file + ": cannot create its directory: " + ec.message());
-  return writeFileAtomic(file, text);
 }
 
 }  // namespace poprt::tools

@@ -240,6 +240,7 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
   if (default_domain && opset < kMinOpset && opset >= 1) {
     if (!options.run_checker) POPRT_TRY(checkGraphStructure(proto.graph(), source));
     POPRT_TRY(runChecker(proto, source, options));  // the converter assumes a valid model
+    POPRT_TRY(checkForVersionConverter(proto.graph(), source));
     upgraded = true;
     // Older models are upgraded with libonnx's version converter, as onnx.version_converter would.
     try {
@@ -249,7 +250,7 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
       opsets[""] = static_cast<int>(opset);
     } catch (const std::exception& e) {
       return Error(source + ": default-domain opset " + std::to_string(opset) + " is below " + std::to_string(kMinOpset) +
-                   " and the ONNX version converter could not upgrade it: " + oneLine(e.what()));
+                   " and the ONNX version converter could not upgrade it: " + libraryFailure(e));
     }
   }
   if (opset < kMinOpset || opset > kMaxOpset)

@@ -155,6 +155,33 @@ Status checkWindowAttributes(const onnx::GraphProto& graph, const std::string& s
   });
 }
 
+Status checkForVersionConverter(const onnx::GraphProto& graph, const std::string& source) {
+  return forEachGraph(graph, source + ": graph '" + graph.name() + "'", [](const onnx::GraphProto& g, const std::string& where) -> Status {
+    std::map<std::string, int> ranks;  // declared (or initializer) ranks; -1: declared without a shape
+    auto declare = [&](const onnx::ValueInfoProto& v) {
+      const auto& t = v.type();
+      ranks[v.name()] = t.has_tensor_type() && t.tensor_type().has_shape() ? t.tensor_type().shape().dim_size() : -1;
+    };
+    for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+      for (const auto& v : *list) declare(v);
+    for (const auto& t : g.initializer()) ranks[t.name()] = t.dims_size();
+    for (const auto& n : g.node()) {
+      const std::string node = where + ": node '" + n.name() + "' (" + n.op_type() + ")";
+      if (n.op_type() == "ConstantFill")
+        return Error(node + ": the ONNX version converter cannot convert ConstantFill (an experimental op)");
+      if (n.op_type() != "Gemm" || !n.domain().empty()) continue;
+      for (int i = 0; i < 2 && i < n.input_size(); ++i) {
+        auto it = ranks.find(n.input(i));
+        if (it == ranks.end() || it->second != 2)
+          return Error(node + ": the ONNX version converter needs input '" + n.input(i) +
+                       "' declared as a 2-D tensor (in the graph's inputs, initializers or value_info)" +
+                       (it == ranks.end() || it->second < 0 ? "" : ", not " + std::to_string(it->second) + "-D"));
+      }
+    }
+    return okStatus();
+  });
+}
+
 Status checkCustomOps(const onnx::GraphProto& graph, int64_t opset, const std::string& source) {
   return forEachGraph(graph, source + ": graph '" + graph.name() + "'", [&](const onnx::GraphProto& g, const std::string& where) -> Status {
     for (const auto& n : g.node()) {

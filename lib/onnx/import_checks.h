@@ -33,6 +33,11 @@ Status checkDeclaredShapes(const onnx::GraphProto& graph, const std::string& sou
 // before libonnx's shape inference, which divides by them.
 Status checkWindowAttributes(const onnx::GraphProto& graph, const std::string& source);
 
+// What libonnx's version converter assumes of a model (it runs no inference and no checks of its
+// own): its Gemm adapters index A's and B's declared shapes as 2-D, and a ConstantFill node makes
+// it loop forever. Run before every ConvertVersion, after the checker.
+Status checkForVersionConverter(const onnx::GraphProto& graph, const std::string& source);
+
 // ai.graphcore ops (lib/ops/graphcore_ops.h), which ONNX has no schema for: input and output
 // counts, and each attribute known to the op with the type it takes (ConvAct and GemmAct take
 // Conv's and Gemm's attributes at `opset` plus the activation ones). A wrong type would otherwise

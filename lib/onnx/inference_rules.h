@@ -5,6 +5,7 @@
 #pragma once
 
 #include <climits>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,10 +32,21 @@ struct AxisRule {
   bool non_negative = false;
 };
 
+// An INT or INTS attribute (when given) whose values must lie in [min, max].
+struct RangeRule {
+  const char* attribute;
+  int64_t min, max;
+};
+
+class RuleInputs;
+
 struct InferenceRule {
   std::vector<RankRule> ranks;
   std::vector<AxisRule> axes;
   std::vector<int> need_inputs;  // inputs the function reads the type of, present or not
+  std::vector<RangeRule> ranges;
+  // What the table cannot say (the values of constant inputs, an equation's letters): "" when fine.
+  std::string (*extra)(const RuleInputs&) = nullptr;
 };
 
 // The inputs a rule is checked against (an inference or data-propagation context).
@@ -42,12 +54,19 @@ class RuleInputs {
  public:
   virtual ~RuleInputs() = default;
   virtual size_t count() const = 0;
+  virtual size_t outputs() const = 0;
   virtual const onnx::TypeProto* type(size_t i) const = 0;  // nullptr: absent or beyond count()
   virtual const onnx::AttributeProto* attribute(const std::string& name) const = 0;
+  // A constant input's values (inference: an initializer or Constant; data propagation: the
+  // propagated shape values), as integers; nullopt when unknown or not integers.
+  virtual std::optional<std::vector<int64_t>> values(size_t i) const = 0;
+  // Data propagation's own values of input i (nullptr in inference, or when none).
+  virtual const onnx::TensorShapeProto* propagated(size_t i) const = 0;
+  virtual bool propagating() const = 0;  // a data-propagation context, not inference
 };
 
-// The rule of the schema `domain`.`op` since `since_version`, or nullptr when its functions need none.
-const InferenceRule* inferenceRule(const std::string& domain, const std::string& op, int since_version);
+// The rule of op `domain`.`op` (every version at opsets 7-17), or nullptr when its functions need none.
+const InferenceRule* inferenceRule(const std::string& domain, const std::string& op);
 
 // What `inputs` break of `rule`, in one line ("input 1 has rank 1, expected 5 (the rank of
 // input 0)"), or nothing.

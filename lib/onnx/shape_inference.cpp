@@ -3,6 +3,8 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <new>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "lib/onnx/inference_guard.h"
@@ -79,6 +81,13 @@ std::string oneLine(std::string text) {
   return text;
 }
 
+std::string libraryFailure(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) || dynamic_cast<const std::length_error*>(&e))
+    return "libonnx asked for more memory than the model can need (malformed sizes?)";
+  if (dynamic_cast<const std::out_of_range*>(&e)) return "libonnx indexed past the end of a list (malformed model?)";
+  return oneLine(e.what());
+}
+
 namespace {
 
 // libonnx's inference errors repeat their category at every level ("[ShapeInferenceError] Shape
@@ -98,8 +107,10 @@ Status runOnnxShapeInference(onnx::ModelProto& proto, InferenceStrictness strict
     onnx::shape_inference::InferShapes(
         proto, &guardedSchemas(),
         onnx::ShapeInferenceOptions(strictness.check_types, strictness.strict ? 1 : 0, true));
-  } catch (const std::exception& e) {
+  } catch (const onnx::InferenceError& e) {
     return Error("ONNX shape inference: " + inferenceMessage(e.what()));
+  } catch (const std::exception& e) {
+    return Error("ONNX shape inference: " + libraryFailure(e));
   }
   return okStatus();
 }

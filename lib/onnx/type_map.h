@@ -21,5 +21,9 @@ struct InferenceStrictness {
 Status runOnnxShapeInference(onnx::ModelProto& proto, InferenceStrictness strictness = {});
 // An exception message folded onto one line.
 std::string oneLine(std::string text);
+// What an exception from libonnx says, in poprt's words where its text is the C++ library's
+// ("basic_string::_M_create", "vector::_M_range_check"): an allocation it could not make, an
+// index out of range.
+std::string libraryFailure(const std::exception& e);
 
 }  // namespace poprt::onnxio

@@ -115,4 +115,33 @@ Status writeFileAtomic(const std::filesystem::path& path, const std::string& tex
   return writeFileAtomic(path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
 }
 
+Status checkOutputFile(const std::string& flag, const std::string& file) {
+  if (file.empty()) return okStatus();
+  std::filesystem::path p = std::filesystem::absolute(file);
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec)) return Error(flag + " " + file + ": is a directory");
+  for (std::filesystem::path dir = p.parent_path();; dir = dir.parent_path()) {
+    if (std::filesystem::exists(dir, ec)) {
+      if (!std::filesystem::is_directory(dir, ec)) return Error(flag + " " + file + ": '" + dir.string() + "' is not a directory");
+      return okStatus();
+    }
+    if (dir == dir.parent_path()) return okStatus();
+  }
+}
+
+Status writeOutputFile(const std::string& flag, const std::string& file, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  if (ec) return Error(flag + " " + file + ": cannot create its directory: " + ec.message());
+  return writeFileAtomic(file, text);
+}
+
+Expected<std::pair<std::string, std::string>> splitAssignment(const std::string& text, const std::string& flag) {
+  auto eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    return Error(flag + ": expected NAME=VALUE, got '" + text + "'");
+  return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
+}
+
 }  // namespace poprt

@@ -21,6 +21,17 @@ Expected<std::vector<uint8_t>> readFileBytes(const std::filesystem::path& path,
 Status writeFileAtomic(const std::filesystem::path& path, std::span<const uint8_t> bytes);
 Status writeFileAtomic(const std::filesystem::path& path, const std::string& text);
 
+// "NAME=VALUE" (--input, --precision_compare_input, ...) split at the last '=' (names may hold
+// '='-free punctuation); an error names `flag`.
+Expected<std::pair<std::string, std::string>> splitAssignment(const std::string& text, const std::string& flag);
+
+// A file a flag names for writing (--summary_json, --json) must be writable where it is named:
+// not a directory, no non-directory on its path (missing directories are created later, like
+// --output_dir's). Checked before any work so a bad path fails before anything is written.
+Status checkOutputFile(const std::string& flag, const std::string& file);
+// Creates the file's missing parent directories, then writes it atomically.
+Status writeOutputFile(const std::string& flag, const std::string& file, const std::string& text);
+
 // Files a run writes together, or not at all. add() writes each to a temporary file beside its
 // target (creating missing parent directories); commit() renames them all into place. Destroyed
 // without a successful commit() — an error on the way, an exception — it removes the temporary

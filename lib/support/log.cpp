@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 
 namespace poprt {
 namespace {
@@ -35,8 +36,39 @@ void initLogLevelFromEnv() {
                                    "' (expected OFF, ERR, WARN, INFO, DEBUG or TRACE)");
 }
 
+namespace {
+
+std::mutex& sinkMutex() {
+  static std::mutex m;
+  return m;
+}
+LogSink& sink() {
+  static LogSink s;
+  return s;
+}
+
+}  // namespace
+
+void setLogSink(LogSink s) {
+  std::lock_guard<std::mutex> lock(sinkMutex());
+  sink() = std::move(s);
+}
+
 void logMessage(LogLevel level, const std::string& message) {
-  std::cerr << "[poprt " << kNames[static_cast<size_t>(level)] << "] " << message << "\n";
+  std::lock_guard<std::mutex> lock(sinkMutex());
+  if (sink())
+    sink()(level, message);
+  else
+    std::cerr << "[poprt " << kNames[static_cast<size_t>(level)] << "] " << message << "\n";
+}
+
+Status applyLogging(const std::string& level) {
+  initLogLevelFromEnv();
+  if (level.empty()) return okStatus();
+  auto parsed = parseLogLevel(level);
+  if (!parsed) return Error("--logging_level: unknown level '" + level + "' (expected OFF, ERR, WARN, INFO, DEBUG or TRACE)");
+  setLogLevel(*parsed);
+  return okStatus();
 }
 
 }  // namespace poprt

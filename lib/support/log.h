@@ -2,10 +2,13 @@
 // POPRT_LOG_LEVEL environment variable. Messages go to stderr, one line each.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
+
+#include "lib/support/status.h"
 
 namespace poprt {
 
@@ -17,6 +20,13 @@ LogLevel logLevel();
 // Reads POPRT_LOG_LEVEL; an unknown value is ignored with a warning.
 void initLogLevelFromEnv();
 void logMessage(LogLevel level, const std::string& message);
+// Applies POPRT_LOG_LEVEL, then `level` (--logging_level, logging_level=) if not empty; an
+// unknown level is an error naming --logging_level.
+Status applyLogging(const std::string& level);
+// Where messages go: `sink` (the Python package's logger, say) instead of stderr; nullptr
+// restores stderr. Called from any thread that logs.
+using LogSink = std::function<void(LogLevel, const std::string&)>;
+void setLogSink(LogSink sink);
 
 }  // namespace poprt
 

@@ -59,6 +59,14 @@ class [[nodiscard]] Expected<void> {
 using Status = Expected<void>;
 inline Status okStatus() { return {}; }
 
+// A usage error found after a command line or an options object was read (a missing required
+// option, options that conflict): the CLIs print "<tool>: usage error: ..." and exit 2, the
+// Python package raises ValueError.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class InternalError : public std::logic_error {
  public:
   explicit InternalError(const std::string& what) : std::logic_error("internal error: " + what) {}

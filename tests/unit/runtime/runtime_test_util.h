@@ -16,7 +16,7 @@
 #include "lib/onnx/onnx_io.h"
 #include "lib/ops/registry.h"
 #include "poprt/runtime/runtime.h"
-#include "tools/convert_popef.h"
+#include "converter/make_popef.h"
 
 namespace poprt::runtime::testing {
 
@@ -79,13 +79,13 @@ inline std::string writeModel(const ir::Model& m, const fs::path& dir, const std
   if (!target.ok()) throw std::runtime_error(target.error().message());
   auto compiled = codegen::compile(m, {*target, 0.6});
   if (!compiled.ok()) throw std::runtime_error(compiled.error().message());
-  tools::ConvertOptions o;
+  converter::ConvertOptions o;
   o.replication_factor = s.replication_factor;
   o.batches_per_step = s.batches_per_step;
   auto onnx = onnxio::serializeModel(m);
   if (!onnx.ok()) throw std::runtime_error(onnx.error().message());
   const fs::path path = dir / (name + ".popef");
-  Status st = popef::writePopef(path, tools::makePopef(*compiled, o, *onnx));
+  Status st = popef::writePopef(path, converter::makePopef(*compiled, o, *onnx));
   if (!st.ok()) throw std::runtime_error(st.error().message());
   return path.string();
 }

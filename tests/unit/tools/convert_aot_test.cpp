@@ -14,13 +14,16 @@
 #include <onnx/onnx_pb.h>
 
 #include "tools/convert_batch.h"
-#include "tools/convert_cache.h"
-#include "tools/convert_cache_key.h"
-#include "tools/convert_options.h"
+#include "converter/cache.h"
+#include "converter/cache_key.h"
+#include "converter/options.h"
+#include "tools/convert_flags.h"
 #include "tools/error_format.h"
 #include "tools/tool_common.h"
 
 namespace poprt::tools {
+
+using namespace poprt::converter;
 namespace {
 namespace fs = std::filesystem;
 
@@ -319,7 +322,7 @@ class ConfigModels : public TempDir {
     addConvertFlags(app, o);
     std::vector<std::string> rev(args.rbegin(), args.rend());
     app.parse(rev);
-    return applyConfigYaml(app, o);
+    return applyConfigYaml(givenOptions(app), o);
   }
 };
 

@@ -8,11 +8,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "tools/convert_check.h"
-#include "tools/convert_options.h"
-#include "tools/value_check.h"
+#include "converter/check.h"
+#include "converter/options.h"
+#include "tools/convert_flags.h"
+#include "converter/value_check.h"
 
 namespace poprt::tools {
+
+using namespace poprt::converter;
 namespace {
 
 ir::TensorType f32(const Shape& s) { return ir::TensorType::of(DType::Float, s); }
@@ -143,7 +146,7 @@ class ConfigYaml : public ::testing::Test {
     addConvertFlags(app, o);
     std::vector<std::string> rev(args.rbegin(), args.rend());
     app.parse(rev);  // CLI11 takes the arguments reversed
-    return applyConfigYaml(app, o);
+    return applyConfigYaml(givenOptions(app), o);
   }
 
   std::filesystem::path dir_;

@@ -8,9 +8,11 @@
 
 #include "lib/onnx/onnx_io.h"
 #include "passes/pass_manager.h"
-#include "tools/convert_precision.h"
+#include "converter/precision.h"
 
 namespace poprt::tools {
+
+using namespace poprt::converter;
 namespace {
 
 TEST(PrecisionCompare, CosineErrorsAndNewNonFiniteValues) {

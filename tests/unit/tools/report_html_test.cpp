@@ -2,9 +2,11 @@
 // unchanged when the page's script reads it.
 #include <gtest/gtest.h>
 
-#include "tools/report_html.h"
+#include "converter/report_html.h"
 
 namespace poprt::tools {
+
+using namespace poprt::converter;
 namespace {
 
 TEST(ReportHtml, EmbedsTheProfileSoNoNameCanEndItsScript) {

@@ -1,0 +1,62 @@
+// poprt-convert's compile cache (--cache_dir DIR or POPRT_CACHE_DIR): one directory per key
+// (convert_cache_key.h) holding what the conversion wrote — the converted ONNX (model.onnx), the
+// PopEF (executable.popef, with --export_popef) and its summary (summary.json) — plus the key's
+// material (key.txt), so a miss can be explained by comparing two of them.
+//
+// Safe under concurrent compiles without locks: an entry is built in a temporary directory and
+// renamed into place, and a rename onto an existing entry fails, so of several processes storing
+// the same key one wins and the others drop their copy. Readers only ever see whole entries; an
+// entry evicted while being read is a miss. Last use is the entry directory's mtime, which a hit
+// refreshes; --cache_max_bytes evicts the least recently used entries past the limit.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "lib/support/status.h"
+#include "converter/cache_key.h"
+
+namespace poprt::converter {
+
+// --cache_dir when given, else POPRT_CACHE_DIR, else "" (no cache).
+std::string effectiveCacheDir(const std::string& flag);
+
+// The files a conversion writes (destinations on a hit, sources on a store).
+struct ConvertFiles {
+  std::filesystem::path onnx;   // the converted ONNX
+  std::filesystem::path popef;  // empty without --export_popef
+};
+
+class CompileCache {
+ public:
+  // Creates `dir` when missing.
+  static Expected<CompileCache> open(const std::filesystem::path& dir, uint64_t max_bytes);
+
+  const std::filesystem::path& dir() const { return dir_; }
+  std::filesystem::path entryDir(const CacheKey& key) const { return dir_ / key.hex; }
+
+  // On a hit: copies the entry's files to `dest` (each through a temporary file and a rename),
+  // marks the entry used and returns the summary it stored. nullopt on a miss, including an entry
+  // that vanished or cannot be read (the caller compiles).
+  std::optional<std::string> restore(const CacheKey& key, const ConvertFiles& dest);
+
+  // Stores copies of the files a conversion wrote, with its summary, as the entry of `key`; then
+  // evicts past the size limit. Another process storing the same key first is not an error.
+  Status store(const CacheKey& key, const ConvertFiles& written, const std::string& summary);
+
+  // Bytes of the entries in the cache (the total --cache_max_bytes bounds).
+  uint64_t totalBytes() const;
+
+ private:
+  CompileCache(std::filesystem::path dir, uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
+  // Evicts least recently used entries, never `keep`, until the entries fit max_bytes_; removes
+  // temporary directories crashed processes left behind.
+  void evict(const std::string& keep) const;
+
+  std::filesystem::path dir_;
+  uint64_t max_bytes_ = 0;  // 0: no limit
+};
+
+}  // namespace poprt::converter

@@ -1,0 +1,424 @@
+#include "converter/converter.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/compiler.h"
+#include "codegen/target.h"
+#include "converter/check.h"
+#include "converter/make_popef.h"
+#include "converter/precision.h"
+#include "converter/profile_report.h"
+#include "converter/sharding_config.h"
+#include "converter/show.h"
+#include "converter/summary.h"
+#include "lib/onnx/onnx_io.h"
+#include "lib/support/bytes.h"
+#include "lib/support/file_io.h"
+#include "lib/support/log.h"
+#include "passes/input_shapes.h"
+#include "passes/pass_manager.h"
+#include "popef/popef.h"
+
+namespace poprt::converter {
+namespace {
+
+constexpr size_t kStages = 4;  // import, passes, compile, write
+
+std::string fixed3(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+// The model a conversion reads: the file, or the caller's bytes.
+Expected<ir::Model> importInput(const ConvertOptions& o) {
+  if (o.model_bytes.empty()) return onnxio::importModel(o.input_model);
+  if (o.model_bytes.size() >= (size_t{2} << 30)) return Error(o.input_model + ": over 2 GiB (use external data)");
+  onnx::ModelProto proto;
+  if (!proto.ParseFromArray(o.model_bytes.data(), static_cast<int>(o.model_bytes.size())))
+    return Error(o.input_model + ": not a valid ONNX model (protobuf parse failed)");
+  return onnxio::importModelProto(proto, ".", o.input_model);
+}
+
+// A cache hit wrote the files: the result holds their bytes too.
+Status readWrittenFiles(const ConvertFiles& files, ConvertResult& result) {
+  POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> onnx, readFileBytes(files.onnx));
+  result.onnx.assign(onnx.begin(), onnx.end());
+  if (!files.popef.empty()) {
+    POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> popef, readFileBytes(files.popef));
+    result.popef.assign(popef.begin(), popef.end());
+  }
+  return okStatus();
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return buf;
+}
+
+// The fp16 flags need --precision fp16; an op type no op has is an error (a typo would keep
+// nothing in fp32).
+Status checkFp16Flags(const ConvertOptions& o) {
+  const passes::Fp16Options& f = o.pipeline.fp16;
+  if (o.precision != "fp16") {
+    const char* flag = !f.skip_op_types.empty()     ? "--fp16_skip_op_types"
+                       : !f.skip_node_names.empty() ? "--fp16_skip_node_names"
+                       : f.io                       ? "--fp16_io"
+                       : !o.fp16_calibration_inputs.empty() ? "--fp16_calibration_input"
+                       : o.precision_compare        ? "--precision_compare"
+                                                    : nullptr;
+    if (flag) return Error(std::string(flag) + " needs --precision fp16");
+  }
+  if (!o.fp16_calibration_inputs.empty() && !f.avoid_overflow_patterns)
+    return Error("--fp16_calibration_input: the range check is off with --enable_avoid_overflow_patterns=false");
+  if ((o.precision_compare_per_layer || !o.precision_compare_inputs.empty()) && !o.precision_compare)
+    return Error(std::string(o.precision_compare_per_layer ? "--precision_compare_per_layer" : "--precision_compare_input") +
+                 " needs --precision_compare");
+  return passes::checkSkipOpTypes(f.skip_op_types);
+}
+
+// Runs the pipeline; with `fp32_snapshot`, in two parts, keeping the model as it is just before
+// float_to_half (so --precision_compare compares graphs whose value names match).
+Expected<std::vector<passes::PassReport>> runPasses(ir::Model& model, const passes::PipelineOptions& options,
+                                                    const std::vector<std::string>& names, std::string* fp32_snapshot) {
+  if (!fp32_snapshot) return passes::runPipeline(model, options);
+  auto split = std::find(names.begin(), names.end(), "float_to_half");
+  std::vector<passes::PassReport> reports;
+  for (int part = 0; part < 2; ++part) {
+    passes::PipelineOptions p = options;
+    p.passes = part == 0 ? std::vector<std::string>(names.begin(), split) : std::vector<std::string>(split, names.end());
+    p.skip_passes.clear();
+    if (std::find(p.passes.begin(), p.passes.end(), p.print_ir_after) == p.passes.end()) p.print_ir_after.clear();
+    if (!p.passes.empty()) {  // (an empty list would mean the default pipeline)
+      POPRT_ASSIGN_OR_RETURN(auto r, passes::runPipeline(model, p));
+      reports.insert(reports.end(), r.begin(), r.end());
+    }
+    if (part == 0) {
+      POPRT_ASSIGN_OR_RETURN(*fp32_snapshot, onnxio::serializeModel(model));
+    }
+  }
+  return reports;
+}
+
+// Where a conversion writes: the converted ONNX and, with --export_popef, the PopEF.
+ConvertFiles outputFiles(const ConvertOptions& o) {
+  std::filesystem::path dir(o.output_dir);
+  std::string model_name =
+      o.output_model.empty() ? std::filesystem::path(o.input_model).stem().string() + ".poprt.onnx" : o.output_model;
+  return {dir / model_name, o.export_popef ? dir / "executable.popef" : std::filesystem::path()};
+}
+
+// The compile cache of this conversion, if any: with its key, or nothing when the cache is off,
+// the conversion prints reports only a compile makes, or the key's files cannot be read (the
+// import then reports why).
+struct CacheUse {
+  std::optional<CompileCache> cache;
+  std::optional<CacheKey> key;
+};
+
+CacheUse openCache(const ConvertOptions& o, ConvertResult& outcome, std::vector<std::string>& warnings) {
+  CacheUse use;
+  const std::string dir = effectiveCacheDir(o.cache_dir);
+  if (dir.empty() || o.show) return use;
+  if (!o.model_bytes.empty() || !o.write_files) {
+    POPRT_LOG(Info, "cache: not used for a conversion in memory (the cache keeps files)");
+    outcome.cache = "bypassed";
+    return use;
+  }
+  if (o.precision_compare || !o.pipeline.print_ir_after.empty() || (o.export_popef && !reportDir(o.report).path.empty())) {
+    POPRT_LOG(Info, "cache: not used with --precision_compare, --print_ir_after or a report (they show what only a compile sees)");
+    outcome.cache = "bypassed";
+    return use;
+  }
+  auto key = cacheKey(o);
+  if (!key.ok()) {
+    POPRT_LOG(Info, "cache: no key (" << key.error().message() << ")");
+    return use;
+  }
+  auto cache = CompileCache::open(dir, static_cast<uint64_t>(o.cache_max_bytes));
+  if (!cache.ok()) {
+    warnings.push_back(cache.error().message() + "; compiling without the cache");
+    return use;
+  }
+  use.cache = std::move(cache).value();
+  use.key = std::move(key).value();
+  outcome.cache = "miss";
+  return use;
+}
+
+// A cache hit: the files are in place; print what the compile that made the entry reported.
+Status reportCacheHit(const ConvertOptions& o, const CacheUse& use, const ConvertFiles& files,
+                      const std::string& stored_summary, double seconds, ConvertResult& result, std::ostream& out) {
+  const nlohmann::ordered_json cache_json = {
+      {"dir", use.cache->dir().string()}, {"key", use.key->hex}, {"hit", true}, {"seconds", seconds}};
+  std::string summary = summaryForCacheHit(stored_summary, o.input_model, files.onnx.string(), files.popef.string(),
+                                           o.summary_json, cache_json);
+  if (!o.summary_json.empty()) POPRT_TRY(writeOutputFile("--summary_json", o.summary_json, summary));
+  result.summary = summary;
+  result.files = files;
+  auto j = nlohmann::ordered_json::parse(stored_summary, nullptr, false);
+  out << "poprt-convert: " << o.input_model << " (cache hit: " << use.cache->entryDir(*use.key).string() << ")\n"
+            << "  converted ONNX  " << files.onnx.string() << "\n";
+  if (!files.popef.empty()) out << "  PopEF           " << files.popef.string() << "\n";
+  if (j.is_object()) {
+    if (j["check"].is_object())
+      out << "  check           passed when the entry was made (rtol " << j["check"]["rtol"].dump() << ", atol "
+                << j["check"]["atol"].dump() << ")\n";
+    if (j["warnings"].is_array())
+      for (const auto& w : j["warnings"]) {
+        result.warnings.push_back(w.get<std::string>());
+        out << "  warning: " << w.get<std::string>() << "\n";
+      }
+  }
+  if (!o.summary_json.empty()) out << "  summary         " << o.summary_json << "\n";
+  out << "  compile time    " << fixed3(seconds) << " s (cache hit";
+  if (j.is_object() && j["compile_seconds"].is_number()) out << "; the compile took " << fixed3(j["compile_seconds"].get<double>()) << " s";
+  out << ")\n";
+  return okStatus();
+}
+
+Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertResult& outcome, std::ostream& out) {
+  ConvertResult& result = outcome;
+  auto progress = [&](const char* stage, size_t done) {
+    if (hooks.progress) hooks.progress(stage, done, kStages);
+  };
+  POPRT_TRY(applyLogging(o.logging_level));
+  if (o.precision != "fp32" && o.precision != "fp16")
+    return Error("--precision: expected fp32 or fp16, got '" + o.precision + "'");
+  passes::PipelineOptions pipeline = o.pipeline;
+  pipeline.fp16.enabled = o.precision == "fp16";
+  POPRT_TRY(checkFp16Flags(o));
+  if (!(o.available_memory_proportion > 0 && o.available_memory_proportion <= 1))  // NaN too
+    return Error("--available_memory_proportion must be in (0, 1]");
+  std::vector<passes::InputShape> shapes;
+  for (const auto& text : o.input_shapes) {
+    POPRT_ASSIGN_OR_RETURN(auto s, passes::parseInputShape(text));
+    shapes.push_back(std::move(s));
+  }
+  // The target is checked before any work so a bad flag fails fast.
+  POPRT_ASSIGN_OR_RETURN(exec::Target target, codegen::makeTarget(o.ipu_version, o.num_ipus, o.tiles_per_ipu));
+  POPRT_ASSIGN_OR_RETURN(codegen::ShardingOptions sharding, shardingOptions(o.execution_strategy, o.manual_sharding_config));
+  if (o.num_ipus == 1 && (sharding.strategy == exec::Strategy::Pipelined || !sharding.manual.empty()))
+    throw UsageError("--execution_strategy pipelined and --manual_sharding_config need --num_ipus > 1");
+
+  POPRT_ASSIGN_OR_RETURN(std::vector<std::string> pass_names, passes::resolvePipeline(pipeline));  // fails before any work
+  if (o.precision_compare && std::find(pass_names.begin(), pass_names.end(), "float_to_half") == pass_names.end())
+    return Error("--precision_compare: the pipeline does not run float_to_half (see --passes/--skip_passes)");
+  POPRT_TRY(checkOutputFile("--summary_json", o.summary_json));
+  // POPRT_REPORT_DIR asks every tool for a report; only an explicit --report needs a PopEF.
+  if (!o.report.empty() && !o.export_popef) throw UsageError("--report needs --export_popef (it profiles the compiled program)");
+  const ReportDir report_dir = o.export_popef ? reportDir(o.report) : ReportDir{};
+  POPRT_TRY(checkReportDir(report_dir));
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> warnings;
+  if (sharding.strategy == exec::Strategy::Pipelined && o.batches_per_step < 2 * o.num_ipus)
+    warnings.push_back("pipelined with --batches_per_step " + std::to_string(o.batches_per_step) +
+                       ": the stages overlap only on the batches of one step (hint: --batches_per_step >= 2 x stages)");
+  CacheUse cache = openCache(o, outcome, warnings);
+  const ConvertFiles files = outputFiles(o);
+  if (cache.cache) {
+    if (auto stored = cache.cache->restore(*cache.key, files)) {
+      outcome.cache = "hit";
+      POPRT_TRY(reportCacheHit(o, cache, files, *stored,
+                               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), result, out));
+      return readWrittenFiles(files, result);
+    }
+  }
+  progress("import", 0);
+  POPRT_ASSIGN_OR_RETURN(ir::Model model, importInput(o));
+  const int64_t opset_before = model.opsetVersion();
+  if (o.convert_version != 0 && o.convert_version != opset_before) {
+    auto converted = onnxio::convertOpset(model, o.convert_version, o.input_model);
+    if (!converted.ok()) return converted.error().withContext("--convert_version " + std::to_string(o.convert_version));
+    model = std::move(converted).value();
+  }
+  if (o.batch_size != 0) POPRT_TRY(passes::applyBatchSize(model, o.batch_size, o.batch_axis));
+  if (!shapes.empty() || o.batch_size != 0) {
+    if (auto st = passes::applyInputShapes(model, shapes); !st.ok()) return st.error().withContext(o.input_model);
+  }
+  if (o.show) {  // the inputs and outputs, nothing written
+    printModelIo(model, o.input_model, out);
+    return okStatus();
+  }
+  POPRT_TRY(ir::verify(*model.graph));
+  const size_t nodes_before = model.graph->numNodes();
+  const auto ops_before = countOps(*model.graph);
+  std::string check_snapshot;
+  if (o.check) {
+    POPRT_ASSIGN_OR_RETURN(check_snapshot, snapshotForCheck(model));
+  }
+  if (pipeline.fp16.enabled && pipeline.fp16.avoid_overflow_patterns) {
+    std::string skipped;
+    auto inputs = calibrationInputs(*model.graph, o.fp16_calibration_inputs, skipped);
+    if (!inputs.ok()) return inputs.error();
+    pipeline.fp16.calibration_inputs = std::move(inputs).value();
+    if (!skipped.empty()) warnings.push_back(skipped);
+  }
+  std::string fp32_snapshot;  // the model just before float_to_half, for --precision_compare
+  progress("passes", 1);
+  auto reports = runPasses(model, pipeline, pass_names, o.precision_compare ? &fp32_snapshot : nullptr);
+  if (!reports.ok()) return reports.error().withContext(o.input_model);
+  if (o.check) POPRT_TRY(runCheck(check_snapshot, model, {o.check_rtol, o.check_atol, 0}, out));
+  std::optional<nlohmann::ordered_json> precision_json;
+  if (o.precision_compare) {
+    auto report = comparePrecision(fp32_snapshot, model, {o.precision_compare_per_layer, o.precision_compare_inputs, 0});
+    if (!report.ok()) return report.error().withContext(o.input_model);
+    printPrecisionReport(*report, out);
+    precision_json = precisionReportJson(*report);
+  }
+
+  std::optional<codegen::CompileResult> compiled;
+  double codegen_seconds = 0;
+  if (o.export_popef) {
+    progress("compile", 2);
+    auto c0 = std::chrono::steady_clock::now();
+    auto result = codegen::compile(model, {target, o.available_memory_proportion, sharding});
+    if (!result.ok()) return result.error().withContext(o.input_model);
+    compiled = std::move(result).value();
+    codegen_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  }
+  if (!o.export_popef)
+    for (const ir::Value* in : model.graph->inputs())
+      if (!in->isInitializer() && in->type.kind == ValueKind::Tensor && !in->type.hasStaticShape())
+        warnings.push_back("input '" + in->name() + "' has shape " + in->type.toString() +
+                           "; --export_popef needs it static (hint: --input_shape " + in->name() + "=D0,D1,...)");
+  for (const auto& r : *reports)
+    for (const auto& w : r.stats.warnings) warnings.push_back(r.name + ": " + w);
+  if (compiled) warnings.insert(warnings.end(), compiled->warnings.begin(), compiled->warnings.end());
+  if (compiled && !compiled->host_nodes.empty())
+    warnings.push_back(std::to_string(compiled->host_nodes.size()) + " of " + std::to_string(model.graph->numNodes()) +
+                       " node(s) run on the host (host fallback), not on the IPU");
+
+  // Everything is computed: now write. All the files are staged and renamed into place together,
+  // so a failure anywhere (a PopEF that does not validate, a full disk) leaves the output
+  // directory as it was, a fresh one not even created.
+  progress("write", 3);
+  OutputFiles staged;
+  const std::filesystem::path& model_path = files.onnx;
+  POPRT_ASSIGN_OR_RETURN(result.onnx, onnxio::serializeModel(model));
+  if (o.write_files)
+    if (auto st = staged.add(model_path, result.onnx); !st.ok()) return st.error().withContext("--output_dir " + o.output_dir);
+  const std::filesystem::path& popef_path = files.popef;
+  if (compiled) {
+    popef::PopefFile popef = makePopef(*compiled, o, result.onnx);
+    if (auto valid = popef::validatePopef(popef); !valid.ok())
+      return valid.error().withContext(popef_path.string() + ": cannot write PopEF");
+    std::vector<uint8_t> bytes = popef::serializePopef(popef);
+    popef = {};  // a big model's copies are freed before the next one is made
+    if (o.write_files) POPRT_TRY(staged.add(popef_path, bytes));
+    result.popef.assign(bytes.begin(), bytes.end());
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::optional<nlohmann::ordered_json> cache_json;
+  if (cache.cache)
+    cache_json = nlohmann::ordered_json{{"dir", cache.cache->dir().string()}, {"key", cache.key->hex}, {"hit", false}};
+  std::string summary;  // also the cache entry's
+  {
+    ConvertSummary s;
+    s.input_model = o.input_model;
+    s.opset_before = opset_before;
+    s.opset_after = model.opsetVersion();
+    s.model = &model;
+    s.nodes_before = ops_before;
+    s.nodes_after = countOps(*model.graph);
+    s.passes = &*reports;
+    s.warnings = warnings;
+    s.compiled = compiled ? &*compiled : nullptr;
+    if (compiled) s.target = target.name;
+    if (o.check) s.check = std::make_pair(o.check_rtol, o.check_atol);
+    s.precision = o.precision;
+    s.precision_compare = precision_json ? &*precision_json : nullptr;
+    s.seconds = seconds;
+    s.codegen_seconds = codegen_seconds;
+    s.onnx_path = model_path.string();
+    s.popef_path = popef_path.string();
+    s.summary_path = o.summary_json;
+    s.cache = cache_json ? &*cache_json : nullptr;
+    summary = summaryJson(s);
+    if (!o.summary_json.empty() && o.write_files)
+      if (auto st = staged.add(o.summary_json, summary); !st.ok()) return st.error().withContext("--summary_json");
+  }
+  result.summary = summary;
+  if (o.write_files) {
+    POPRT_TRY(staged.commit());
+    result.files = files;
+  }
+  std::vector<std::string> report_files;  // after the compile time: the report runs the program once
+  if (!report_dir.path.empty() && o.write_files) {
+    POPRT_ASSIGN_OR_RETURN(report_files, writeProfileReport(report_dir, {"poprt-convert", popef_path.string()}));
+  }
+  if (cache.cache)
+    if (auto st = cache.cache->store(*cache.key, files, summary); !st.ok()) warnings.push_back(st.error().message());
+
+  out << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before
+            << " nodes, " << model.graph->numNodes() << " after optimisation)\n";
+  for (const ir::Value* in : model.graph->inputs())
+    if (!in->isInitializer()) out << "  input   " << in->name() << "  " << in->type.toString() << "\n";
+  for (const ir::Value* v : model.graph->outputs())
+    out << "  output  " << v->name() << "  " << v->type.toString() << "\n";
+  out << "  converted ONNX  " << model_path.string() << "\n";
+  if (compiled) {
+    const auto& tb = compiled->executable.tile_bytes;
+    uint64_t total = 0, worst = 0;
+    uint32_t used = 0;
+    for (uint64_t b : tb) {
+      total += b;
+      worst = std::max(worst, b);
+      used += b > 0;
+    }
+    const exec::Executable& exe = compiled->executable;
+    out << "  PopEF           " << popef_path.string() << "\n"
+              << "  target          " << target.name << ": " << exe.target.num_ipus << " IPU(s) x " << target.tiles_per_ipu
+              << " tiles x " << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz";
+    if (!exe.segments.empty())
+      out << "; " << exe.segments.size() << " " << (exe.strategy == exec::Strategy::Pipelined ? "pipelined" : "sharded")
+                << " stage(s)";
+    out << "\n"
+              << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, "
+              << compiled->host_nodes.size() << " on the host (" << compiled->executable.host_programs.size()
+              << " host program(s))\n"
+              << "  tile memory     " << used << " tiles used, " << humanBytes(total) << " in all, busiest tile "
+              << humanBytes(worst) << " (" << percent(worst, target.bytes_per_tile) << " of a tile)\n";
+  }
+  if (compiled && !compiled->host_nodes.empty()) {
+    // The reasons nodes run on the host, most common first.
+    std::map<std::string, int> reasons;
+    for (const auto& r : compiled->host_reasons) ++reasons[r];
+    std::vector<std::pair<int, std::string>> sorted;
+    for (const auto& [r, n] : reasons) sorted.emplace_back(n, r);
+    std::sort(sorted.rbegin(), sorted.rend());
+    for (size_t i = 0; i < sorted.size() && i < 5; ++i)
+      out << "    on the host: " << sorted[i].first << " x " << sorted[i].second << "\n";
+    POPRT_LOG(Info, "host nodes: " << nlohmann::json(compiled->host_nodes).dump());
+  }
+  for (const auto& w : warnings) out << "  warning: " << w << "\n";
+  result.warnings = warnings;
+  if (!o.summary_json.empty()) out << "  summary         " << o.summary_json << "\n";
+  if (!report_files.empty()) out << "  report          " << report_files.back() << "\n";
+  out << "  compile time    " << fixed3(seconds) << " s\n";
+  progress("done", kStages);
+  return okStatus();
+}
+
+}  // namespace
+
+Converter::Converter(ConvertOptions options, ConvertHooks hooks) : options_(std::move(options)), hooks_(std::move(hooks)) {}
+
+Expected<ConvertResult> Converter::convert() const {
+  std::ostream null_stream(nullptr);  // a stream with no buffer: everything written is dropped
+  ConvertResult result;
+  POPRT_TRY(convertModel(options_, hooks_, result, hooks_.report ? *hooks_.report : null_stream));
+  return result;
+}
+
+}  // namespace poprt::converter

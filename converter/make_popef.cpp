@@ -1,0 +1,73 @@
+#include "converter/make_popef.h"
+
+#include <cmath>
+
+#include "lib/exec/memory_profile.h"
+#include "lib/support/half.h"
+
+namespace poprt::converter {
+
+namespace {
+
+// Under --precision fp16 a float32 weight (one float_to_half left in float32, e.g. by the range
+// check) is stored as float16 when every value is finite and within +-65504, so the file holds
+// half its bytes; its weight stream and the device keep float32 and the PopEF's reader widens it
+// back when it loads the file (sim/verify_popef.cpp). Other weights are stored as they are.
+popef::Blob weightBlob(const std::string& name, const Tensor& w, bool fp16) {
+  if (!fp16 || w.dtype() != DType::Float) return popef::makeTensorDataBlob(name, w);
+  for (float x : w.data<float>())
+    if (!(std::fabs(x) <= 65504.0f)) return popef::makeTensorDataBlob(name, w);  // NaN fails the test too
+  Tensor half(DType::Float16, w.shape());
+  auto src = w.data<float>();
+  auto dst = half.data<uint16_t>();
+  for (size_t i = 0; i < src.size(); ++i) dst[i] = floatToHalfBits(src[i]);
+  return popef::makeTensorDataBlob(name, half);
+}
+
+}  // namespace
+
+popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ConvertOptions& o, const std::string& onnx_bytes) {
+  const exec::Executable& exe = compiled.executable;
+  popef::PopefFile file;
+  auto& md = file.metadata;
+  md.ipu_version = exe.target.ipu_version;
+  md.num_ipus = static_cast<int>(exe.target.num_ipus);
+  // Replicas run the same single-replica executable, each on its own inputs (see docs/RUNTIME.md).
+  md.replication_factor = static_cast<int>(o.replication_factor);
+  md.batches_per_step = static_cast<int>(o.batches_per_step);
+  md.executable_name = "executable";
+  md.program_flow = {{"load"}, {"main"}, {}};
+  for (const auto& s : exe.streams) {
+    if (s.role == exec::HostStream::Role::Weight) continue;
+    popef::Anchor a;
+    a.name = s.name;
+    a.handle = (s.role == exec::HostStream::Role::Input ? "in:" : "out:") + s.name;
+    a.dtype = s.dtype;
+    a.shape = s.shape;
+    a.value = s.kind;
+    a.kind = s.role == exec::HostStream::Role::Input ? popef::Anchor::Kind::Input : popef::Anchor::Kind::Output;
+    a.programs = {"main"};
+    a.per_replica = o.replication_factor > 1;
+    md.anchors.push_back(std::move(a));
+  }
+  md.compile_options = {{"precision", o.precision},
+                        {"ipu_version", o.ipu_version},
+                        {"num_ipus", std::to_string(o.num_ipus)},
+                        {"replication_factor", std::to_string(o.replication_factor)},
+                        {"batches_per_step", std::to_string(o.batches_per_step)},
+                        {"tiles_per_ipu", std::to_string(exe.target.tiles_per_ipu)},
+                        {"available_memory_proportion", std::to_string(o.available_memory_proportion)}};
+  if (o.batch_size != 0) {  // popef-serve batches requests along this axis
+    md.compile_options["batch_size"] = std::to_string(o.batch_size);
+    md.compile_options["batch_axis"] = std::to_string(o.batch_axis);
+  }
+  md.extra = {{"device_nodes", compiled.device_nodes}, {"host_nodes", compiled.host_nodes}};
+  file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
+  for (const ir::Value* w : compiled.weights) file.blobs.push_back(weightBlob(w->name(), *w->initializer(), o.precision == "fp16"));
+  file.blobs.push_back({popef::BlobType::Opaque, "poprt.onnx", std::vector<uint8_t>(onnx_bytes.begin(), onnx_bytes.end())});
+  // The compiler's memory profile for the reports (docs/REPORT.md): a few numbers per tile and node.
+  file.blobs.push_back({popef::BlobType::Opaque, exec::kMemoryProfileBlobName, exec::serializeMemoryProfile(compiled.memory_profile)});
+  return file;
+}
+
+}  // namespace poprt::converter

@@ -1,0 +1,17 @@
+// The PopEF poprt-convert writes for a compiled model: metadata (anchors for the executable's input
+// and output streams, program flow, replication factor, batches per step, compile options), the
+// executable, a tensor data blob per weight, and as opaque blobs the optimised ONNX and the
+// compiler's memory profile (lib/exec/memory_profile.h).
+#pragma once
+
+#include <string>
+
+#include "codegen/compiler.h"
+#include "popef/popef.h"
+#include "converter/options.h"
+
+namespace poprt::converter {
+
+popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ConvertOptions& o, const std::string& onnx_bytes);
+
+}  // namespace poprt::converter
