@@ -111,7 +111,8 @@ void checkArray(const py::array& a, const rt::DataDesc& d, const char* what) {
 
 class Runner;
 
-// A request in flight: the future and the arrays it reads (and writes), alive until it is done.
+// A request in flight: the future and the arrays it reads, alive until it is done (execute_async
+// keeps the Runner alive as long as its Pending).
 class Pending {
  public:
   Pending(std::future<rt::OutputMemory> f, std::vector<py::array> keep, const Runner* runner)
@@ -218,13 +219,13 @@ class Runner {
     for (const auto& d : runner_->getExecuteOutputs()) {
       auto it = out.find(d.name);
       if (it == out.end()) continue;
-      auto* owned = new std::vector<uint8_t>(std::move(it->second.data));  // the array's memory, not a copy
-      py::capsule free(owned, [](void* p) { delete static_cast<std::vector<uint8_t>*>(p); });
-      if (it->second.desc.format != rt::DataFormat::Raw) {
-        result[py::str(d.name)] = py::bytes(reinterpret_cast<const char*>(owned->data()), owned->size());
-        delete owned;
+      std::vector<uint8_t>& data = it->second.data;
+      if (it->second.desc.format != rt::DataFormat::Raw) {  // a serialized proto: its bytes
+        result[py::str(d.name)] = py::bytes(reinterpret_cast<const char*>(data.data()), data.size());
         continue;
       }
+      auto* owned = new std::vector<uint8_t>(std::move(data));  // the array's memory, not a copy
+      py::capsule free(owned, [](void* p) { delete static_cast<std::vector<uint8_t>*>(p); });
       result[py::str(d.name)] = py::array(dtypeOf(d), it->second.desc.shape, owned->data(), free);
     }
     return result;
@@ -288,6 +289,6 @@ PYBIND11_MODULE(_poprt, m) {
       .def_property_readonly("replication_factor", &Runner::replicationFactor)
       .def("execute", &Runner::execute)
       .def("execute_into", &Runner::executeInto)
-      .def("execute_async", &Runner::executeAsync)
+      .def("execute_async", &Runner::executeAsync, py::keep_alive<0, 1>())  // the request outlives no runner
       .def("estimate", &Runner::estimate);
 }

@@ -48,7 +48,7 @@ def _parser():
     return p
 
 
-def _refuse_popr_only(argv):
+def _refuse_poprt_only(argv):
     for a in argv:
         name = a[2:].split("=", 1)[0] if a.startswith("--") else None
         if name in POPRT_ONLY:
@@ -87,7 +87,7 @@ def _run(popef_path):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    _refuse_popr_only(argv)
+    _refuse_poprt_only(argv)
     args = vars(_parser().parse_args(argv))
     run = args.pop("run")
     options = {k: v for k, v in args.items() if v is not None}
