@@ -95,6 +95,16 @@ const std::string& compilerMaterial() {
   return material;
 }
 
+// A value's text in the key. JSON has no form for bytes that are not UTF-8 (an option's value, an
+// external data path in the model): such a value is an error rather than a lossy key.
+Expected<std::string> keyText(const nlohmann::json& value, const std::string& what) {
+  try {
+    return value.dump();
+  } catch (const nlohmann::json::type_error&) {
+    return Error(what + ": not valid UTF-8, which the compile cache's key needs");
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------- Sha256
@@ -179,7 +189,8 @@ Expected<CacheKey> cacheKey(const ConvertOptions& o) {
   std::filesystem::path dir = model.parent_path().empty() ? std::filesystem::path(".") : model.parent_path();
   for (const auto& file : externalDataFiles(std::string(bytes.begin(), bytes.end()), dir)) {
     POPRT_ASSIGN_OR_RETURN(std::string digest, sha256File(file));
-    m += "external_data " + nlohmann::json(file.lexically_relative(dir).string()).dump() + " sha256 " + digest + "\n";
+    POPRT_ASSIGN_OR_RETURN(std::string location, keyText(file.lexically_relative(dir).string(), o.input_model + ": external data location"));
+    m += "external_data " + location + " sha256 " + digest + "\n";
     key.inputs.push_back(file);
   }
 
@@ -200,7 +211,8 @@ Expected<CacheKey> cacheKey(const ConvertOptions& o) {
       POPRT_ASSIGN_OR_RETURN(std::string digest, sha256File(value.get<std::string>()));
       value = "sha256:" + digest;
     }
-    m += "option " + name + " " + value.dump() + "\n";
+    POPRT_ASSIGN_OR_RETURN(std::string text, keyText(value, "--" + name));
+    m += "option " + name + " " + text + "\n";
   }
   Sha256 sha;
   sha.update(m);

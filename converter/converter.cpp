@@ -399,7 +399,7 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
     std::sort(sorted.rbegin(), sorted.rend());
     for (size_t i = 0; i < sorted.size() && i < 5; ++i)
       out << "    on the host: " << sorted[i].first << " x " << sorted[i].second << "\n";
-    POPRT_LOG(Info, "host nodes: " << nlohmann::json(compiled->host_nodes).dump());
+    POPRT_LOG(Info, "host nodes: " << nlohmann::json(compiled->host_nodes).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   for (const auto& w : warnings) out << "  warning: " << w << "\n";
   result.warnings = warnings;

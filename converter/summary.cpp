@@ -100,7 +100,7 @@ std::string summaryJson(const ConvertSummary& s) {
                      {"popef", s.popef_path.empty() ? ojson(nullptr) : ojson(s.popef_path)},
                      {"summary_json", s.summary_path}};
   j["cache"] = s.cache ? *s.cache : ojson(nullptr);
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";  // paths need not be UTF-8
 }
 
 std::string summaryForCacheHit(const std::string& stored, const std::string& input_model, const std::string& onnx_path,
@@ -112,7 +112,7 @@ std::string summaryForCacheHit(const std::string& stored, const std::string& inp
                      {"popef", popef_path.empty() ? ojson(nullptr) : ojson(popef_path)},
                      {"summary_json", summary_path}};
   j["cache"] = cache;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";  // paths need not be UTF-8
 }
 
 }  // namespace poprt::converter

@@ -15,6 +15,9 @@ DIR/<target>/ gets, per target:
                                  sequence; see fuzz_tensor_proto.cpp) + TensorProto / SequenceProto
                                  / OptionalProto: every dtype in raw_data and in its typed field,
                                  external data, and backend test inputs
+  serve_request                  KServe v2 infer requests (JSON, binary) for fuzz_serve_request's layouts
+  config                         --config_yaml files, keyword-argument JSON, a sharding config
+  host_array                     fuzz_host_array's anchor and array descriptions
   popef, executable              PopEFs compiled with BIN/poprt-convert from small generated models
                                  (device ops, host fallback) on a 4-tile target, and their
                                  executable blobs; skipped when poprt-convert is not built
@@ -143,6 +146,57 @@ def npy_seeds():
         np.lib.format.write_array(b, arr((2, 2)), version=version)
         seeds["v%d.npy" % version[0]] = b.getvalue()
     return seeds
+
+
+def serve_request_seeds():
+    """KServe v2 infer requests for fuzz_serve_request's three layouts: a layout byte, the
+    Inference-Header-Content-Length value and a newline, then the body (JSON, or JSON + binary)."""
+    import json
+
+    def req(layout, header, binary=b"", length=None):
+        text = json.dumps(header).encode()
+        return bytes([layout]) + (b"" if length is None and not binary else str(len(text)).encode()) + b"\n" + text + binary
+
+    seeds = {
+        "json_rows": req(0, {"id": "q", "inputs": [
+            {"name": "a", "shape": [2, 2], "datatype": "FP32", "data": [[1, 2], [3, 4]]},
+            {"name": "b", "shape": [2], "datatype": "INT32", "data": [5, 6]}]}),
+        "binary_in_out": req(0, {"inputs": [
+            {"name": "a", "shape": [1, 2], "datatype": "FP32", "parameters": {"binary_data_size": 8}},
+            {"name": "b", "shape": [1], "datatype": "INT32", "data": [1]}],
+            "outputs": [{"name": "y", "parameters": {"binary_data": True}}]}, struct.pack("<2f", 1, 2)),
+        "fixed_shapes": req(1, {"inputs": [
+            {"name": "m", "shape": [2], "datatype": "BOOL", "data": [True, False]},
+            {"name": "h", "shape": [3, 1], "datatype": "FP16", "parameters": {"binary_data_size": 6}}],
+            "parameters": {"binary_data_output": True}}, struct.pack("<3e", 1, 2, 3)),
+        "axis1": req(2, {"inputs": [
+            {"name": "x", "shape": [2, 1, 4], "datatype": "UINT16", "data": list(range(8))},
+            {"name": "e", "shape": [0, 1], "datatype": "FP64", "data": []}],
+            "outputs": [{"name": "d"}, {"name": "o", "parameters": {"binary_data": True}}]}),
+    }
+    return seeds
+
+
+def config_seeds():
+    """--config_yaml files and keyword-argument objects: every kind of value the table takes, a
+    models: list, and a sharding config."""
+    return {
+        "flags.yaml": b"input_shape: [x=1,3,224,224]\nprecision: fp16\nbatch_size: 4\nexport_popef: true\n"
+                      b"available_memory_proportion: 0.3\npasses: fuse_gelu,fold_constants\nnum_ipus: 2\n",
+        "models.yaml": b"output_dir: out\nmodels:\n  - a.onnx\n  - input_model: b.onnx\n    precision: fp16\n",
+        "kwargs.json": b'{"precision": "fp16", "batch_size": 8, "check": true, "check_rtol": 0.01}',
+        "sharding.yaml": b"- node: conv1\n  device: 0\n  stage: 0\n- node: fc\n  device: 1\n  stage: 1\n",
+        "anchors.yaml": b"base: &b {precision: fp16}\nlogging_level: info\n<<: *b\n",
+    }
+
+
+def host_array_seeds():
+    """fuzz_host_array's byte strings: an anchor (dtype, rank, dims) and an array to hand it."""
+    return {
+        "matching": bytes([0, 2, 2, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0]),
+        "strided": bytes([1, 3, 2, 1, 4, 0, 1, 0, 0, 2, 0, 40, 1, 7, 0, 0, 1, 1]),
+        "scalar_output": bytes([2, 0, 0, 2, 0, 0, 0, 0, 0, 0, 1]),
+    }
 
 
 def tensor_proto_seeds():
@@ -299,6 +353,10 @@ def main():
         write(a.out, "npy", name, data)
     for name, data in tensor_proto_seeds().items():
         write(a.out, "tensor_proto", name, data)
+    for target, seeds in (("serve_request", serve_request_seeds()), ("config", config_seeds()),
+                          ("host_array", host_array_seeds())):
+        for name, data in seeds.items():
+            write(a.out, target, name, data)
     with tempfile.TemporaryDirectory(prefix="poprt-seeds-") as tmp:
         for name, data in popef_seeds(a.bin_dir, models, tmp).items():
             write(a.out, "popef", name + ".popef", data)

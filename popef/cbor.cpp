@@ -5,44 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "lib/support/text.h"
 #include "popef/popef.h"
 
 namespace poprt::popef {
 namespace {
-
-bool utf8Ok(std::span<const uint8_t> s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    uint8_t c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n;
-    uint32_t cp;
-    if ((c & 0xe0) == 0xc0) {
-      n = 1;
-      cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 2;
-      cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (s.size() - i - 1 < n) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      if ((s[i + k] & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (s[i + k] & 0x3f);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += n + 1;
-  }
-  return true;
-}
 
 struct Frame {
   uint64_t remaining;   // items still expected (definite length)
@@ -105,7 +72,7 @@ Status scanCbor(std::span<const uint8_t> b) {
             opened = true;
           } else {
             if (value > b.size() - pos) return fail("string length " + std::to_string(value) + " exceeds the data");
-            if (major == 3 && !utf8Ok(b.subspan(pos, static_cast<size_t>(value))))
+            if (major == 3 && !isValidUtf8({reinterpret_cast<const char*>(b.data()) + pos, static_cast<size_t>(value)}))
               return fail("text string is not valid UTF-8");
             pos += static_cast<size_t>(value);
           }
@@ -158,37 +125,6 @@ Status scanCbor(std::span<const uint8_t> b) {
 }
 
 }  // namespace
-
-bool isValidUtf8(std::string_view s) {
-  return utf8Ok({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
-}
-
-std::string quoteForError(std::string_view s, size_t max_bytes) {
-  static const char* kHex = "0123456789abcdef";
-  size_t n = s.size();
-  bool cut = n > max_bytes;
-  if (cut) {
-    n = max_bytes;
-    while (n > 0 && (static_cast<uint8_t>(s[n]) & 0xc0) == 0x80) --n;  // keep UTF-8 whole
-  }
-  std::string out = "'";
-  for (size_t i = 0; i < n; ++i) {
-    auto c = static_cast<uint8_t>(s[i]);
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += cut ? "'..." : "'";
-  return out;
-}
 
 Expected<nlohmann::json> decodeCbor(std::span<const uint8_t> bytes) {
   POPRT_TRY(scanCbor(bytes));

@@ -2,6 +2,7 @@
 #include <set>
 #include <string>
 
+#include "lib/support/text.h"
 #include "popef/popef.h"
 
 namespace poprt::popef {

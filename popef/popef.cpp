@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "lib/support/file_io.h"
+#include "lib/support/text.h"
 
 namespace poprt::popef {
 

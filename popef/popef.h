@@ -134,10 +134,6 @@ Expected<Tensor> tensorFromBlob(const Blob& blob);
 // ---- Shared helpers (exposed for tests and tools) -------------------------------------------
 
 uint32_t crc32(std::span<const uint8_t> bytes);  // zlib crc32
-bool isValidUtf8(std::string_view s);             // well-formed UTF-8 (no overlongs, surrogates)
-// A string from a file, made safe to put in a one-line error: in single quotes, control bytes
-// and backslashes escaped (\n, \xNN), cut after `max_bytes` with "...".
-std::string quoteForError(std::string_view s, size_t max_bytes = 200);
 // Decodes one CBOR item (whole input) after an iterative well-formedness and nesting-depth
 // scan, so hostile input cannot exhaust the stack. Errors have no prefix.
 Expected<nlohmann::json> decodeCbor(std::span<const uint8_t> bytes);

@@ -19,6 +19,7 @@
 #include "lib/support/log.h"
 #include "poprt/runtime/errors.h"
 #include "poprt/runtime/model_runner.h"
+#include "runtime/host_array.h"
 
 namespace py = pybind11;
 namespace rt = poprt::runtime;
@@ -87,26 +88,17 @@ py::dict describe(const rt::DataDesc& d) {
   return desc;
 }
 
-// The checks before an array is read in place (or written, for outputs): the anchor's dtype and
-// shape, C-contiguous. `what` is "input" or "output".
+// The runtime's checks (runtime/host_array.h) on the array as numpy describes it. `what` is
+// "input" or "output".
 void checkArray(const py::array& a, const rt::DataDesc& d, const char* what) {
-  const std::string where = std::string(what) + " '" + d.name + "'";
-  if (d.format != rt::DataFormat::Raw || !d.fixedSize())
-    raise(g_application_error, where + " is " + (d.format == rt::DataFormat::Raw ? "of a run-time shape" : "not a tensor") +
-                                   ": the Python runtime takes fixed-size tensors only");
-  if (!a.dtype().is(dtypeOf(d)))
-    raise(g_application_error, where + ": expected dtype " + d.dtype + ", got " + py::str(a.dtype()).cast<std::string>());
-  std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
-  if (shape != d.shape) {
-    auto text = [](const std::vector<int64_t>& s) {
-      std::string t = "[";
-      for (size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
-      return t + "]";
-    };
-    raise(g_application_error, where + ": expected shape " + text(d.shape) + ", got " + text(shape));
-  }
-  if (!(a.flags() & py::array::c_style))
-    raise(g_application_error, where + ": the array is not C-contiguous (hint: numpy.ascontiguousarray)");
+  rt::HostArray h;
+  h.dtype = py::str(a.dtype()).cast<std::string>();
+  h.shape.assign(a.shape(), a.shape() + a.ndim());
+  h.strides.assign(a.strides(), a.strides() + a.ndim());
+  h.itemsize = a.itemsize();
+  h.nbytes = a.nbytes();
+  h.writeable = a.writeable();
+  if (std::string why = rt::arrayMismatch(h, d, what); !why.empty()) raise(g_application_error, why);
 }
 
 class Runner;
@@ -187,7 +179,6 @@ class Runner {
       if (!py::isinstance<py::array>(obj)) raise(g_application_error, "output '" + d.name + "': expected a numpy array");
       py::array a = obj.cast<py::array>();
       checkArray(a, d, "output");
-      if (!a.writeable()) raise(g_application_error, "output '" + d.name + "': the array is read-only");
       out[d.name] = {a.mutable_data(), static_cast<size_t>(a.nbytes())};
       keep.push_back(std::move(a));
     }

@@ -6,7 +6,8 @@
 #
 #   scripts/fuzz.sh [--seconds N] [--only NAME] [--fresh]
 #
-# NAME: onnx_import, shape_inference, popef, executable, npy, tensor_proto.
+# NAME: onnx_import, shape_inference, popef, executable, npy, tensor_proto, serve_request, config,
+# host_array.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=600 only="" keep=--keep
@@ -22,7 +23,7 @@ scripts/build-asan.sh
 source scripts/sanitizer-env.sh
 /usr/bin/python3 fuzz/make_seeds.py --out build-asan/fuzz-seeds --bin-dir build-asan/bin --per-source 0
 status=0
-for name in onnx_import shape_inference popef executable npy tensor_proto; do
+for name in onnx_import shape_inference popef executable npy tensor_proto serve_request config host_array; do
   [ -n "$only" ] && [ "$only" != "$name" ] && continue
   /usr/bin/python3 fuzz/run_fuzzer.py --fuzzer "build-asan/bin/fuzz_$name" --work "build-asan/fuzz-work/$name" \
     --seconds "$seconds" --corpus "build-asan/fuzz-seeds/$name" --corpus "fuzz/regressions/$name" $keep || status=1

@@ -9,6 +9,7 @@
 #include "lib/onnx/onnx_io.h"
 #include "lib/support/half.h"
 #include "lib/support/limits.h"
+#include "lib/support/text.h"
 #include "sim/codelets.h"
 
 namespace poprt::sim {
@@ -18,7 +19,7 @@ using exec::StepKind;
 
 namespace {
 
-std::string q(const std::string& s) { return popef::quoteForError(s); }
+std::string q(const std::string& s) { return quoteForError(s); }
 
 bool hasRunTimeDim(const exec::HostStream& s) {
   for (int64_t d : s.shape)

@@ -5,6 +5,8 @@
 #include <ostream>
 #include <regex>
 
+#include "lib/support/text.h"
+
 namespace poprt::tools {
 namespace {
 
@@ -35,23 +37,7 @@ bool looksLikePath(std::string& seg) {
 
 // Messages quote names from untrusted files (node, tensor, blob names); escaping control
 // characters keeps every error on its one line and keeps a file from writing to the terminal.
-std::string oneLineMessage(const std::string& message) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (char ch : message) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
+std::string oneLineMessage(const std::string& message) { return escapeControlBytes(message, false); }
 
 }  // namespace
 

@@ -206,7 +206,7 @@ Status run(const RunOptions& o) {
   }
   for (const auto& line : reportText(report)) std::printf("%s\n", line.c_str());
   if (!o.json.empty()) {
-    POPRT_TRY(writeOutputFile("--json", o.json, report.dump(2) + "\n"));
+    POPRT_TRY(writeOutputFile("--json", o.json, report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
     std::printf("  summary written to %s\n", o.json.c_str());
   }
   if (!report_dir.path.empty()) {

@@ -102,8 +102,10 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
   json request;
   try {
     request = json::parse(text);
-  } catch (const json::parse_error& e) {
-    return Error(std::string("the request is not valid JSON: ") + e.what());
+  } catch (const json::exception& e) {  // a parse error, or a number beyond a double (1e999)
+    std::string what = e.what();  // without the library's "[json.exception.parse_error.101] " tag
+    if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos) what.erase(0, what.find("] ") + 2);
+    return Error("the request is not valid JSON: " + what);
   }
   if (!request.is_object()) return Error("the request must be a JSON object");
 

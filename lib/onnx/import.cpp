@@ -225,6 +225,7 @@ Expected<ir::Model> importModel(const std::filesystem::path& path, const ImportO
 Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesystem::path& model_dir,
                                      const std::string& source, const ImportOptions& options) {
   if (!proto.has_graph()) return Error(source + ": not an ONNX model (no graph)");
+  POPRT_TRY(checkTextFields(proto, source));
   std::unordered_map<std::string, int> opsets;
   for (const auto& op : proto.opset_import()) opsets[canonicalDomain(op.domain())] = static_cast<int>(op.version());
   // Models of other domains only (e.g. ai.onnx.preview.training) need no default-domain opset.

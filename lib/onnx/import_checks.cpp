@@ -1,5 +1,7 @@
 #include "lib/onnx/import_checks.h"
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/reflection.h>
 #include <onnx/defs/schema.h>
 
 #include <map>
@@ -9,6 +11,7 @@
 #include "lib/ops/graphcore_ops.h"
 #include "lib/onnx/graph_walk.h"
 #include "lib/support/tensor_proto.h"
+#include "lib/support/text.h"
 
 namespace poprt::onnxio {
 namespace {
@@ -135,6 +138,42 @@ Status checkDeclaredShapes(const onnx::GraphProto& graph, const std::string& sou
       }
     return okStatus();
   });
+}
+
+namespace {
+
+// The path of the first string field of `m` (below `path`) that is not UTF-8; "" when all are.
+// Recursion is bounded by protobuf's parse depth (100 nested messages).
+std::string firstNonUtf8(const google::protobuf::Message& m, const std::string& path) {
+  using FD = google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* r = m.GetReflection();
+  std::vector<const FD*> fields;
+  r->ListFields(m, &fields);
+  std::string scratch;
+  for (const FD* f : fields) {
+    const std::string name = path + (path.empty() ? "" : ".") + f->name();
+    const int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      const std::string at = f->is_repeated() ? name + "[" + std::to_string(i) + "]" : name;
+      if (f->type() == FD::TYPE_STRING) {
+        const std::string& s = f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch)
+                                                : r->GetStringReference(m, f, &scratch);
+        if (!isValidUtf8(s)) return at;
+      } else if (f->cpp_type() == FD::CPPTYPE_MESSAGE) {
+        const auto& sub = f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f);
+        if (std::string bad = firstNonUtf8(sub, at); !bad.empty()) return bad;
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Status checkTextFields(const onnx::ModelProto& model, const std::string& source) {
+  if (std::string bad = firstNonUtf8(model, ""); !bad.empty())
+    return Error(source + ": " + bad + " is not valid UTF-8 (ONNX strings must be)");
+  return okStatus();
 }
 
 Status checkWindowAttributes(const onnx::GraphProto& graph, const std::string& source) {

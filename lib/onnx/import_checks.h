@@ -11,6 +11,12 @@
 
 namespace poprt::onnxio {
 
+// Every string field of the model (names, op types, domains, doc strings, metadata; not the
+// bytes fields such as raw_data, string_data or an attribute's `s`) is UTF-8, as ONNX requires, so
+// that names can go into JSON (the summary, PopEF metadata) and messages. The error names the
+// field's path, e.g. graph.node[3].output[0]. Run first.
+Status checkTextFields(const onnx::ModelProto& model, const std::string& source);
+
 // Every external tensor's location is confined to `model_dir` (tensor_proto.h's
 // externalDataFile). Run before the checker, which would otherwise open the files it names.
 Status checkExternalLocations(const onnx::GraphProto& graph, const std::filesystem::path& model_dir,

@@ -92,6 +92,10 @@ def test_outputs_into_caller_arrays_and_io_descriptions(mlp_popef):
     runner.execute(mlp_inputs(), out)
     np.testing.assert_allclose(out["y"], mlp_expected(), rtol=1e-4, atol=1e-5)
     assert runner.estimate()["cycles"] > 0
+    frozen = np.zeros((4, 10), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(poprt.ApplicationError, match="output 'y': the array is read-only"):
+        runner.execute(mlp_inputs(), {"y": frozen})
 
 
 def test_async_requests_from_several_threads(mlp_popef):
@@ -118,6 +122,9 @@ def test_async_requests_from_several_threads(mlp_popef):
     ({"x": np.zeros((4, 64), np.float64)}, "input 'x': expected dtype float32, got float64"),
     ({"x": np.zeros((4, 63), np.float32)}, "input 'x': expected shape [4,64], got [4,63]"),
     ({"x": np.zeros((64, 4), np.float32).T}, "input 'x': the array is not C-contiguous"),
+    ({"x": np.broadcast_to(np.zeros(64, np.float32), (4, 64))}, "input 'x': the array is not C-contiguous"),
+    ({"x": np.zeros((8, 64), np.float32)[::2]}, "input 'x': the array is not C-contiguous"),
+    ({"x": np.zeros((4, 64), ">f4")}, "input 'x': expected dtype float32, got >f4"),
     ({}, "input 'x' is missing"),
     ({"x": np.zeros((4, 64), np.float32), "z": np.zeros(1)}, "input 'z': the model has no such input (inputs: x)"),
     ({"x": [[0.0] * 64] * 4}, "input 'x': expected a numpy array"),

@@ -254,6 +254,9 @@ TEST(ServeProtocol, RefusesWhatDoesNotFitTheModel) {
   EXPECT_EQ(error("{\"inputs\": [" + a1 + ", " + b2 + "]}"), "input 'b': 2 rows along axis 0, input 'a' has 1");
   EXPECT_EQ(error("{\"inputs\": [" + a1 + "]}"), "input 'b' is missing");
   EXPECT_EQ(error("[]"), "the request must be a JSON object");
+  // A number beyond a double is a bad request, in words without the JSON library's tags.
+  EXPECT_EQ(error(R"({"inputs": [{"name": "a", "shape": [1, 2], "datatype": "FP32", "data": [1e999, 2]}]})"),
+            "the request is not valid JSON: number overflow parsing '1e999'");
   EXPECT_EQ(error("{}"), "the request has no \"inputs\" (the model takes: a, b)");
   EXPECT_EQ(error("{\"inputs\": {}}"), "\"inputs\" must be an array");
   EXPECT_EQ(error(R"({"inputs": [{"name": "a", "shape": [1, 2], "datatype": "FP32"}]})"),
