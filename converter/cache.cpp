@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "lib/support/file_io.h"
@@ -13,9 +14,6 @@ namespace poprt::converter {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kOnnx = "model.onnx";
-constexpr const char* kPopef = "executable.popef";
-constexpr const char* kSummary = "summary.json";
 constexpr const char* kKey = "key.txt";
 // Temporary and evicted entries start with a dot, so listings of entries skip them; ones older than
 // this were left by a process that died and are removed.
@@ -62,22 +60,26 @@ Expected<CompileCache> CompileCache::open(const fs::path& dir, uint64_t max_byte
   return CompileCache(dir, max_bytes);
 }
 
-std::optional<std::string> CompileCache::restore(const CacheKey& key, const ConvertFiles& dest) {
+std::optional<CacheEntry> CompileCache::restore(const CacheKey& key, const ConvertFiles& dest) {
   const fs::path entry = entryDir(key);
   std::error_code ec;
   if (!fs::is_directory(entry, ec)) return std::nullopt;
-  auto summary = readFileBytes(entry / kSummary, uint64_t{64} << 20);
+  auto summary = readFileBytes(entry / kEntrySummary, uint64_t{64} << 20);
   if (!summary.ok()) return std::nullopt;
+  CacheEntry restored;
+  restored.summary.assign(summary->begin(), summary->end());
   // All the files renamed into place together, or none (a failed restore is a miss: it compiles).
   OutputFiles files;
-  for (const auto& [name, to] : {std::pair{kOnnx, dest.onnx}, std::pair{kPopef, dest.popef}}) {
+  for (const auto& [name, to, bytes] : {std::tuple{kEntryOnnx, dest.onnx, &restored.onnx},
+                                        std::tuple{kEntryPopef, dest.popef, &restored.popef}}) {
     if (to.empty()) continue;
-    auto bytes = readFileBytes(entry / name);
-    Status st = bytes.ok() ? files.add(to, *bytes) : Status(bytes.error());
+    auto read = readFileBytes(entry / name);
+    Status st = read.ok() ? files.add(to, *read) : Status(read.error());
     if (!st.ok()) {
       POPRT_LOG(Info, "cache: entry " << entry.string() << " unusable (" << st.error().message() << "): compiling");
       return std::nullopt;
     }
+    bytes->assign(read->begin(), read->end());
   }
   if (Status st = files.commit(); !st.ok()) {
     POPRT_LOG(Info, "cache: cannot restore " << entry.string() << " (" << st.error().message() << "): compiling");
@@ -85,7 +87,7 @@ std::optional<std::string> CompileCache::restore(const CacheKey& key, const Conv
   }
   fs::last_write_time(entry, fs::file_time_type::clock::now(), ec);  // last use, for eviction
   evict(key.hex);
-  return std::string(summary->begin(), summary->end());
+  return restored;
 }
 
 Status CompileCache::store(const CacheKey& key, const ConvertFiles& written, const std::string& summary) {
@@ -96,11 +98,11 @@ Status CompileCache::store(const CacheKey& key, const ConvertFiles& written, con
     return Error("cache " + dir_.string() + ": " + what);
   };
   if (!fs::create_directory(tmp, ec)) return fail("cannot create a temporary entry: " + ec.message());
-  for (const auto& [from, name] : {std::pair{written.onnx, kOnnx}, std::pair{written.popef, kPopef}}) {
+  for (const auto& [from, name] : {std::pair{written.onnx, kEntryOnnx}, std::pair{written.popef, kEntryPopef}}) {
     if (from.empty()) continue;
     if (!fs::copy_file(from, tmp / name, ec)) return fail("cannot copy " + from.string() + ": " + ec.message());
   }
-  if (auto st = writeFileAtomic(tmp / kSummary, summary); !st.ok()) return fail(st.error().message());
+  if (auto st = writeFileAtomic(tmp / kEntrySummary, summary); !st.ok()) return fail(st.error().message());
   if (auto st = writeFileAtomic(tmp / kKey, key.material); !st.ok()) return fail(st.error().message());
   fs::rename(tmp, entryDir(key), ec);
   if (ec) {

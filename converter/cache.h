@@ -20,6 +20,11 @@
 
 namespace poprt::converter {
 
+// The files of an entry, in the local directory and in the remote cache alike.
+inline constexpr const char* kEntryOnnx = "model.onnx";
+inline constexpr const char* kEntryPopef = "executable.popef";
+inline constexpr const char* kEntrySummary = "summary.json";  // without this run's paths (summaryForEntry)
+
 // --cache_dir when given, else POPRT_CACHE_DIR, else "" (no cache).
 std::string effectiveCacheDir(const std::string& flag);
 
@@ -27,6 +32,13 @@ std::string effectiveCacheDir(const std::string& flag);
 struct ConvertFiles {
   std::filesystem::path onnx;   // the converted ONNX
   std::filesystem::path popef;  // empty without --export_popef
+};
+
+// An entry's contents, as a hit hands them to the conversion.
+struct CacheEntry {
+  std::string summary;
+  std::string onnx;
+  std::string popef;  // empty for an entry without a PopEF
 };
 
 class CompileCache {
@@ -37,10 +49,10 @@ class CompileCache {
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path entryDir(const CacheKey& key) const { return dir_ / key.hex; }
 
-  // On a hit: copies the entry's files to `dest` (each through a temporary file and a rename),
-  // marks the entry used and returns the summary it stored. nullopt on a miss, including an entry
-  // that vanished or cannot be read (the caller compiles).
-  std::optional<std::string> restore(const CacheKey& key, const ConvertFiles& dest);
+  // On a hit: copies the entry's files to `dest` (all renamed into place together), marks the
+  // entry used and returns what it holds. nullopt on a miss, including an entry that vanished or
+  // cannot be read (the caller compiles).
+  std::optional<CacheEntry> restore(const CacheKey& key, const ConvertFiles& dest);
 
   // Stores copies of the files a conversion wrote, with its summary, as the entry of `key`; then
   // evicts past the size limit. Another process storing the same key first is not an error.

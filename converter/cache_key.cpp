@@ -171,7 +171,7 @@ bool optionAffectsOutput(const std::string& key) {
       "input_model",     // replaced by the model's bytes
       "output_dir",      "output_model", "summary_json",  // where the files go
       "logging_level",   "show",         "list_all_passes",
-      "cache_dir",       "cache_max_bytes"};
+      "cache_dir",       "cache_max_bytes", "remote_cache", "remote_cache_upload", "remote_cache_header_file"};
   return !outside.count(key);
 }
 

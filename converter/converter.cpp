@@ -12,6 +12,7 @@
 
 #include "codegen/compiler.h"
 #include "codegen/target.h"
+#include "converter/cache_tiers.h"
 #include "converter/check.h"
 #include "converter/make_popef.h"
 #include "converter/precision.h"
@@ -46,17 +47,6 @@ Expected<ir::Model> importInput(const ConvertOptions& o) {
   if (!proto.ParseFromArray(o.model_bytes.data(), static_cast<int>(o.model_bytes.size())))
     return Error(o.input_model + ": not a valid ONNX model (protobuf parse failed)");
   return onnxio::importModelProto(proto, ".", o.input_model);
-}
-
-// A cache hit wrote the files: the result holds their bytes too.
-Status readWrittenFiles(const ConvertFiles& files, ConvertResult& result) {
-  POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> onnx, readFileBytes(files.onnx));
-  result.onnx.assign(onnx.begin(), onnx.end());
-  if (!files.popef.empty()) {
-    POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> popef, readFileBytes(files.popef));
-    result.popef.assign(popef.begin(), popef.end());
-  }
-  return okStatus();
 }
 
 std::string percent(uint64_t part, uint64_t whole) {
@@ -117,56 +107,22 @@ ConvertFiles outputFiles(const ConvertOptions& o) {
   return {dir / model_name, o.export_popef ? dir / "executable.popef" : std::filesystem::path()};
 }
 
-// The compile cache of this conversion, if any: with its key, or nothing when the cache is off,
-// the conversion prints reports only a compile makes, or the key's files cannot be read (the
-// import then reports why).
-struct CacheUse {
-  std::optional<CompileCache> cache;
-  std::optional<CacheKey> key;
-};
-
-CacheUse openCache(const ConvertOptions& o, ConvertResult& outcome, std::vector<std::string>& warnings) {
-  CacheUse use;
-  const std::string dir = effectiveCacheDir(o.cache_dir);
-  if (dir.empty() || o.show) return use;
-  if (!o.model_bytes.empty() || !o.write_files) {
-    POPRT_LOG(Info, "cache: not used for a conversion in memory (the cache keeps files)");
-    outcome.cache = "bypassed";
-    return use;
-  }
-  if (o.precision_compare || !o.pipeline.print_ir_after.empty() || (o.export_popef && !reportDir(o.report).path.empty())) {
-    POPRT_LOG(Info, "cache: not used with --precision_compare, --print_ir_after or a report (they show what only a compile sees)");
-    outcome.cache = "bypassed";
-    return use;
-  }
-  auto key = cacheKey(o);
-  if (!key.ok()) {
-    POPRT_LOG(Info, "cache: no key (" << key.error().message() << ")");
-    return use;
-  }
-  auto cache = CompileCache::open(dir, static_cast<uint64_t>(o.cache_max_bytes));
-  if (!cache.ok()) {
-    warnings.push_back(cache.error().message() + "; compiling without the cache");
-    return use;
-  }
-  use.cache = std::move(cache).value();
-  use.key = std::move(key).value();
-  outcome.cache = "miss";
-  return use;
-}
-
 // A cache hit: the files are in place; print what the compile that made the entry reported.
-Status reportCacheHit(const ConvertOptions& o, const CacheUse& use, const ConvertFiles& files,
+Status reportCacheHit(const ConvertOptions& o, const CacheTiers& cache, const ConvertFiles& files,
                       const std::string& stored_summary, double seconds, ConvertResult& result, std::ostream& out) {
-  const nlohmann::ordered_json cache_json = {
-      {"dir", use.cache->dir().string()}, {"key", use.key->hex}, {"hit", true}, {"seconds", seconds}};
+  nlohmann::ordered_json cache_json = cache.describe();
+  cache_json["seconds"] = seconds;
   std::string summary = summaryForCacheHit(stored_summary, o.input_model, files.onnx.string(), files.popef.string(),
                                            o.summary_json, cache_json);
   if (!o.summary_json.empty()) POPRT_TRY(writeOutputFile("--summary_json", o.summary_json, summary));
   result.summary = summary;
   result.files = files;
+  // The stored summary came from the cache: nothing in it is assumed to have the shape poprt writes.
   auto j = nlohmann::ordered_json::parse(stored_summary, nullptr, false);
-  out << "poprt-convert: " << o.input_model << " (cache hit: " << use.cache->entryDir(*use.key).string() << ")\n"
+  const std::string where = cache_json["tier"] == "remote" ? std::string("remote cache hit")
+                                                           : "cache hit: " + cache_json["dir"].get<std::string>() + "/" +
+                                                                 cache_json["key"].get<std::string>();
+  out << "poprt-convert: " << o.input_model << " (" << where << ")\n"
             << "  converted ONNX  " << files.onnx.string() << "\n";
   if (!files.popef.empty()) out << "  PopEF           " << files.popef.string() << "\n";
   if (j.is_object()) {
@@ -175,6 +131,7 @@ Status reportCacheHit(const ConvertOptions& o, const CacheUse& use, const Conver
                 << j["check"]["atol"].dump() << ")\n";
     if (j["warnings"].is_array())
       for (const auto& w : j["warnings"]) {
+        if (!w.is_string()) continue;
         result.warnings.push_back(w.get<std::string>());
         out << "  warning: " << w.get<std::string>() << "\n";
       }
@@ -224,16 +181,21 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   if (sharding.strategy == exec::Strategy::Pipelined && o.batches_per_step < 2 * o.num_ipus)
     warnings.push_back("pipelined with --batches_per_step " + std::to_string(o.batches_per_step) +
                        ": the stages overlap only on the batches of one step (hint: --batches_per_step >= 2 x stages)");
-  CacheUse cache = openCache(o, outcome, warnings);
+  bool bypassed = false;
+  POPRT_ASSIGN_OR_RETURN(CacheTiers cache, CacheTiers::open(o, bypassed, warnings));
+  if (bypassed) outcome.cache = "bypassed";
   const ConvertFiles files = outputFiles(o);
-  if (cache.cache) {
-    if (auto stored = cache.cache->restore(*cache.key, files)) {
-      outcome.cache = "hit";
-      POPRT_TRY(reportCacheHit(o, cache, files, *stored,
-                               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), result, out));
-      return readWrittenFiles(files, result);
-    }
+  if (auto stored = cache.lookup(files, warnings)) {
+    outcome.cache = cache.outcome();
+    for (const auto& w : warnings) out << "  warning: " << w << "\n";
+    result.warnings = warnings;
+    POPRT_TRY(reportCacheHit(o, cache, files, stored->summary,
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), result, out));
+    result.onnx = std::move(stored->onnx);
+    result.popef = std::move(stored->popef);
+    return okStatus();
   }
+  if (cache.active()) outcome.cache = cache.outcome();
   progress("import", 0);
   POPRT_ASSIGN_OR_RETURN(ir::Model model, importInput(o));
   const int64_t opset_before = model.opsetVersion();
@@ -320,10 +282,7 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::optional<nlohmann::ordered_json> cache_json;
-  if (cache.cache)
-    cache_json = nlohmann::ordered_json{{"dir", cache.cache->dir().string()}, {"key", cache.key->hex}, {"hit", false}};
-  std::string summary;  // also the cache entry's
-  {
+  auto makeSummary = [&] {
     ConvertSummary s;
     s.input_model = o.input_model;
     s.opset_before = opset_before;
@@ -344,10 +303,17 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
     s.popef_path = popef_path.string();
     s.summary_path = o.summary_json;
     s.cache = cache_json ? &*cache_json : nullptr;
-    summary = summaryJson(s);
-    if (!o.summary_json.empty() && o.write_files)
-      if (auto st = staged.add(o.summary_json, summary); !st.ok()) return st.error().withContext("--summary_json");
+    return summaryJson(s);
+  };
+  if (cache.active()) cache_json = cache.describe();
+  std::string summary = makeSummary();  // also the cache entry's
+  if (cache.active()) {  // uploaded before the files are written; the summary says how it went
+    cache.upload(result.onnx, result.popef, summary, warnings);
+    cache_json = cache.describe();
+    summary = makeSummary();
   }
+  if (!o.summary_json.empty() && o.write_files)
+    if (auto st = staged.add(o.summary_json, summary); !st.ok()) return st.error().withContext("--summary_json");
   result.summary = summary;
   if (o.write_files) {
     POPRT_TRY(staged.commit());
@@ -357,8 +323,7 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   if (!report_dir.path.empty() && o.write_files) {
     POPRT_ASSIGN_OR_RETURN(report_files, writeProfileReport(report_dir, {"poprt-convert", popef_path.string()}));
   }
-  if (cache.cache)
-    if (auto st = cache.cache->store(*cache.key, files, summary); !st.ok()) warnings.push_back(st.error().message());
+  cache.storeLocal(files, summary, warnings);
 
   out << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before
             << " nodes, " << model.graph->numNodes() << " after optimisation)\n";

@@ -31,7 +31,7 @@ struct ConvertResult {
   std::string popef;  // the PopEF, with export_popef
   std::string summary;  // the --summary_json document
   std::vector<std::string> warnings;
-  std::string cache;  // "hit", "miss", "bypassed", or "" without a cache
+  std::string cache;  // "hit" (local), "remote hit", "miss", "bypassed", or "" without a cache
   ConvertFiles files;  // the files written (empty paths when write_files is off)
 };
 

@@ -122,6 +122,16 @@ const std::vector<OptionSpec>& optionTable() {
        [](ConvertOptions& o) -> FieldRef { return &o.cache_dir; }},
       {"cache_max_bytes", "evict the least recently used cache entries beyond this many bytes (default 0: no limit)",
        [](ConvertOptions& o) -> FieldRef { return &o.cache_max_bytes; }, false, nonNegative},
+      {"remote_cache",
+       "a compile cache shared over Bazel's HTTP remote-cache protocol (bazel-remote, nginx WebDAV, ...): "
+       "http(s)://host[:port][/prefix]; read-only unless --remote_cache_upload (default: POPRT_REMOTE_CACHE)",
+       [](ConvertOptions& o) -> FieldRef { return &o.remote_cache; }},
+      {"remote_cache_upload", "upload what this run compiles to --remote_cache (default: read only)",
+       [](ConvertOptions& o) -> FieldRef { return &o.remote_cache_upload; }},
+      {"remote_cache_header_file",
+       "a file of 'Name: value' lines (e.g. Authorization) sent with every remote cache request "
+       "(default: POPRT_REMOTE_CACHE_HEADER_FILE)",
+       [](ConvertOptions& o) -> FieldRef { return &o.remote_cache_header_file; }},
   };
   return table;
 }
@@ -301,7 +311,7 @@ Status applyMap(const std::set<std::string>& given, const std::string& where, co
       if (nested) return Error(where + ": key 'models' cannot be used inside a models entry");
       continue;  // read by applyConfigYaml once the top-level keys are in
     }
-    if (nested && (key == "summary_json" || key == "cache_dir" || key == "cache_max_bytes"))
+    if (nested && (key == "summary_json" || key == "cache_dir" || key == "cache_max_bytes" || key.rfind("remote_cache", 0) == 0))
       return Error(where + ": key '" + key + "' applies to the whole run: give it at the top level");
     const OptionSpec* spec = nullptr;
     for (const auto& s : optionTable())

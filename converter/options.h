@@ -57,6 +57,9 @@ struct ConvertOptions {
   int64_t convert_version = 0;  // 0: keep the model's opset
   std::string cache_dir;        // --cache_dir, else POPRT_CACHE_DIR; "" = no cache
   int64_t cache_max_bytes = 0;  // 0 = unlimited
+  std::string remote_cache;     // --remote_cache URL, else POPRT_REMOTE_CACHE; "" = none
+  bool remote_cache_upload = false;
+  std::string remote_cache_header_file;  // else POPRT_REMOTE_CACHE_HEADER_FILE
   // Not options of the table, for callers of the library (the Python package):
   bool write_files = true;   // off: the results stay in memory (ConvertResult), nothing is written
   std::string model_bytes;   // non-empty: the model to convert, instead of reading input_model

@@ -103,6 +103,13 @@ std::string summaryJson(const ConvertSummary& s) {
   return j.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";  // paths need not be UTF-8
 }
 
+std::string summaryForEntry(const std::string& summary) {
+  ojson j = ojson::parse(summary, nullptr, false);
+  if (!j.is_object()) return summary;
+  for (const char* run_field : {"input_model", "files", "cache"}) j.erase(run_field);
+  return j.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
+}
+
 std::string summaryForCacheHit(const std::string& stored, const std::string& input_model, const std::string& onnx_path,
                                const std::string& popef_path, const std::string& summary_path, const ojson& cache) {
   ojson j = ojson::parse(stored, nullptr, false);

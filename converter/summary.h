@@ -40,6 +40,10 @@ struct ConvertSummary {
 // Pretty-printed JSON text, ending in a newline.
 std::string summaryJson(const ConvertSummary& s);
 
+// The summary a cache entry keeps: `summary` without what belongs to the run that made it (the
+// input model's path, the files written, the cache fields), so no path goes into a cache.
+std::string summaryForEntry(const std::string& summary);
+
 // A cache hit's summary: the one the compile that made the entry wrote (`stored`), with this run's
 // input model, files and cache fields.
 std::string summaryForCacheHit(const std::string& stored, const std::string& input_model, const std::string& onnx_path,

@@ -13,6 +13,7 @@ packages=(
   libonnx-testdata python3-onnx python3-numpy
   pybind11-dev python3-pytest  # the poprt Python package and its tests
   libcpp-httplib-dev curl  # popef-serve (cpp-httplib) and its end-to-end test (curl)
+  nginx-light  # a WebDAV server for the remote compile cache test (tests/e2e/test_remote_cache.py)
   chromium fonts-dejavu-core  # the profile report's page test (tests/e2e/test_profile_report.py)
 )
 if [ "${1:-}" = "--clang" ]; then

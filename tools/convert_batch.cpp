@@ -83,13 +83,24 @@ Status runBatch(const ConvertOptions& o, const std::vector<ConvertOptions>& plan
     models.push_back(std::move(m));
   }
   const size_t ok = plan.size() - failed.size();
-  out << "poprt-convert: " << plan.size() << " models: " << ok << " converted, " << failed.size() << " failed\n";
+  out << "poprt-convert: " << plan.size() << " models: " << ok << " converted, " << failed.size() << " failed";
+  std::map<std::string, size_t> outcomes;  // how the compile cache served the models that used it
+  for (const auto& m : models)
+    if (m["cache"].is_string()) ++outcomes[m["cache"].get<std::string>()];
+  const size_t local = outcomes["hit"], remote = outcomes["remote hit"], looked_up = local + remote + outcomes["miss"];
+  if (looked_up) {
+    out << "; cache: " << local + remote << " of " << looked_up << " hits (" << 100 * (local + remote) / looked_up << "%";
+    if (remote) out << ", " << local << " local, " << remote << " remote";
+    out << ")";
+  }
+  out << "\n";
   if (!o.summary_json.empty()) {
     nlohmann::ordered_json j;
     j["tool"] = "poprt-convert";
     j["models"] = std::move(models);
     j["converted"] = ok;
     j["failed"] = failed.size();
+    j["cache_hits"] = {{"local", local}, {"remote", remote}, {"misses", outcomes["miss"]}};
     POPRT_TRY(writeOutputFile("--summary_json", o.summary_json,
                               j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"));
   }

@@ -20,7 +20,7 @@ using converter::ConvertOptions;
 
 // What one conversion reports back beyond success.
 struct ConvertOutcome {
-  std::string cache;  // "hit", "miss", "bypassed", or "" without a cache
+  std::string cache;  // as ConvertResult::cache: "hit", "remote hit", "miss", "bypassed", or ""
 };
 
 // The conversions a run makes, each with input_model set. One model converts as given (its

@@ -103,6 +103,7 @@ def run_tool(name, args, timeout=120, cwd=None, env=None):
     e = dict(os.environ)
     e.pop("POPRT_LOG_LEVEL", None)
     e.pop("POPRT_CACHE_DIR", None)  # a developer's compile cache would turn compiles into copies
+    e.pop("POPRT_REMOTE_CACHE", None)
     if env:
         e.update(env)
     try:

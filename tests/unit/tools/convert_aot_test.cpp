@@ -172,7 +172,8 @@ TEST(CacheKey, EveryOptionIsInTheKeyUnlessListedAsNotAffectingOutput) {
   for (const auto& [name, value] : optionValues(ConvertOptions{}))
     if (!optionAffectsOutput(name)) outside.push_back(name);
   EXPECT_EQ(outside, (std::vector<std::string>{"input_model", "output_dir", "output_model", "list_all_passes", "show",
-                                               "summary_json", "logging_level", "cache_dir", "cache_max_bytes"}));
+                                               "summary_json", "logging_level", "cache_dir", "cache_max_bytes",
+                                               "remote_cache", "remote_cache_upload", "remote_cache_header_file"}));
 }
 
 // ------------------------------------------------------------------------------ cache storage
@@ -193,9 +194,11 @@ TEST_F(TempDir, StoreThenRestoreCopiesTheFilesAndTheSummary) {
   ASSERT_TRUE(cache->store(key, written, "{\"summary\": 1}").ok());
   EXPECT_EQ(read(cache->entryDir(key) / "key.txt"), "material a");
 
-  auto summary = cache->restore(key, {dir_ / "hit/m.onnx", dir_ / "hit/executable.popef"});
-  ASSERT_TRUE(summary.has_value());
-  EXPECT_EQ(*summary, "{\"summary\": 1}");
+  auto restored = cache->restore(key, {dir_ / "hit/m.onnx", dir_ / "hit/executable.popef"});
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_EQ(restored->summary, "{\"summary\": 1}");
+  EXPECT_EQ(restored->onnx, "onnx bytes");
+  EXPECT_EQ(restored->popef, "popef bytes");
   EXPECT_EQ(read(dir_ / "hit/m.onnx"), "onnx bytes");
   EXPECT_EQ(read(dir_ / "hit/executable.popef"), "popef bytes");
   // Nothing else was left next to the outputs.
