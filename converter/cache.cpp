@@ -60,7 +60,7 @@ Expected<CompileCache> CompileCache::open(const fs::path& dir, uint64_t max_byte
   return CompileCache(dir, max_bytes);
 }
 
-std::optional<CacheEntry> CompileCache::restore(const CacheKey& key, const ConvertFiles& dest) {
+std::optional<CacheEntry> CompileCache::restore(const CacheKey& key, const ConvertFiles& dest, bool write) {
   const fs::path entry = entryDir(key);
   std::error_code ec;
   if (!fs::is_directory(entry, ec)) return std::nullopt;
@@ -74,7 +74,7 @@ std::optional<CacheEntry> CompileCache::restore(const CacheKey& key, const Conve
                                         std::tuple{kEntryPopef, dest.popef, &restored.popef}}) {
     if (to.empty()) continue;
     auto read = readFileBytes(entry / name);
-    Status st = read.ok() ? files.add(to, *read) : Status(read.error());
+    Status st = !read.ok() ? Status(read.error()) : write ? files.add(to, *read) : okStatus();
     if (!st.ok()) {
       POPRT_LOG(Info, "cache: entry " << entry.string() << " unusable (" << st.error().message() << "): compiling");
       return std::nullopt;
@@ -90,7 +90,7 @@ std::optional<CacheEntry> CompileCache::restore(const CacheKey& key, const Conve
   return restored;
 }
 
-Status CompileCache::store(const CacheKey& key, const ConvertFiles& written, const std::string& summary) {
+Status CompileCache::store(const CacheKey& key, const CacheEntry& entry) {
   const fs::path tmp = dir_ / (".tmp-" + key.hex.substr(0, 16) + "-" + uniqueSuffix());
   std::error_code ec;
   auto fail = [&](const std::string& what) -> Status {
@@ -98,11 +98,11 @@ Status CompileCache::store(const CacheKey& key, const ConvertFiles& written, con
     return Error("cache " + dir_.string() + ": " + what);
   };
   if (!fs::create_directory(tmp, ec)) return fail("cannot create a temporary entry: " + ec.message());
-  for (const auto& [from, name] : {std::pair{written.onnx, kEntryOnnx}, std::pair{written.popef, kEntryPopef}}) {
-    if (from.empty()) continue;
-    if (!fs::copy_file(from, tmp / name, ec)) return fail("cannot copy " + from.string() + ": " + ec.message());
+  for (const auto& [bytes, name] : {std::pair{&entry.onnx, kEntryOnnx}, std::pair{&entry.popef, kEntryPopef},
+                                    std::pair{&entry.summary, kEntrySummary}}) {
+    if (bytes->empty() && name == kEntryPopef) continue;
+    if (auto st = writeFileAtomic(tmp / name, *bytes); !st.ok()) return fail(st.error().message());
   }
-  if (auto st = writeFileAtomic(tmp / kEntrySummary, summary); !st.ok()) return fail(st.error().message());
   if (auto st = writeFileAtomic(tmp / kKey, key.material); !st.ok()) return fail(st.error().message());
   fs::rename(tmp, entryDir(key), ec);
   if (ec) {

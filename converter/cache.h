@@ -49,14 +49,14 @@ class CompileCache {
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path entryDir(const CacheKey& key) const { return dir_ / key.hex; }
 
-  // On a hit: copies the entry's files to `dest` (all renamed into place together), marks the
-  // entry used and returns what it holds. nullopt on a miss, including an entry that vanished or
-  // cannot be read (the caller compiles).
-  std::optional<CacheEntry> restore(const CacheKey& key, const ConvertFiles& dest);
+  // On a hit: marks the entry used and returns what it holds (the PopEF when `dest` has a path
+  // for it), with `write` also copying its files to `dest` (all renamed into place together).
+  // nullopt on a miss, including an entry that vanished or cannot be read (the caller compiles).
+  std::optional<CacheEntry> restore(const CacheKey& key, const ConvertFiles& dest, bool write = true);
 
-  // Stores copies of the files a conversion wrote, with its summary, as the entry of `key`; then
-  // evicts past the size limit. Another process storing the same key first is not an error.
-  Status store(const CacheKey& key, const ConvertFiles& written, const std::string& summary);
+  // Stores `entry` as the entry of `key`; then evicts past the size limit. Another process storing
+  // the same key first is not an error.
+  Status store(const CacheKey& key, const CacheEntry& entry);
 
   // Bytes of the entries in the cache (the total --cache_max_bytes bounds).
   uint64_t totalBytes() const;

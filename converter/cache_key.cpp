@@ -180,14 +180,21 @@ Expected<CacheKey> cacheKey(const ConvertOptions& o) {
   std::string& m = key.material;
   m = std::string(kKeyFormat) + "\n" + compilerMaterial();
 
+  // The model's bytes: the caller's (external data then relative to the working directory, as the
+  // import reads it), or the file's.
   const std::filesystem::path model(o.input_model);
-  POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(model));
+  std::string bytes = o.model_bytes;
+  std::filesystem::path dir = ".";
+  if (bytes.empty()) {
+    POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> file, readFileBytes(model));
+    bytes.assign(file.begin(), file.end());
+    key.inputs.push_back(model);
+    if (!model.parent_path().empty()) dir = model.parent_path();
+  }
   Sha256 model_sha;
   model_sha.update(bytes);
   m += "model sha256 " + model_sha.hexDigest() + " bytes " + std::to_string(bytes.size()) + "\n";
-  key.inputs.push_back(model);
-  std::filesystem::path dir = model.parent_path().empty() ? std::filesystem::path(".") : model.parent_path();
-  for (const auto& file : externalDataFiles(std::string(bytes.begin(), bytes.end()), dir)) {
+  for (const auto& file : externalDataFiles(bytes, dir)) {
     POPRT_ASSIGN_OR_RETURN(std::string digest, sha256File(file));
     POPRT_ASSIGN_OR_RETURN(std::string location, keyText(file.lexically_relative(dir).string(), o.input_model + ": external data location"));
     m += "external_data " + location + " sha256 " + digest + "\n";

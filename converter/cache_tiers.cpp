@@ -19,11 +19,6 @@ Expected<CacheTiers> CacheTiers::open(const ConvertOptions& o, bool& bypassed, s
     POPRT_ASSIGN_OR_RETURN(RemoteCache r, RemoteCache::open(remote));
     remote_cache = std::move(r);
   }
-  if (!o.model_bytes.empty() || !o.write_files) {
-    POPRT_LOG(Info, "cache: not used for a conversion in memory (the cache keeps files)");
-    bypassed = true;
-    return t;
-  }
   if (o.precision_compare || !o.pipeline.print_ir_after.empty() || (o.export_popef && !reportDir(o.report).path.empty())) {
     POPRT_LOG(Info, "cache: not used with --precision_compare, --print_ir_after or a report (they show what only a compile sees)");
     bypassed = true;
@@ -40,6 +35,7 @@ Expected<CacheTiers> CacheTiers::open(const ConvertOptions& o, bool& bypassed, s
     else warnings.push_back(local.error().message() + "; compiling without the local cache");
   }
   t.remote_ = std::move(remote_cache);
+  t.write_files_ = o.write_files;
   if (!t.local_ && !t.remote_) return t;
   t.key_ = std::move(key).value();
   if (t.local_) t.json_["dir"] = t.local_->dir().string();
@@ -51,7 +47,7 @@ Expected<CacheTiers> CacheTiers::open(const ConvertOptions& o, bool& bypassed, s
 std::optional<CacheEntry> CacheTiers::lookup(const ConvertFiles& dest, std::vector<std::string>& warnings) {
   if (!key_) return std::nullopt;
   if (local_) {
-    if (auto stored = local_->restore(*key_, dest)) {
+    if (auto stored = local_->restore(*key_, dest, write_files_)) {
       json_["hit"] = true;
       json_["tier"] = "local";
       return stored;
@@ -68,14 +64,17 @@ std::optional<CacheEntry> CacheTiers::lookup(const ConvertFiles& dest, std::vect
     r.why = "the entry has no PopEF";
   }
   if (r.outcome == Outcome::Hit) {
-    OutputFiles staged;  // all or none, as a compile writes them
-    Status st = staged.add(dest.onnx, r.files[kEntryOnnx]);
-    if (st.ok() && !dest.popef.empty()) st = staged.add(dest.popef, r.files[kEntryPopef]);
-    if (st.ok()) st = staged.commit();
-    if (!st.ok()) return std::nullopt;  // the compile that follows reports the output folder's problem
-    CacheEntry entry{std::move(r.files[kEntrySummary]), std::move(r.files[kEntryOnnx]), std::move(r.files[kEntryPopef])};
+    if (write_files_) {
+      OutputFiles staged;  // all or none, as a compile writes them
+      Status st = staged.add(dest.onnx, r.files[kEntryOnnx]);
+      if (st.ok() && !dest.popef.empty()) st = staged.add(dest.popef, r.files[kEntryPopef]);
+      if (st.ok()) st = staged.commit();
+      if (!st.ok()) return std::nullopt;  // the compile that follows reports the output folder's problem
+    }
+    CacheEntry entry{std::move(r.files[kEntrySummary]), std::move(r.files[kEntryOnnx]),
+                     dest.popef.empty() ? std::string() : std::move(r.files[kEntryPopef])};
     if (local_)
-      if (Status stored = local_->store(*key_, dest, entry.summary); !stored.ok()) warnings.push_back(stored.error().message());
+      if (Status stored = local_->store(*key_, entry); !stored.ok()) warnings.push_back(stored.error().message());
     json_["hit"] = true;
     json_["tier"] = "remote";
     return entry;
@@ -112,9 +111,11 @@ void CacheTiers::upload(const std::string& onnx, const std::string& popef, const
   json_["upload"] = "stored";
 }
 
-void CacheTiers::storeLocal(const ConvertFiles& written, const std::string& summary, std::vector<std::string>& warnings) {
+void CacheTiers::storeLocal(const std::string& onnx, const std::string& popef, const std::string& summary,
+                            std::vector<std::string>& warnings) {
   if (!key_ || !local_) return;
-  if (Status st = local_->store(*key_, written, summaryForEntry(summary)); !st.ok()) warnings.push_back(st.error().message());
+  if (Status st = local_->store(*key_, {summaryForEntry(summary), onnx, popef}); !st.ok())
+    warnings.push_back(st.error().message());
 }
 
 std::string CacheTiers::outcome() const {

@@ -22,14 +22,16 @@ namespace poprt::converter {
 class CacheTiers {
  public:
   // The tiers `o` asks for. None is used (active() false) when neither is set, for --show, for a
-  // conversion in memory or one whose reports only a compile makes (`bypassed` set), or when the
-  // key's files cannot be read (the import then reports why). Errors: a --remote_cache URL or
+  // conversion whose reports only a compile makes (`bypassed` set), or when the key's files cannot
+  // be read (the import then reports why). A conversion in memory (write_files off) uses them too:
+  // a hit writes nothing, a compile is stored from its bytes. Errors: a --remote_cache URL or
   // header file poprt cannot use. A local directory that cannot be made is a warning.
   static Expected<CacheTiers> open(const ConvertOptions& o, bool& bypassed, std::vector<std::string>& warnings);
 
   bool active() const { return key_.has_value(); }
 
-  // On a hit the entry's files are written to `dest` (all or none) and its contents returned.
+  // On a hit the entry's files are written to `dest` (all or none; not in memory) and its
+  // contents returned.
   // A remote entry that is corrupted or a server that cannot be reached adds a warning.
   std::optional<CacheEntry> lookup(const ConvertFiles& dest, std::vector<std::string>& warnings);
 
@@ -37,8 +39,9 @@ class CacheTiers {
   // PopEF when there is one, the summary) with --remote_cache_upload.
   void upload(const std::string& onnx, const std::string& popef, const std::string& summary,
               std::vector<std::string>& warnings);
-  // After the files are written: stores them in the local tier.
-  void storeLocal(const ConvertFiles& written, const std::string& summary, std::vector<std::string>& warnings);
+  // After a compile: stores its outputs in the local tier.
+  void storeLocal(const std::string& onnx, const std::string& popef, const std::string& summary,
+                  std::vector<std::string>& warnings);
 
   // The summary's "cache" object: {dir (local tier), key, hit, tier (hit) or why (miss), upload
   // (with a remote tier, after a compile), seconds (hit)}.
@@ -50,6 +53,7 @@ class CacheTiers {
   std::optional<CompileCache> local_;
   std::optional<RemoteCache> remote_;
   std::optional<CacheKey> key_;
+  bool write_files_ = true;
   nlohmann::ordered_json json_;
 };
 

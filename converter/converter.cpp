@@ -114,9 +114,9 @@ Status reportCacheHit(const ConvertOptions& o, const CacheTiers& cache, const Co
   cache_json["seconds"] = seconds;
   std::string summary = summaryForCacheHit(stored_summary, o.input_model, files.onnx.string(), files.popef.string(),
                                            o.summary_json, cache_json);
-  if (!o.summary_json.empty()) POPRT_TRY(writeOutputFile("--summary_json", o.summary_json, summary));
+  if (!o.summary_json.empty() && o.write_files) POPRT_TRY(writeOutputFile("--summary_json", o.summary_json, summary));
   result.summary = summary;
-  result.files = files;
+  if (o.write_files) result.files = files;
   // The stored summary came from the cache: nothing in it is assumed to have the shape poprt writes.
   auto j = nlohmann::ordered_json::parse(stored_summary, nullptr, false);
   const std::string where = cache_json["tier"] == "remote" ? std::string("remote cache hit")
@@ -323,7 +323,7 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   if (!report_dir.path.empty() && o.write_files) {
     POPRT_ASSIGN_OR_RETURN(report_files, writeProfileReport(report_dir, {"poprt-convert", popef_path.string()}));
   }
-  cache.storeLocal(files, summary, warnings);
+  cache.storeLocal(result.onnx, result.popef, summary, warnings);
 
   out << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before
             << " nodes, " << model.graph->numNodes() << " after optimisation)\n";

@@ -174,3 +174,26 @@ def test_poprt_command_line_refuses_popr_options_it_lacks(tmp_path):
     assert r.stderr.strip() == "poprt: usage error: --quantize is a PopRT option poprt does not support"
     assert not list(tmp_path.iterdir())
     assert run_cli("-v").stdout.startswith("poprt ")
+
+
+def test_converter_shares_the_remote_compile_cache(tmp_path):
+    """poprt.Converter takes the remote cache's options: a conversion in memory uploads its results,
+    another (an empty local cache) gets byte-identical ones from the server."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+    from webdav_server import NGINX, Nginx
+    if not os.path.exists(NGINX):
+        pytest.skip("nginx is not installed (scripts/install-deps.sh installs nginx-light)")
+    server = Nginx(str(tmp_path / "nginx")).start()
+    try:
+        common = {"input_shape": {"x": [4, 64]}, "remote_cache": server.url()}
+        first = poprt.Converter(**common, remote_cache_upload=True, cache_dir=str(tmp_path / "a"))
+        made = first.convert_to_bytes(MLP, export_popef=True)
+        assert made["cache"] == "miss"
+        second = poprt.Converter(**common, cache_dir=str(tmp_path / "b")).convert_to_bytes(MLP, export_popef=True)
+        assert second["cache"] == "remote hit"
+        assert (second["onnx"], second["popef"]) == (made["onnx"], made["popef"])
+        again = poprt.Converter(**common, cache_dir=str(tmp_path / "b")).convert_to_bytes(open(MLP, "rb").read(),
+                                                                                           export_popef=True)
+        assert again["cache"] == "hit" and again["popef"] == made["popef"]
+    finally:
+        server.stop()

@@ -185,13 +185,18 @@ CacheKey fakeKey(char c) {
   return k;
 }
 
+CacheEntry summarized(CacheEntry entry, const std::string& summary) {
+  entry.summary = summary;
+  return entry;
+}
+
 TEST_F(TempDir, StoreThenRestoreCopiesTheFilesAndTheSummary) {
   auto cache = CompileCache::open(dir_ / "cache", 0);
   ASSERT_TRUE(cache.ok()) << cache.error().message();
-  ConvertFiles written{write("out/m.poprt.onnx", "onnx bytes"), write("out/executable.popef", "popef bytes")};
+  CacheEntry written{"", "onnx bytes", "popef bytes"};
   const CacheKey key = fakeKey('a');
   EXPECT_FALSE(cache->restore(key, {dir_ / "hit/m.onnx", dir_ / "hit/executable.popef"}).has_value());
-  ASSERT_TRUE(cache->store(key, written, "{\"summary\": 1}").ok());
+  ASSERT_TRUE(cache->store(key, summarized(written, "{\"summary\": 1}")).ok());
   EXPECT_EQ(read(cache->entryDir(key) / "key.txt"), "material a");
 
   auto restored = cache->restore(key, {dir_ / "hit/m.onnx", dir_ / "hit/executable.popef"});
@@ -205,7 +210,7 @@ TEST_F(TempDir, StoreThenRestoreCopiesTheFilesAndTheSummary) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "hit"), fs::directory_iterator()), 2);
 
   // A second store of the same key (another process that compiled at the same time) keeps one entry.
-  ASSERT_TRUE(cache->store(key, written, "{\"summary\": 2}").ok());
+  ASSERT_TRUE(cache->store(key, summarized(written, "{\"summary\": 2}")).ok());
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "cache"), fs::directory_iterator()), 1);
   // An entry missing a file it should have is a miss, and leaves nothing behind: no file, no
   // temporary file, not even the output directory.
@@ -217,11 +222,11 @@ TEST_F(TempDir, StoreThenRestoreCopiesTheFilesAndTheSummary) {
 TEST_F(TempDir, ConcurrentStoresOfOneKeyLeaveOneWholeEntry) {
   auto cache = CompileCache::open(dir_ / "cache", 0);
   ASSERT_TRUE(cache.ok());
-  ConvertFiles written{write("m.onnx", std::string(1 << 20, 'o')), write("executable.popef", std::string(1 << 20, 'p'))};
+  CacheEntry written{"", std::string(1 << 20, 'o'), std::string(1 << 20, 'p')};
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
   for (int i = 0; i < 4; ++i)
-    threads.emplace_back([&] { failures += !cache->store(fakeKey('b'), written, "{}").ok(); });
+    threads.emplace_back([&] { failures += !cache->store(fakeKey('b'), summarized(written, "{}")).ok(); });
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "cache"), fs::directory_iterator()), 1);
@@ -229,12 +234,12 @@ TEST_F(TempDir, ConcurrentStoresOfOneKeyLeaveOneWholeEntry) {
 }
 
 TEST_F(TempDir, EvictionDropsTheLeastRecentlyUsedEntries) {
-  ConvertFiles written{write("m.onnx", std::string(1000, 'o')), fs::path()};
+  CacheEntry written{"", std::string(1000, 'o'), ""};
   const uint64_t entry_bytes = 1000 + 2 + 10;  // model.onnx, summary "{}", key.txt "material X"
   auto unlimited = CompileCache::open(dir_ / "cache", 0);
   ASSERT_TRUE(unlimited.ok());
-  ASSERT_TRUE(unlimited->store(fakeKey('a'), written, "{}").ok());
-  ASSERT_TRUE(unlimited->store(fakeKey('b'), written, "{}").ok());
+  ASSERT_TRUE(unlimited->store(fakeKey('a'), summarized(written, "{}")).ok());
+  ASSERT_TRUE(unlimited->store(fakeKey('b'), summarized(written, "{}")).ok());
   EXPECT_EQ(unlimited->totalBytes(), 2 * entry_bytes);
   // Entries' last use is their directory's mtime: make a older than b, then use a.
   const auto now = fs::file_time_type::clock::now();
@@ -244,7 +249,7 @@ TEST_F(TempDir, EvictionDropsTheLeastRecentlyUsedEntries) {
   // Room for two entries: storing c evicts b, the least recently used.
   auto limited = CompileCache::open(dir_ / "cache", 2 * entry_bytes);
   ASSERT_TRUE(limited.ok());
-  ASSERT_TRUE(limited->store(fakeKey('c'), written, "{}").ok());
+  ASSERT_TRUE(limited->store(fakeKey('c'), summarized(written, "{}")).ok());
   EXPECT_TRUE(fs::exists(limited->entryDir(fakeKey('a'))));
   EXPECT_FALSE(fs::exists(limited->entryDir(fakeKey('b'))));
   EXPECT_TRUE(fs::exists(limited->entryDir(fakeKey('c'))));
@@ -252,7 +257,7 @@ TEST_F(TempDir, EvictionDropsTheLeastRecentlyUsedEntries) {
   // An entry bigger than the limit stays while it is the one just stored.
   auto tiny = CompileCache::open(dir_ / "cache", 1);
   ASSERT_TRUE(tiny.ok());
-  ASSERT_TRUE(tiny->store(fakeKey('d'), written, "{}").ok());
+  ASSERT_TRUE(tiny->store(fakeKey('d'), summarized(written, "{}")).ok());
   EXPECT_EQ(tiny->totalBytes(), entry_bytes);
   EXPECT_TRUE(fs::exists(tiny->entryDir(fakeKey('d'))));
 }
@@ -263,8 +268,8 @@ TEST_F(TempDir, StaleTemporaryEntriesAreRemoved) {
   fs::create_directories(dir_ / "cache/.tmp-dead-1");
   fs::create_directories(dir_ / "cache/.tmp-live-1");
   fs::last_write_time(dir_ / "cache/.tmp-dead-1", fs::file_time_type::clock::now() - std::chrono::hours(2));
-  ConvertFiles written{write("m.onnx", "m"), fs::path()};
-  ASSERT_TRUE(cache->store(fakeKey('e'), written, "{}").ok());
+  CacheEntry written{"", "m", ""};
+  ASSERT_TRUE(cache->store(fakeKey('e'), summarized(written, "{}")).ok());
   EXPECT_FALSE(fs::exists(dir_ / "cache/.tmp-dead-1"));
   EXPECT_TRUE(fs::exists(dir_ / "cache/.tmp-live-1"));  // maybe another process's store in progress
 }
