@@ -92,12 +92,15 @@ struct RemoteCache::Impl {
 
   // GET path into `body`, at most `limit` bytes. Returns the HTTP status, 0 when unreachable (or the
   // body was over the limit: `why` says which).
-  int get(const std::string& path, size_t limit, std::string& body, std::string& why) {
+  // With `sha256`, the body's SHA-256 too, hashed as it arrives (while its bytes are in cache).
+  int get(const std::string& path, size_t limit, std::string& body, std::string& why, std::string* sha256 = nullptr) {
     bool too_big = false;
+    std::unique_ptr<Sha256> sha;
     auto r = call(
         [&] {
           body.clear();
           too_big = false;
+          sha = std::make_unique<Sha256>();
           return client->Get(
               path,
               [&](const httplib::Response& response) {  // one allocation for the body, when its size is declared
@@ -109,6 +112,7 @@ struct RemoteCache::Impl {
               [&](const char* data, size_t n) {
                 if (n > limit - body.size()) return !(too_big = true);
                 body.append(data, n);
+                if (sha256) sha->update({reinterpret_cast<const uint8_t*>(data), n});
                 return true;
               });
         },
@@ -118,6 +122,7 @@ struct RemoteCache::Impl {
       return 0;
     }
     if (!r || !*r) return 0;
+    if (sha256) *sha256 = sha->hexDigest();
     return (*r)->status;
   }
 };
@@ -181,12 +186,12 @@ RemoteLookup RemoteCache::fetch(const std::string& key) {
     const auto size = f.digest().size_bytes();
     if (!isSha256Hex(f.digest().hash()) || size < 0 || static_cast<uint64_t>(size) > kMaxFileBytes)
       return {Outcome::Corrupted, name + ": a malformed digest", {}};
-    std::string blob;
-    const int s = impl_->get(impl_->prefix + "/cas/" + f.digest().hash(), static_cast<size_t>(size), blob, why);
+    std::string blob, digest;
+    const int s = impl_->get(impl_->prefix + "/cas/" + f.digest().hash(), static_cast<size_t>(size), blob, why, &digest);
     if (s == 0) return {impl_->down ? Outcome::Unreachable : Outcome::Corrupted, name + ": " + why, {}};
     if (s == 404) return {Outcome::Corrupted, name + ": the entry's blob is missing", {}};
     if (s != 200) return {Outcome::Corrupted, name + ": HTTP " + std::to_string(s), {}};
-    if (blob.size() != static_cast<size_t>(size) || sha256Of(blob) != f.digest().hash())
+    if (blob.size() != static_cast<size_t>(size) || digest != f.digest().hash())
       return {Outcome::Corrupted, name + ": the blob does not match its SHA-256 (" + std::to_string(blob.size()) + " of " +
                                       std::to_string(size) + " bytes)", {}};
     out.files[name] = std::move(blob);
