@@ -1,4 +1,4 @@
-// libFuzzer target: popef-serve's KServe v2 infer requests (tools/serve_protocol.h parseInfer), the
+// libFuzzer target: popef-serve's KServe v2 infer requests (serve/http_protocol.h parseInfer), the
 // JSON and binary-tensor bodies a client POSTs, checked against one of three model layouts. Then
 // the properties the server relies on: an accepted request carries 1..batch rows (the batch when
 // the model does not batch), each input exactly the bytes its anchor takes for those rows, each
@@ -14,10 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_util.h"
-#include "tools/serve_protocol.h"
+#include "serve/http_protocol.h"
 
 using namespace poprt;
-using namespace poprt::tools;
+using namespace poprt::serve;
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   fuzz::quiet();

@@ -1,8 +1,8 @@
-#include "tools/serve_batcher.h"
+#include "serve/batcher.h"
 
 #include "poprt/runtime/errors.h"
 
-namespace poprt::tools {
+namespace poprt::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -162,4 +162,4 @@ void Batcher::run(Group& group) {
   }
 }
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

@@ -1,9 +1,9 @@
-#include "tools/serve_metrics.h"
+#include "serve/metrics.h"
 
 #include <cstdio>
 #include <functional>
 
-namespace poprt::tools {
+namespace poprt::serve {
 namespace {
 
 // A sample value as Prometheus reads it (integers exactly, others with 9 significant digits).
@@ -118,4 +118,4 @@ std::string ServerMetrics::render() const {
   return out;
 }
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/support/status.h"
-#include "tools/serve_batcher.h"
-#include "tools/serve_layout.h"
+#include "serve/batcher.h"
+#include "serve/layout.h"
 
-namespace poprt::tools {
+namespace poprt::serve {
 
 // The protocol's header naming the length of the JSON part of a body with binary tensors.
 inline constexpr const char* kHeaderLengthHeader = "Inference-Header-Content-Length";
@@ -61,4 +61,4 @@ nlohmann::json modelMetadata(const std::string& name, const ModelLayout& layout)
 nlohmann::json modelConfig(const std::string& name, const ModelLayout& layout, const BatcherOptions& options,
                            unsigned replicas);
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

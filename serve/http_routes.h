@@ -6,18 +6,18 @@
 #include <memory>
 #include <string>
 
-#include "tools/serve_metrics.h"
-#include "tools/serve_model.h"
+#include "serve/metrics.h"
+#include "serve/model.h"
 
 namespace httplib {
 class Server;
 }
 
-namespace poprt::tools {
+namespace poprt::serve {
 
 using ModelRegistry = std::map<std::string, std::unique_ptr<ServedModel>>;
 
 // Registers every route on `server`. `models` and `metrics` outlive the server's requests.
 void addRoutes(httplib::Server& server, ModelRegistry& models, ServerMetrics& metrics);
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

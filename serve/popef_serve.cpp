@@ -13,11 +13,14 @@
 
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
-#include "tools/serve_http.h"
+#include "serve/http_routes.h"
 #include "tools/tool_common.h"
 
-namespace poprt::tools {
+namespace poprt::serve {
 namespace {
+
+using tools::addLoggingFlag;
+using tools::runTool;
 
 struct ServeOptions {
   std::vector<std::string> models;  // NAME=FILE.popef
@@ -133,9 +136,10 @@ Status serve(const ServeOptions& o) {
 }
 
 }  // namespace
-}  // namespace poprt::tools
+}  // namespace poprt::serve
 
 int main(int argc, char** argv) {
+  using namespace poprt::serve;
   using namespace poprt::tools;
   ServeOptions o;
   CLI::App app{"popef-serve: serve PopEF models over HTTP with the KServe v2 (Triton) inference protocol"};

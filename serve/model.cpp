@@ -1,11 +1,11 @@
-#include "tools/serve_model.h"
+#include "serve/model.h"
 
 #include <charconv>
 
 #include "popef/popef.h"
 #include "poprt/runtime/errors.h"
 
-namespace poprt::tools {
+namespace poprt::serve {
 namespace {
 
 // The batch axis the PopEF records (compile option batch_axis), 0 when it has none.
@@ -61,4 +61,4 @@ bool ServedModel::ready() const {
   return true;
 }
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

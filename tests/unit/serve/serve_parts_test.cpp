@@ -9,14 +9,14 @@
 
 #include "popef/popef.h"
 #include "tests/unit/runtime/runtime_test_util.h"
-#include "tools/serve_batcher.h"
-#include "tools/serve_layout.h"
-#include "tools/serve_metrics.h"
-#include "tools/serve_model.h"
-#include "tools/serve_protocol.h"
-#include "tools/serve_tensors.h"
+#include "serve/batcher.h"
+#include "serve/layout.h"
+#include "serve/metrics.h"
+#include "serve/model.h"
+#include "serve/http_protocol.h"
+#include "serve/tensors.h"
 
-namespace poprt::tools {
+namespace poprt::serve {
 namespace {
 
 using json = nlohmann::json;
@@ -491,4 +491,4 @@ TEST(ServedModel, ReadsTheBatchAxisFromThePopef) {
 }
 
 }  // namespace
-}  // namespace poprt::tools
+}  // namespace poprt::serve

@@ -1,4 +1,4 @@
-#include "tools/serve_tensors.h"
+#include "serve/tensors.h"
 
 #include <cmath>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include "lib/support/copy_bytes.h"
 #include "lib/support/dtype_dispatch.h"
 
-namespace poprt::tools {
+namespace poprt::serve {
 namespace {
 
 struct DatatypeName {
@@ -146,4 +146,4 @@ nlohmann::json encodeJsonData(std::span<const uint8_t> bytes, DType dtype) {
   return out;
 }
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

@@ -6,11 +6,11 @@
 #include <string>
 
 #include "poprt/runtime/model_runner.h"
-#include "tools/serve_batcher.h"
-#include "tools/serve_layout.h"
-#include "tools/serve_metrics.h"
+#include "serve/batcher.h"
+#include "serve/layout.h"
+#include "serve/metrics.h"
 
-namespace poprt::tools {
+namespace poprt::serve {
 
 class ServedModel {
  public:
@@ -40,4 +40,4 @@ class ServedModel {
   std::unique_ptr<Batcher> batcher_;  // declared last: stops (and drains) before the runner goes
 };
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

@@ -1,11 +1,11 @@
-#include "tools/serve_layout.h"
+#include "serve/layout.h"
 
 #include <cstring>
 
 #include "lib/support/copy_bytes.h"
-#include "tools/serve_tensors.h"
+#include "serve/tensors.h"
 
-namespace poprt::tools {
+namespace poprt::serve {
 namespace {
 
 // Why `d` cannot be batched along `axis` with `batch` rows ("" when it can).
@@ -109,4 +109,4 @@ void copyRowsOut(const AnchorLayout& a, int64_t batch, std::span<const uint8_t> 
     copyBytes(dst.data() + static_cast<size_t>(o) * n, src.data() + (static_cast<size_t>(o * batch + at)) * a.row_bytes, n);
 }
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

@@ -15,7 +15,7 @@
 #include "lib/support/tensor.h"
 #include "poprt/runtime/tensor_memory.h"
 
-namespace poprt::tools {
+namespace poprt::serve {
 
 struct AnchorLayout {
   runtime::DataDesc desc;  // as the runtime describes it (compiled shape)
@@ -54,4 +54,4 @@ void copyRowsIn(const AnchorLayout& a, int64_t batch, std::span<const uint8_t> s
 void copyRowsOut(const AnchorLayout& a, int64_t batch, std::span<const uint8_t> src, int64_t at, int64_t rows,
                  std::span<uint8_t> dst);
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace poprt::tools {
+namespace poprt::serve {
 
 // A Prometheus histogram of durations in seconds, with fixed buckets from 100 us to 10 s.
 class Histogram {
@@ -59,4 +59,4 @@ class ServerMetrics {
   std::map<int, uint64_t> responses_;  // HTTP status -> count
 };
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

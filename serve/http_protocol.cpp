@@ -1,11 +1,11 @@
-#include "tools/serve_protocol.h"
+#include "serve/http_protocol.h"
 
 #include <charconv>
 #include <optional>
 
-#include "tools/serve_tensors.h"
+#include "serve/tensors.h"
 
-namespace poprt::tools {
+namespace poprt::serve {
 namespace {
 
 using json = nlohmann::json;
@@ -277,4 +277,4 @@ json modelConfig(const std::string& name, const ModelLayout& layout, const Batch
             {"max_queue_delay_microseconds", options.max_queue_delay.count()}}}};
 }
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

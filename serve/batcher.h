@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "poprt/runtime/model_runner.h"
-#include "tools/serve_layout.h"
-#include "tools/serve_metrics.h"
+#include "serve/layout.h"
+#include "serve/metrics.h"
 
-namespace poprt::tools {
+namespace poprt::serve {
 
 // One request's tensors as the model takes them.
 struct ServeRequest {
@@ -82,4 +82,4 @@ class Batcher {
   std::vector<std::thread> workers_;
 };
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

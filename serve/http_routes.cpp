@@ -1,16 +1,16 @@
-#include "tools/serve_http.h"
+#include "serve/http_routes.h"
 
 #include <httplib.h>
 
 #include <chrono>
 
-#include "tools/serve_protocol.h"
+#include "serve/http_protocol.h"
 
 #ifndef POPRT_VERSION
 #define POPRT_VERSION "unknown"
 #endif
 
-namespace poprt::tools {
+namespace poprt::serve {
 namespace {
 
 using json = nlohmann::json;
@@ -110,4 +110,4 @@ void addRoutes(httplib::Server& server, ModelRegistry& models, ServerMetrics& me
   server.set_logger([&metrics](const httplib::Request&, const httplib::Response& res) { metrics.countResponse(res.status); });
 }
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve

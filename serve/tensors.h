@@ -15,7 +15,7 @@
 #include "lib/support/dtype.h"
 #include "lib/support/status.h"
 
-namespace poprt::tools {
+namespace poprt::serve {
 
 // KServe v2 datatype of a dtype: BOOL, UINT8..UINT64, INT8..INT64, FP16, BF16, FP32, FP64;
 // nullopt for dtypes the protocol has no fixed-size name for (string, complex).
@@ -32,4 +32,4 @@ Expected<std::vector<uint8_t>> decodeJsonData(const nlohmann::json& data, DType 
 // NaN or infinity; the binary extension carries them exactly).
 nlohmann::json encodeJsonData(std::span<const uint8_t> bytes, DType dtype);
 
-}  // namespace poprt::tools
+}  // namespace poprt::serve
