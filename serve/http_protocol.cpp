@@ -3,27 +3,13 @@
 #include <charconv>
 #include <optional>
 
+#include "serve/infer_request.h"
 #include "serve/tensors.h"
 
 namespace poprt::serve {
 namespace {
 
 using json = nlohmann::json;
-
-std::string datatypeOf(const AnchorLayout& a) { return std::string(*kserveDatatype(a.dtype)); }
-
-std::string names(const std::vector<AnchorLayout>& anchors) {
-  std::string s;
-  for (const auto& a : anchors) s += (s.empty() ? "" : ", ") + a.desc.name;
-  return s;
-}
-
-// The anchor named `name`, or its index past the end.
-size_t find(const std::vector<AnchorLayout>& anchors, const std::string& name) {
-  size_t i = 0;
-  while (i < anchors.size() && anchors[i].desc.name != name) ++i;
-  return i;
-}
 
 // An optional member of an object, which must have `check`'s JSON type when present.
 template <class Check>
@@ -50,26 +36,6 @@ Expected<Shape> parseShape(const json& j, const std::string& where) {
     s.push_back(d.get<int64_t>());
   }
   return s;
-}
-
-// The rows a request's input of shape `s` carries, checked against the model's input `a`.
-Expected<int64_t> rowsOf(const Shape& s, const AnchorLayout& a, const ModelLayout& layout, const std::string& where) {
-  const Shape& compiled = a.desc.shape;
-  const std::string takes = ", the model takes " + shapeToString(layout.batchable ? layout.shapeFor(a, -1) : compiled) +
-                            (layout.batchable ? " with 1.." + std::to_string(layout.batch) + " rows along axis " +
-                                                    std::to_string(layout.axis)
-                                              : "");
-  if (s.size() != compiled.size()) return Error(where + "shape " + shapeToString(s) + takes);
-  for (size_t i = 0; i < s.size(); ++i)
-    if (s[i] != compiled[i] && !(layout.batchable && static_cast<int>(i) == layout.axis))
-      return Error(where + "shape " + shapeToString(s) + takes);
-  if (!layout.batchable) return 1;
-  const int64_t rows = s[static_cast<size_t>(layout.axis)];
-  if (rows < 1 || rows > layout.batch)
-    return Error(where + "shape " + shapeToString(s) + " has " + std::to_string(rows) + " rows along axis " +
-                 std::to_string(layout.axis) + "; the model is compiled for batches of " + std::to_string(layout.batch) +
-                 " (1.." + std::to_string(layout.batch) + " rows per request)");
-  return rows;
 }
 
 Expected<size_t> parseHeaderLength(const std::string& text, size_t body_size) {
@@ -109,9 +75,10 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
   }
   if (!request.is_object()) return Error("the request must be a JSON object");
 
-  InferCall call;
-  POPRT_ASSIGN_OR_RETURN(const json* id, member(request, "id", "", isString, "a string"));
-  if (id) call.id = id->get<std::string>();
+  InferRequestBuilder builder(layout);
+  std::string id;
+  POPRT_ASSIGN_OR_RETURN(const json* id_j, member(request, "id", "", isString, "a string"));
+  if (id_j) id = id_j->get<std::string>();
   bool binary_default = false;
   POPRT_ASSIGN_OR_RETURN(const json* params, member(request, "parameters", "", isObject, "an object"));
   if (params) {
@@ -120,10 +87,7 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
   }
 
   POPRT_ASSIGN_OR_RETURN(const json* inputs, member(request, "inputs", "", isArray, "an array"));
-  if (!inputs) return Error("the request has no \"inputs\" (the model takes: " + names(layout.inputs) + ")");
-  std::vector<std::optional<std::vector<uint8_t>>> given(layout.inputs.size());
-  std::optional<int64_t> rows;
-  std::string rows_from;
+  if (!inputs) return Error("the request has no \"inputs\" (the model takes: " + anchorNames(layout.inputs) + ")");
   size_t binary_used = 0;
   for (const json& in : *inputs) {
     if (!in.is_object()) return Error("every element of \"inputs\" must be an object");
@@ -131,26 +95,15 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
     if (!name_j) return Error("an input has no \"name\"");
     const std::string name = name_j->get<std::string>();
     const std::string where = "input '" + name + "': ";
-    const size_t index = find(layout.inputs, name);
-    if (index == layout.inputs.size())
-      return Error("unknown input '" + name + "' (the model takes: " + names(layout.inputs) + ")");
-    if (given[index]) return Error(where + "given twice");
-    const AnchorLayout& a = layout.inputs[index];
-
-    POPRT_ASSIGN_OR_RETURN(const json* dt, member(in, "datatype", where, isString, "a string"));
-    if (!dt) return Error(where + "no \"datatype\" (the model takes " + datatypeOf(a) + ")");
-    if (dt->get<std::string>() != datatypeOf(a))
-      return Error(where + "datatype " + dt->get<std::string>() + ", the model takes " + datatypeOf(a));
+    POPRT_ASSIGN_OR_RETURN(const json* dt_j, member(in, "datatype", where, isString, "a string"));
+    const std::string datatype = dt_j ? dt_j->get<std::string>() : "";
     auto shape_it = in.find("shape");
-    if (shape_it == in.end()) return Error(where + "no \"shape\"");
-    POPRT_ASSIGN_OR_RETURN(Shape shape, parseShape(*shape_it, where));
-    POPRT_ASSIGN_OR_RETURN(int64_t r, rowsOf(shape, a, layout, where));
-    if (rows && *rows != r)
-      return Error(where + std::to_string(r) + " rows along axis " + std::to_string(layout.axis) + ", input '" +
-                   rows_from + "' has " + std::to_string(*rows));
-    rows = r;
-    rows_from = name;
-    const size_t bytes = layout.bytesFor(a, r);
+    std::optional<Shape> shape;
+    if (shape_it != in.end()) {
+      POPRT_ASSIGN_OR_RETURN(shape, parseShape(*shape_it, where));
+    }
+    POPRT_ASSIGN_OR_RETURN(InferRequestBuilder::Input declared,
+                           builder.declare(name, dt_j ? &datatype : nullptr, shape ? &*shape : nullptr));
 
     POPRT_ASSIGN_OR_RETURN(const json* in_params, member(in, "parameters", where, isObject, "an object"));
     const json* size_j = nullptr;
@@ -163,61 +116,45 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
     if (size_j) {
       if (header_length.empty())
         return Error(where + "binary_data_size without an " + kHeaderLengthHeader + " header");
-      if (!size_j->is_number_unsigned() || size_j->get<uint64_t>() != bytes)
-        return Error(where + "binary_data_size " + size_j->dump() + ", its shape " + shapeToString(shape) + " of " +
-                     datatypeOf(a) + " is " + std::to_string(bytes) + " bytes");
-      if (binary.size() - binary_used < bytes)
-        return Error(where + "binary_data_size " + std::to_string(bytes) + " runs past the end of the body (" +
+      if (!size_j->is_number_unsigned() || size_j->get<uint64_t>() != declared.bytes)
+        return Error(where + "binary_data_size " + size_j->dump() + ", its shape " + shapeToString(*shape) + " of " +
+                     datatype + " is " + std::to_string(declared.bytes) + " bytes");
+      if (binary.size() - binary_used < declared.bytes)
+        return Error(where + "binary_data_size " + std::to_string(declared.bytes) + " runs past the end of the body (" +
                      std::to_string(binary.size() - binary_used) + " bytes left)");
       const auto* p = reinterpret_cast<const uint8_t*>(binary.data()) + binary_used;
-      std::vector<uint8_t> v(p, p + bytes);
-      binary_used += bytes;
-      if (a.dtype == DType::Bool)
-        for (size_t i = 0; i < v.size(); ++i)
-          if (v[i] > 1) return Error(where + "BOOL byte " + std::to_string(i) + " is " + std::to_string(v[i]) + ", not 0 or 1");
-      given[index] = std::move(v);
+      binary_used += declared.bytes;
+      POPRT_TRY(builder.setData(declared, std::vector<uint8_t>(p, p + declared.bytes)));
     } else {
       if (data == in.end()) return Error(where + "no \"data\" (nor binary_data_size)");
-      const size_t element = dtypeSize(a.dtype);
-      auto v = decodeJsonData(*data, a.dtype, static_cast<int64_t>(bytes / element));
+      const size_t element = dtypeSize(declared.dtype);
+      auto v = decodeJsonData(*data, declared.dtype, static_cast<int64_t>(declared.bytes / element));
       if (!v.ok()) return v.error().withContext("input '" + name + "': data");
-      given[index] = std::move(v).value();
+      POPRT_TRY(builder.setData(declared, std::move(v).value()));
     }
   }
-  for (size_t i = 0; i < given.size(); ++i)
-    if (!given[i]) return Error("input '" + layout.inputs[i].desc.name + "' is missing");
   if (binary_used != binary.size())
     return Error(std::to_string(binary.size() - binary_used) + " bytes of binary data after the inputs' binary_data_size");
-  call.request.rows = layout.batchable ? *rows : 1;
-  for (auto& g : given) call.request.inputs.push_back(std::move(*g));
 
   POPRT_ASSIGN_OR_RETURN(const json* outputs, member(request, "outputs", "", isArray, "an array"));
-  if (!outputs) {
-    for (size_t i = 0; i < layout.outputs.size(); ++i) call.outputs.push_back({i, binary_default});
-    return call;
-  }
-  std::vector<bool> chosen(layout.outputs.size(), false);
-  for (const json& out : *outputs) {
-    if (!out.is_object()) return Error("every element of \"outputs\" must be an object");
-    POPRT_ASSIGN_OR_RETURN(const json* name_j, member(out, "name", "output: ", isString, "a string"));
-    if (!name_j) return Error("an output has no \"name\"");
-    const std::string name = name_j->get<std::string>();
-    const size_t index = find(layout.outputs, name);
-    if (index == layout.outputs.size())
-      return Error("unknown output '" + name + "' (the model gives: " + names(layout.outputs) + ")");
-    if (chosen[index]) return Error("output '" + name + "' is asked for twice");
-    chosen[index] = true;
-    bool binary_out = binary_default;
-    POPRT_ASSIGN_OR_RETURN(const json* out_params,
-                           member(out, "parameters", "output '" + name + "': ", isObject, "an object"));
-    if (out_params) {
-      POPRT_ASSIGN_OR_RETURN(const json* b,
-                             member(*out_params, "binary_data", "output '" + name + "': parameters: ", isBool, "true or false"));
-      if (b) binary_out = b->get<bool>();
+  if (outputs) {
+    for (const json& out : *outputs) {
+      if (!out.is_object()) return Error("every element of \"outputs\" must be an object");
+      POPRT_ASSIGN_OR_RETURN(const json* name_j, member(out, "name", "output: ", isString, "a string"));
+      if (!name_j) return Error("an output has no \"name\"");
+      const std::string name = name_j->get<std::string>();
+      bool binary_out = binary_default;
+      POPRT_ASSIGN_OR_RETURN(const json* out_params,
+                             member(out, "parameters", "output '" + name + "': ", isObject, "an object"));
+      if (out_params) {
+        POPRT_ASSIGN_OR_RETURN(const json* b,
+                               member(*out_params, "binary_data", "output '" + name + "': parameters: ", isBool, "true or false"));
+        if (b) binary_out = b->get<bool>();
+      }
+      POPRT_TRY(builder.chooseOutput(name, binary_out));
     }
-    call.outputs.push_back({index, binary_out});
   }
-  return call;
+  return builder.finish(std::move(id), binary_default);
 }
 
 HttpReply inferReply(const std::string& model, const InferCall& call, const ModelLayout& layout,

@@ -13,6 +13,7 @@
 
 #include "lib/support/status.h"
 #include "serve/batcher.h"
+#include "serve/infer_request.h"
 #include "serve/layout.h"
 
 namespace poprt::serve {
@@ -29,18 +30,6 @@ struct HttpReply {
 
 HttpReply jsonReply(int status, const nlohmann::json& body);
 HttpReply errorReply(int status, const std::string& message);  // {"error": message}
-
-// An output the request asked for: the model output's index, as binary data or JSON.
-struct OutputChoice {
-  size_t index = 0;
-  bool binary = false;
-};
-
-struct InferCall {
-  std::string id;  // the request's "id", echoed in the reply
-  ServeRequest request;
-  std::vector<OutputChoice> outputs;  // what the reply holds, in the request's order (every output by default)
-};
 
 // A POST .../infer body checked against the model: names, datatypes, shapes (1..batch rows
 // along the batch axis when the model batches, the compiled shape otherwise), element counts
