@@ -31,7 +31,7 @@ PY
 
 run() {  # run LABEL SERVE_FLAGS...
   local label=$1; shift
-  "$bin/popef-serve" --model "mlp=$work/mlp/executable.popef" --port 0 "$@" >"$work/serve.log" 2>&1 &
+  "$bin/popef-serve" --model "mlp=$work/mlp/executable.popef" --port 0 --grpc_port -1 "$@" >"$work/serve.log" 2>&1 &
   server=$!
   local port=""
   for _ in $(seq 100); do

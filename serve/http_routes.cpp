@@ -42,19 +42,15 @@ ServedModel* lookup(ModelRegistry& models, const httplib::Request& req, httplib:
 }
 
 void infer(ServedModel& m, const httplib::Request& req, httplib::Response& res) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto received = std::chrono::steady_clock::now();
   auto call = parseInfer(req.body, req.get_header_value(kHeaderLengthHeader), m.layout());
   if (!call.ok()) {
-    ++m.metrics().failure;
+    m.refused();
     send(res, errorReply(400, call.error().message()));
     return;
   }
-  // The handler's thread waits for the batch: the HTTP thread pool bounds the requests queued.
-  const ServeResult result = m.batcher().submit(std::move(call->request)).get();
-  const HttpReply reply = inferReply(m.name(), *call, m.layout(), result);
-  ++(reply.status == 200 ? m.metrics().success : m.metrics().failure);
-  m.metrics().request_s.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  send(res, reply);
+  const ServeResult result = m.infer(std::move(call->request), received);
+  send(res, inferReply(m.name(), *call, m.layout(), result));
 }
 
 }  // namespace

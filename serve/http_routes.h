@@ -15,8 +15,6 @@ class Server;
 
 namespace poprt::serve {
 
-using ModelRegistry = std::map<std::string, std::unique_ptr<ServedModel>>;
-
 // Registers every route on `server`. `models` and `metrics` outlive the server's requests.
 void addRoutes(httplib::Server& server, ModelRegistry& models, ServerMetrics& metrics);
 

@@ -61,4 +61,12 @@ bool ServedModel::ready() const {
   return true;
 }
 
+ServeResult ServedModel::infer(ServeRequest request, std::chrono::steady_clock::time_point received) {
+  // The caller's thread waits for the batch: the transport's thread pool bounds the requests queued.
+  ServeResult result = batcher_->submit(std::move(request)).get();
+  ++(result.status == 200 ? metrics_->success : metrics_->failure);
+  metrics_->request_s.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
+  return result;
+}
+
 }  // namespace poprt::serve

@@ -2,6 +2,8 @@
 // batch, its batcher and its metrics.
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -29,6 +31,12 @@ class ServedModel {
   // Every replica is in service.
   bool ready() const;
 
+  // Runs a checked request through the batcher, waiting for its rows, and records it in the
+  // metrics (success or failure, the time since `received`). Every transport infers through this.
+  ServeResult infer(ServeRequest request, std::chrono::steady_clock::time_point received);
+  // A request refused before it ran (it did not fit the model): a failure in the metrics.
+  void refused() { ++metrics_->failure; }
+
  private:
   ServedModel() = default;
 
@@ -39,5 +47,8 @@ class ServedModel {
   ModelMetrics* metrics_ = nullptr;
   std::unique_ptr<Batcher> batcher_;  // declared last: stops (and drains) before the runner goes
 };
+
+// The models a server serves, by name.
+using ModelRegistry = std::map<std::string, std::unique_ptr<ServedModel>>;
 
 }  // namespace poprt::serve

@@ -1,5 +1,5 @@
-// popef-serve: serves PopEF models over HTTP with the KServe v2 / Triton inference protocol, so
-// the clients, load balancers and benchmark tools written for those servers work unchanged. Each
+// popef-serve: serves PopEF models over HTTP and gRPC with the KServe v2 / Triton inference
+// protocol, so the clients, load balancers and benchmark tools written for those servers work unchanged. Each
 // model runs on the IPU simulator through the runtime (ModelRunner, as popef-run uses it) behind
 // a dynamic batcher; SIGTERM stops accepting, finishes the requests in flight and exits 0.
 #include <httplib.h>
@@ -13,6 +13,7 @@
 
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
+#include "serve/grpc_server.h"
 #include "serve/http_routes.h"
 #include "tools/tool_common.h"
 
@@ -26,6 +27,7 @@ struct ServeOptions {
   std::vector<std::string> models;  // NAME=FILE.popef
   std::string host = "127.0.0.1";
   int port = 8000;
+  int grpc_port = 8001;  // 0: a free port; -1: no gRPC endpoint
   int64_t max_queue_delay_us = 0;
   bool dynamic_batching = true;
   int http_threads = 64;
@@ -110,6 +112,10 @@ Status serve(const ServeOptions& o) {
   // Debian's library listens with a backlog of 5: a burst of connections overflows it and clients
   // are reset. Listening again on the bound socket raises it (Linux allows listen() twice).
   if (::listen(listen_socket, SOMAXCONN) != 0) return Error(where + ": cannot raise the listen backlog");
+  std::unique_ptr<GrpcServer> grpc;
+  if (o.grpc_port >= 0) {
+    POPRT_ASSIGN_OR_RETURN(grpc, GrpcServer::start(o.host, o.grpc_port, models, o.http_threads, kMaxBodyBytes));
+  }
   std::atomic<bool> signalled{false}, finished{false};
   std::thread watcher([&] {
     int sig = 0;
@@ -121,13 +127,16 @@ Status serve(const ServeOptions& o) {
     // stop() acts only once listening has begun: a signal that comes first waits for it.
     while (!server.is_running() && !finished) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     server.stop();
+    if (grpc) grpc->shutdown();
   });
   std::printf("popef-serve: listening on http://%s:%d (%d HTTP threads)\n", o.host.c_str(), port, o.http_threads);
+  if (grpc) std::printf("popef-serve: listening on grpc://%s:%d\n", o.host.c_str(), grpc->port());
   std::fflush(stdout);
   const bool listened = server.listen_after_bind();  // returns once stopped and every handler has replied
   finished = true;
   if (!signalled) pthread_kill(watcher.native_handle(), SIGTERM);  // wake the watcher
   watcher.join();
+  if (grpc) grpc->shutdown();  // (after a failed listen, the watcher did not)
   models.clear();  // each batcher runs what it holds, then its runner detaches the device
   std::printf("popef-serve: stopped\n");
   std::fflush(stdout);
@@ -142,17 +151,20 @@ int main(int argc, char** argv) {
   using namespace poprt::serve;
   using namespace poprt::tools;
   ServeOptions o;
-  CLI::App app{"popef-serve: serve PopEF models over HTTP with the KServe v2 (Triton) inference protocol"};
+  CLI::App app{"popef-serve: serve PopEF models over HTTP and gRPC with the KServe v2 (Triton) inference protocol"};
   app.add_option("--model", o.models, "NAME=FILE.popef: serve FILE as model NAME (repeatable)")->required();
   app.add_option("--host", o.host, "address to listen on (default 127.0.0.1)");
-  app.add_option("--port", o.port, "port to listen on; 0 picks a free one (default 8000)")->check(CLI::Range(0, 65535));
+  app.add_option("--port,--http_port", o.port, "HTTP port to listen on; 0 picks a free one (default 8000)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--grpc_port", o.grpc_port, "gRPC port to listen on; 0 picks a free one, -1 serves no gRPC (default 8001)")
+      ->check(CLI::Range(-1, 65535));
   app.add_option("--max_queue_delay_us", o.max_queue_delay_us,
                  "how long the oldest queued request waits for others to fill its batch (default 0: batch what is queued)")
       ->check(CLI::Range(int64_t{0}, int64_t{60'000'000}));
   app.add_flag("--dynamic_batching", o.dynamic_batching,
                "batch requests of a model together (default true; =false runs each request alone)");
   app.add_option("--http_threads", o.http_threads,
-                 "threads serving connections: the most connections handled at once (default 64)")
+                 "threads serving HTTP connections, and gRPC's most threads: the most requests handled at once (default 64)")
       ->check(CLI::Range(1, 4096));
   addLoggingFlag(app, o.logging_level);
   return runTool("popef-serve", app, argc, argv, [&] { return serve(o); });

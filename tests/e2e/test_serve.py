@@ -142,18 +142,19 @@ def metrics(client):
 # ---------------------------------------------------------------------------------------- server
 
 class Server:
-    """popef-serve on a free loopback port (--port 0; the port is read from its first lines)."""
+    """popef-serve on free loopback ports (--port 0 --grpc_port 0; the ports are read from its
+    first lines)."""
 
     def __init__(self, args):
-        self.proc = subprocess.Popen([e2e_util.tool_path("popef-serve"), "--port", "0"] + args,
+        self.proc = subprocess.Popen([e2e_util.tool_path("popef-serve"), "--port", "0", "--grpc_port", "0"] + args,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = queue.Queue()
         self.stdout = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         deadline = time.time() + TIMEOUT
-        self.port = None
-        while self.port is None:
+        self.port = self.grpc_port = None
+        while self.port is None or self.grpc_port is None:
             try:
                 line = self.lines.get(timeout=max(0.1, deadline - time.time()))
             except queue.Empty:
@@ -162,9 +163,11 @@ class Server:
             if line is None:
                 self.kill()
                 raise AssertionError("popef-serve exited: %s" % "".join(self.stdout))
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-            if m:
-                self.port = int(m.group(1))
+            m = re.search(r"listening on (http|grpc)://127\.0\.0\.1:(\d+)", line)
+            if m and m.group(1) == "http":
+                self.port = int(m.group(2))
+            elif m:
+                self.grpc_port = int(m.group(2))
         self.client = Client(self.port)
 
     def _read(self):
@@ -632,10 +635,13 @@ class ServeLifecycleTest(unittest.TestCase):
                (["--model", "a b=" + self.mlp], 1, "--model"),
                (["--model", "m=" + self.mlp, "--model", "m=" + self.mlp], 1, "given twice"),
                ([], 2, "--model"),
-               (["--model", "m=" + self.mlp, "--port", "70000"], 2, "--port")]
+               (["--model", "m=" + self.mlp, "--port", "70000"], 2, "--port"),
+               (["--model", "m=" + self.mlp, "--grpc_port", "-2"], 2, "--grpc_port")]
         running = Server(["--model", "m=" + self.mlp])  # a port in use fails: it is not shared
         try:
             bad.append((["--model", "m=" + self.mlp, "--port", str(running.port)], 1, "--port %d" % running.port))
+            bad.append((["--model", "m=" + self.mlp, "--grpc_port", str(running.grpc_port)], 1,
+                        "--grpc_port %d" % running.grpc_port))
             self._check_bad(bad)
         finally:
             self.assertEqual(running.stop(), 0)
@@ -643,8 +649,9 @@ class ServeLifecycleTest(unittest.TestCase):
     def _check_bad(self, bad):
         for args, code, mention in bad:
             with self.subTest(args=args):
-                r = e2e_util.run_tool("popef-serve", args + ["--port", "0"] if "--port" not in args else args,
-                                      timeout=TIMEOUT)
+                args = args + (["--port", "0"] if "--port" not in args else [])
+                args = args + (["--grpc_port", "0"] if "--grpc_port" not in args else [])
+                r = e2e_util.run_tool("popef-serve", args, timeout=TIMEOUT)
                 self.assertEqual(r.returncode, code, r.describe())
                 self.assertIn(mention, r.stderr)
                 self.assertEqual(len(r.stderr.splitlines()), 1, r.describe())

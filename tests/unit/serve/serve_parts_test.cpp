@@ -8,44 +8,23 @@
 #include <cstring>
 
 #include "popef/popef.h"
-#include "tests/unit/runtime/runtime_test_util.h"
 #include "serve/batcher.h"
+#include "serve/http_protocol.h"
 #include "serve/layout.h"
 #include "serve/metrics.h"
 #include "serve/model.h"
-#include "serve/http_protocol.h"
 #include "serve/tensors.h"
+#include "tests/unit/runtime/runtime_test_util.h"
+#include "tests/unit/serve/serve_test_util.h"
 
 namespace poprt::serve {
 namespace {
 
 using json = nlohmann::json;
 namespace rt = poprt::runtime;
-
-template <class T>
-std::vector<T> as(const std::vector<uint8_t>& bytes) {
-  std::vector<T> v(bytes.size() / sizeof(T));
-  std::memcpy(v.data(), bytes.data(), bytes.size());
-  return v;
-}
-
-template <class T>
-std::vector<uint8_t> bytesOf(const std::vector<T>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(T));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-rt::DataDesc desc(const std::string& name, const std::string& dtype, Shape shape, size_t element) {
-  rt::DataDesc d;
-  d.name = name;
-  d.dtype = dtype;
-  size_t n = 1;
-  for (int64_t x : shape) n *= static_cast<size_t>(x);
-  d.shape = std::move(shape);
-  d.size_in_bytes = n * element;
-  return d;
-}
+using testing::as;
+using testing::bytesOf;
+using testing::desc;
 
 // ---------------------------------------------------------------------------- datatypes, JSON data
 

@@ -1,0 +1,29 @@
+// The KServe v2 gRPC messages (kserve.proto) as popef-serve reads and answers them, independent of
+// the gRPC library: an infer request's inputs (raw_input_contents, or each input's typed contents)
+// checked against the model through infer_request.h; the reply with raw output contents; model
+// metadata; and how the HTTP statuses the rest of the server speaks map to gRPC status codes.
+#pragma once
+
+#include <string>
+
+#include "kserve.pb.h"
+#include "lib/support/status.h"
+#include "serve/infer_request.h"
+#include "serve/layout.h"
+
+namespace poprt::serve {
+
+// The gRPC status code (grpc::StatusCode's value) for an HTTP status: 400 INVALID_ARGUMENT,
+// 404 NOT_FOUND, 503 UNAVAILABLE, 413 RESOURCE_EXHAUSTED, others INTERNAL.
+int grpcCode(int http_status);
+
+// A ModelInfer request checked against the model. Errors name the input or output.
+Expected<InferCall> parseInferRequest(const inference::ModelInferRequest& request, const ModelLayout& layout);
+
+// The reply to `call` (outputs as raw contents, in the order asked for); `result` must be a success.
+void fillInferResponse(const std::string& model, const InferCall& call, const ModelLayout& layout,
+                       const ServeResult& result, inference::ModelInferResponse& response);
+
+void fillModelMetadata(const std::string& name, const ModelLayout& layout, inference::ModelMetadataResponse& response);
+
+}  // namespace poprt::serve

@@ -1,0 +1,161 @@
+#include "serve/grpc_server.h"
+
+#include <grpc/support/log.h>
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+
+#include "kserve.grpc.pb.h"
+#include "lib/support/log.h"
+#include "serve/grpc_protocol.h"
+
+#ifndef POPRT_VERSION
+#define POPRT_VERSION "unknown"
+#endif
+
+namespace poprt::serve {
+
+namespace {
+
+// gRPC's own log lines (a failed bind prints a paragraph) go to poprt's log at debug level: the
+// server reports what matters in its own one-line errors.
+void grpcLog(gpr_log_func_args* args) { POPRT_LOG(Debug, "grpc: " << args->file << ":" << args->line << ": " << args->message); }
+
+grpc::Status failure(int http_status, const std::string& message) {
+  return grpc::Status(static_cast<grpc::StatusCode>(grpcCode(http_status)), message);
+}
+
+class InferenceService final : public inference::GRPCInferenceService::Service {
+ public:
+  explicit InferenceService(ModelRegistry& models) : models_(models) {}
+
+  grpc::Status ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
+                          inference::ServerLiveResponse* r) override {
+    r->set_live(true);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ServerReady(grpc::ServerContext*, const inference::ServerReadyRequest*,
+                           inference::ServerReadyResponse* r) override {
+    bool ready = true;
+    for (const auto& [name, m] : models_) ready = ready && m->ready();
+    r->set_ready(ready);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ModelReady(grpc::ServerContext*, const inference::ModelReadyRequest* q,
+                          inference::ModelReadyResponse* r) override {
+    ServedModel* m = nullptr;
+    if (grpc::Status st = lookup(q->name(), q->version(), m); !st.ok()) return st;
+    r->set_ready(m->ready());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ServerMetadata(grpc::ServerContext*, const inference::ServerMetadataRequest*,
+                              inference::ServerMetadataResponse* r) override {
+    r->set_name("popef-serve");
+    r->set_version(POPRT_VERSION);
+    r->add_extensions("model_configuration");
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ModelMetadata(grpc::ServerContext*, const inference::ModelMetadataRequest* q,
+                             inference::ModelMetadataResponse* r) override {
+    ServedModel* m = nullptr;
+    if (grpc::Status st = lookup(q->name(), q->version(), m); !st.ok()) return st;
+    fillModelMetadata(m->name(), m->layout(), *r);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ModelInfer(grpc::ServerContext*, const inference::ModelInferRequest* q,
+                          inference::ModelInferResponse* r) override {
+    return infer(*q, *r);
+  }
+
+  grpc::Status ModelStreamInfer(grpc::ServerContext*,
+                                grpc::ServerReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest>* stream)
+      override {
+    inference::ModelInferRequest q;
+    while (stream->Read(&q)) {
+      inference::ModelStreamInferResponse reply;
+      if (grpc::Status st = infer(q, *reply.mutable_infer_response()); !st.ok()) {
+        reply.clear_infer_response();
+        reply.set_error_message(st.error_message());
+      }
+      if (!stream->Write(reply)) break;  // the client went away
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  // The model a request names, or NOT_FOUND (an unknown model, or a version other than 1).
+  grpc::Status lookup(const std::string& name, const std::string& version, ServedModel*& model) {
+    auto it = models_.find(name);
+    if (it == models_.end()) return failure(404, "unknown model '" + name + "'");
+    if (!version.empty() && version != "1")
+      return failure(404, "model '" + name + "' has no version '" + version + "' (versions: 1)");
+    model = it->second.get();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status infer(const inference::ModelInferRequest& q, inference::ModelInferResponse& r) {
+    const auto received = std::chrono::steady_clock::now();
+    ServedModel* m = nullptr;
+    if (grpc::Status st = lookup(q.model_name(), q.model_version(), m); !st.ok()) return st;
+    auto call = parseInferRequest(q, m->layout());
+    if (!call.ok()) {
+      m->refused();
+      return failure(400, call.error().message());
+    }
+    const ServeResult result = m->infer(std::move(call->request), received);
+    if (result.status != 200) return failure(result.status, result.error);
+    fillInferResponse(m->name(), *call, m->layout(), result, r);
+    return grpc::Status::OK;
+  }
+
+  ModelRegistry& models_;
+};
+
+}  // namespace
+
+struct GrpcServer::Impl {
+  explicit Impl(ModelRegistry& models) : service(models) {}
+  InferenceService service;
+  std::unique_ptr<grpc::Server> server;
+};
+
+Expected<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string& host, int port, ModelRegistry& models,
+                                                        int threads, size_t max_message_bytes) {
+  gpr_set_log_function(grpcLog);
+  std::unique_ptr<GrpcServer> s(new GrpcServer());
+  s->impl_ = std::make_unique<Impl>(models);
+  grpc::ServerBuilder builder;
+  const std::string address = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(&s->impl_->service);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(max_message_bytes, INT32_MAX)));
+  builder.SetMaxSendMessageSize(-1);
+  grpc::ResourceQuota quota("popef-serve");
+  quota.SetMaxThreads(threads);
+  builder.SetResourceQuota(quota);
+  // A second server on a port in use must fail, not share the port.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  s->impl_->server = builder.BuildAndStart();
+  if (!s->impl_->server || s->port_ <= 0)
+    return Error("--host " + host + " --grpc_port " + std::to_string(port) +
+                 ": cannot listen there (in use, or not an address of this machine)");
+  return s;
+}
+
+GrpcServer::~GrpcServer() { shutdown(); }
+
+void GrpcServer::shutdown() {
+  if (impl_ && impl_->server) {
+    // Waits for the RPCs in flight; a stream a client keeps open is cancelled after the grace time.
+    impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    impl_->server->Wait();
+    impl_->server.reset();
+  }
+}
+
+}  // namespace poprt::serve
