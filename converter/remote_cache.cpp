@@ -205,7 +205,9 @@ RemoteLookup RemoteCache::fetch(const std::string& key) {
 Status RemoteCache::store(const std::string& key, const EntryFiles& files) {
   remote_cache::ActionResult entry;
   std::string why;
-  for (const auto& [name, bytes] : files) {
+  for (const auto& file : files) {
+    const std::string& name = file.first;  // (not a structured binding: the lambdas below capture it)
+    const std::string& bytes = file.second;
     const std::string hash = sha256Of(bytes);
     auto* f = entry.add_output_files();
     f->set_path(name);
