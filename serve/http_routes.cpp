@@ -41,9 +41,9 @@ ServedModel* lookup(ModelRegistry& models, const httplib::Request& req, httplib:
   return it->second.get();
 }
 
-void infer(ServedModel& m, const httplib::Request& req, httplib::Response& res) {
+void infer(ServedModel& m, const httplib::Request& req, httplib::Response& res, const std::string& body) {
   const auto received = std::chrono::steady_clock::now();
-  auto call = parseInfer(req.body, req.get_header_value(kHeaderLengthHeader), m.layout());
+  auto call = parseInfer(body, req.get_header_value(kHeaderLengthHeader), m.layout());
   if (!call.ok()) {
     m.refused();
     send(res, errorReply(400, call.error().message()));
@@ -77,8 +77,20 @@ void addRoutes(httplib::Server& server, ModelRegistry& models, ServerMetrics& me
     if (ServedModel* m = lookup(models, req, res))
       send(res, jsonReply(200, modelConfig(m->name(), m->layout(), m->options(), m->metrics().replicas)));
   });
-  server.Post(kModel + "/infer", [&models](const httplib::Request& req, httplib::Response& res) {
-    if (ServedModel* m = lookup(models, req, res)) infer(*m, req, res);
+  // The body is read here, whatever its Content-Type: the library would parse a form-urlencoded one
+  // (curl -d's default) as a form and refuse it past 8 KB. Bodies are bounded by the payload limit.
+  server.Post(kModel + "/infer", [&models](const httplib::Request& req, httplib::Response& res,
+                                           const httplib::ContentReader& read) {
+    if (req.is_multipart_form_data()) {
+      send(res, errorReply(415, "a multipart body: send the request as JSON (binary tensors after it)"));
+      return;
+    }
+    std::string body;
+    read([&body](const char* data, size_t n) {
+      body.append(data, n);
+      return true;
+    });
+    if (ServedModel* m = lookup(models, req, res)) infer(*m, req, res, body);
   });
   server.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics.render(), "text/plain; version=0.0.4");

@@ -455,6 +455,23 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(status, 404)
         self.assertIn("nope", json.loads(body)["error"])
 
+        # curl's default Content-Type (form-urlencoded, as `curl -d @request.json` sends it) with a
+        # 1 MB body: read as the JSON it is, not refused as an oversized form.
+        big = os.path.join(self.work, "curl_big.json")
+        with open(big, "w") as f:
+            json.dump({"id": "x" * 1_000_000, "inputs": [{"name": "x", "shape": [2, 64], "datatype": "FP32",
+                                                         "data": self.x[1:3].tolist()}]}, f)
+        status, headers, body = self.curl([url], big)
+        self.assertEqual(status, 200, body[:300])
+        self.assertRows(decode_reply(headers, body)["y"], 1, 2)
+        # A number beyond a double is a bad request, not a server error.
+        huge = os.path.join(self.work, "curl_huge.json")
+        with open(huge, "w") as f:
+            f.write('{"inputs": [{"name": "x", "shape": [1, 64], "datatype": "FP32", "data": [1e999%s]}]}' % (", 0" * 63))
+        status, _, body = self.curl([url], huge)
+        self.assertEqual(status, 400, body)
+        self.assertIn("number overflow", json.loads(body)["error"])
+
     # -------------------------------------------------------------- errors
 
     def test_bad_requests(self):
