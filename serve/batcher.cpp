@@ -7,8 +7,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 ServeResult failed(int status, std::string message) {
   ServeResult r;
   r.status = status;
@@ -105,7 +103,7 @@ void Batcher::run(Group& group) {
   metrics_.pending -= static_cast<int64_t>(group.size());
   int64_t rows = 0;
   for (const auto& p : group) {
-    metrics_.queue_s.observe(std::chrono::duration<double>(start - p->arrived).count());
+    metrics_.queued(start - p->arrived);
     rows += p->request.rows;
   }
   // A full batch from one request is read in place; otherwise the rows go side by side into
@@ -130,6 +128,7 @@ void Batcher::run(Group& group) {
     views[a.desc.name] = {buffer.data(), buffer.size()};
   }
 
+  const Clock::time_point copied_in = Clock::now();
   runtime::OutputMemory outputs;
   try {
     outputs = runner_.execute(views);
@@ -138,10 +137,12 @@ void Batcher::run(Group& group) {
     for (auto& p : group) p->done.set_value(error);
     return;
   }
-  metrics_.compute_s.observe(secondsSince(start));
-  metrics_.batches += 1;
-  metrics_.rows += static_cast<uint64_t>(rows);
+  const Clock::time_point ran = Clock::now();
 
+  // The replies are handed over once the batch is recorded, so a client that reads the
+  // statistics after its reply sees its batch in them.
+  std::vector<ServeResult> results;
+  results.reserve(group.size());
   int64_t at = 0;
   for (auto& p : group) {
     ServeResult r;
@@ -158,8 +159,10 @@ void Batcher::run(Group& group) {
       copyRowsOut(o, layout_.batch, m.data, at, p->request.rows, out.bytes);
     }
     at += p->request.rows;
-    p->done.set_value(std::move(r));
+    results.push_back(std::move(r));
   }
+  metrics_.batchRun(rows, copied_in - start, ran - copied_in, Clock::now() - ran);
+  for (size_t i = 0; i < group.size(); ++i) group[i]->done.set_value(std::move(results[i]));
 }
 
 }  // namespace poprt::serve

@@ -133,6 +133,32 @@ void fillInferResponse(const std::string& model, const InferCall& call, const Mo
   }
 }
 
+void fillModelStatistics(const std::string& name, const Statistics& s, inference::ModelStatistics& out) {
+  auto d = [](const DurationStat& x, inference::StatisticDuration* to) {
+    to->set_count(x.count);
+    to->set_ns(x.ns);
+  };
+  out.set_name(name);
+  out.set_version("1");
+  out.set_last_inference(s.last_inference_ms);
+  out.set_inference_count(s.inference_count);
+  out.set_execution_count(s.execution_count);
+  auto* i = out.mutable_inference_stats();
+  d(s.success, i->mutable_success());
+  d(s.fail, i->mutable_fail());
+  d(s.queue, i->mutable_queue());
+  d(s.compute_input, i->mutable_compute_input());
+  d(s.compute_infer, i->mutable_compute_infer());
+  d(s.compute_output, i->mutable_compute_output());
+  for (const auto& [size, b] : s.by_batch_size) {
+    auto* bs = out.add_batch_stats();
+    bs->set_batch_size(static_cast<uint64_t>(size));
+    d(b.compute_input, bs->mutable_compute_input());
+    d(b.compute_infer, bs->mutable_compute_infer());
+    d(b.compute_output, bs->mutable_compute_output());
+  }
+}
+
 void fillModelMetadata(const std::string& name, const ModelLayout& layout, inference::ModelMetadataResponse& response) {
   response.set_name(name);
   response.add_versions("1");

@@ -10,6 +10,7 @@
 #include "lib/support/status.h"
 #include "serve/infer_request.h"
 #include "serve/layout.h"
+#include "serve/metrics.h"
 
 namespace poprt::serve {
 
@@ -23,6 +24,8 @@ Expected<InferCall> parseInferRequest(const inference::ModelInferRequest& reques
 // The reply to `call` (outputs as raw contents, in the order asked for); `result` must be a success.
 void fillInferResponse(const std::string& model, const InferCall& call, const ModelLayout& layout,
                        const ServeResult& result, inference::ModelInferResponse& response);
+
+void fillModelStatistics(const std::string& name, const Statistics& s, inference::ModelStatistics& out);
 
 void fillModelMetadata(const std::string& name, const ModelLayout& layout, inference::ModelMetadataResponse& response);
 

@@ -56,6 +56,7 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
     r->set_name("popef-serve");
     r->set_version(POPRT_VERSION);
     r->add_extensions("model_configuration");
+    r->add_extensions("statistics");
     return grpc::Status::OK;
   }
 
@@ -64,6 +65,19 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
     ServedModel* m = nullptr;
     if (grpc::Status st = lookup(q->name(), q->version(), m); !st.ok()) return st;
     fillModelMetadata(m->name(), m->layout(), *r);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ModelStatistics(grpc::ServerContext*, const inference::ModelStatisticsRequest* q,
+                               inference::ModelStatisticsResponse* r) override {
+    if (q->name().empty()) {
+      if (!q->version().empty()) return failure(400, "a version without a model name");
+      for (const auto& [name, m] : models_) fillModelStatistics(name, m->metrics().statistics(), *r->add_model_stats());
+      return grpc::Status::OK;
+    }
+    ServedModel* m = nullptr;
+    if (grpc::Status st = lookup(q->name(), q->version(), m); !st.ok()) return st;
+    fillModelStatistics(m->name(), m->metrics().statistics(), *r->add_model_stats());
     return grpc::Status::OK;
   }
 
@@ -104,7 +118,7 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
     if (grpc::Status st = lookup(q.model_name(), q.model_version(), m); !st.ok()) return st;
     auto call = parseInferRequest(q, m->layout());
     if (!call.ok()) {
-      m->refused();
+      m->refused(received);
       return failure(400, call.error().message());
     }
     const ServeResult result = m->infer(std::move(call->request), received);

@@ -187,6 +187,29 @@ HttpReply inferReply(const std::string& model, const InferCall& call, const Mode
   return r;
 }
 
+json modelStatistics(const std::string& name, const Statistics& s) {
+  auto d = [](const DurationStat& x) { return json{{"count", x.count}, {"ns", x.ns}}; };
+  json batches = json::array();
+  for (const auto& [size, b] : s.by_batch_size)
+    batches.push_back({{"batch_size", size},
+                       {"compute_input", d(b.compute_input)},
+                       {"compute_infer", d(b.compute_infer)},
+                       {"compute_output", d(b.compute_output)}});
+  return {{"name", name},
+          {"version", "1"},
+          {"last_inference", s.last_inference_ms},
+          {"inference_count", s.inference_count},
+          {"execution_count", s.execution_count},
+          {"inference_stats",
+           {{"success", d(s.success)},
+            {"fail", d(s.fail)},
+            {"queue", d(s.queue)},
+            {"compute_input", d(s.compute_input)},
+            {"compute_infer", d(s.compute_infer)},
+            {"compute_output", d(s.compute_output)}}},
+          {"batch_stats", std::move(batches)}};
+}
+
 json modelMetadata(const std::string& name, const ModelLayout& layout) {
   auto tensors = [&](const std::vector<AnchorLayout>& anchors) {
     json list = json::array();
@@ -204,9 +227,22 @@ json modelMetadata(const std::string& name, const ModelLayout& layout) {
 }
 
 json modelConfig(const std::string& name, const ModelLayout& layout, const BatcherOptions& options, unsigned replicas) {
+  // Triton's tensor entries: TYPE_<datatype>, and dims without the batch axis when the model batches.
+  auto tensors = [&](const std::vector<AnchorLayout>& anchors) {
+    json list = json::array();
+    for (const AnchorLayout& a : anchors) {
+      Shape dims = a.desc.shape;
+      if (layout.batchable) dims.erase(dims.begin() + layout.axis);
+      list.push_back({{"name", a.desc.name}, {"data_type", "TYPE_" + datatypeOf(a)}, {"dims", dims}});
+    }
+    return list;
+  };
   return {{"name", name},
           {"platform", "poprt_popef"},
           {"max_batch_size", layout.batchable ? layout.batch : 0},
+          {"input", tensors(layout.inputs)},
+          {"output", tensors(layout.outputs)},
+          {"instance_group", {{{"count", replicas}, {"kind", "KIND_MODEL"}}}},
           {"batch_axis", layout.axis},
           {"replicas", replicas},
           {"dynamic_batching",

@@ -15,6 +15,7 @@
 #include "serve/batcher.h"
 #include "serve/infer_request.h"
 #include "serve/layout.h"
+#include "serve/metrics.h"
 
 namespace poprt::serve {
 
@@ -42,11 +43,17 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
 HttpReply inferReply(const std::string& model, const InferCall& call, const ModelLayout& layout,
                      const ServeResult& result);
 
+// One model's entry of GET /v2/models[/NAME]/stats (Triton's statistics extension): name, version,
+// last_inference, inference_count, execution_count, inference_stats and batch_stats, each duration
+// as {count, ns}.
+nlohmann::json modelStatistics(const std::string& name, const Statistics& s);
+
 // GET /v2/models/NAME: name, versions, platform, inputs and outputs (datatype, shape; -1 for the
 // batch axis of a batching model and for dims known only at run time).
 nlohmann::json modelMetadata(const std::string& name, const ModelLayout& layout);
-// GET /v2/models/NAME/config: max_batch_size (0 when the model does not batch), batch axis and the
-// dynamic batching settings.
+// GET /v2/models/NAME/config, in Triton's terms: max_batch_size (0 when the model does not batch),
+// input and output (name, data_type TYPE_FP32..., dims without the batch axis), instance_group
+// (count: the replicas), dynamic_batching; also batch_axis and replicas.
 nlohmann::json modelConfig(const std::string& name, const ModelLayout& layout, const BatcherOptions& options,
                            unsigned replicas);
 

@@ -45,7 +45,7 @@ void infer(ServedModel& m, const httplib::Request& req, httplib::Response& res, 
   const auto received = std::chrono::steady_clock::now();
   auto call = parseInfer(body, req.get_header_value(kHeaderLengthHeader), m.layout());
   if (!call.ok()) {
-    m.refused();
+    m.refused(received);
     send(res, errorReply(400, call.error().message()));
     return;
   }
@@ -59,13 +59,23 @@ void addRoutes(httplib::Server& server, ModelRegistry& models, ServerMetrics& me
   server.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
     send(res, jsonReply(200, {{"name", "popef-serve"},
                               {"version", POPRT_VERSION},
-                              {"extensions", {"binary_tensor_data", "model_configuration"}}}));
+                              {"extensions", {"binary_tensor_data", "model_configuration", "statistics"}}}));
   });
   server.Get("/v2/health/live", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
   server.Get("/v2/health/ready", [&models](const httplib::Request&, httplib::Response& res) {
     bool ready = true;
     for (const auto& [name, m] : models) ready = ready && m->ready();
     res.status = ready ? 200 : 503;
+  });
+  // (Before the model routes, whose pattern would take "stats" for a model's name.)
+  server.Get("/v2/models/stats", [&models](const httplib::Request&, httplib::Response& res) {
+    json all = json::array();
+    for (const auto& [name, m] : models) all.push_back(modelStatistics(name, m->metrics().statistics()));
+    send(res, jsonReply(200, {{"model_stats", std::move(all)}}));
+  });
+  server.Get(kModel + "/stats", [&models](const httplib::Request& req, httplib::Response& res) {
+    if (ServedModel* m = lookup(models, req, res))
+      send(res, jsonReply(200, {{"model_stats", {modelStatistics(m->name(), m->metrics().statistics())}}}));
   });
   server.Get(kModel, [&models](const httplib::Request& req, httplib::Response& res) {
     if (ServedModel* m = lookup(models, req, res)) send(res, jsonReply(200, modelMetadata(m->name(), m->layout())));

@@ -1,5 +1,7 @@
 #include "serve/metrics.h"
 
+#include <algorithm>
+
 #include <cstdio>
 #include <functional>
 
@@ -31,6 +33,61 @@ void header(std::string& out, const std::string& name, const char* type, const c
 }
 
 }  // namespace
+
+namespace {
+
+double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
+
+void add(DurationStat& s, std::chrono::nanoseconds d) {
+  ++s.count;
+  s.ns += static_cast<uint64_t>(std::max<int64_t>(d.count(), 0));
+}
+
+}  // namespace
+
+void ModelMetrics::requestDone(bool ok, std::chrono::nanoseconds since_receipt) {
+  ++(ok ? success : failure);
+  request_s.observe(seconds(since_receipt));
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+  std::lock_guard lock(stats_mutex_);
+  add(ok ? stats_.success : stats_.fail, since_receipt);
+  stats_.last_inference_ms = static_cast<uint64_t>(now.count());
+}
+
+void ModelMetrics::requestRefused(std::chrono::nanoseconds since_receipt) {
+  ++failure;
+  std::lock_guard lock(stats_mutex_);
+  add(stats_.fail, since_receipt);
+}
+
+void ModelMetrics::queued(std::chrono::nanoseconds waited) {
+  queue_s.observe(seconds(waited));
+  std::lock_guard lock(stats_mutex_);
+  add(stats_.queue, waited);
+}
+
+void ModelMetrics::batchRun(int64_t batch_rows, std::chrono::nanoseconds input, std::chrono::nanoseconds infer,
+                            std::chrono::nanoseconds output) {
+  compute_s.observe(seconds(input + infer));
+  batches += 1;
+  rows += static_cast<uint64_t>(batch_rows);
+  std::lock_guard lock(stats_mutex_);
+  add(stats_.compute_input, input);
+  add(stats_.compute_infer, infer);
+  add(stats_.compute_output, output);
+  Statistics::Batch& b = stats_.by_batch_size[batch_rows];
+  add(b.compute_input, input);
+  add(b.compute_infer, infer);
+  add(b.compute_output, output);
+}
+
+Statistics ModelMetrics::statistics() const {
+  std::lock_guard lock(stats_mutex_);
+  Statistics s = stats_;
+  s.inference_count = rows;
+  s.execution_count = batches;
+  return s;
+}
 
 void Histogram::observe(double seconds) {
   size_t i = 0;

@@ -33,6 +33,25 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
+// The statistics extension's view of a model (Triton's /stats and ModelStatistics): cumulative
+// counts and nanoseconds.
+struct DurationStat {
+  uint64_t count = 0, ns = 0;
+};
+struct Statistics {
+  uint64_t last_inference_ms = 0;  // since the epoch; 0: none yet
+  uint64_t inference_count = 0;    // rows inferred
+  uint64_t execution_count = 0;    // batches run
+  // Requests: answered with success or not (receipt to reply), waiting for their batch.
+  DurationStat success, fail, queue;
+  // Batches: copying the requests' rows in, running, copying rows out.
+  DurationStat compute_input, compute_infer, compute_output;
+  struct Batch {
+    DurationStat compute_input, compute_infer, compute_output;
+  };
+  std::map<int64_t, Batch> by_batch_size;  // by the rows of requests in the batch
+};
+
 struct ModelMetrics {
   std::string model;
   unsigned replicas = 1;
@@ -44,6 +63,18 @@ struct ModelMetrics {
   std::atomic<uint64_t> rows{0}, batches{0};     // rows of the requests run, batches run
   std::atomic<int64_t> pending{0};               // requests waiting for their batch to start
   Histogram queue_s, compute_s, request_s;       // waiting for a batch; the batch's run; receipt to reply
+
+  // Records for the statistics extension (and the histograms above, where they overlap).
+  void requestDone(bool ok, std::chrono::nanoseconds since_receipt);
+  void requestRefused(std::chrono::nanoseconds since_receipt);  // did not fit the model: never queued
+  void queued(std::chrono::nanoseconds waited);
+  void batchRun(int64_t rows, std::chrono::nanoseconds input, std::chrono::nanoseconds infer,
+                std::chrono::nanoseconds output);
+  Statistics statistics() const;
+
+ private:
+  mutable std::mutex stats_mutex_;
+  Statistics stats_;
 };
 
 class ServerMetrics {

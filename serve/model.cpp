@@ -64,8 +64,7 @@ bool ServedModel::ready() const {
 ServeResult ServedModel::infer(ServeRequest request, std::chrono::steady_clock::time_point received) {
   // The caller's thread waits for the batch: the transport's thread pool bounds the requests queued.
   ServeResult result = batcher_->submit(std::move(request)).get();
-  ++(result.status == 200 ? metrics_->success : metrics_->failure);
-  metrics_->request_s.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
+  metrics_->requestDone(result.status == 200, std::chrono::steady_clock::now() - received);
   return result;
 }
 

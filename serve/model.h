@@ -35,7 +35,9 @@ class ServedModel {
   // metrics (success or failure, the time since `received`). Every transport infers through this.
   ServeResult infer(ServeRequest request, std::chrono::steady_clock::time_point received);
   // A request refused before it ran (it did not fit the model): a failure in the metrics.
-  void refused() { ++metrics_->failure; }
+  void refused(std::chrono::steady_clock::time_point received) {
+    metrics_->requestRefused(std::chrono::steady_clock::now() - received);
+  }
 
  private:
   ServedModel() = default;

@@ -333,6 +333,9 @@ class ServeTest(unittest.TestCase):
         status, config = c.get_json("/v2/models/mlp/config")
         self.assertEqual((status, config["max_batch_size"], config["batch_axis"]), (200, BATCH, 0))
         self.assertEqual(config["dynamic_batching"], {"enabled": True, "max_queue_delay_microseconds": 20000})
+        self.assertEqual((config["input"], config["output"]),
+                         ([{"name": "x", "data_type": "TYPE_FP32", "dims": [64]}],
+                          [{"name": "y", "data_type": "TYPE_FP32", "dims": [10]}]))
         for path in ("/v2/models/nope", "/v2/models/nope/ready", "/v2/models/mlp/versions/2", "/v2/nothing"):
             status, body = c.get_json(path)
             self.assertEqual(status, 404, path)

@@ -169,6 +169,45 @@ class GrpcServeTest(unittest.TestCase):
                          ["", "input 'x': datatype FP64, the model takes FP32", ""])
         np.testing.assert_array_equal(self.outputs(replies[2].infer_response)["y"], self.y)
 
+    def test_statistics_count_what_was_served_over_both_protocols(self):
+        import json
+
+        def grpc_stats():
+            r = self.stub.ModelStatistics(self.pb.ModelStatisticsRequest(name="dtypes"))
+            self.assertEqual(len(r.model_stats), 1)
+            return r.model_stats[0]
+
+        def http_stats():
+            status, _, body = self.server.client.request("GET", "/v2/models/dtypes/versions/1/stats")
+            self.assertEqual(status, 200, body)
+            return json.loads(body)["model_stats"][0]
+
+        # (unittest runs one test at a time: no other request comes in between.)
+        before = grpc_stats()
+        for _ in range(3):
+            self.stub.ModelInfer(self.request("dtypes", self.dx))
+        self.assertStatus(lambda: self.stub.ModelInfer(self.request("dtypes", {"in_FP32": self.dx["in_FP32"]})),
+                          grpc.StatusCode.INVALID_ARGUMENT, "is missing")
+        after, h = grpc_stats(), http_stats()
+        st = after.inference_stats
+        self.assertEqual(st.success.count - before.inference_stats.success.count, 3)
+        self.assertEqual(st.fail.count - before.inference_stats.fail.count, 1)
+        self.assertEqual(after.inference_count - before.inference_count, 3 * 2)  # rows
+        self.assertEqual(after.execution_count - before.execution_count, 3)      # a batch each (one client)
+        self.assertGreater(st.success.ns, before.inference_stats.success.ns)
+        self.assertGreater(st.compute_infer.ns, 0)
+        self.assertGreater(after.last_inference, 1_600_000_000_000)  # ms since the epoch, after 2020
+        self.assertIn(2, [b.batch_size for b in after.batch_stats])
+        # HTTP reads the same counters.
+        self.assertEqual((h["name"], h["version"], h["inference_count"], h["execution_count"]),
+                         ("dtypes", "1", after.inference_count, after.execution_count))
+        self.assertEqual(h["inference_stats"]["success"]["count"], st.success.count)
+        self.assertEqual(h["inference_stats"]["fail"]["count"], st.fail.count)
+        status, _, body = self.server.client.request("GET", "/v2/models/stats")
+        self.assertEqual(sorted(m["name"] for m in json.loads(body)["model_stats"]), ["dtypes", "mlp"])
+        self.assertStatus(lambda: self.stub.ModelStatistics(self.pb.ModelStatisticsRequest(name="nope")),
+                          grpc.StatusCode.NOT_FOUND, "unknown model 'nope'")
+
     def test_concurrent_clients_are_batched_and_counted(self):
         errors, done = [], []
 

@@ -265,6 +265,11 @@ TEST(ServeProtocol, MetadataAndErrors) {
   EXPECT_EQ(m["inputs"][0], json::parse(R"({"name": "a", "datatype": "FP32", "shape": [-1, 2]})"));
   EXPECT_EQ(m["inputs"][1], json::parse(R"({"name": "b", "datatype": "INT32", "shape": [-1]})"));
   json c = modelConfig("m", l, {true, std::chrono::microseconds(250)}, 2);
+  // Triton's entries: the batch axis (0, of 4 rows) left out of dims.
+  EXPECT_EQ(c["input"], json::parse(R"([{"name": "a", "data_type": "TYPE_FP32", "dims": [2]},
+                                        {"name": "b", "data_type": "TYPE_INT32", "dims": []}])"));
+  EXPECT_EQ(c["output"][0], json::parse(R"({"name": "y", "data_type": "TYPE_FP32", "dims": [2]})"));
+  EXPECT_EQ(c["instance_group"][0]["count"], 2);
   EXPECT_EQ(c["max_batch_size"], 4);
   EXPECT_EQ(c["dynamic_batching"]["max_queue_delay_microseconds"], 250);
   EXPECT_EQ(c["replicas"], 2);
