@@ -168,6 +168,40 @@ std::string ServerMetrics::render() const {
     header(out, h.name, "histogram", h.help);
     for (const auto& m : models_) ((*m).*h.member).render(h.name, "model=\"" + escapeLabel(m->model) + "\"", out);
   }
+  // Triton's names, which dashboards built for Triton read (counters; durations in cumulative
+  // microseconds), from the statistics extension's counters.
+  struct TritonDef {
+    const char* name;
+    const char* help;
+    uint64_t (*value)(const Statistics&);
+  };
+  const TritonDef triton[] = {
+      {"nv_inference_request_success", "Number of successful inference requests.",
+       [](const Statistics& s) { return s.success.count; }},
+      {"nv_inference_request_failure", "Number of failed inference requests.",
+       [](const Statistics& s) { return s.fail.count; }},
+      {"nv_inference_count", "Number of inferences performed (rows).", [](const Statistics& s) { return s.inference_count; }},
+      {"nv_inference_exec_count", "Number of model executions (batches).",
+       [](const Statistics& s) { return s.execution_count; }},
+      {"nv_inference_request_duration_us", "Cumulative inference request duration in microseconds.",
+       [](const Statistics& s) { return (s.success.ns + s.fail.ns) / 1000; }},
+      {"nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds.",
+       [](const Statistics& s) { return s.queue.ns / 1000; }},
+      {"nv_inference_compute_input_duration_us", "Cumulative compute input duration in microseconds.",
+       [](const Statistics& s) { return s.compute_input.ns / 1000; }},
+      {"nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds.",
+       [](const Statistics& s) { return s.compute_infer.ns / 1000; }},
+      {"nv_inference_compute_output_duration_us", "Cumulative inference compute output duration in microseconds.",
+       [](const Statistics& s) { return s.compute_output.ns / 1000; }},
+  };
+  std::vector<Statistics> stats;
+  for (const auto& m : models_) stats.push_back(m->statistics());
+  for (const TritonDef& t : triton) {
+    header(out, t.name, "counter", t.help);
+    for (size_t i = 0; i < models_.size(); ++i)
+      out += std::string(t.name) + "{model=\"" + escapeLabel(models_[i]->model) + "\",version=\"1\"} " +
+             std::to_string(t.value(stats[i])) + "\n";
+  }
   header(out, "poprt_http_responses_total", "counter", "HTTP responses by status code.");
   std::lock_guard lock(mutex_);
   for (const auto& [status, count] : responses_)

@@ -320,6 +320,33 @@ TEST(ServeMetrics, RendersEveryModelAndResponseCode) {
   EXPECT_NE(out.find("# TYPE poprt_inference_queue_duration_seconds histogram\n"), std::string::npos);
 }
 
+TEST(ServeMetrics, StatisticsAndTritonNamesCountRequestsAndBatches) {
+  using std::chrono::microseconds;
+  ServerMetrics s;
+  ModelMetrics* m = s.addModel("m");
+  m->queued(microseconds(30));
+  m->queued(microseconds(50));
+  m->batchRun(3, microseconds(10), microseconds(200), microseconds(7));
+  m->requestDone(true, microseconds(400));
+  m->requestDone(true, microseconds(600));
+  m->requestRefused(microseconds(5));
+  const Statistics st = m->statistics();
+  EXPECT_EQ(std::make_pair(st.success.count, st.success.ns), (std::pair<uint64_t, uint64_t>{2, 1000000}));
+  EXPECT_EQ(std::make_pair(st.fail.count, st.fail.ns), (std::pair<uint64_t, uint64_t>{1, 5000}));
+  EXPECT_EQ(std::make_pair(st.queue.count, st.queue.ns), (std::pair<uint64_t, uint64_t>{2, 80000}));
+  EXPECT_EQ(std::make_pair(st.inference_count, st.execution_count), (std::pair<uint64_t, uint64_t>{3, 1}));
+  ASSERT_EQ(st.by_batch_size.size(), 1u);
+  EXPECT_EQ(st.by_batch_size.at(3).compute_infer.ns, 200000u);
+  EXPECT_GT(st.last_inference_ms, 0u);
+  const std::string out = s.render();
+  EXPECT_NE(out.find("nv_inference_request_success{model=\"m\",version=\"1\"} 2\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("nv_inference_request_failure{model=\"m\",version=\"1\"} 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("nv_inference_count{model=\"m\",version=\"1\"} 3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("nv_inference_request_duration_us{model=\"m\",version=\"1\"} 1005\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("nv_inference_queue_duration_us{model=\"m\",version=\"1\"} 80\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("nv_inference_compute_infer_duration_us{model=\"m\",version=\"1\"} 200\n"), std::string::npos) << out;
+}
+
 // ---------------------------------------------------------------------------- the batcher on a compiled model
 
 namespace rtt = poprt::runtime::testing;
