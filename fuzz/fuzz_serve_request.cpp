@@ -73,7 +73,7 @@ void checkAccepted(const InferCall& call, const ModelLayout& l) {
     fuzz::require(o.index < l.outputs.size() && seen.insert(o.index).second, "an output asked for twice or unknown");
     if (o.binary) binary_bytes += result.outputs[o.index].bytes.size();
   }
-  HttpReply r = inferReply("m", call, l, result);
+  HttpReply r = inferReply({"m"}, call, l, result);
   fuzz::require(r.status == 200, "the reply to an accepted request is not 200: " + r.body);
   const size_t header = r.header_length ? r.header_length : r.body.size();
   fuzz::require(header <= r.body.size() && r.body.size() - header == binary_bytes, "the reply's binary part has the wrong size");

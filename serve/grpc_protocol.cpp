@@ -117,10 +117,10 @@ Expected<InferCall> parseInferRequest(const inference::ModelInferRequest& reques
   return builder.finish(request.id(), true);
 }
 
-void fillInferResponse(const std::string& model, const InferCall& call, const ModelLayout& layout,
+void fillInferResponse(const ModelId& model, const InferCall& call, const ModelLayout& layout,
                        const ServeResult& result, inference::ModelInferResponse& response) {
-  response.set_model_name(model);
-  response.set_model_version("1");
+  response.set_model_name(model.name);
+  response.set_model_version(model.version);
   response.set_id(call.id);
   for (const OutputChoice& c : call.outputs) {
     const AnchorLayout& a = layout.outputs[c.index];
@@ -133,13 +133,13 @@ void fillInferResponse(const std::string& model, const InferCall& call, const Mo
   }
 }
 
-void fillModelStatistics(const std::string& name, const Statistics& s, inference::ModelStatistics& out) {
+void fillModelStatistics(const ModelId& model, const Statistics& s, inference::ModelStatistics& out) {
   auto d = [](const DurationStat& x, inference::StatisticDuration* to) {
     to->set_count(x.count);
     to->set_ns(x.ns);
   };
-  out.set_name(name);
-  out.set_version("1");
+  out.set_name(model.name);
+  out.set_version(model.version);
   out.set_last_inference(s.last_inference_ms);
   out.set_inference_count(s.inference_count);
   out.set_execution_count(s.execution_count);
@@ -159,9 +159,9 @@ void fillModelStatistics(const std::string& name, const Statistics& s, inference
   }
 }
 
-void fillModelMetadata(const std::string& name, const ModelLayout& layout, inference::ModelMetadataResponse& response) {
-  response.set_name(name);
-  response.add_versions("1");
+void fillModelMetadata(const ModelId& model, const ModelLayout& layout, inference::ModelMetadataResponse& response) {
+  response.set_name(model.name);
+  response.add_versions(model.version);
   response.set_platform("poprt_popef");
   for (const auto& [anchors, add] : {std::pair{&layout.inputs, &inference::ModelMetadataResponse::add_inputs},
                                      std::pair{&layout.outputs, &inference::ModelMetadataResponse::add_outputs}})

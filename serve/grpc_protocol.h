@@ -11,6 +11,7 @@
 #include "serve/infer_request.h"
 #include "serve/layout.h"
 #include "serve/metrics.h"
+#include "serve/model_id.h"
 
 namespace poprt::serve {
 
@@ -22,11 +23,11 @@ int grpcCode(int http_status);
 Expected<InferCall> parseInferRequest(const inference::ModelInferRequest& request, const ModelLayout& layout);
 
 // The reply to `call` (outputs as raw contents, in the order asked for); `result` must be a success.
-void fillInferResponse(const std::string& model, const InferCall& call, const ModelLayout& layout,
+void fillInferResponse(const ModelId& model, const InferCall& call, const ModelLayout& layout,
                        const ServeResult& result, inference::ModelInferResponse& response);
 
-void fillModelStatistics(const std::string& name, const Statistics& s, inference::ModelStatistics& out);
+void fillModelStatistics(const ModelId& model, const Statistics& s, inference::ModelStatistics& out);
 
-void fillModelMetadata(const std::string& name, const ModelLayout& layout, inference::ModelMetadataResponse& response);
+void fillModelMetadata(const ModelId& model, const ModelLayout& layout, inference::ModelMetadataResponse& response);
 
 }  // namespace poprt::serve

@@ -27,7 +27,7 @@ grpc::Status failure(int http_status, const std::string& message) {
 
 class InferenceService final : public inference::GRPCInferenceService::Service {
  public:
-  explicit InferenceService(ModelRegistry& models) : models_(models) {}
+  explicit InferenceService(ModelRepository& models) : models_(models) {}
 
   grpc::Status ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
                           inference::ServerLiveResponse* r) override {
@@ -37,15 +37,13 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
 
   grpc::Status ServerReady(grpc::ServerContext*, const inference::ServerReadyRequest*,
                            inference::ServerReadyResponse* r) override {
-    bool ready = true;
-    for (const auto& [name, m] : models_) ready = ready && m->ready();
-    r->set_ready(ready);
+    r->set_ready(models_.ready());
     return grpc::Status::OK;
   }
 
   grpc::Status ModelReady(grpc::ServerContext*, const inference::ModelReadyRequest* q,
                           inference::ModelReadyResponse* r) override {
-    ServedModel* m = nullptr;
+    std::shared_ptr<ServedModel> m;
     if (grpc::Status st = lookup(q->name(), q->version(), m); !st.ok()) return st;
     r->set_ready(m->ready());
     return grpc::Status::OK;
@@ -57,14 +55,15 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
     r->set_version(POPRT_VERSION);
     r->add_extensions("model_configuration");
     r->add_extensions("statistics");
+    r->add_extensions("model_repository");
     return grpc::Status::OK;
   }
 
   grpc::Status ModelMetadata(grpc::ServerContext*, const inference::ModelMetadataRequest* q,
                              inference::ModelMetadataResponse* r) override {
-    ServedModel* m = nullptr;
+    std::shared_ptr<ServedModel> m;
     if (grpc::Status st = lookup(q->name(), q->version(), m); !st.ok()) return st;
-    fillModelMetadata(m->name(), m->layout(), *r);
+    fillModelMetadata(m->id(), m->layout(), *r);
     return grpc::Status::OK;
   }
 
@@ -72,13 +71,37 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
                                inference::ModelStatisticsResponse* r) override {
     if (q->name().empty()) {
       if (!q->version().empty()) return failure(400, "a version without a model name");
-      for (const auto& [name, m] : models_) fillModelStatistics(name, m->metrics().statistics(), *r->add_model_stats());
+      for (const auto& m : models_.served()) fillModelStatistics(m->id(), m->metrics().statistics(), *r->add_model_stats());
       return grpc::Status::OK;
     }
-    ServedModel* m = nullptr;
+    std::shared_ptr<ServedModel> m;
     if (grpc::Status st = lookup(q->name(), q->version(), m); !st.ok()) return st;
-    fillModelStatistics(m->name(), m->metrics().statistics(), *r->add_model_stats());
+    fillModelStatistics(m->id(), m->metrics().statistics(), *r->add_model_stats());
     return grpc::Status::OK;
+  }
+
+  grpc::Status RepositoryIndex(grpc::ServerContext*, const inference::RepositoryIndexRequest* q,
+                               inference::RepositoryIndexResponse* r) override {
+    if (!q->repository_name().empty()) return failure(400, "repository_name: popef-serve has one repository (give \"\")");
+    for (const IndexEntry& e : models_.index()) {
+      if (q->ready() && e.state != "READY") continue;
+      auto* m = r->add_models();
+      m->set_name(e.name);
+      m->set_version(e.version);
+      m->set_state(e.state);
+      m->set_reason(e.reason);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status RepositoryModelLoad(grpc::ServerContext*, const inference::RepositoryModelLoadRequest* q,
+                                   inference::RepositoryModelLoadResponse*) override {
+    return loadOrUnload(q->repository_name(), q->model_name(), q->parameters_size(), true);
+  }
+
+  grpc::Status RepositoryModelUnload(grpc::ServerContext*, const inference::RepositoryModelUnloadRequest* q,
+                                     inference::RepositoryModelUnloadResponse*) override {
+    return loadOrUnload(q->repository_name(), q->model_name(), q->parameters_size(), false);
   }
 
   grpc::Status ModelInfer(grpc::ServerContext*, const inference::ModelInferRequest* q,
@@ -102,19 +125,28 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
   }
 
  private:
-  // The model a request names, or NOT_FOUND (an unknown model, or a version other than 1).
-  grpc::Status lookup(const std::string& name, const std::string& version, ServedModel*& model) {
-    auto it = models_.find(name);
-    if (it == models_.end()) return failure(404, "unknown model '" + name + "'");
-    if (!version.empty() && version != "1")
-      return failure(404, "model '" + name + "' has no version '" + version + "' (versions: 1)");
-    model = it->second.get();
+  // The model a request names, or NOT_FOUND (an unknown model, or a version other than the one served).
+  grpc::Status lookup(const std::string& name, const std::string& version, std::shared_ptr<ServedModel>& model) {
+    model = models_.find(name);
+    if (!model) return failure(404, "unknown model '" + name + "'");
+    if (!version.empty() && version != model->id().version)
+      return failure(404, "model '" + name + "' has no version '" + version + "' (versions: " + model->id().version + ")");
     return grpc::Status::OK;
+  }
+
+  grpc::Status loadOrUnload(const std::string& repository, const std::string& name, int parameters, bool load) {
+    if (!models_.hasRepository() || models_.mode() != ControlMode::Explicit)
+      return failure(400, "models are loaded and unloaded on request only with --model_repository and "
+                          "--model_control_mode explicit");
+    if (!repository.empty()) return failure(400, "repository_name: popef-serve has one repository (give \"\")");
+    if (parameters > 0) return failure(400, "load parameters (a config or files) are not supported");
+    const Status st = load ? models_.load(name) : models_.unload(name);
+    return st.ok() ? grpc::Status::OK : failure(400, st.error().message());
   }
 
   grpc::Status infer(const inference::ModelInferRequest& q, inference::ModelInferResponse& r) {
     const auto received = std::chrono::steady_clock::now();
-    ServedModel* m = nullptr;
+    std::shared_ptr<ServedModel> m;
     if (grpc::Status st = lookup(q.model_name(), q.model_version(), m); !st.ok()) return st;
     auto call = parseInferRequest(q, m->layout());
     if (!call.ok()) {
@@ -123,22 +155,22 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
     }
     const ServeResult result = m->infer(std::move(call->request), received);
     if (result.status != 200) return failure(result.status, result.error);
-    fillInferResponse(m->name(), *call, m->layout(), result, r);
+    fillInferResponse(m->id(), *call, m->layout(), result, r);
     return grpc::Status::OK;
   }
 
-  ModelRegistry& models_;
+  ModelRepository& models_;
 };
 
 }  // namespace
 
 struct GrpcServer::Impl {
-  explicit Impl(ModelRegistry& models) : service(models) {}
+  explicit Impl(ModelRepository& models) : service(models) {}
   InferenceService service;
   std::unique_ptr<grpc::Server> server;
 };
 
-Expected<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string& host, int port, ModelRegistry& models,
+Expected<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string& host, int port, ModelRepository& models,
                                                         int threads, size_t max_message_bytes) {
   gpr_set_log_function(grpcLog);
   std::unique_ptr<GrpcServer> s(new GrpcServer());

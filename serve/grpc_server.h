@@ -8,14 +8,14 @@
 #include <string>
 
 #include "lib/support/status.h"
-#include "serve/model.h"
+#include "serve/repository.h"
 
 namespace poprt::serve {
 
 class GrpcServer {
  public:
   // Listens on host:port (0: a free port) and starts serving. `models` outlive the server.
-  static Expected<std::unique_ptr<GrpcServer>> start(const std::string& host, int port, ModelRegistry& models,
+  static Expected<std::unique_ptr<GrpcServer>> start(const std::string& host, int port, ModelRepository& models,
                                                      int threads, size_t max_message_bytes);
   ~GrpcServer();
 

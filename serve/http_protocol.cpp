@@ -157,10 +157,10 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
   return builder.finish(std::move(id), binary_default);
 }
 
-HttpReply inferReply(const std::string& model, const InferCall& call, const ModelLayout& layout,
+HttpReply inferReply(const ModelId& model, const InferCall& call, const ModelLayout& layout,
                      const ServeResult& result) {
   if (result.status != 200) return errorReply(result.status, result.error);
-  json reply = {{"model_name", model}, {"model_version", "1"}};
+  json reply = {{"model_name", model.name}, {"model_version", model.version}};
   if (!call.id.empty()) reply["id"] = call.id;
   json outputs = json::array();
   std::string tail;
@@ -187,7 +187,7 @@ HttpReply inferReply(const std::string& model, const InferCall& call, const Mode
   return r;
 }
 
-json modelStatistics(const std::string& name, const Statistics& s) {
+json modelStatistics(const ModelId& model, const Statistics& s) {
   auto d = [](const DurationStat& x) { return json{{"count", x.count}, {"ns", x.ns}}; };
   json batches = json::array();
   for (const auto& [size, b] : s.by_batch_size)
@@ -195,8 +195,8 @@ json modelStatistics(const std::string& name, const Statistics& s) {
                        {"compute_input", d(b.compute_input)},
                        {"compute_infer", d(b.compute_infer)},
                        {"compute_output", d(b.compute_output)}});
-  return {{"name", name},
-          {"version", "1"},
+  return {{"name", model.name},
+          {"version", model.version},
           {"last_inference", s.last_inference_ms},
           {"inference_count", s.inference_count},
           {"execution_count", s.execution_count},
@@ -210,7 +210,7 @@ json modelStatistics(const std::string& name, const Statistics& s) {
           {"batch_stats", std::move(batches)}};
 }
 
-json modelMetadata(const std::string& name, const ModelLayout& layout) {
+json modelMetadata(const ModelId& model, const ModelLayout& layout) {
   auto tensors = [&](const std::vector<AnchorLayout>& anchors) {
     json list = json::array();
     for (const auto& a : anchors)
@@ -219,14 +219,14 @@ json modelMetadata(const std::string& name, const ModelLayout& layout) {
                       {"shape", layout.batchable ? layout.shapeFor(a, -1) : a.desc.shape}});
     return list;
   };
-  return {{"name", name},
-          {"versions", {"1"}},
+  return {{"name", model.name},
+          {"versions", {model.version}},
           {"platform", "poprt_popef"},
           {"inputs", tensors(layout.inputs)},
           {"outputs", tensors(layout.outputs)}};
 }
 
-json modelConfig(const std::string& name, const ModelLayout& layout, const BatcherOptions& options, unsigned replicas) {
+json modelConfig(const ModelId& model, const ModelLayout& layout, const BatcherOptions& options, unsigned replicas) {
   // Triton's tensor entries: TYPE_<datatype>, and dims without the batch axis when the model batches.
   auto tensors = [&](const std::vector<AnchorLayout>& anchors) {
     json list = json::array();
@@ -237,7 +237,7 @@ json modelConfig(const std::string& name, const ModelLayout& layout, const Batch
     }
     return list;
   };
-  return {{"name", name},
+  return {{"name", model.name},
           {"platform", "poprt_popef"},
           {"max_batch_size", layout.batchable ? layout.batch : 0},
           {"input", tensors(layout.inputs)},

@@ -16,6 +16,7 @@
 #include "serve/infer_request.h"
 #include "serve/layout.h"
 #include "serve/metrics.h"
+#include "serve/model_id.h"
 
 namespace poprt::serve {
 
@@ -40,21 +41,21 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
 
 // The reply to `call`: {"model_name", "model_version", "id", "outputs": [...]} with binary outputs
 // after the JSON, or the result's error.
-HttpReply inferReply(const std::string& model, const InferCall& call, const ModelLayout& layout,
+HttpReply inferReply(const ModelId& model, const InferCall& call, const ModelLayout& layout,
                      const ServeResult& result);
 
 // One model's entry of GET /v2/models[/NAME]/stats (Triton's statistics extension): name, version,
 // last_inference, inference_count, execution_count, inference_stats and batch_stats, each duration
 // as {count, ns}.
-nlohmann::json modelStatistics(const std::string& name, const Statistics& s);
+nlohmann::json modelStatistics(const ModelId& model, const Statistics& s);
 
 // GET /v2/models/NAME: name, versions, platform, inputs and outputs (datatype, shape; -1 for the
 // batch axis of a batching model and for dims known only at run time).
-nlohmann::json modelMetadata(const std::string& name, const ModelLayout& layout);
+nlohmann::json modelMetadata(const ModelId& model, const ModelLayout& layout);
 // GET /v2/models/NAME/config, in Triton's terms: max_batch_size (0 when the model does not batch),
 // input and output (name, data_type TYPE_FP32..., dims without the batch axis), instance_group
 // (count: the replicas), dynamic_batching; also batch_axis and replicas.
-nlohmann::json modelConfig(const std::string& name, const ModelLayout& layout, const BatcherOptions& options,
+nlohmann::json modelConfig(const ModelId& model, const ModelLayout& layout, const BatcherOptions& options,
                            unsigned replicas);
 
 }  // namespace poprt::serve

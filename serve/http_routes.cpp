@@ -24,21 +24,21 @@ void send(httplib::Response& res, const HttpReply& r) {
   res.set_content(r.body, r.content_type);
 }
 
-// The model a route names, or null after replying 404 (unknown model, or a version it lacks:
-// each model has version 1 only).
-ServedModel* lookup(ModelRegistry& models, const httplib::Request& req, httplib::Response& res) {
+// The model a route names, or null after replying 404 (an unknown model, or a version other than
+// the one served).
+std::shared_ptr<ServedModel> lookup(ModelRepository& models, const httplib::Request& req, httplib::Response& res) {
   const std::string name = req.matches[1];
-  auto it = models.find(name);
-  if (it == models.end()) {
+  std::shared_ptr<ServedModel> m = models.find(name);
+  if (!m) {
     send(res, errorReply(404, "unknown model '" + name + "'"));
     return nullptr;
   }
   const std::string version = req.matches.size() > 2 ? std::string(req.matches[2]) : "";
-  if (!version.empty() && version != "1") {
-    send(res, errorReply(404, "model '" + name + "' has no version '" + version + "' (versions: 1)"));
+  if (!version.empty() && version != m->id().version) {
+    send(res, errorReply(404, "model '" + name + "' has no version '" + version + "' (versions: " + m->id().version + ")"));
     return nullptr;
   }
-  return it->second.get();
+  return m;
 }
 
 void infer(ServedModel& m, const httplib::Request& req, httplib::Response& res, const std::string& body) {
@@ -50,42 +50,40 @@ void infer(ServedModel& m, const httplib::Request& req, httplib::Response& res, 
     return;
   }
   const ServeResult result = m.infer(std::move(call->request), received);
-  send(res, inferReply(m.name(), *call, m.layout(), result));
+  send(res, inferReply(m.id(), *call, m.layout(), result));
 }
 
 }  // namespace
 
-void addRoutes(httplib::Server& server, ModelRegistry& models, ServerMetrics& metrics) {
+void addRoutes(httplib::Server& server, ModelRepository& models, ServerMetrics& metrics) {
   server.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
     send(res, jsonReply(200, {{"name", "popef-serve"},
                               {"version", POPRT_VERSION},
-                              {"extensions", {"binary_tensor_data", "model_configuration", "statistics"}}}));
+                              {"extensions", {"binary_tensor_data", "model_configuration", "statistics", "model_repository"}}}));
   });
   server.Get("/v2/health/live", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
   server.Get("/v2/health/ready", [&models](const httplib::Request&, httplib::Response& res) {
-    bool ready = true;
-    for (const auto& [name, m] : models) ready = ready && m->ready();
-    res.status = ready ? 200 : 503;
+    res.status = models.ready() ? 200 : 503;
   });
   // (Before the model routes, whose pattern would take "stats" for a model's name.)
   server.Get("/v2/models/stats", [&models](const httplib::Request&, httplib::Response& res) {
     json all = json::array();
-    for (const auto& [name, m] : models) all.push_back(modelStatistics(name, m->metrics().statistics()));
+    for (const auto& m : models.served()) all.push_back(modelStatistics(m->id(), m->metrics().statistics()));
     send(res, jsonReply(200, {{"model_stats", std::move(all)}}));
   });
   server.Get(kModel + "/stats", [&models](const httplib::Request& req, httplib::Response& res) {
-    if (ServedModel* m = lookup(models, req, res))
-      send(res, jsonReply(200, {{"model_stats", {modelStatistics(m->name(), m->metrics().statistics())}}}));
+    if (auto m = lookup(models, req, res))
+      send(res, jsonReply(200, {{"model_stats", {modelStatistics(m->id(), m->metrics().statistics())}}}));
   });
   server.Get(kModel, [&models](const httplib::Request& req, httplib::Response& res) {
-    if (ServedModel* m = lookup(models, req, res)) send(res, jsonReply(200, modelMetadata(m->name(), m->layout())));
+    if (auto m = lookup(models, req, res)) send(res, jsonReply(200, modelMetadata(m->id(), m->layout())));
   });
   server.Get(kModel + "/ready", [&models](const httplib::Request& req, httplib::Response& res) {
-    if (ServedModel* m = lookup(models, req, res)) res.status = m->ready() ? 200 : 503;
+    if (auto m = lookup(models, req, res)) res.status = m->ready() ? 200 : 503;
   });
   server.Get(kModel + "/config", [&models](const httplib::Request& req, httplib::Response& res) {
-    if (ServedModel* m = lookup(models, req, res))
-      send(res, jsonReply(200, modelConfig(m->name(), m->layout(), m->options(), m->metrics().replicas)));
+    if (auto m = lookup(models, req, res))
+      send(res, jsonReply(200, modelConfig(m->id(), m->layout(), m->options(), m->replicas())));
   });
   // The body is read here, whatever its Content-Type: the library would parse a form-urlencoded one
   // (curl -d's default) as a form and refuse it past 8 KB. Bodies are bounded by the payload limit.
@@ -100,8 +98,34 @@ void addRoutes(httplib::Server& server, ModelRegistry& models, ServerMetrics& me
       body.append(data, n);
       return true;
     });
-    if (ServedModel* m = lookup(models, req, res)) infer(*m, req, res, body);
+    if (auto m = lookup(models, req, res)) infer(*m, req, res, body);
   });
+  // The model repository extension: the index, and loads and unloads in explicit control mode.
+  server.Post("/v2/repository/index", [&models](const httplib::Request&, httplib::Response& res) {
+    json list = json::array();
+    for (const IndexEntry& e : models.index()) {
+      json entry = {{"name", e.name}};
+      if (!e.version.empty()) entry["version"] = e.version;
+      if (!e.state.empty()) entry["state"] = e.state;
+      if (!e.reason.empty()) entry["reason"] = e.reason;
+      list.push_back(std::move(entry));
+    }
+    send(res, jsonReply(200, list));
+  });
+  for (const char* action : {"load", "unload"}) {
+    const bool load = std::string(action) == "load";
+    server.Post(R"(/v2/repository/models/([^/]+)/)" + std::string(action),
+                [&models, load](const httplib::Request& req, httplib::Response& res) {
+                  if (!models.hasRepository() || models.mode() != ControlMode::Explicit) {
+                    send(res, errorReply(400, std::string("models are loaded and unloaded on request only with "
+                                                          "--model_repository and --model_control_mode explicit")));
+                    return;
+                  }
+                  const std::string name = req.matches[1];
+                  const Status st = load ? models.load(name) : models.unload(name);
+                  send(res, st.ok() ? jsonReply(200, json::object()) : errorReply(400, st.error().message()));
+                });
+  }
   server.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics.render(), "text/plain; version=0.0.4");
   });

@@ -1,5 +1,6 @@
 // popef-serve's HTTP routes on cpp-httplib: the KServe v2 REST endpoints (server and model
-// health and metadata, inference), GET /v2/models/NAME/config and GET /metrics.
+// health and metadata, inference), Triton's extensions (config, statistics, the model repository)
+// and GET /metrics.
 #pragma once
 
 #include <map>
@@ -8,6 +9,7 @@
 
 #include "serve/metrics.h"
 #include "serve/model.h"
+#include "serve/repository.h"
 
 namespace httplib {
 class Server;
@@ -16,6 +18,6 @@ class Server;
 namespace poprt::serve {
 
 // Registers every route on `server`. `models` and `metrics` outlive the server's requests.
-void addRoutes(httplib::Server& server, ModelRegistry& models, ServerMetrics& metrics);
+void addRoutes(httplib::Server& server, ModelRepository& models, ServerMetrics& metrics);
 
 }  // namespace poprt::serve

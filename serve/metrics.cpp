@@ -111,6 +111,9 @@ void Histogram::render(const std::string& name, const std::string& labels, std::
 }
 
 ModelMetrics* ServerMetrics::addModel(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  for (const auto& m : models_)
+    if (m->model == name) return m.get();  // a model loaded again counts on
   models_.push_back(std::make_unique<ModelMetrics>());
   models_.back()->model = name;
   return models_.back().get();
@@ -122,6 +125,7 @@ void ServerMetrics::countResponse(int status) {
 }
 
 std::string ServerMetrics::render() const {
+  std::lock_guard lock(mutex_);  // models are added while the server runs (a repository's loads)
   std::string out;
   auto perModel = [&](const std::string& name, const char* type, const char* help,
                       const std::function<std::string(const ModelMetrics&)>& value) {
@@ -203,7 +207,6 @@ std::string ServerMetrics::render() const {
              std::to_string(t.value(stats[i])) + "\n";
   }
   header(out, "poprt_http_responses_total", "counter", "HTTP responses by status code.");
-  std::lock_guard lock(mutex_);
   for (const auto& [status, count] : responses_)
     out += "poprt_http_responses_total{code=\"" + std::to_string(status) + "\"} " + std::to_string(count) + "\n";
   return out;

@@ -79,7 +79,8 @@ struct ModelMetrics {
 
 class ServerMetrics {
  public:
-  // The metrics of a model; the pointer stays valid for the server's life.
+  // The metrics of a model (the same ones when a model of that name is loaded again); the pointer
+  // stays valid for the server's life.
   ModelMetrics* addModel(const std::string& name);
   void countResponse(int status);
   std::string render() const;

@@ -23,10 +23,10 @@ Expected<int> batchAxis(const std::string& popef) {
 
 }  // namespace
 
-Expected<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& name, const std::string& popef,
+Expected<std::unique_ptr<ServedModel>> ServedModel::load(const ModelId& id, const std::string& popef,
                                                          const BatcherOptions& options, ServerMetrics& metrics) {
   std::unique_ptr<ServedModel> m(new ServedModel());
-  m->name_ = name;
+  m->id_ = id;
   m->popef_ = popef;
   m->options_ = options;
   runtime::ModelRunnerConfig config;
@@ -44,7 +44,7 @@ Expected<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& name
   if (!layout.ok()) return layout.error().withContext(popef);
   m->layout_ = std::move(layout).value();
 
-  m->metrics_ = metrics.addModel(name);
+  m->metrics_ = metrics.addModel(id.name);
   m->metrics_->replicas = m->runner_->replicationFactor();
   m->metrics_->batch = m->layout_.batch;
   const runtime::IpuEstimate est = m->runner_->estimate();
@@ -54,6 +54,8 @@ Expected<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& name
 }
 
 ServedModel::~ServedModel() = default;
+
+unsigned ServedModel::replicas() const { return runner_->replicationFactor(); }
 
 bool ServedModel::ready() const {
   for (unsigned r = 0; r < runner_->replicationFactor(); ++r)

@@ -11,18 +11,20 @@
 #include "serve/batcher.h"
 #include "serve/layout.h"
 #include "serve/metrics.h"
+#include "serve/model_id.h"
 
 namespace poprt::serve {
 
 class ServedModel {
  public:
-  // Loads `popef` as `name`. The batch axis is the PopEF's compile option batch_axis (what
+  // Loads `popef` as `id`. The batch axis is the PopEF's compile option batch_axis (what
   // poprt-convert --batch_axis set), 0 when it has none. Errors start with the file name.
-  static Expected<std::unique_ptr<ServedModel>> load(const std::string& name, const std::string& popef,
+  static Expected<std::unique_ptr<ServedModel>> load(const ModelId& id, const std::string& popef,
                                                      const BatcherOptions& options, ServerMetrics& metrics);
   ~ServedModel();
 
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return id_.name; }
+  const ModelId& id() const { return id_; }
   const std::string& popef() const { return popef_; }
   const ModelLayout& layout() const { return layout_; }
   const BatcherOptions& options() const { return options_; }
@@ -30,6 +32,7 @@ class ServedModel {
   Batcher& batcher() { return *batcher_; }
   // Every replica is in service.
   bool ready() const;
+  unsigned replicas() const;
 
   // Runs a checked request through the batcher, waiting for its rows, and records it in the
   // metrics (success or failure, the time since `received`). Every transport infers through this.
@@ -42,15 +45,13 @@ class ServedModel {
  private:
   ServedModel() = default;
 
-  std::string name_, popef_;
+  ModelId id_;
+  std::string popef_;
   BatcherOptions options_;
   std::unique_ptr<runtime::ModelRunner> runner_;
   ModelLayout layout_;
   ModelMetrics* metrics_ = nullptr;
   std::unique_ptr<Batcher> batcher_;  // declared last: stops (and drains) before the runner goes
 };
-
-// The models a server serves, by name.
-using ModelRegistry = std::map<std::string, std::unique_ptr<ServedModel>>;
 
 }  // namespace poprt::serve

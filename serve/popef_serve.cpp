@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -25,6 +27,10 @@ using tools::runTool;
 
 struct ServeOptions {
   std::vector<std::string> models;  // NAME=FILE.popef
+  std::string model_repository;     // Triton's layout: DIR/<name>/<version>/model.popef
+  std::string control_mode = "none";
+  std::vector<std::string> load_models;  // explicit mode: the models loaded at start-up
+  int poll_seconds = 15;
   std::string host = "127.0.0.1";
   int port = 8000;
   int grpc_port = 8001;  // 0: a free port; -1: no gRPC endpoint
@@ -40,36 +46,39 @@ constexpr size_t kMaxBodyBytes = size_t{1} << 30;
 // Idle keep-alive connections close after this; it also bounds how long shutdown waits for them.
 constexpr time_t kKeepAliveSeconds = 5;
 
-bool validModelName(const std::string& name) {
-  if (name.empty() || name.size() > 200) return false;
-  for (char c : name)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
-  return true;
+// What was loaded, a line per model, and the repository models that failed to.
+void printModels(const ServeOptions& o, const ModelRepository& models) {
+  for (const auto& m : models.served()) {
+    const ModelLayout& l = m->layout();
+    const std::string what = "popef-serve: model '" + m->name() + "' version " + m->id().version + " (" + m->popef() + "): ";
+    if (l.batchable)
+      std::printf("%sbatches of %lld rows along axis %d, %s\n", what.c_str(), static_cast<long long>(l.batch), l.axis,
+                  m->options().dynamic_batching
+                      ? ("dynamic batching, max queue delay " + std::to_string(m->options().max_queue_delay.count()) + " us").c_str()
+                      : "each request runs alone");
+    else
+      std::printf("%srequests give the compiled shapes (%s)\n", what.c_str(), l.why_not_batchable.c_str());
+  }
+  for (const IndexEntry& e : models.index())
+    if (e.state == "UNAVAILABLE") std::printf("popef-serve: model '%s' not loaded: %s\n", e.name.c_str(), e.reason.c_str());
+  if (!o.model_repository.empty() && o.control_mode == "poll")
+    std::printf("popef-serve: polling %s every %d s\n", o.model_repository.c_str(), o.poll_seconds);
 }
 
-Status loadModels(const ServeOptions& o, ServerMetrics& metrics, ModelRegistry& models) {
-  BatcherOptions batching;
-  batching.dynamic_batching = o.dynamic_batching;
-  batching.max_queue_delay = std::chrono::microseconds(o.max_queue_delay_us);
+Status loadModels(const ServeOptions& o, ModelRepository& models) {
   for (const std::string& text : o.models) {
     POPRT_ASSIGN_OR_RETURN(auto kv, splitAssignment(text, "--model"));
-    const auto& [name, file] = kv;
-    if (!validModelName(name))
-      return Error("--model " + text + ": the name must be 1-200 characters of A-Z, a-z, 0-9, '_', '-', '.'");
-    if (models.count(name)) return Error("--model: '" + name + "' is given twice");
-    auto m = ServedModel::load(name, file, batching, metrics);
-    if (!m.ok()) return m.error().withContext("--model " + name);
-    const ModelLayout& l = (*m)->layout();
-    if (l.batchable)
-      std::printf("popef-serve: model '%s' (%s): batches of %lld rows along axis %d, %s\n", name.c_str(), file.c_str(),
-                  static_cast<long long>(l.batch), l.axis,
-                  o.dynamic_batching ? ("dynamic batching, max queue delay " + std::to_string(o.max_queue_delay_us) + " us").c_str()
-                                     : "each request runs alone");
-    else
-      std::printf("popef-serve: model '%s' (%s): requests give the compiled shapes (%s)\n", name.c_str(), file.c_str(),
-                  l.why_not_batchable.c_str());
-    models.emplace(name, std::move(m).value());
+    POPRT_TRY(models.addFile(kv.first, kv.second));
   }
+  if (!o.model_repository.empty()) {
+    const ControlMode mode = o.control_mode == "explicit" ? ControlMode::Explicit
+                             : o.control_mode == "poll"   ? ControlMode::Poll
+                                                          : ControlMode::None;
+    POPRT_TRY(models.setRepository(o.model_repository, mode, o.load_models));
+  } else if (!o.load_models.empty() || o.control_mode != "none") {
+    throw UsageError("--model_control_mode and --load_model need --model_repository");
+  }
+  if (o.models.empty() && o.model_repository.empty()) throw UsageError("--model or --model_repository is required");
   return okStatus();
 }
 
@@ -85,8 +94,12 @@ Status serve(const ServeOptions& o) {
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is an error on its socket, not the end
 
   ServerMetrics metrics;  // outlives the models, which record into it
-  ModelRegistry models;
-  POPRT_TRY(loadModels(o, metrics, models));
+  BatcherOptions batching;
+  batching.dynamic_batching = o.dynamic_batching;
+  batching.max_queue_delay = std::chrono::microseconds(o.max_queue_delay_us);
+  ModelRepository models(metrics, batching);
+  POPRT_TRY(loadModels(o, models));
+  printModels(o, models);
 
   httplib::Server server;
   const size_t threads = static_cast<size_t>(o.http_threads);
@@ -117,6 +130,20 @@ Status serve(const ServeOptions& o) {
     POPRT_ASSIGN_OR_RETURN(grpc, GrpcServer::start(o.host, o.grpc_port, models, o.http_threads, kMaxBodyBytes));
   }
   std::atomic<bool> signalled{false}, finished{false};
+  // Poll mode: a scan of the repository every poll_seconds until the server stops.
+  std::mutex poll_mutex;
+  std::condition_variable poll_wake;
+  bool stopping = false;
+  std::thread poller;
+  if (models.mode() == ControlMode::Poll)
+    poller = std::thread([&] {
+      std::unique_lock lock(poll_mutex);
+      while (!poll_wake.wait_for(lock, std::chrono::seconds(o.poll_seconds), [&] { return stopping; })) {
+        lock.unlock();
+        models.poll();
+        lock.lock();
+      }
+    });
   std::thread watcher([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
@@ -136,6 +163,14 @@ Status serve(const ServeOptions& o) {
   finished = true;
   if (!signalled) pthread_kill(watcher.native_handle(), SIGTERM);  // wake the watcher
   watcher.join();
+  if (poller.joinable()) {
+    {
+      std::lock_guard lock(poll_mutex);
+      stopping = true;
+    }
+    poll_wake.notify_all();
+    poller.join();
+  }
   if (grpc) grpc->shutdown();  // (after a failed listen, the watcher did not)
   models.clear();  // each batcher runs what it holds, then its runner detaches the device
   std::printf("popef-serve: stopped\n");
@@ -152,7 +187,17 @@ int main(int argc, char** argv) {
   using namespace poprt::tools;
   ServeOptions o;
   CLI::App app{"popef-serve: serve PopEF models over HTTP and gRPC with the KServe v2 (Triton) inference protocol"};
-  app.add_option("--model", o.models, "NAME=FILE.popef: serve FILE as model NAME (repeatable)")->required();
+  app.add_option("--model", o.models, "NAME=FILE.popef: serve FILE as model NAME, version 1 (repeatable)");
+  app.add_option("--model_repository", o.model_repository,
+                 "a model repository as Triton lays it out: DIR/<name>/<version>/model.popef (the highest version "
+                 "served), DIR/<name>/config.pbtxt optional");
+  app.add_option("--model_control_mode", o.control_mode,
+                 "none: load the repository at start-up (default); explicit: load and unload on request (and "
+                 "--load_model at start-up); poll: follow the repository's changes")
+      ->check(CLI::IsMember({"none", "explicit", "poll"}));
+  app.add_option("--load_model", o.load_models, "with --model_control_mode explicit: a model to load at start-up (repeatable)");
+  app.add_option("--repository_poll_secs", o.poll_seconds, "with --model_control_mode poll: seconds between scans (default 15)")
+      ->check(CLI::Range(1, 86400));
   app.add_option("--host", o.host, "address to listen on (default 127.0.0.1)");
   app.add_option("--port,--http_port", o.port, "HTTP port to listen on; 0 picks a free one (default 8000)")
       ->check(CLI::Range(0, 65535));

@@ -157,7 +157,7 @@ class GrpcServeTest(unittest.TestCase):
         self.assertStatus(lambda: stub.ModelInfer(pb.ModelInferRequest(model_name="mlp")),
                           grpc.StatusCode.INVALID_ARGUMENT, "input 'x' is missing")
         # An RPC of the protocol the server does not offer.
-        index = self.channel.unary_unary("/inference.GRPCInferenceService/RepositoryIndex",
+        index = self.channel.unary_unary("/inference.GRPCInferenceService/ModelConfig",
                                          request_serializer=lambda m: b"", response_deserializer=lambda b: b)
         self.assertStatus(lambda: index(None), grpc.StatusCode.UNIMPLEMENTED, "")
 

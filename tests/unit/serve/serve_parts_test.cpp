@@ -194,7 +194,7 @@ TEST(ServeProtocol, ParsesJsonAndBinaryInputsInModelOrder) {
   // The reply: JSON header, then the binary output; its length in header_length.
   ServeResult result;
   result.outputs.push_back({{2, 2}, bytesOf<float>({0.5f, 1, 2, 3})});
-  HttpReply r = inferReply("m", *call, l, result);
+  HttpReply r = inferReply({"m"}, *call, l, result);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.content_type, "application/octet-stream");
   ASSERT_EQ(r.body.size(), r.header_length + 16);
@@ -214,7 +214,7 @@ TEST(ServeProtocol, ParsesJsonAndBinaryInputsInModelOrder) {
   ASSERT_TRUE(plain.ok()) << plain.error().message();
   ServeResult one;
   one.outputs.push_back({{1, 2}, bytesOf<float>({4, 5})});
-  HttpReply pr = inferReply("m", *plain, l, one);
+  HttpReply pr = inferReply({"m"}, *plain, l, one);
   EXPECT_EQ(pr.header_length, 0u);
   EXPECT_EQ(pr.content_type, "application/json");
   EXPECT_EQ(json::parse(pr.body)["outputs"][0]["data"], json::parse("[4.0, 5.0]"));
@@ -261,10 +261,10 @@ TEST(ServeProtocol, RefusesWhatDoesNotFitTheModel) {
 
 TEST(ServeProtocol, MetadataAndErrors) {
   const ModelLayout l = twoInputLayout();
-  json m = modelMetadata("m", l);
+  json m = modelMetadata({"m"}, l);
   EXPECT_EQ(m["inputs"][0], json::parse(R"({"name": "a", "datatype": "FP32", "shape": [-1, 2]})"));
   EXPECT_EQ(m["inputs"][1], json::parse(R"({"name": "b", "datatype": "INT32", "shape": [-1]})"));
-  json c = modelConfig("m", l, {true, std::chrono::microseconds(250)}, 2);
+  json c = modelConfig({"m"}, l, {true, std::chrono::microseconds(250)}, 2);
   // Triton's entries: the batch axis (0, of 4 rows) left out of dims.
   EXPECT_EQ(c["input"], json::parse(R"([{"name": "a", "data_type": "TYPE_FP32", "dims": [2]},
                                         {"name": "b", "data_type": "TYPE_INT32", "dims": []}])"));
@@ -279,7 +279,7 @@ TEST(ServeProtocol, MetadataAndErrors) {
   ServeResult failed;
   failed.status = 503;
   failed.error = "busy";
-  EXPECT_EQ(inferReply("m", {}, l, failed).status, 503);
+  EXPECT_EQ(inferReply({"m"}, {}, l, failed).status, 503);
 }
 
 // ---------------------------------------------------------------------------- metrics
@@ -465,7 +465,7 @@ TEST(ServedModel, ReadsTheBatchAxisFromThePopef) {
   ASSERT_TRUE(popef::writePopef(path, *file).ok());
 
   ServerMetrics metrics;
-  auto served = ServedModel::load("m", path, {true, std::chrono::seconds(5)}, metrics);
+  auto served = ServedModel::load({"m"}, path, {true, std::chrono::seconds(5)}, metrics);
   ASSERT_TRUE(served.ok()) << served.error().message();
   const ModelLayout& l = (*served)->layout();
   ASSERT_TRUE(l.batchable) << l.why_not_batchable;
@@ -496,7 +496,7 @@ TEST(ServedModel, ReadsTheBatchAxisFromThePopef) {
 
   file->metadata.compile_options["batch_axis"] = "x";
   ASSERT_TRUE(popef::writePopef(path, *file).ok());
-  auto bad = ServedModel::load("m", path, {}, metrics);
+  auto bad = ServedModel::load({"m"}, path, {}, metrics);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message(), path + ": compile option batch_axis 'x' is not an axis");
 }
