@@ -70,13 +70,15 @@ Status loadModels(const ServeOptions& o, ModelRepository& models) {
     POPRT_ASSIGN_OR_RETURN(auto kv, splitAssignment(text, "--model"));
     POPRT_TRY(models.addFile(kv.first, kv.second));
   }
+  if (!o.load_models.empty() && o.control_mode != "explicit")
+    throw UsageError("--load_model: only with --model_repository and --model_control_mode explicit");
   if (!o.model_repository.empty()) {
     const ControlMode mode = o.control_mode == "explicit" ? ControlMode::Explicit
                              : o.control_mode == "poll"   ? ControlMode::Poll
                                                           : ControlMode::None;
     POPRT_TRY(models.setRepository(o.model_repository, mode, o.load_models));
-  } else if (!o.load_models.empty() || o.control_mode != "none") {
-    throw UsageError("--model_control_mode and --load_model need --model_repository");
+  } else if (o.control_mode != "none") {
+    throw UsageError("--model_control_mode: only with --model_repository");
   }
   if (o.models.empty() && o.model_repository.empty()) throw UsageError("--model or --model_repository is required");
   return okStatus();

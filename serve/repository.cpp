@@ -142,7 +142,6 @@ Status ModelRepository::setRepository(const fs::path& dir, ControlMode mode, con
       if (Status st = load(name); !st.ok()) return st.error().withContext("--load_model " + name);
     return okStatus();
   }
-  if (!initial.empty()) return Error("--load_model: only with --model_control_mode explicit");
   for (const std::string& name : onDisk()) (void)load(name);  // a failure is in the index
   return okStatus();
 }
