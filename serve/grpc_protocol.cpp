@@ -159,6 +159,29 @@ void fillModelStatistics(const ModelId& model, const Statistics& s, inference::M
   }
 }
 
+void fillModelConfig(const ModelId& model, const ModelLayout& layout, const BatcherOptions& options, unsigned replicas,
+                     poprt::serve::ModelConfig& config) {
+  config.set_name(model.name);
+  config.set_platform("poprt_popef");
+  config.set_max_batch_size(static_cast<int32_t>(layout.batchable ? layout.batch : 0));
+  auto fill = [&](const AnchorLayout& a, auto* t) {
+    t->set_name(a.desc.name);
+    DataType type = DataType::TYPE_INVALID;
+    DataType_Parse("TYPE_" + datatypeOf(a), &type);
+    t->set_data_type(type);
+    Shape dims = a.desc.shape;
+    if (layout.batchable) dims.erase(dims.begin() + layout.axis);
+    for (int64_t d : dims) t->add_dims(d);
+  };
+  for (const AnchorLayout& a : layout.inputs) fill(a, config.add_input());
+  for (const AnchorLayout& a : layout.outputs) fill(a, config.add_output());
+  auto* group = config.add_instance_group();
+  group->set_count(static_cast<int32_t>(replicas));
+  group->set_kind(ModelInstanceGroup::KIND_MODEL);
+  if (options.dynamic_batching && layout.batchable)
+    config.mutable_dynamic_batching()->set_max_queue_delay_microseconds(static_cast<uint64_t>(options.max_queue_delay.count()));
+}
+
 void fillModelMetadata(const ModelId& model, const ModelLayout& layout, inference::ModelMetadataResponse& response) {
   response.set_name(model.name);
   response.add_versions(model.version);

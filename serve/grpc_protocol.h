@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kserve.pb.h"
+#include "model_config.pb.h"
 #include "lib/support/status.h"
 #include "serve/infer_request.h"
 #include "serve/layout.h"
@@ -27,6 +28,11 @@ void fillInferResponse(const ModelId& model, const InferCall& call, const ModelL
                        const ServeResult& result, inference::ModelInferResponse& response);
 
 void fillModelStatistics(const ModelId& model, const Statistics& s, inference::ModelStatistics& out);
+
+// The model's configuration in Triton's terms (as the HTTP /config): max_batch_size, inputs and
+// outputs (dims without the batch axis), the replicas as an instance group, dynamic batching.
+void fillModelConfig(const ModelId& model, const ModelLayout& layout, const BatcherOptions& options, unsigned replicas,
+                     poprt::serve::ModelConfig& config);
 
 void fillModelMetadata(const ModelId& model, const ModelLayout& layout, inference::ModelMetadataResponse& response);
 

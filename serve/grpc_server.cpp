@@ -80,6 +80,14 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status ModelConfig(grpc::ServerContext*, const inference::ModelConfigRequest* q,
+                           inference::ModelConfigResponse* r) override {
+    std::shared_ptr<ServedModel> m;
+    if (grpc::Status st = lookup(q->name(), q->version(), m); !st.ok()) return st;
+    fillModelConfig(m->id(), m->layout(), m->options(), m->replicas(), *r->mutable_config());
+    return grpc::Status::OK;
+  }
+
   grpc::Status RepositoryIndex(grpc::ServerContext*, const inference::RepositoryIndexRequest* q,
                                inference::RepositoryIndexResponse* r) override {
     if (!q->repository_name().empty()) return failure(400, "repository_name: popef-serve has one repository (give \"\")");

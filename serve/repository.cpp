@@ -96,10 +96,10 @@ Status checkConfig(const ModelConfig& c, const std::string& name, const ServedMo
     if (g.count() != 0 && static_cast<unsigned>(g.count()) != m.replicas())
       return Error(file + ": instance_group count " + std::to_string(g.count()) + ", the PopEF runs " +
                    std::to_string(m.replicas()) + " replica(s) (poprt-convert --replication_factor)");
-  for (const auto& [tensors, anchors, what] : {std::tuple{&c.input(), &l.inputs, "input"}, std::tuple{&c.output(), &l.outputs, "output"}})
-    for (const auto& t : *tensors) {
-      auto a = std::find_if(anchors->begin(), anchors->end(), [&](const AnchorLayout& x) { return x.desc.name == t.name(); });
-      if (a == anchors->end()) return Error(file + ": " + what + " '" + t.name() + "': the PopEF has no such " + what);
+  auto checkTensors = [&](const auto& tensors, const std::vector<AnchorLayout>& anchors, const std::string& what) -> Status {
+    for (const auto& t : tensors) {
+      auto a = std::find_if(anchors.begin(), anchors.end(), [&](const AnchorLayout& x) { return x.desc.name == t.name(); });
+      if (a == anchors.end()) return Error(file + ": " + what + " '" + t.name() + "': the PopEF has no such " + what);
       const std::string want = "TYPE_" + datatypeOf(*a);
       if (t.data_type() != DataType::TYPE_INVALID && DataType_Name(t.data_type()) != want)
         return Error(file + ": " + what + " '" + t.name() + "': " + DataType_Name(t.data_type()) + ", the PopEF's is " + want);
@@ -109,6 +109,10 @@ Status checkConfig(const ModelConfig& c, const std::string& name, const ServedMo
         return Error(file + ": " + what + " '" + t.name() + "': dims " + shapeToString(Shape(t.dims().begin(), t.dims().end())) +
                      ", the PopEF's are " + shapeToString(dims));
     }
+    return okStatus();
+  };
+  POPRT_TRY(checkTensors(c.input(), l.inputs, "input"));
+  POPRT_TRY(checkTensors(c.output(), l.outputs, "output"));
   return okStatus();
 }
 

@@ -39,7 +39,7 @@ TYPED_FIELD = {"BOOL": "bool_contents", "INT8": "int_contents", "INT16": "int_co
 def generate_client(out_dir):
     """kserve_pb2 and kserve_pb2_grpc from serve/kserve.proto, as a client project would make them."""
     if protoc.main(["protoc", "-I" + PROTO_DIR, "--python_out=" + out_dir, "--grpc_python_out=" + out_dir,
-                    os.path.join(PROTO_DIR, "kserve.proto")]) != 0:
+                    os.path.join(PROTO_DIR, "kserve.proto"), os.path.join(PROTO_DIR, "model_config.proto")]) != 0:
         raise AssertionError("grpc_tools.protoc failed on serve/kserve.proto")
     sys.path.insert(0, out_dir)
     import kserve_pb2
@@ -109,6 +109,12 @@ class GrpcServeTest(unittest.TestCase):
         self.assertEqual((m.name, list(m.versions), m.platform), ("mlp", ["1"], "poprt_popef"))
         self.assertEqual([(t.name, t.datatype, list(t.shape)) for t in m.inputs], [("x", "FP32", [-1, 64])])
         self.assertEqual([(t.name, t.datatype, list(t.shape)) for t in m.outputs], [("y", "FP32", [-1, 10])])
+        c = self.stub.ModelConfig(self.pb.ModelConfigRequest(name="mlp")).config
+        self.assertEqual((c.name, c.platform, c.max_batch_size), ("mlp", "poprt_popef", BATCH))
+        self.assertEqual([(t.name, list(t.dims)) for t in c.input], [("x", [64])])
+        self.assertEqual([(t.name, list(t.dims)) for t in c.output], [("y", [10])])
+        self.assertEqual(c.dynamic_batching.max_queue_delay_microseconds, 20000)
+        self.assertEqual(c.instance_group[0].count, 1)
         d = self.stub.ModelMetadata(self.pb.ModelMetadataRequest(name="dtypes"))
         self.assertEqual(sorted(t.datatype for t in d.inputs), sorted(DATATYPES))
 
@@ -157,7 +163,7 @@ class GrpcServeTest(unittest.TestCase):
         self.assertStatus(lambda: stub.ModelInfer(pb.ModelInferRequest(model_name="mlp")),
                           grpc.StatusCode.INVALID_ARGUMENT, "input 'x' is missing")
         # An RPC of the protocol the server does not offer.
-        index = self.channel.unary_unary("/inference.GRPCInferenceService/ModelConfig",
+        index = self.channel.unary_unary("/inference.GRPCInferenceService/SystemSharedMemoryStatus",
                                          request_serializer=lambda m: b"", response_deserializer=lambda b: b)
         self.assertStatus(lambda: index(None), grpc.StatusCode.UNIMPLEMENTED, "")
 
