@@ -189,8 +189,10 @@ Expected<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string& host,
   builder.RegisterService(&s->impl_->service);
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(max_message_bytes, INT32_MAX)));
   builder.SetMaxSendMessageSize(-1);
+  // The sync server holds a thread per RPC in flight plus its pollers, and answers
+  // RESOURCE_EXHAUSTED past the quota: room for `threads` requests waiting on their batches.
   grpc::ResourceQuota quota("popef-serve");
-  quota.SetMaxThreads(threads);
+  quota.SetMaxThreads(2 * threads + 8);
   builder.SetResourceQuota(quota);
   // A second server on a port in use must fail, not share the port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
