@@ -16,6 +16,7 @@ packages=(
   nginx-light  # a WebDAV server for the remote compile cache test (tests/e2e/test_remote_cache.py)
   libgrpc++-dev protobuf-compiler-grpc  # popef-serve's gRPC endpoint
   python3-grpcio python3-grpc-tools  # its end-to-end test's client, generated from serve/kserve.proto
+  python3-yaml  # the deploy/ manifests' offline test
   chromium fonts-dejavu-core  # the profile report's page test (tests/e2e/test_profile_report.py)
 )
 if [ "${1:-}" = "--clang" ]; then
