@@ -1,5 +1,6 @@
 #include "serve/http_protocol.h"
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -36,6 +37,15 @@ Expected<Shape> parseShape(const json& j, const std::string& where) {
     s.push_back(d.get<int64_t>());
   }
   return s;
+}
+
+// Parameters change what a request means: the ones popef-serve does not act on (classification,
+// priority, sequence ids...) are refused by name rather than ignored.
+Status onlyParameters(const json& params, std::initializer_list<const char*> known, const std::string& where) {
+  for (const auto& [key, value] : params.items())
+    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
+      return Error(where + "parameter '" + key + "' is not supported");
+  return okStatus();
 }
 
 Expected<size_t> parseHeaderLength(const std::string& text, size_t body_size) {
@@ -82,6 +92,7 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
   bool binary_default = false;
   POPRT_ASSIGN_OR_RETURN(const json* params, member(request, "parameters", "", isObject, "an object"));
   if (params) {
+    POPRT_TRY(onlyParameters(*params, {"binary_data_output"}, ""));
     POPRT_ASSIGN_OR_RETURN(const json* b, member(*params, "binary_data_output", "parameters: ", isBool, "true or false"));
     if (b) binary_default = b->get<bool>();
   }
@@ -108,6 +119,7 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
     POPRT_ASSIGN_OR_RETURN(const json* in_params, member(in, "parameters", where, isObject, "an object"));
     const json* size_j = nullptr;
     if (in_params) {
+      POPRT_TRY(onlyParameters(*in_params, {"binary_data_size"}, where));
       auto it = in_params->find("binary_data_size");
       if (it != in_params->end()) size_j = &*it;
     }
@@ -147,6 +159,7 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
       POPRT_ASSIGN_OR_RETURN(const json* out_params,
                              member(out, "parameters", "output '" + name + "': ", isObject, "an object"));
       if (out_params) {
+        POPRT_TRY(onlyParameters(*out_params, {"binary_data"}, "output '" + name + "': "));
         POPRT_ASSIGN_OR_RETURN(const json* b,
                                member(*out_params, "binary_data", "output '" + name + "': parameters: ", isBool, "true or false"));
         if (b) binary_out = b->get<bool>();

@@ -248,6 +248,11 @@ TEST(ServeProtocol, RefusesWhatDoesNotFitTheModel) {
             "output 'y' is asked for twice");
   EXPECT_EQ(error("{\"inputs\": [" + a1 + ", " + b1 + "], \"parameters\": {\"binary_data_output\": 1}}"),
             "parameters: \"binary_data_output\" must be true or false");
+  // Parameters popef-serve does not act on are refused, not ignored.
+  EXPECT_EQ(error("{\"inputs\": [" + a1 + ", " + b1 + "], \"outputs\": [{\"name\": \"y\", \"parameters\": {\"classification\": 3}}]}"),
+            "output 'y': parameter 'classification' is not supported");
+  EXPECT_EQ(error("{\"inputs\": [" + a1 + ", " + b1 + "], \"parameters\": {\"priority\": 1}}"),
+            "parameter 'priority' is not supported");
   EXPECT_EQ(error("{\"inputs\": [" + a1 + ", " + b1 + "]}", "x12"),
             "Inference-Header-Content-Length 'x12' is not a length within the body (" +
                 std::to_string(std::string("{\"inputs\": [" + a1 + ", " + b1 + "]}").size()) + " bytes)");
