@@ -42,9 +42,11 @@ Expected<Shape> parseShape(const json& j, const std::string& where) {
 // Parameters change what a request means: the ones popef-serve does not act on (classification,
 // priority, sequence ids...) are refused by name rather than ignored.
 Status onlyParameters(const json& params, std::initializer_list<const char*> known, const std::string& where) {
-  for (const auto& [key, value] : params.items())
+  for (const auto& item : params.items()) {
+    const std::string& key = item.key();
     if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
       return Error(where + "parameter '" + key + "' is not supported");
+  }
   return okStatus();
 }
 
