@@ -168,8 +168,9 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
     throw UsageError("--execution_strategy pipelined and --manual_sharding_config need --num_ipus > 1");
 
   POPRT_ASSIGN_OR_RETURN(std::vector<std::string> pass_names, passes::resolvePipeline(pipeline));  // fails before any work
-  if (o.precision_compare && std::find(pass_names.begin(), pass_names.end(), "float_to_half") == pass_names.end())
-    return Error("--precision_compare: the pipeline does not run float_to_half (see --passes/--skip_passes)");
+  // fp16 is float_to_half's work: a pipeline without it would write float32 weights and record fp16.
+  if (pipeline.fp16.enabled && std::find(pass_names.begin(), pass_names.end(), "float_to_half") == pass_names.end())
+    throw UsageError("--precision fp16: the pipeline does not run float_to_half (see --passes/--skip_passes)");
   POPRT_TRY(checkOutputFile("--summary_json", o.summary_json));
   // POPRT_REPORT_DIR asks every tool for a report; only an explicit --report needs a PopEF.
   if (!o.report.empty() && !o.export_popef) throw UsageError("--report needs --export_popef (it profiles the compiled program)");
@@ -198,6 +199,7 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   if (cache.active()) outcome.cache = cache.outcome();
   progress("import", 0);
   POPRT_ASSIGN_OR_RETURN(ir::Model model, importInput(o));
+  if (model.graph->outputs().empty()) return Error(o.input_model + ": the graph has no outputs: there is nothing to compute");
   const int64_t opset_before = model.opsetVersion();
   if (o.convert_version != 0 && o.convert_version != opset_before) {
     auto converted = onnxio::convertOpset(model, o.convert_version, o.input_model);

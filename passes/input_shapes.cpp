@@ -55,12 +55,24 @@ Status applyInputShapes(ir::Model& model, const std::vector<InputShape>& shapes)
 Status applyBatchSize(ir::Model& model, int64_t batch_size, int64_t batch_axis) {
   if (batch_size < 1) return Error("--batch_size must be at least 1, got " + std::to_string(batch_size));
   if (batch_axis < 0) return Error("--batch_axis must be non-negative, got " + std::to_string(batch_axis));
+  // The batch goes to every input with a dynamic dim there. An input that fixes that dim to another
+  // value is left as it is (it may broadcast along the batch), but if no input takes the batch the
+  // flag would do nothing: that is an error, not a silent no-op.
+  bool taken = false;
+  std::string fixed;  // the first input that fixes the dim otherwise
   for (ir::Value* in : model.graph->inputs()) {
     if (in->isInitializer() || !in->type.isTensor() || !in->type.dims) continue;
     auto& dims = *in->type.dims;
-    if (static_cast<int64_t>(dims.size()) > batch_axis && !dims[static_cast<size_t>(batch_axis)].isStatic())
-      dims[static_cast<size_t>(batch_axis)] = ir::Dim::fixed(batch_size);
+    if (static_cast<int64_t>(dims.size()) <= batch_axis) continue;
+    ir::Dim& d = dims[static_cast<size_t>(batch_axis)];
+    if (!d.isStatic()) d = ir::Dim::fixed(batch_size);
+    if (d.value == batch_size) taken = true;
+    else if (fixed.empty()) fixed = "input '" + in->name() + "' is " + in->type.toString();
   }
+  if (!taken)
+    return Error("--batch_size " + std::to_string(batch_size) + ": no input has a dynamic dim at axis " +
+                 std::to_string(batch_axis) + (fixed.empty() ? "" : " (" + fixed + ")") +
+                 "; the model fixes its batch (hint: --input_shape sets a static shape, when the model allows it)");
   return okStatus();
 }
 

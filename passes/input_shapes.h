@@ -22,7 +22,8 @@ Expected<InputShape> parseInputShape(const std::string& text);
 Status applyInputShapes(ir::Model& model, const std::vector<InputShape>& shapes);
 
 // --batch_size N --batch_axis A: sets dim A of every input where it is not static (before
-// --input_shape, which may then fix the other dims). Does not re-infer shapes.
+// --input_shape, which may then fix the other dims). An error when no input then has N there (the
+// model fixes its batch otherwise). Does not re-infer shapes.
 Status applyBatchSize(ir::Model& model, int64_t batch_size, int64_t batch_axis);
 
 // The first tensor (graph input first, then in node order) whose shape is not static, with the

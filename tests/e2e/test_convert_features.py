@@ -125,6 +125,30 @@ class ConvertFeaturesTest(e2e_util.E2ETestCase):
         self.assertEqual(list(e2e_util.snapshot_dir(out)), [], "files left behind:\n" + r.describe())
         return line
 
+    # ------------------------------------------------------------------ no silent no-ops
+
+    def test_flags_that_would_do_nothing_are_refused(self):
+        # fp16 without the pass that makes it: float32 weights recorded as fp16, before this was refused.
+        self.convert_fails(["--input_model", MLP, "--input_shape", MLP_SHAPE, "--precision", "fp16", "--export_popef",
+                            "--skip_passes", "float_to_half"], mentions=["--precision fp16", "float_to_half"],
+                           code=2, usage=True)
+        self.convert_fails(["--input_model", MLP, "--input_shape", MLP_SHAPE, "--precision", "fp16",
+                            "--passes", "constant_folding"], mentions=["float_to_half"], code=2, usage=True)
+        # --batch_size on a model whose batch is static: nothing to set.
+        static = self.path("relu.onnx")
+        onnx.save(make_relu_model(), static)
+        self.convert_fails(["--input_model", static, "--batch_size", "4"],
+                           mentions=["--batch_size 4", "no input has a dynamic dim at axis 0", "input 'x' is float32[2,4]"])
+        self.convert(["--input_model", static, "--batch_size", "2", "--output_dir", self.path("same_batch")])  # as fixed
+        # A graph without outputs computes nothing.
+        empty = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                                                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], []),
+                                  opset_imports=[helper.make_opsetid("", 13)])
+        empty.ir_version = 7
+        no_outputs = self.path("no_outputs.onnx")
+        onnx.save(empty, no_outputs)
+        self.convert_fails(["--input_model", no_outputs, "--export_popef"], mentions=["no_outputs.onnx", "has no outputs"])
+
     # ------------------------------------------------------------------ deterministic output
 
     def assertSameOutputs(self, model, extra_args, stem):
