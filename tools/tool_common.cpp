@@ -1,6 +1,8 @@
 #include "tools/tool_common.h"
 
+#include <algorithm>
 #include <iostream>
+#include <vector>
 
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
@@ -26,6 +28,43 @@ bool wantsJsonErrors(int argc, char** argv) {
   return json;
 }
 
+size_t editDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// For arguments the parser did not expect: each unknown flag named, with the closest flag of the
+// tool when one is near ("did you mean --input_model?"), instead of the parser's sentence.
+std::string unexpectedArguments(const CLI::App& app, int argc, char** argv, const std::string& parser_text) {
+  std::vector<std::string> known;
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& name : o->get_lnames()) known.push_back("--" + name);
+  std::string message;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) continue;
+    arg = arg.substr(0, arg.find('='));
+    if (std::find(known.begin(), known.end(), arg) != known.end()) continue;
+    std::string best;
+    size_t best_distance = std::max<size_t>(2, arg.size() / 4) + 1;
+    for (const std::string& k : known)
+      if (size_t d = editDistance(arg, k); d < best_distance) best = k, best_distance = d;
+    message += (message.empty() ? "" : "; ") + std::string("unknown flag '") + arg + "'" +
+               (best.empty() ? "" : " (did you mean " + best + "?)");
+  }
+  return message.empty() ? parser_text : message;
+}
+
 }  // namespace
 
 int runTool(const std::string& tool, CLI::App& app, int argc, char** argv, const std::function<Status()>& body) {
@@ -47,6 +86,8 @@ int runTool(const std::string& tool, CLI::App& app, int argc, char** argv, const
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    return fail(ErrorKind::Usage, unexpectedArguments(app, argc, argv, e.what()), kExitUsage);
   } catch (const CLI::ParseError& e) {
     return fail(ErrorKind::Usage, e.what(), kExitUsage);
   }

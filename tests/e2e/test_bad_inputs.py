@@ -502,6 +502,18 @@ class BadInputsTest(e2e_util.E2ETestCase):
             with self.subTest(tool=tool, case="no args"):
                 r = e2e_util.run_tool(tool, [])
                 self.assertFails(r, tool, code=2, usage=True)
+        # A misspelt flag gets the nearest one of the tool; one far from every flag gets none.
+        for tool, typo, meant in (("poprt-convert", "--input_modle", "--input_model"),
+                                  ("popef-run", "--iteratons", "--iterations"),
+                                  ("popef-dump", "--jsn", "--json"),
+                                  ("popef-serve", "--modle", "--model")):
+            with self.subTest(tool=tool, case=typo):
+                r = e2e_util.run_tool(tool, [typo, "x"])
+                self.assertFails(r, tool, code=2, usage=True,
+                                 mentions=["unknown flag '%s' (did you mean %s?)" % (typo, meant)])
+        r = e2e_util.run_tool("poprt-convert", ["--zzzzzzzzzzzz"])
+        line = self.assertFails(r, "poprt-convert", code=2, usage=True, mentions=["unknown flag '--zzzzzzzzzzzz'"])
+        self.assertNotIn("did you mean", line)
 
     def test_bad_logging_level(self):
         r = e2e_util.run_tool("popef-dump", [self.popef_path, "--logging_level", "LOUD"])
