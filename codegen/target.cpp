@@ -20,7 +20,7 @@ Expected<exec::Target> makeTarget(const std::string& ipu_version, uint32_t num_i
     t.fp16_macs_per_cycle = 64;
     t.sync_cycles = 200;
   } else {
-    return Error("unknown IPU version '" + ipu_version + "' (expected ipu1, ipu2 or ipu21)");
+    return Error("--ipu_version: unknown IPU version '" + ipu_version + "' (expected ipu1, ipu2 or ipu21)");
   }
   t.workers_per_tile = 6;
   t.exchange_bytes_per_cycle = 4;

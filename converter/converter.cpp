@@ -148,21 +148,26 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   auto progress = [&](const char* stage, size_t done) {
     if (hooks.progress) hooks.progress(stage, done, kStages);
   };
-  POPRT_TRY(applyLogging(o.logging_level));
+  applyLogging(o.logging_level);
+  // A flag's value that no model could take is a usage error (exit 2), like an unknown flag.
   if (o.precision != "fp32" && o.precision != "fp16")
-    return Error("--precision: expected fp32 or fp16, got '" + o.precision + "'");
+    throw UsageError("--precision: expected fp32 or fp16, got '" + o.precision + "'");
+  if (o.batch_size < 0) throw UsageError("--batch_size must be at least 1, got " + std::to_string(o.batch_size));
   passes::PipelineOptions pipeline = o.pipeline;
   pipeline.fp16.enabled = o.precision == "fp16";
   POPRT_TRY(checkFp16Flags(o));
   if (!(o.available_memory_proportion > 0 && o.available_memory_proportion <= 1))  // NaN too
-    return Error("--available_memory_proportion must be in (0, 1]");
+    throw UsageError("--available_memory_proportion must be in (0, 1]");
   std::vector<passes::InputShape> shapes;
   for (const auto& text : o.input_shapes) {
-    POPRT_ASSIGN_OR_RETURN(auto s, passes::parseInputShape(text));
-    shapes.push_back(std::move(s));
+    auto s = passes::parseInputShape(text);
+    if (!s.ok()) throw UsageError(s.error().message());
+    shapes.push_back(std::move(s).value());
   }
   // The target is checked before any work so a bad flag fails fast.
-  POPRT_ASSIGN_OR_RETURN(exec::Target target, codegen::makeTarget(o.ipu_version, o.num_ipus, o.tiles_per_ipu));
+  auto made_target = codegen::makeTarget(o.ipu_version, o.num_ipus, o.tiles_per_ipu);
+  if (!made_target.ok()) throw UsageError(made_target.error().message());
+  const exec::Target target = std::move(made_target).value();
   POPRT_ASSIGN_OR_RETURN(codegen::ShardingOptions sharding, shardingOptions(o.execution_strategy, o.manual_sharding_config));
   if (o.num_ipus == 1 && (sharding.strategy == exec::Strategy::Pipelined || !sharding.manual.empty()))
     throw UsageError("--execution_strategy pipelined and --manual_sharding_config need --num_ipus > 1");

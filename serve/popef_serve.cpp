@@ -85,7 +85,7 @@ Status loadModels(const ServeOptions& o, ModelRepository& models) {
 }
 
 Status serve(const ServeOptions& o) {
-  POPRT_TRY(applyLogging(o.logging_level));
+  applyLogging(o.logging_level);
   // SIGTERM and SIGINT are taken by one thread with sigwait: blocked here, before any thread
   // starts, so every thread inherits the mask.
   sigset_t stop_signals;

@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json_out, "print JSON instead of tables");
   addLoggingFlag(app, level);
   return runTool("popef-dump", app, argc, argv, [&]() -> Status {
-    POPRT_TRY(applyLogging(level));
+    applyLogging(level);
     POPRT_ASSIGN_OR_RETURN(popef::PopefFile file, popef::readPopef(path));
     // The checks popef-run makes before it runs anything: a file one refuses, the other does too.
     POPRT_ASSIGN_OR_RETURN(sim::VerifiedPopef verified, sim::verifyPopef(file, path));

@@ -123,7 +123,7 @@ void printOutput(size_t i, const runtime::DataDesc& d, const ops::RtValue& v) {
 }
 
 Status run(const RunOptions& o) {
-  POPRT_TRY(applyLogging(o.logging_level));
+  applyLogging(o.logging_level);
   POPRT_TRY(checkOutputFile("--json", o.json));
   const ReportDir report_dir = reportDir(o.report);
   POPRT_TRY(checkReportDir(report_dir));

@@ -62,13 +62,12 @@ void logMessage(LogLevel level, const std::string& message) {
     std::cerr << "[poprt " << kNames[static_cast<size_t>(level)] << "] " << message << "\n";
 }
 
-Status applyLogging(const std::string& level) {
+void applyLogging(const std::string& level) {
   initLogLevelFromEnv();
-  if (level.empty()) return okStatus();
+  if (level.empty()) return;
   auto parsed = parseLogLevel(level);
-  if (!parsed) return Error("--logging_level: unknown level '" + level + "' (expected OFF, ERR, WARN, INFO, DEBUG or TRACE)");
+  if (!parsed) throw UsageError("--logging_level: unknown level '" + level + "' (expected OFF, ERR, WARN, INFO, DEBUG or TRACE)");
   setLogLevel(*parsed);
-  return okStatus();
 }
 
 }  // namespace poprt

@@ -21,8 +21,8 @@ LogLevel logLevel();
 void initLogLevelFromEnv();
 void logMessage(LogLevel level, const std::string& message);
 // Applies POPRT_LOG_LEVEL, then `level` (--logging_level, logging_level=) if not empty; an
-// unknown level is an error naming --logging_level.
-Status applyLogging(const std::string& level);
+// unknown level throws UsageError naming --logging_level.
+void applyLogging(const std::string& level);
 // Where messages go: `sink` (the Python package's logger, say) instead of stderr; nullptr
 // restores stderr. Called from any thread that logs.
 using LogSink = std::function<void(LogLevel, const std::string&)>;

@@ -297,7 +297,7 @@ class AotTest(e2e_util.E2ETestCase):
         self.assertJsonError(r, 2, flag="--bogus", kind="usage")
         r = e2e_util.run_tool("poprt-convert", ["--error_format", "json", "--input_model", MLP,
                                                 "--precision", "fp8", "--output_dir", self.path("o")])
-        self.assertJsonError(r, 1, flag="--precision")
+        self.assertJsonError(r, 2, flag="--precision", kind="usage")  # a bad flag value is a usage error
         odd = helper.make_graph([helper.make_node("NoSuchOp", ["x"], ["y"], name="mystery")], "g",
                                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
