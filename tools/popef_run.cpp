@@ -43,6 +43,8 @@ struct RunOptions {
   std::string report;  // --report DIR (or POPRT_REPORT_DIR)
   Tolerance tolerance;
   BenchOptions bench;
+  bool benchmark = false;   // --benchmark, or any of --iterations, --warmup, --duration given
+  std::string export_times;  // --export_times FILE
 };
 
 // "first values ... | min max mean" for a quick look at an output.
@@ -181,8 +183,10 @@ Status run(const RunOptions& o) {
   facts.replication_factor = runner->replicationFactor();
   facts.batches_per_step = runner->batchesPerStep();
   facts.batch = !in_descs.empty() && !in_descs[0].shape.empty() ? std::max<int64_t>(in_descs[0].shape[0], 1) : 1;
+  facts.benchmark = o.benchmark;
   facts.iterations = o.bench.iterations;
   facts.warmup = o.bench.warmup;
+  facts.warmup_s = o.bench.warmup_seconds;
   facts.duration = o.bench.duration;
   facts.threads = o.bench.threads;
   facts.async = o.bench.async;
@@ -205,6 +209,13 @@ Status run(const RunOptions& o) {
     for (const auto& line : diffTable(diffs, "  ")) std::printf("%s\n", line.c_str());
   }
   for (const auto& line : reportText(report)) std::printf("%s\n", line.c_str());
+  if (!o.export_times.empty()) {  // trtexec's --exportTimes: every measured request
+    nlohmann::json times = nlohmann::json::array();
+    for (size_t i = 0; i < bench->latencies.size(); ++i)
+      times.push_back({{"start_ms", bench->starts[i] * 1e3}, {"latency_ms", bench->latencies[i] * 1e3}});
+    POPRT_TRY(writeOutputFile("--export_times", o.export_times, times.dump(1) + "\n"));
+    std::printf("  request times written to %s\n", o.export_times.c_str());
+  }
   if (!o.json.empty()) {
     POPRT_TRY(writeOutputFile("--json", o.json, report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
     std::printf("  summary written to %s\n", o.json.c_str());
@@ -236,13 +247,29 @@ int main(int argc, char** argv) {
                  "compare the outputs with DIR/output_<i>_<name>.npy (or output_<i>.pb); exit 1 on a mismatch");
   app.add_option("--rtol", o.tolerance.rtol, "relative tolerance of --expected_dir (default 1e-3)")->check(CLI::NonNegativeNumber);
   app.add_option("--atol", o.tolerance.atol, "absolute tolerance of --expected_dir (default 1e-4)")->check(CLI::NonNegativeNumber);
-  app.add_option("--iterations", o.bench.iterations, "measured requests, at least (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
-  app.add_option("--warmup", o.bench.warmup, "requests before the measured ones (default 0)")->check(CLI::Range(int64_t{0}, int64_t{1000000000}));
-  app.add_option("--duration", o.bench.duration, "seconds the measured requests last, at least (default 0)")->check(CLI::Range(0.0, 86400.0));
+  auto* benchmark = app.add_flag("--benchmark", o.benchmark,
+                                 "measure throughput and latency as trtexec does: a warm-up of 0.2 s, then at least 10 "
+                                 "requests and 3 s (each overridden by its flag); without it one cold request runs");
+  auto* iterations = app.add_option("--iterations", o.bench.iterations, "measured requests, at least (benchmark default 10)")
+                         ->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
+  auto* warmup = app.add_option("--warmup", o.bench.warmup, "warm-up requests before the measured ones (instead of 0.2 s)")
+                     ->check(CLI::Range(int64_t{0}, int64_t{1000000000}));
+  auto* duration = app.add_option("--duration", o.bench.duration, "seconds the measured requests last, at least (benchmark default 3)")
+                       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--export_times", o.export_times, "write every measured request's start and latency (ms) to FILE as JSON");
   app.add_option("--threads", o.bench.threads, "client threads submitting requests (default 1)")->check(CLI::Range(1, 256));
   app.add_option("--async", o.bench.async, "requests each thread keeps in flight (default 1)")->check(CLI::Range(1, 1024));
   app.add_option("--json", o.json, "write the summary as JSON to FILE");
   app.add_option("--report", o.report, "write a profile report, DIR/profile.json and DIR/report.html (also POPRT_REPORT_DIR)");
   addLoggingFlag(app, o.logging_level);
-  return runTool("popef-run", app, argc, argv, [&] { return run(o); });
+  return runTool("popef-run", app, argc, argv, [&] {
+    // Any benchmark flag makes a benchmark; trtexec's defaults fill what it does not give.
+    o.benchmark = benchmark->count() || iterations->count() || warmup->count() || duration->count();
+    if (o.benchmark) {
+      if (!iterations->count()) o.bench.iterations = 10;
+      if (!duration->count()) o.bench.duration = 3.0;
+      if (!warmup->count()) o.bench.warmup_seconds = 0.2;
+    }
+    return run(o);
+  });
 }

@@ -61,9 +61,14 @@ class ProgressBar {
                              duration_ > 0 ? elapsed / duration_ : 0.0);
       frac = std::min(frac, 1.0);
       const int width = 30, filled = static_cast<int>(frac * width);
-      std::fprintf(stderr, "\r[%s%s] %lld/%lld requests, %.1f s ", std::string(filled, '=').c_str(),
+      // Each bound with its own target: "114/10 requests" read as a bug when the duration ruled.
+      const std::string time = duration_ > 0 ? std::to_string(static_cast<int>(elapsed * 10) / 10) + "." +
+                                                   std::to_string(static_cast<int>(elapsed * 10) % 10) + "/" +
+                                                   std::to_string(static_cast<int>(duration_)) + " s"
+                                             : std::to_string(static_cast<int>(elapsed)) + " s";
+      std::fprintf(stderr, "\r[%s%s] %lld requests (at least %lld), %s ", std::string(filled, '=').c_str(),
                    std::string(width - filled, ' ').c_str(), static_cast<long long>(done),
-                   static_cast<long long>(iterations_), elapsed);
+                   static_cast<long long>(iterations_), time.c_str());
       std::fflush(stderr);
       drawn_ = true;
     }
@@ -88,7 +93,7 @@ struct Shared {
   std::atomic<int64_t> claimed{0}, done{0};
   std::atomic<bool> failed{false};
   std::mutex mutex;
-  std::vector<double> latencies;
+  std::vector<double> latencies, starts;
   std::optional<Error> error;
 
   // A request is claimed while fewer than --iterations are, or --duration has not passed.
@@ -106,7 +111,7 @@ struct Shared {
 
 void clientThread(runtime::ModelRunner& runner, Shared& shared) {
   std::deque<std::pair<Clock::time_point, std::future<runtime::OutputMemory>>> in_flight;
-  std::vector<double> mine;
+  std::vector<double> mine, mine_starts;
   for (;;) {
     try {
       while (static_cast<int>(in_flight.size()) < shared.options.async && shared.claim())
@@ -116,6 +121,7 @@ void clientThread(runtime::ModelRunner& runner, Shared& shared) {
       in_flight.pop_front();
       future.get();
       mine.push_back(since(t0));
+      mine_starts.push_back(std::chrono::duration<double>(t0 - shared.start).count());
       ++shared.done;
     } catch (const runtime::Error& e) {
       shared.fail(describe(e));
@@ -125,6 +131,7 @@ void clientThread(runtime::ModelRunner& runner, Shared& shared) {
   }
   std::lock_guard<std::mutex> lock(shared.mutex);
   shared.latencies.insert(shared.latencies.end(), mine.begin(), mine.end());
+  shared.starts.insert(shared.starts.end(), mine_starts.begin(), mine_starts.end());
 }
 
 }  // namespace
@@ -138,13 +145,14 @@ Expected<BenchResult> runBench(runtime::ModelRunner& runner, const runtime::Inpu
     const Clock::time_point first = Clock::now();
     result.first_outputs = runner.execute(inputs);
     const double first_latency = since(first);
-    for (int64_t i = 1; i < options.warmup; ++i) runner.execute(inputs);
+    for (int64_t i = 1; i < options.warmup || since(first) < options.warmup_seconds; ++i) runner.execute(inputs);
     Shared shared{inputs, options, first};
-    if (options.warmup > 0) {
+    if (options.warmup > 0 || options.warmup_seconds > 0) {
       runner.resetTimings();
       shared.start = Clock::now();
     } else {
       shared.latencies.push_back(first_latency);
+      shared.starts.push_back(0);
       shared.claimed = 1;
       shared.done = 1;
     }
@@ -157,6 +165,7 @@ Expected<BenchResult> runBench(runtime::ModelRunner& runner, const runtime::Inpu
     if (shared.error) return *shared.error;
     result.wall = since(shared.start);
     result.latencies = std::move(shared.latencies);
+    result.starts = std::move(shared.starts);
     result.timings = runner.timings();
   } catch (const runtime::Error& e) {
     return describe(e);

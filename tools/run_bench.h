@@ -15,6 +15,7 @@ namespace poprt::tools {
 struct BenchOptions {
   int64_t iterations = 1;  // measured requests, at least
   int64_t warmup = 0;      // requests before the measured ones
+  double warmup_seconds = 0;  // and, at least, this long
   double duration = 0;     // seconds the measured phase lasts, at least
   int threads = 1;
   int async = 1;           // requests in flight per thread
@@ -23,6 +24,7 @@ struct BenchOptions {
 struct BenchResult {
   runtime::OutputMemory first_outputs;  // of the very first request
   std::vector<double> latencies;        // seconds, submit to result, one per measured request
+  std::vector<double> starts;           // seconds from the measured phase's start, the same order
   double wall = 0;                      // seconds of the measured phase
   runtime::RunTimings timings;          // the runner's host split over the measured requests
 };

@@ -53,7 +53,13 @@ json reportJson(const RunFacts& f) {
       {"batches_per_step", f.batches_per_step},
       {"batch_size", f.batch},
       {"settings",
-       {{"iterations", f.iterations}, {"warmup", f.warmup}, {"duration_s", f.duration}, {"threads", f.threads}, {"async", f.async}}},
+       {{"benchmark", f.benchmark},
+        {"iterations", f.iterations},
+        {"warmup", f.warmup},
+        {"warmup_s", f.warmup_s},
+        {"duration_s", f.duration},
+        {"threads", f.threads},
+        {"async", f.async}}},
       {"requests", ms.size()},
       {"wall_s", round(f.wall_s, 3)},
       {"throughput",
@@ -111,19 +117,28 @@ std::vector<std::string> reportText(const json& j) {
   const json& ipu = j["ipu_estimate"];
   const int64_t replicas = j["replication_factor"].get<int64_t>();
   std::vector<std::string> lines;
-  lines.push_back("performance (host wall time of the simulator: " + std::to_string(j["requests"].get<int64_t>()) +
-                  " request(s) in " + fixed(j["wall_s"], 3) + " s after " + std::to_string(s["warmup"].get<int64_t>()) +
-                  " warm-up, " + std::to_string(s["threads"].get<int>()) + " thread(s) x " +
-                  std::to_string(s["async"].get<int>()) + " in flight)");
-  lines.push_back("  throughput   " + fixed(j["throughput"]["requests_per_s"], 1) + " requests/s, " +
-                  fixed(j["throughput"]["samples_per_s"], 1) + " samples/s");
-  lines.push_back("  latency      min " + fixed(lat["min"], 3) + " ms, mean " + fixed(lat["mean"], 3) + " ms, median " +
-                  fixed(lat["median"], 3) + " ms, p90 " + fixed(lat["p90"], 3) + " ms, p95 " + fixed(lat["p95"], 3) +
-                  " ms, p99 " + fixed(lat["p99"], 3) + " ms, max " + fixed(lat["max"], 3) + " ms");
+  if (!s["benchmark"].get<bool>()) {  // one cold request is a latency, not a throughput or percentiles
+    lines.push_back("single run (one cold request on the simulator; --benchmark measures throughput and latency)");
+    lines.push_back("  latency      " + fixed(lat["max"], 3) + " ms");
+  } else {
+    lines.push_back("performance (host wall time of the simulator: " + std::to_string(j["requests"].get<int64_t>()) +
+                    " request(s) in " + fixed(j["wall_s"], 3) + " s after " + std::to_string(s["warmup"].get<int64_t>()) +
+                    " warm-up request(s) and " + fixed(s["warmup_s"], 1) + " s, " + std::to_string(s["threads"].get<int>()) +
+                    " thread(s) x " + std::to_string(s["async"].get<int>()) + " in flight)");
+    lines.push_back("  throughput   " + fixed(j["throughput"]["requests_per_s"], 1) + " requests/s, " +
+                    fixed(j["throughput"]["samples_per_s"], 1) + " samples/s");
+    lines.push_back("  latency      min " + fixed(lat["min"], 3) + " ms, mean " + fixed(lat["mean"], 3) + " ms, median " +
+                    fixed(lat["median"], 3) + " ms, p90 " + fixed(lat["p90"], 3) + " ms, p95 " + fixed(lat["p95"], 3) +
+                    " ms, p99 " + fixed(lat["p99"], 3) + " ms, max " + fixed(lat["max"], 3) + " ms");
+  }
   lines.push_back("  host split   host-to-device " + fixed(host["host_to_device"], 3) + " ms, compute " +
                   fixed(host["compute"], 3) + " ms, device-to-host " + fixed(host["device_to_host"], 3) +
                   " ms (mean per batch)");
   lines.push_back("  load         " + fixed(j["load_ms"], 3) + " ms (read the PopEF, load the weights)");
+  if (ipu["cycles"].get<uint64_t>() == 0) {
+    lines.push_back("IPU estimate: none (every node runs on the host)");
+    return lines;
+  }
   lines.push_back("IPU estimate (static cost model, " + j["target"].get<std::string>() + " at " + fixed(ipu["clock_ghz"], 2) +
                   " GHz)");
   lines.push_back("  latency      " + fixed(ipu["latency_us"], 2) + " us per batch (" +

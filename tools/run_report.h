@@ -18,7 +18,9 @@ struct RunFacts {
   std::string popef, target, ipu_version;
   unsigned replication_factor = 1, batches_per_step = 1;
   int64_t batch = 1;  // samples per request (dim 0 of the first input)
+  bool benchmark = false;  // measured (--benchmark and friends), or one plain run
   int64_t iterations = 1, warmup = 0;
+  double warmup_s = 0;
   double duration = 0;
   int threads = 1, async = 1;
   double load_s = 0;

@@ -150,7 +150,7 @@ class BiggerThanOneIpu(e2e_util.E2ETestCase):
     def test_pipelined_over_four_ipus_matches_numpy(self):
         out = self.path("out")
         self.assertOk(self.compile(out, ["--num_ipus", "4", "--batches_per_step", "8", "--execution_strategy", "pipelined"]))
-        j, r = self.run_and_check(os.path.join(out, "executable.popef"), ["--iterations", "16"])
+        j, r = self.run_and_check(os.path.join(out, "executable.popef"), ["--iterations", "16", "--duration", "0"])
         est = j["ipu_estimate"]
         self.assertEqual((est["execution_strategy"], est["stages"], est["num_ipus"]), ("pipelined", 4, 4))
         self.assertIn("4 pipelined stage(s) on 4 IPU(s): a step of 8 batch(es)", r.stdout)
@@ -190,7 +190,7 @@ class BertLarge(e2e_util.E2ETestCase):
         np.save(self.path("mask.npy"), mask)
         r = self.assertOk(e2e_util.run_tool("popef-run", [
             popef, "--input", "hidden_states=" + self.path("h.npy"), "--input", "attention_mask=" + self.path("mask.npy"),
-            "--expected_dir", exp_dir, "--rtol", "1e-3", "--atol", "1e-3", "--iterations", "1"], timeout=1500))
+            "--expected_dir", exp_dir, "--rtol", "1e-3", "--atol", "1e-3", "--iterations", "1", "--duration", "0"], timeout=1500))
         self.assertIn("4 pipelined stage(s) on 4 IPU(s)", r.stdout)
 
 
@@ -233,7 +233,7 @@ class SmallModels(e2e_util.E2ETestCase):
             res, summary = self.path("res_" + strategy), self.path(strategy + ".json")
             self.assertOk(e2e_util.run_tool("popef-run", [os.path.join(out, "executable.popef"), "--input",
                                                           "x=" + self.path("x.npy"), "--output_dir", res,
-                                                          "--iterations", "16", "--json", summary]))
+                                                          "--iterations", "16", "--duration", "0", "--json", summary]))
             np.testing.assert_allclose(np.load(os.path.join(res, "output_0_y.npy")), reference(x), rtol=1e-4, atol=1e-5)
             with open(summary) as f:
                 est = json.load(f)["ipu_estimate"]
@@ -272,7 +272,7 @@ class SmallModels(e2e_util.E2ETestCase):
             self.assertEqual([s["ipu"] for s in dump["executable"]["segments"]], [1, 0])
             res = self.path("res%d" % replicas)
             self.assertOk(e2e_util.run_tool("popef-run", [popef, "--input", "x=" + self.path("x.npy"),
-                                                          "--output_dir", res, "--iterations", "8"]))
+                                                          "--output_dir", res, "--iterations", "8", "--duration", "0"]))
             outputs[replicas] = np.load(os.path.join(res, "output_0_y.npy"))
             np.testing.assert_allclose(outputs[replicas], expected, rtol=1e-5, atol=1e-5)
         for replicas in (2, 4):

@@ -64,12 +64,13 @@ class PopefRunTest(e2e_util.E2ETestCase):
         js = self.path("bench", "summary.json")  # a missing directory is created
         r = self.assertOk(e2e_util.run_tool("popef-run", [
             self.popef, "--input_dir", MLP_DATA, "--expected_dir", MLP_DATA, "--iterations", "20", "--warmup", "2",
-            "--threads", "2", "--async", "2", "--json", js]))
+            "--duration", "0", "--threads", "2", "--async", "2", "--json", js]))
         with open(js) as f:
             j = json.load(f)
         out = r.stdout
         self.assertEqual(j["requests"], 20)
-        self.assertEqual(j["settings"], {"iterations": 20, "warmup": 2, "duration_s": 0.0, "threads": 2, "async": 2})
+        self.assertEqual(j["settings"], {"benchmark": True, "iterations": 20, "warmup": 2, "warmup_s": 0.0, "duration_s": 0.0,
+                                         "threads": 2, "async": 2})
         self.assertIn("20 request(s) in %.3f s after 2 warm-up" % j["wall_s"], out)
 
         def shown(pattern):
@@ -97,6 +98,42 @@ class PopefRunTest(e2e_util.E2ETestCase):
         self.assertTrue(j["expected"]["ok"])
         self.assertEqual([o["name"] for o in j["expected"]["outputs"]], ["y"])
         self.assertLess(j["expected"]["outputs"][0]["max_abs_err"], 1e-4)
+
+    def test_a_plain_run_is_one_cold_request_and_benchmark_measures_like_trtexec(self):
+        r = self.assertOk(e2e_util.run_tool("popef-run", [self.popef, "--input_dir", MLP_DATA]))
+        self.assertIn("single run (one cold request", r.stdout)
+        self.assertNotIn("p99", r.stdout)
+        self.assertNotIn("requests/s", r.stdout)
+        js, times = self.path("b.json"), self.path("times.json")
+        r = self.assertOk(e2e_util.run_tool("popef-run", [self.popef, "--input_dir", MLP_DATA, "--benchmark",
+                                                          "--json", js, "--export_times", times]))
+        with open(js) as f:
+            j = json.load(f)
+        # trtexec's defaults: a warm-up of 0.2 s, then at least 10 requests and 3 s.
+        self.assertEqual((j["settings"]["benchmark"], j["settings"]["warmup_s"], j["settings"]["duration_s"],
+                          j["settings"]["iterations"]), (True, 0.2, 3.0, 10))
+        self.assertGreaterEqual(j["wall_s"], 3.0)
+        self.assertGreaterEqual(j["requests"], 10)
+        self.assertIn("p99", r.stdout)
+        with open(times) as f:
+            t = json.load(f)
+        self.assertEqual(len(t), j["requests"])
+        self.assertTrue(all(x["latency_ms"] > 0 and x["start_ms"] >= 0 for x in t))
+        self.assertAlmostEqual(max(x["latency_ms"] for x in t), j["latency_ms"]["max"], delta=0.01)
+
+    def test_a_model_wholly_on_the_host_has_no_ipu_estimate(self):
+        g = onnx.helper.make_graph([onnx.helper.make_node("NonZero", ["x"], ["y"])], "host",
+                                   [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4])],
+                                   [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.INT64, [1, None])])
+        m = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        path = self.path("host.onnx")
+        onnx.save(m, path)
+        self.assertOk(e2e_util.run_tool("poprt-convert", ["--input_model", path, "--export_popef", "--output_dir",
+                                                          self.path("host")]))
+        r = self.assertOk(e2e_util.run_tool("popef-run", [self.path("host", "executable.popef"), "--fill", "ones"]))
+        self.assertIn("IPU estimate: none (every node runs on the host)", r.stdout)
+        self.assertNotIn("samples/s", r.stdout)
 
     def test_progress_bar_only_on_a_terminal(self):
         # Not a terminal: nothing on stderr, even past 2 s.
@@ -212,7 +249,7 @@ class PopefRunTest(e2e_util.E2ETestCase):
         js = self.path("r2.json")
         out = self.path("r2_out")
         r = self.assertOk(e2e_util.run_tool("popef-run", [self.popef_r2, "--input_dir", MLP_DATA, "--expected_dir", MLP_DATA,
-                                                          "--iterations", "9", "--async", "4", "--json", js,
+                                                          "--iterations", "9", "--duration", "0", "--async", "4", "--json", js,
                                                           "--output_dir", out]))
         with open(js) as f:
             j = json.load(f)
