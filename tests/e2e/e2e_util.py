@@ -9,6 +9,7 @@ Expected values never come from poprt's own tools: they come from numpy, ONNX Ru
 stored model outputs in ../shared/models.
 """
 
+import json
 import os
 import shutil
 import signal
@@ -91,6 +92,16 @@ def _shquote(s):
     if s and all(c.isalnum() or c in "@%+=:,./-_" for c in s):
         return s
     return "'" + s.replace("'", "'\"'\"'") + "'"
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
 
 
 def tool_path(name):

@@ -27,18 +27,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util  # noqa: E402
+from e2e_util import read_bytes, read_json  # noqa: E402
 
 MLP = os.path.join(e2e_util.REPO_DIR, "models", "mlp.onnx")
 
 
-def read_bytes(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def read_json(path):
-    with open(path) as f:
-        return json.load(f)
 
 
 def make_deep_mlp(width=256, layers=6, seed=1):

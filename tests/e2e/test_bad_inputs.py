@@ -21,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util  # noqa: E402
+from e2e_util import read_bytes  # noqa: E402
 
 M, K, N = 2, 4, 3
 
@@ -50,10 +51,6 @@ def make_model(k=K, n=N, dyn=False, seed=0, extra_op=None):
 def reference(x, w, b):
     return np.maximum(x.astype(np.float64) @ w.astype(np.float64) + b.astype(np.float64), 0.0)
 
-
-def read_bytes(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def protobuf_rejects(data):

@@ -21,14 +21,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util  # noqa: E402
+from e2e_util import read_bytes  # noqa: E402
 
 MLP = os.path.join(e2e_util.REPO_DIR, "models", "mlp.onnx")
 MLP_SHAPE = "x=4,64"
 
-
-def read_bytes(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def make_conv_model(dyn=False):

@@ -22,6 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util  # noqa: E402
+from e2e_util import read_bytes, read_json  # noqa: E402
 from webdav_server import NGINX, Nginx  # noqa: E402
 
 MLP = os.path.join(e2e_util.REPO_DIR, "models", "mlp.onnx")
@@ -29,14 +30,6 @@ MLP_DATA = os.path.join(e2e_util.REPO_DIR, "models", "mlp")
 TOKEN = "Bearer s3cret-token-for-the-test"
 
 
-def read_bytes(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def read_json(path):
-    with open(path) as f:
-        return json.load(f)
 
 
 @unittest.skipUnless(os.path.exists(NGINX), "nginx is not installed (scripts/install-deps.sh installs nginx-light)")
