@@ -176,7 +176,6 @@ Expected<std::vector<std::pair<std::string, ops::RtValue>>> calibrationInputs(co
 }
 
 void precisionDiff(const std::vector<double>& ref, const std::vector<double>& got, PrecisionDiff& d) {
-  double dot = 0, na = 0, nb = 0;
   d.elements = static_cast<int64_t>(ref.size());
   for (size_t i = 0; i < ref.size() && i < got.size(); ++i) {
     const double a = ref[i], b = got[i];
@@ -187,15 +186,9 @@ void precisionDiff(const std::vector<double>& ref, const std::vector<double>& go
     }
     const double e = std::fabs(a - b);
     d.max_abs = std::max(d.max_abs, e);
-    if (a != 0) d.max_rel = std::max(d.max_rel, e / std::fabs(a));
-    else if (e != 0) d.max_rel = std::numeric_limits<double>::infinity();
-    dot += a * b;
-    na += a * a;
-    nb += b * b;
+    if (a != 0) d.max_rel = std::max(d.max_rel, e / std::fabs(a));  // (against a zero it means nothing)
   }
-  if (na == 0 && nb == 0) d.cosine = 1;
-  else if (na == 0 || nb == 0) d.cosine = 0;
-  else d.cosine = dot / (std::sqrt(na) * std::sqrt(nb));
+  d.cosine = cosineSimilarity(ref, got);
 }
 
 Expected<PrecisionReport> comparePrecision(const std::string& fp32_snapshot, const ir::Model& fp16,

@@ -56,22 +56,30 @@ Status compareTensors(const Tensor& ref, const Tensor& got, const Tolerance& o, 
   POPRT_ASSIGN_OR_RETURN(std::vector<double> b, toDoubles(got));
   for (size_t i = 0; i < a.size(); ++i) {
     ++d.total;
-    double abs_err, rel_err;
+    double abs_err;
     if (std::isnan(a[i]) || std::isnan(b[i])) {
       if (std::isnan(a[i]) && std::isnan(b[i])) continue;
-      abs_err = rel_err = inf;
+      abs_err = inf;
     } else if (a[i] == b[i]) {  // also equal infinities
       continue;
     } else {
       abs_err = std::fabs(a[i] - b[i]);
-      rel_err = a[i] != 0 ? abs_err / std::fabs(a[i]) : inf;
     }
     d.max_abs = std::max(d.max_abs, abs_err);
-    d.max_rel = std::max(d.max_rel, rel_err);
+    if (a[i] != 0 && std::isfinite(a[i])) d.max_rel = std::max(d.max_rel, abs_err / std::fabs(a[i]));
     double excess = std::isinf(abs_err) ? inf : abs_err - (o.atol + o.rtol * std::fabs(a[i]));
     d.worst_excess = std::max(d.worst_excess, excess);
     if (excess > 0) ++d.bad;
   }
+  d.cosine = std::min(d.cosine, cosineSimilarity(a, b));
+  // Rows along the last axis: the index of each row's largest element, in both.
+  const size_t row = ref.shape().empty() ? a.size() : static_cast<size_t>(std::max<int64_t>(ref.shape().back(), 1));
+  size_t rows = 0, same = 0;
+  for (size_t start = 0; row > 0 && start + row <= a.size(); start += row, ++rows)
+    same += std::max_element(a.begin() + start, a.begin() + start + row) - a.begin() ==
+            std::max_element(b.begin() + start, b.begin() + start + row) - b.begin();
+  if (rows > 0) d.top1 = std::min(d.top1, static_cast<double>(same) / static_cast<double>(rows));
+  d.over = d.over || (o.compare == "cosine" ? d.cosine < o.min_cosine : o.compare == "top1" ? d.top1 < 1 : d.bad > 0);
   return okStatus();
 }
 
@@ -134,6 +142,19 @@ Status compareValues(const ops::RtValue& ref, const ops::RtValue& got, const Tol
   return okStatus();
 }
 
+double cosineSimilarity(const std::vector<double>& a, const std::vector<double>& b) {
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  if (na == 0 && nb == 0) return 1;
+  if (na == 0 || nb == 0) return 0;
+  return dot / (std::sqrt(na) * std::sqrt(nb));
+}
+
 std::string formatError(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[32];
@@ -142,12 +163,16 @@ std::string formatError(double v) {
 }
 
 std::vector<std::string> diffTable(const std::vector<ValueDiff>& diffs, const std::string& indent) {
-  std::vector<std::vector<std::string>> rows = {{"output", "type", "max abs err", "max rel err", "result"}};
+  std::vector<std::vector<std::string>> rows = {{"output", "type", "max abs err", "max rel err", "cosine", "top1", "result"}};
   for (const ValueDiff& d : diffs) {
     std::string result = !d.mismatch.empty() ? "FAIL (" + d.mismatch + ")"
-                         : d.bad > 0 ? "FAIL (" + std::to_string(d.bad) + " of " + std::to_string(d.total) + " elements)"
-                                     : "ok";
-    rows.push_back({d.name, d.type, formatError(d.max_abs), formatError(d.max_rel), result});
+                         : !d.over          ? "ok"
+                         : d.bad > 0        ? "FAIL (" + std::to_string(d.bad) + " of " + std::to_string(d.total) + " elements)"
+                                            : "FAIL";
+    char cosine[32], top1[32];
+    std::snprintf(cosine, sizeof cosine, "%.6f", d.cosine);
+    std::snprintf(top1, sizeof top1, "%.0f%%", 100 * d.top1);
+    rows.push_back({d.name, d.type, formatError(d.max_abs), formatError(d.max_rel), cosine, top1, result});
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& r : rows)
@@ -178,6 +203,12 @@ Status worstDiff(const std::vector<ValueDiff>& diffs, const std::string& what, c
   for (const ValueDiff& d : diffs) failing += d.failed();
   std::string others = failing > 1 ? " (" + std::to_string(failing) + " outputs fail)" : "";
   if (!worst->mismatch.empty()) return Error(what + ": output '" + worst->name + "' " + worst->mismatch + others);
+  if (tol.compare == "cosine")
+    return Error(what + ": output '" + worst->name + "' has cosine similarity " + std::to_string(worst->cosine) +
+                 ", below " + formatError(tol.min_cosine) + others);
+  if (tol.compare == "top1")
+    return Error(what + ": output '" + worst->name + "': the largest element is elsewhere in " +
+                 formatError(100 * (1 - worst->top1)) + "% of the rows" + others);
   return Error(what + ": output '" + worst->name + "' differs beyond the tolerance: max abs error " +
                formatError(worst->max_abs) + ", max rel error " + formatError(worst->max_rel) + " (rtol " +
                formatError(tol.rtol) + ", atol " + formatError(tol.atol) + "); " + std::to_string(worst->bad) + " of " +

@@ -18,20 +18,30 @@ namespace poprt::converter {
 // deterministic for a given seed, input index and shape. Numeric and bool dtypes only.
 Expected<Tensor> generateInput(DType dtype, const Shape& shape, uint64_t seed, size_t input_index);
 
+// How outputs are judged against their references: element-wise within atol + rtol |ref|
+// (allclose), by the cosine similarity of the whole output (cosine: at least min_cosine; what
+// reduced precision is judged by), or by the index of the largest value along the last axis of
+// each row (top1: every row's the same; classifiers).
 struct Tolerance {
   double rtol = 1e-3;
   double atol = 1e-4;
+  std::string compare = "allclose";  // allclose, cosine or top1
+  double min_cosine = 0.999;
 };
 
 // How one output compares with its reference. An element is bad when |got - ref| > atol + rtol |ref|;
 // NaN matches NaN, equal infinities match, strings must be equal.
 struct ValueDiff {
   std::string name, type;
-  double max_abs = 0, max_rel = 0;
+  double max_abs = 0;
+  double max_rel = 0;  // over the elements whose reference is not zero
+  double cosine = 1;   // of the elements finite in both
+  double top1 = 1;     // the fraction of rows (along the last axis) whose largest element is at the same index
   double worst_excess = -std::numeric_limits<double>::infinity();  // max of |d| - (atol + rtol |ref|)
   int64_t bad = 0, total = 0;
   std::string mismatch;  // set when the two are not even comparable (dtype, shape, kind)
-  bool failed() const { return !mismatch.empty() || bad > 0; }
+  bool over = false;     // beyond the tolerance, by the comparison Tolerance::compare names
+  bool failed() const { return !mismatch.empty() || over; }
 };
 
 // Where the reference and the value under test come from, to word a mismatch:
@@ -50,5 +60,8 @@ std::vector<std::string> diffTable(const std::vector<ValueDiff>& diffs, const st
 Status worstDiff(const std::vector<ValueDiff>& diffs, const std::string& what, const Tolerance& tol);
 // A number as the table prints it (%.3g, inf).
 std::string formatError(double v);
+
+// The cosine similarity of the elements finite in both: 1 when both are all zero, 0 when one is.
+double cosineSimilarity(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace poprt::converter

@@ -204,8 +204,11 @@ Status run(const RunOptions& o) {
   for (size_t i = 0; i < outputs.size(); ++i) printOutput(i, out_descs[i], outputs[i]);
   if (!o.output_dir.empty()) std::printf("  outputs written to %s\n", o.output_dir.c_str());
   if (!o.expected_dir.empty()) {
-    std::printf("expected outputs (%s, rtol %s, atol %s)\n", o.expected_dir.c_str(), formatError(o.tolerance.rtol).c_str(),
-                formatError(o.tolerance.atol).c_str());
+    const std::string judged = o.tolerance.compare == "cosine" ? "cosine >= " + formatError(o.tolerance.min_cosine)
+                               : o.tolerance.compare == "top1" ? std::string("top1: the same largest element in every row")
+                                                               : "rtol " + formatError(o.tolerance.rtol) + ", atol " +
+                                                                     formatError(o.tolerance.atol);
+    std::printf("expected outputs (%s, %s)\n", o.expected_dir.c_str(), judged.c_str());
     for (const auto& line : diffTable(diffs, "  ")) std::printf("%s\n", line.c_str());
   }
   for (const auto& line : reportText(report)) std::printf("%s\n", line.c_str());
@@ -247,6 +250,13 @@ int main(int argc, char** argv) {
                  "compare the outputs with DIR/output_<i>_<name>.npy (or output_<i>.pb); exit 1 on a mismatch");
   app.add_option("--rtol", o.tolerance.rtol, "relative tolerance of --expected_dir (default 1e-3)")->check(CLI::NonNegativeNumber);
   app.add_option("--atol", o.tolerance.atol, "absolute tolerance of --expected_dir (default 1e-4)")->check(CLI::NonNegativeNumber);
+  app.add_option("--compare", o.tolerance.compare,
+                 "how --expected_dir judges: allclose (every element within --atol + --rtol |ref|; default), cosine "
+                 "(cosine similarity of each output at least --min_cosine: for fp16 PopEFs) or top1 (the largest "
+                 "element of every row along the last axis at the same index: classifiers)")
+      ->check(CLI::IsMember({"allclose", "cosine", "top1"}));
+  app.add_option("--min_cosine", o.tolerance.min_cosine, "the least cosine similarity --compare cosine takes (default 0.999)")
+      ->check(CLI::Range(-1.0, 1.0));
   auto* benchmark = app.add_flag("--benchmark", o.benchmark,
                                  "measure throughput and latency as trtexec does: a warm-up of 0.2 s, then at least 10 "
                                  "requests and 3 s (each overridden by its flag); without it one cold request runs");

@@ -200,7 +200,7 @@ class Fp16FlagsTest(e2e_util.E2ETestCase):
             self.assertEqual(json.load(f)["precision_compare"]["file_inputs"], ["x"])
 
     def test_bad_fp16_flags_fail_with_one_line(self):
-        self.assertFails(self.convert("--precision", "fp8"), "poprt-convert", 1, ["--precision", "fp8"])
+        self.assertFails(self.convert("--precision", "fp8"), "poprt-convert", 2, ["--precision", "fp8"], usage=True)
         self.assertFails(self.convert("--precision", "fp16", "--fp16_skip_op_types", "Softmax,Sofmax"), "poprt-convert", 1,
                          ["--fp16_skip_op_types", "'Sofmax'"])
         self.assertFails(self.convert("--fp16_io"), "poprt-convert", 1, ["--fp16_io", "--precision fp16"])

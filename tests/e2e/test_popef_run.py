@@ -121,6 +121,27 @@ class PopefRunTest(e2e_util.E2ETestCase):
         self.assertTrue(all(x["latency_ms"] > 0 and x["start_ms"] >= 0 for x in t))
         self.assertAlmostEqual(max(x["latency_ms"] for x in t), j["latency_ms"]["max"], delta=0.01)
 
+    @unittest.skipUnless(os.path.isdir(os.path.join(SHARED_MODELS, "resnet20_cifar")), "no ../shared/models")
+    def test_fp16_outputs_judged_by_cosine_and_top1(self):
+        out = self.path("r20")
+        self.assertOk(e2e_util.run_tool("poprt-convert", ["--input_model", os.path.join(SHARED_MODELS, "resnet20_cifar.onnx"),
+                                                          "--precision", "fp16", "--export_popef", "--output_dir", out]))
+        data = os.path.join(SHARED_MODELS, "resnet20_cifar")
+        args = [os.path.join(out, "executable.popef"), "--input_dir", data, "--expected_dir", data]
+        # float32 tolerances are not what fp16 meets; its cosine and its top-1 class are.
+        r = e2e_util.run_tool("popef-run", args)
+        self.assertEqual(r.returncode, 1, r.describe())
+        for compare in ("cosine", "top1"):
+            r = self.assertOk(e2e_util.run_tool("popef-run", args + ["--compare", compare]))
+            cosine = float(re.search(r"208 +float32\[1,10\] +\S+ +\S+ +([\d.]+) +100% +ok", r.stdout).group(1))
+            self.assertGreaterEqual(cosine, 0.999)
+        # An impossible bar fails, naming the output and its cosine.
+        r = e2e_util.run_tool("popef-run", args + ["--compare", "cosine", "--min_cosine", "1"])
+        self.assertEqual(r.returncode, 1, r.describe())
+        self.assertIn("output '208' has cosine similarity", r.stderr)
+        # Relative errors against zeros are left out, never "inf".
+        self.assertNotIn("inf", r.stdout)
+
     def test_a_model_wholly_on_the_host_has_no_ipu_estimate(self):
         g = onnx.helper.make_graph([onnx.helper.make_node("NonZero", ["x"], ["y"])], "host",
                                    [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4])],
