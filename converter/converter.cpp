@@ -55,9 +55,9 @@ std::string percent(uint64_t part, uint64_t whole) {
   return buf;
 }
 
-// The fp16 flags need --precision fp16; an op type no op has is an error (a typo would keep
+// The fp16 flags need --precision fp16; an op type no op has is a usage error (a typo would keep
 // nothing in fp32).
-Status checkFp16Flags(const ConvertOptions& o) {
+void checkFp16Flags(const ConvertOptions& o) {
   const passes::Fp16Options& f = o.pipeline.fp16;
   if (o.precision != "fp16") {
     const char* flag = !f.skip_op_types.empty()     ? "--fp16_skip_op_types"
@@ -66,14 +66,14 @@ Status checkFp16Flags(const ConvertOptions& o) {
                        : !o.fp16_calibration_inputs.empty() ? "--fp16_calibration_input"
                        : o.precision_compare        ? "--precision_compare"
                                                     : nullptr;
-    if (flag) return Error(std::string(flag) + " needs --precision fp16");
+    if (flag) throw UsageError(std::string(flag) + " needs --precision fp16");
   }
   if (!o.fp16_calibration_inputs.empty() && !f.avoid_overflow_patterns)
-    return Error("--fp16_calibration_input: the range check is off with --enable_avoid_overflow_patterns=false");
+    throw UsageError("--fp16_calibration_input: the range check is off with --enable_avoid_overflow_patterns=false");
   if ((o.precision_compare_per_layer || !o.precision_compare_inputs.empty()) && !o.precision_compare)
-    return Error(std::string(o.precision_compare_per_layer ? "--precision_compare_per_layer" : "--precision_compare_input") +
-                 " needs --precision_compare");
-  return passes::checkSkipOpTypes(f.skip_op_types);
+    throw UsageError(std::string(o.precision_compare_per_layer ? "--precision_compare_per_layer" : "--precision_compare_input") +
+                     " needs --precision_compare");
+  if (Status st = passes::checkSkipOpTypes(f.skip_op_types); !st.ok()) throw UsageError(st.error().message());
 }
 
 // Runs the pipeline; with `fp32_snapshot`, in two parts, keeping the model as it is just before
@@ -153,9 +153,12 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   if (o.precision != "fp32" && o.precision != "fp16")
     throw UsageError("--precision: expected fp32 or fp16, got '" + o.precision + "'");
   if (o.batch_size < 0) throw UsageError("--batch_size must be at least 1, got " + std::to_string(o.batch_size));
+  if (o.batch_axis < 0) throw UsageError("--batch_axis must be non-negative, got " + std::to_string(o.batch_axis));
+  if (o.execution_strategy != "sharded" && o.execution_strategy != "pipelined")
+    throw UsageError("--execution_strategy: expected sharded or pipelined, got '" + o.execution_strategy + "'");
   passes::PipelineOptions pipeline = o.pipeline;
   pipeline.fp16.enabled = o.precision == "fp16";
-  POPRT_TRY(checkFp16Flags(o));
+  checkFp16Flags(o);
   if (!(o.available_memory_proportion > 0 && o.available_memory_proportion <= 1))  // NaN too
     throw UsageError("--available_memory_proportion must be in (0, 1]");
   std::vector<passes::InputShape> shapes;
@@ -172,7 +175,9 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   if (o.num_ipus == 1 && (sharding.strategy == exec::Strategy::Pipelined || !sharding.manual.empty()))
     throw UsageError("--execution_strategy pipelined and --manual_sharding_config need --num_ipus > 1");
 
-  POPRT_ASSIGN_OR_RETURN(std::vector<std::string> pass_names, passes::resolvePipeline(pipeline));  // fails before any work
+  auto resolved = passes::resolvePipeline(pipeline);  // an unknown pass name is the flag's error, before any work
+  if (!resolved.ok()) throw UsageError(resolved.error().message());
+  const std::vector<std::string> pass_names = std::move(resolved).value();
   // fp16 is float_to_half's work: a pipeline without it would write float32 weights and record fp16.
   if (pipeline.fp16.enabled && std::find(pass_names.begin(), pass_names.end(), "float_to_half") == pass_names.end())
     throw UsageError("--precision fp16: the pipeline does not run float_to_half (see --passes/--skip_passes)");

@@ -123,7 +123,7 @@ Expected<std::vector<std::pair<std::string, ops::RtValue>>> readOrGenerate(const
                                                                           std::string& dynamic) {
   std::map<std::string, std::string> files;
   for (const std::string& text : file_args) {
-    POPRT_ASSIGN_OR_RETURN(auto kv, splitAssignment(text, flag));
+    auto kv = splitAssignment(text, flag);
     if (!files.emplace(kv.first, kv.second).second) return Error(flag + ": '" + kv.first + "' is given twice");
   }
   std::vector<std::pair<std::string, ops::RtValue>> inputs;

@@ -137,14 +137,14 @@ Expected<RemoteCache> RemoteCache::open(const RemoteCacheConfig& config) {
   static const std::regex url("(https?)://(?:([^@/]*)@)?([^/:@]+|\\[[0-9A-Fa-f:.]+\\])(?::([0-9]{1,5}))?(/[^?#]*)?");
   std::smatch m;
   if (!std::regex_match(config.url, m, url))
-    return Error("--remote_cache: expected http://host[:port][/prefix] or https://..., with no query or fragment");
+    throw UsageError("--remote_cache: expected http://host[:port][/prefix] or https://..., with no query or fragment");
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   impl->prefix = m[5].str();
   while (!impl->prefix.empty() && impl->prefix.back() == '/') impl->prefix.pop_back();
   std::string origin = m[1].str() + "://" + m[3].str() + (m[4].matched ? ":" + m[4].str() : "");
   impl->client = std::make_unique<httplib::Client>(origin);
-  if (!impl->client->is_valid()) return Error("--remote_cache: cannot make a client for this URL");
+  if (!impl->client->is_valid()) throw UsageError("--remote_cache: cannot make a client for this URL");
   const auto connect = config.connect_timeout.count(), io = config.io_timeout.count();
   impl->client->set_connection_timeout(connect / 1000, (connect % 1000) * 1000);
   impl->client->set_read_timeout(io / 1000, (io % 1000) * 1000);

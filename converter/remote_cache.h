@@ -47,8 +47,8 @@ struct RemoteLookup {
 
 class RemoteCache {
  public:
-  // Errors (naming the flag, not the URL's host or credentials): a URL poprt cannot use, an
-  // unreadable or malformed header file.
+  // A URL poprt cannot use throws UsageError; an unreadable or malformed header file is an Error.
+  // Both name the flag, not the URL's host or credentials.
   static Expected<RemoteCache> open(const RemoteCacheConfig& config);
   RemoteCache(RemoteCache&&) noexcept;
   RemoteCache& operator=(RemoteCache&&) noexcept;

@@ -44,7 +44,7 @@ Expected<std::vector<std::string>> resolvePipeline(const PipelineOptions& option
     std::erase(pipeline, name);
   }
   if (!options.print_ir_after.empty()) {
-    POPRT_TRY(known(options.print_ir_after));
+    if (Status st = known(options.print_ir_after); !st.ok()) return st.error().withContext("--print_ir_after");
     if (std::find(pipeline.begin(), pipeline.end(), options.print_ir_after) == pipeline.end())
       return Error("--print_ir_after " + options.print_ir_after + ": that pass is not in the pipeline");
   }

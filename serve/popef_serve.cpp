@@ -67,7 +67,7 @@ void printModels(const ServeOptions& o, const ModelRepository& models) {
 
 Status loadModels(const ServeOptions& o, ModelRepository& models) {
   for (const std::string& text : o.models) {
-    POPRT_ASSIGN_OR_RETURN(auto kv, splitAssignment(text, "--model"));
+    auto kv = splitAssignment(text, "--model");
     POPRT_TRY(models.addFile(kv.first, kv.second));
   }
   if (!o.load_models.empty() && o.control_mode != "explicit")

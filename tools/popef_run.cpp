@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
   app.add_option("--input_dir", o.in.input_dir, "inputs from DIR/input_<i>*.npy or DIR/input_<i>.pb, i in input order");
   app.add_option("--fill", o.in.fill, "generate the inputs not given: random (floats in [-1,1), integers 0..3), zeros or ones")
       ->check(CLI::IsMember({"random", "zeros", "ones"}));
-  app.add_option("--seed", o.in.seed, "seed of --fill random (default 0)");
+  app.add_option("--seed", o.in.seed, "seed of --fill random (default 0)")->check(CLI::NonNegativeNumber);
   app.add_option("--output_dir", o.output_dir, "write each output as DIR/output_<i>_<name>.npy (.pb for sequences, optionals)");
   app.add_option("--expected_dir", o.expected_dir,
                  "compare the outputs with DIR/output_<i>_<name>.npy (or output_<i>.pb); exit 1 on a mismatch");

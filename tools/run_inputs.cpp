@@ -85,7 +85,7 @@ Expected<std::vector<ops::RtValue>> gatherInputs(const std::vector<runtime::Data
   }
   std::map<std::string, std::string> given;
   for (const auto& text : o.inputs) {
-    POPRT_ASSIGN_OR_RETURN(auto kv, splitAssignment(text, "--input"));
+    auto kv = splitAssignment(text, "--input");
     if (!given.emplace(kv.first, kv.second).second) return Error("--input: '" + kv.first + "' is given twice");
     auto it = std::find_if(anchors.begin(), anchors.end(), [&](const auto& d) { return d.name == kv.first; });
     if (it == anchors.end()) return Error("--input: the model has no input named '" + kv.first + "' (inputs: " + names + ")");

@@ -134,13 +134,14 @@ Status writeOutputFile(const std::string& flag, const std::string& file, const s
   std::filesystem::path dir = std::filesystem::path(file).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   if (ec) return Error(flag + " " + file + ": cannot create its directory: " + ec.message());
-  return writeFileAtomic(file, text);
+  if (Status st = writeFileAtomic(file, text); !st.ok()) return st.error().withContext(flag);
+  return okStatus();
 }
 
-Expected<std::pair<std::string, std::string>> splitAssignment(const std::string& text, const std::string& flag) {
+std::pair<std::string, std::string> splitAssignment(const std::string& text, const std::string& flag) {
   auto eq = text.rfind('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    return Error(flag + ": expected NAME=VALUE, got '" + text + "'");
+    throw UsageError(flag + ": expected NAME=VALUE, got '" + text + "'");
   return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
 }
 

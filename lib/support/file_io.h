@@ -22,8 +22,8 @@ Status writeFileAtomic(const std::filesystem::path& path, std::span<const uint8_
 Status writeFileAtomic(const std::filesystem::path& path, const std::string& text);
 
 // "NAME=VALUE" (--input, --precision_compare_input, ...) split at the last '=' (names may hold
-// '='-free punctuation); an error names `flag`.
-Expected<std::pair<std::string, std::string>> splitAssignment(const std::string& text, const std::string& flag);
+// '='-free punctuation); a malformed value throws UsageError naming `flag`.
+std::pair<std::string, std::string> splitAssignment(const std::string& text, const std::string& flag);
 
 // A file a flag names for writing (--summary_json, --json) must be writable where it is named:
 // not a directory, no non-directory on its path (missing directories are created later, like

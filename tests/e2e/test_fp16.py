@@ -201,10 +201,11 @@ class Fp16FlagsTest(e2e_util.E2ETestCase):
 
     def test_bad_fp16_flags_fail_with_one_line(self):
         self.assertFails(self.convert("--precision", "fp8"), "poprt-convert", 2, ["--precision", "fp8"], usage=True)
-        self.assertFails(self.convert("--precision", "fp16", "--fp16_skip_op_types", "Softmax,Sofmax"), "poprt-convert", 1,
-                         ["--fp16_skip_op_types", "'Sofmax'"])
-        self.assertFails(self.convert("--fp16_io"), "poprt-convert", 1, ["--fp16_io", "--precision fp16"])
-        self.assertFails(self.convert("--precision_compare"), "poprt-convert", 1, ["--precision_compare"])
+        # Flag values and combinations no model could make right: usage errors (exit 2).
+        self.assertFails(self.convert("--precision", "fp16", "--fp16_skip_op_types", "Softmax,Sofmax"), "poprt-convert", 2,
+                         ["--fp16_skip_op_types", "'Sofmax'"], usage=True)
+        self.assertFails(self.convert("--fp16_io"), "poprt-convert", 2, ["--fp16_io", "--precision fp16"], usage=True)
+        self.assertFails(self.convert("--precision_compare"), "poprt-convert", 2, ["--precision_compare"], usage=True)
         self.assertFails(self.convert("--precision", "fp16", "--enable_avoid_overflow_patterns=maybe"), "poprt-convert", 2,
                          usage=True)
         self.assertFails(self.convert("--precision", "fp16", "--precision_compare", "--precision_compare_input",

@@ -651,7 +651,7 @@ class ServeLifecycleTest(unittest.TestCase):
 
     def test_bad_flags(self):
         bad = [(["--model", "m=" + os.path.join(self.work, "missing.popef")], 1, "missing.popef"),
-               (["--model", "m"], 1, "--model"),
+               (["--model", "m"], 2, "--model"),  # a malformed value: a usage error
                (["--model", "a b=" + self.mlp], 1, "--model"),
                (["--model", "m=" + self.mlp, "--model", "m=" + self.mlp], 1, "given twice"),
                ([], 2, "--model"),
