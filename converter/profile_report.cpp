@@ -407,6 +407,43 @@ Expected<ordered_json> buildProfile(sim::VerifiedPopef model, const ProfileSourc
   return j;
 }
 
+std::vector<std::string> profileTable(const ordered_json& profile, size_t top) {
+  const ordered_json& trace = profile["trace"];
+  if (!trace["run"].get<bool>()) return {"profile: no traced run (" + trace["no_run_reason"].get<std::string>() + ")"};
+  std::vector<const ordered_json*> steps;
+  for (const auto& s : trace["steps"]) steps.push_back(&s);
+  std::stable_sort(steps.begin(), steps.end(), [](const ordered_json* a, const ordered_json* b) {
+    return (*a)["wall_us"].get<double>() > (*b)["wall_us"].get<double>();
+  });
+  const double wall = trace["simulator_wall_us"].get<double>();
+  auto num = [](double v, int decimals) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return std::string(buf);
+  };
+  std::vector<std::vector<std::string>> rows = {{"step", "kind", "name", "simulator us", "share", "IPU estimate us"}};
+  for (size_t i = 0; i < steps.size() && i < top; ++i) {
+    const ordered_json& s = *steps[i];
+    const double us = s["wall_us"].get<double>();
+    rows.push_back({std::to_string(&s - &trace["steps"][0]), s["kind"].get<std::string>(), s["name"].get<std::string>(),
+                    num(us, 1), num(wall > 0 ? 100 * us / wall : 0, 1) + "%",
+                    s["kind"] == "host_call" ? "(host)" : num(s["duration_us"].get<double>(), 2)});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  std::vector<std::string> lines = {"profile (one traced run, the " + std::to_string(std::min(top, steps.size())) + " of " +
+                                    std::to_string(steps.size()) + " steps the simulator took longest on)"};
+  for (const auto& r : rows) {
+    std::string line = "  ";
+    for (size_t c = 0; c < r.size(); ++c) line += r[c] + (c + 1 < r.size() ? std::string(width[c] - r[c].size() + 2, ' ') : "");
+    lines.push_back(line);
+  }
+  lines.push_back("  total: simulator " + num(wall, 1) + " us; IPU estimate " + num(trace["device_us"].get<double>(), 2) +
+                  " us on the device + " + num(trace["host_us"].get<double>(), 1) + " us of host programs");
+  return lines;
+}
+
 Expected<std::vector<std::string>> writeProfileReport(const ReportDir& dir, const ProfileSource& source) {
   POPRT_ASSIGN_OR_RETURN(sim::VerifiedPopef model, sim::readVerifiedPopef(source.popef));
   POPRT_ASSIGN_OR_RETURN(ordered_json profile, buildProfile(std::move(model), source));

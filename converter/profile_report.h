@@ -39,6 +39,12 @@ struct ProfileSource {
 // of one run on an engine of its own. A malformed memory profile blob is an error naming the file.
 Expected<nlohmann::ordered_json> buildProfile(sim::VerifiedPopef model, const ProfileSource& source);
 
+// The `top` steps of the profile's traced run that took the simulator longest, as aligned table
+// lines (trtexec's --exportProfile, in the terminal): the step's kind and name (a compute set, an
+// exchange, a host program), its simulator wall time and share, and the cost model's IPU estimate;
+// then the totals. A profile without a traced run gives the reason in one line.
+std::vector<std::string> profileTable(const nlohmann::ordered_json& profile, size_t top);
+
 // Reads source.popef, builds the profile and writes DIR/profile.json and DIR/report.html, each
 // atomically (missing directories are created). Returns the paths written.
 Expected<std::vector<std::string>> writeProfileReport(const ReportDir& dir, const ProfileSource& source);

@@ -24,9 +24,11 @@
 namespace poprt::tools {
 namespace {
 
+using converter::buildProfile;
 using converter::compareValues;
 using converter::diffTable;
 using converter::formatError;
+using converter::profileTable;
 using converter::ReportDir;
 using converter::Tolerance;
 using converter::ValueDiff;
@@ -45,6 +47,7 @@ struct RunOptions {
   BenchOptions bench;
   bool benchmark = false;   // --benchmark, or any of --iterations, --warmup, --duration given
   std::string export_times;  // --export_times FILE
+  bool profile = false;      // --profile: the per-step table of one traced run
 };
 
 // "first values ... | min max mean" for a quick look at an output.
@@ -223,6 +226,11 @@ Status run(const RunOptions& o) {
     POPRT_TRY(writeOutputFile("--json", o.json, report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
     std::printf("  summary written to %s\n", o.json.c_str());
   }
+  if (o.profile) {  // one more run, traced, with the same inputs
+    POPRT_ASSIGN_OR_RETURN(sim::VerifiedPopef model, sim::readVerifiedPopef(o.popef));
+    POPRT_ASSIGN_OR_RETURN(auto profile, buildProfile(std::move(model), {"popef-run", o.popef, &inputs}));
+    for (const auto& line : profileTable(profile, 15)) std::printf("%s\n", line.c_str());
+  }
   if (!report_dir.path.empty()) {
     // The trace is of one more run, with the same inputs, on an engine of the report's own.
     POPRT_ASSIGN_OR_RETURN(auto files, writeProfileReport(report_dir, {"popef-run", o.popef, &inputs}));
@@ -267,6 +275,9 @@ int main(int argc, char** argv) {
   auto* duration = app.add_option("--duration", o.bench.duration, "seconds the measured requests last, at least (benchmark default 3)")
                        ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--export_times", o.export_times, "write every measured request's start and latency (ms) to FILE as JSON");
+  app.add_flag("--profile", o.profile,
+               "print the steps (compute sets, exchanges, host programs) one traced run spent longest on, with the "
+               "IPU estimate of each");
   app.add_option("--threads", o.bench.threads, "client threads submitting requests (default 1)")->check(CLI::Range(1, 256));
   app.add_option("--async", o.bench.async, "requests each thread keeps in flight (default 1)")->check(CLI::Range(1, 1024));
   app.add_option("--json", o.json, "write the summary as JSON to FILE");

@@ -89,6 +89,7 @@ RUN = {
     "--warmup": ([], "-1", 2, "--warmup"),
     "--duration": ([], "-2", 2, "--duration"),
     "--export_times": (["--fill", "zeros"], UNWRITABLE + ".json", 1, "--export_times"),
+    "--profile": None,
     "--threads": ([], "0", 2, "--threads"),
     "--async": ([], "0", 2, "--async"),
     "--json": (["--fill", "zeros"], UNWRITABLE + ".json", 1, "--json"),

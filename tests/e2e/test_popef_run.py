@@ -120,6 +120,14 @@ class PopefRunTest(e2e_util.E2ETestCase):
         self.assertEqual(len(t), j["requests"])
         self.assertTrue(all(x["latency_ms"] > 0 and x["start_ms"] >= 0 for x in t))
         self.assertAlmostEqual(max(x["latency_ms"] for x in t), j["latency_ms"]["max"], delta=0.01)
+        # --profile: the steps of one traced run, longest first, with their share and the IPU estimate.
+        r = self.assertOk(e2e_util.run_tool("popef-run", [self.popef, "--input_dir", MLP_DATA, "--profile"]))
+        rows = re.findall(r"^  (\d+) +(compute|exchange|host_call|\S+) +.*? ([\d.]+) +([\d.]+)% +", r.stdout, re.M)
+        self.assertGreater(len(rows), 0, r.stdout)
+        times = [float(x[2]) for x in rows]
+        self.assertEqual(times, sorted(times, reverse=True))
+        self.assertLessEqual(sum(float(x[3]) for x in rows), 100.5)
+        self.assertRegex(r.stdout, r"total: simulator [\d.]+ us; IPU estimate [\d.]+ us on the device")
 
     @unittest.skipUnless(os.path.isdir(os.path.join(SHARED_MODELS, "resnet20_cifar")), "no ../shared/models")
     def test_fp16_outputs_judged_by_cosine_and_top1(self):
