@@ -336,9 +336,13 @@ Status applyModels(const std::set<std::string>& given, const std::string& file, 
     return Error(file + ": key 'models' and --input_model both name the models: give them one way");
   if (!o.input_models.empty())
     return Error(file + ": keys 'models' and 'input_model' both name the models: give them one way");
+  // Each entry starts from the file's top-level options, without the entries before it (copying
+  // those into each would grow as 2^n).
+  ConvertOptions base = o;
+  base.models.clear();
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string where = file + ": models[" + std::to_string(i) + "]";
-    ConvertOptions entry = o;
+    ConvertOptions entry = base;
     if (list[i].IsScalar()) {
       entry.input_models = {list[i].Scalar()};
     } else if (list[i].IsMap()) {

@@ -365,6 +365,18 @@ TEST_F(ConfigModels, EntriesOverrideTheTopLevelAndFlagsOverrideBoth) {
   EXPECT_EQ(listed.input_models, (std::vector<std::string>{"a.onnx", "b.onnx"}));
 }
 
+TEST_F(ConfigModels, EntriesHoldNoCopiesOfTheEntriesBeforeThem) {
+  // Each entry once carried the list so far, which doubled with every entry (a fuzzer's 30-entry
+  // file asked for gigabytes).
+  std::string text = "models:\n";
+  for (int i = 0; i < 40; ++i) text += "  - m" + std::to_string(i) + ".onnx\n";
+  ConvertOptions o;
+  ASSERT_TRUE(parse({"--config_yaml", write("many.yaml", text).string()}, o).ok());
+  ASSERT_EQ(o.models.size(), 40u);
+  for (const ConvertOptions& m : o.models) EXPECT_TRUE(m.models.empty());
+  EXPECT_EQ(o.models[39].input_models, (std::vector<std::string>{"m39.onnx"}));
+}
+
 TEST_F(ConfigModels, BadListsNameTheEntry) {
   struct Case {
     std::string text, mention;
