@@ -7,6 +7,32 @@
 
 namespace poprt::converter {
 
+namespace {
+
+// The nesting depth of JSON text (brackets outside strings). A cache's summary is parsed and
+// written again, and nlohmann's writer recurses once per level: a summary from a cache someone
+// else controls must not be a million levels deep.
+bool shallowJson(const std::string& text, int max_depth = 64) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Expected<CacheTiers> CacheTiers::open(const ConvertOptions& o, bool& bypassed, std::vector<std::string>& warnings) {
   CacheTiers t;
   bypassed = false;
@@ -47,7 +73,8 @@ Expected<CacheTiers> CacheTiers::open(const ConvertOptions& o, bool& bypassed, s
 std::optional<CacheEntry> CacheTiers::lookup(const ConvertFiles& dest, std::vector<std::string>& warnings) {
   if (!key_) return std::nullopt;
   if (local_) {
-    if (auto stored = local_->restore(*key_, dest, write_files_)) {
+    // (A local entry may be on shared storage: its summary is held to the same bound.)
+    if (auto stored = local_->restore(*key_, dest, write_files_); stored && shallowJson(stored->summary)) {
       json_["hit"] = true;
       json_["tier"] = "local";
       return stored;
@@ -62,6 +89,10 @@ std::optional<CacheEntry> CacheTiers::lookup(const ConvertFiles& dest, std::vect
   if (r.outcome == Outcome::Hit && !dest.popef.empty() && !r.files.count(kEntryPopef)) {
     r.outcome = Outcome::Corrupted;
     r.why = "the entry has no PopEF";
+  }
+  if (r.outcome == Outcome::Hit && !shallowJson(r.files[kEntrySummary])) {
+    r.outcome = Outcome::Corrupted;
+    r.why = "the summary is nested too deep";
   }
   if (r.outcome == Outcome::Hit) {
     if (write_files_) {

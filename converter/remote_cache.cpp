@@ -18,6 +18,7 @@ namespace poprt::converter {
 namespace {
 
 constexpr size_t kMaxEntryBytes = 1 << 20;       // an ActionResult naming three files is ~300 bytes
+constexpr uint64_t kMaxSummaryBytes = 16 << 20;  // a summary is kilobytes
 constexpr size_t kMaxHeaderFileBytes = 64 << 10;
 
 bool isSha256Hex(const std::string& s) { return std::regex_match(s, std::regex("[0-9a-f]{64}")); }
@@ -166,6 +167,14 @@ Expected<RemoteCache> RemoteCache::open(const RemoteCacheConfig& config) {
 bool RemoteCache::uploads() const { return impl_->config.upload; }
 
 RemoteLookup RemoteCache::fetch(const std::string& key) {
+  try {
+    return fetchEntry(key);
+  } catch (const std::exception& e) {  // bad_alloc and the like: whatever the server sent, compile
+    return {RemoteLookup::Outcome::Corrupted, std::string("the entry could not be read (") + e.what() + ")", {}};
+  }
+}
+
+RemoteLookup RemoteCache::fetchEntry(const std::string& key) {
   using Outcome = RemoteLookup::Outcome;
   RemoteLookup out;
   std::string body, why;
@@ -177,15 +186,25 @@ RemoteLookup RemoteCache::fetch(const std::string& key) {
   if (status != 200) return {Outcome::Miss, "entry: HTTP " + std::to_string(status), {}};
   remote_cache::ActionResult entry;
   if (!entry.ParseFromString(body)) return {Outcome::Corrupted, "the entry is not an ActionResult", {}};
-  if (entry.exit_code() != 0 || entry.output_files_size() == 0 || entry.output_files_size() > 8)
+  if (entry.exit_code() != 0 || entry.output_files_size() == 0 || entry.output_files_size() > 3)
     return {Outcome::Corrupted, "the entry is not one poprt writes", {}};
+  // Sizes are checked for the whole entry before a byte of any blob is fetched.
+  uint64_t total = 0;
   for (const auto& f : entry.output_files()) {
     const std::string& name = f.path();
     if (name != kEntryOnnx && name != kEntryPopef && name != kEntrySummary)
       return {Outcome::Corrupted, "the entry names a file poprt does not write", {}};
     const auto size = f.digest().size_bytes();
-    if (!isSha256Hex(f.digest().hash()) || size < 0 || static_cast<uint64_t>(size) > kMaxFileBytes)
+    if (!isSha256Hex(f.digest().hash()) || size < 0 || static_cast<uint64_t>(size) > kMaxFileBytes ||
+        (name == kEntrySummary && static_cast<uint64_t>(size) > kMaxSummaryBytes))
       return {Outcome::Corrupted, name + ": a malformed digest", {}};
+    total += static_cast<uint64_t>(size);
+  }
+  if (total > kMaxFileBytes) return {Outcome::Corrupted, "the entry's files are over " + std::to_string(kMaxFileBytes) + " bytes", {}};
+  for (const auto& f : entry.output_files()) {
+    const std::string& name = f.path();
+    if (out.files.count(name)) return {Outcome::Corrupted, name + ": named twice", {}};
+    const auto size = f.digest().size_bytes();
     std::string blob, digest;
     const int s = impl_->get(impl_->prefix + "/cas/" + f.digest().hash(), static_cast<size_t>(size), blob, why, &digest);
     if (s == 0) return {impl_->down ? Outcome::Unreachable : Outcome::Corrupted, name + ": " + why, {}};

@@ -63,6 +63,7 @@ class RemoteCache {
  private:
   struct Impl;
   explicit RemoteCache(std::unique_ptr<Impl> impl);
+  RemoteLookup fetchEntry(const std::string& key);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -55,7 +55,7 @@ void infer(ServedModel& m, const httplib::Request& req, httplib::Response& res, 
 
 }  // namespace
 
-void addRoutes(httplib::Server& server, ModelRepository& models, ServerMetrics& metrics) {
+void addRoutes(httplib::Server& server, ModelRepository& models, ServerMetrics& metrics, size_t max_body_bytes) {
   server.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
     send(res, jsonReply(200, {{"name", "popef-serve"},
                               {"version", POPRT_VERSION},
@@ -87,17 +87,24 @@ void addRoutes(httplib::Server& server, ModelRepository& models, ServerMetrics& 
   });
   // The body is read here, whatever its Content-Type: the library would parse a form-urlencoded one
   // (curl -d's default) as a form and refuse it past 8 KB. Bodies are bounded by the payload limit.
-  server.Post(kModel + "/infer", [&models](const httplib::Request& req, httplib::Response& res,
+  server.Post(kModel + "/infer", [&models, max_body_bytes](const httplib::Request& req, httplib::Response& res,
                                            const httplib::ContentReader& read) {
     if (req.is_multipart_form_data()) {
       send(res, errorReply(415, "a multipart body: send the request as JSON (binary tensors after it)"));
       return;
     }
+    // The library bounds a body by its Content-Length only: a chunked one is bounded here.
     std::string body;
-    read([&body](const char* data, size_t n) {
+    bool too_large = false;
+    read([&body, &too_large, max_body_bytes](const char* data, size_t n) {
+      if (n > max_body_bytes - body.size()) return !(too_large = true);
       body.append(data, n);
       return true;
     });
+    if (too_large) {
+      send(res, errorReply(413, "the request body is over " + std::to_string(max_body_bytes) + " bytes"));
+      return;
+    }
     if (auto m = lookup(models, req, res)) infer(*m, req, res, body);
   });
   // The model repository extension: the index, and loads and unloads in explicit control mode.

@@ -17,7 +17,8 @@ class Server;
 
 namespace poprt::serve {
 
-// Registers every route on `server`. `models` and `metrics` outlive the server's requests.
-void addRoutes(httplib::Server& server, ModelRepository& models, ServerMetrics& metrics);
+// Registers every route on `server`. `models` and `metrics` outlive the server's requests; infer
+// bodies over `max_body_bytes` are refused (413), chunked ones too.
+void addRoutes(httplib::Server& server, ModelRepository& models, ServerMetrics& metrics, size_t max_body_bytes);
 
 }  // namespace poprt::serve

@@ -145,7 +145,7 @@ std::string ServerMetrics::render() const {
            [](const ModelMetrics& m) { return std::to_string(m.pending.load()); });
   perModel("poprt_batch_fill_ratio", "gauge", "Rows inferred over the rows of the batches run (1: no padding).",
            [](const ModelMetrics& m) {
-             const double capacity = static_cast<double>(m.batches.load()) * static_cast<double>(m.batch);
+             const double capacity = static_cast<double>(m.batches.load()) * static_cast<double>(m.batch.load());
              return number(capacity > 0 ? static_cast<double>(m.rows.load()) / capacity : 0);
            });
   perModel("poprt_ipu_utilization_estimate", "gauge",
@@ -153,8 +153,8 @@ std::string ServerMetrics::render() const {
            "(the cost model's estimate per batch; above 1 the load exceeds what they could serve).",
            [](const ModelMetrics& m) {
              const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - m.since).count();
-             const double busy = static_cast<double>(m.batches.load()) * m.ipu_seconds_per_batch;
-             return number(wall > 0 ? busy / (wall * m.replicas) : 0);
+             const double busy = static_cast<double>(m.batches.load()) * m.ipu_seconds_per_batch.load();
+             return number(wall > 0 ? busy / (wall * m.replicas.load()) : 0);
            });
   struct HistogramDef {
     const char* name;

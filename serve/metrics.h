@@ -54,9 +54,10 @@ struct Statistics {
 
 struct ModelMetrics {
   std::string model;
-  unsigned replicas = 1;
-  int64_t batch = 1;                 // rows of a compiled batch
-  double ipu_seconds_per_batch = 0;  // the cost model's estimate of one batch on a real IPU
+  // Set by each load of the model (a repository reloads it while /metrics is read): atomic.
+  std::atomic<unsigned> replicas{1};
+  std::atomic<int64_t> batch{1};                 // rows of a compiled batch
+  std::atomic<double> ipu_seconds_per_batch{0};  // the cost model's estimate of one batch on a real IPU
   std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
 
   std::atomic<uint64_t> success{0}, failure{0};  // inference requests answered 200 / not

@@ -118,7 +118,7 @@ Status serve(const ServeOptions& o) {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     listen_socket = sock;
   });
-  addRoutes(server, models, metrics);
+  addRoutes(server, models, metrics, kMaxBodyBytes);
 
   // Bound before the signal thread starts, so a SIGTERM at any time finds a server to stop.
   const int port = o.port == 0 ? server.bind_to_any_port(o.host) : (server.bind_to_port(o.host, o.port) ? o.port : -1);
@@ -142,7 +142,11 @@ Status serve(const ServeOptions& o) {
       std::unique_lock lock(poll_mutex);
       while (!poll_wake.wait_for(lock, std::chrono::seconds(o.poll_seconds), [&] { return stopping; })) {
         lock.unlock();
-        models.poll();
+        try {
+          models.poll();
+        } catch (const std::exception& e) {  // a scan must not end the server: it says why and goes on
+          POPRT_LOG(Warn, "model repository poll failed: " << e.what());
+        }
         lock.lock();
       }
     });

@@ -18,6 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint64_t kMaxConfigBytes = 1 << 20;
+constexpr uint64_t kMaxQueueDelayUs = 60'000'000;  // as --max_queue_delay_us
 
 // Model names come from requests as well as directories: 1-200 of A-Z a-z 0-9 _ - . and not a
 // path (".", "..").
@@ -150,7 +151,7 @@ Status ModelRepository::setRepository(const fs::path& dir, ControlMode mode, con
   return okStatus();
 }
 
-std::vector<std::string> ModelRepository::onDisk() const {
+std::vector<std::string> ModelRepository::onDisk(bool* complete) const {
   std::vector<std::string> names;
   std::error_code ec;
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
@@ -158,6 +159,7 @@ std::vector<std::string> ModelRepository::onDisk() const {
     const std::string name = it->path().filename().string();
     if (it->is_directory(de) && validModelName(name)) names.push_back(name);
   }
+  if (complete) *complete = !ec;
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -217,7 +219,8 @@ Status ModelRepository::load(const std::string& name) {
     e.failed_signature = signature(model_dir, version);  // poll does not retry the same files
     return Error("model '" + name + "': " + why);
   };
-  if (!fs::is_directory(model_dir, ec)) return fail("", "no such model in the repository");
+  // (A name that is not in the repository gets no index entry: requests cannot grow the index.)
+  if (!fs::is_directory(model_dir, ec)) return Error("model '" + name + "': no such model in the repository");
   const std::string version = latestVersion(model_dir);
   if (version.empty()) return fail("", "no version directory (1, 2, ...) with a model.popef");
   const std::string sig = signature(model_dir, version);
@@ -226,10 +229,19 @@ Status ModelRepository::load(const std::string& name) {
   if (!config.ok()) return fail(version, config.error().message());
   BatcherOptions batching = batching_;
   if (*config && (*config)->has_dynamic_batching()) {
+    const uint64_t delay = (*config)->dynamic_batching().max_queue_delay_microseconds();
+    if (delay > kMaxQueueDelayUs)
+      return fail(version, config_file.string() + ": max_queue_delay_microseconds " + std::to_string(delay) +
+                               " is over a minute (" + std::to_string(kMaxQueueDelayUs) + ")");
     batching.dynamic_batching = true;
-    batching.max_queue_delay = std::chrono::microseconds((*config)->dynamic_batching().max_queue_delay_microseconds());
+    batching.max_queue_delay = std::chrono::microseconds(delay);
   }
-  auto m = ServedModel::load({name, version}, (model_dir / version / "model.popef").string(), batching, metrics_);
+  Expected<std::unique_ptr<ServedModel>> m = Error("");
+  try {
+    m = ServedModel::load({name, version}, (model_dir / version / "model.popef").string(), batching, metrics_);
+  } catch (const std::exception& e) {  // a file that makes the runtime throw what it does not map
+    m = Error(std::string("cannot load: ") + e.what());
+  }
   if (!m.ok()) return fail(version, m.error().message());
   if (*config)
     if (Status st = checkConfig(**config, name, **m, config_file.string()); !st.ok()) return fail(version, st.error().message());
@@ -258,13 +270,15 @@ Status ModelRepository::unload(const std::string& name) {
     old = std::move(it->second.model);
     it->second.state = "UNAVAILABLE";
     it->second.reason = "unloaded";
+    it->second.signature.clear();  // poll loads it again if it comes back unchanged
   }
   return okStatus();
 }
 
 void ModelRepository::poll() {
   if (dir_.empty()) return;
-  const std::vector<std::string> names = onDisk();
+  bool complete = false;
+  const std::vector<std::string> names = onDisk(&complete);
   for (const std::string& name : names) {
     const std::string version = latestVersion(dir_ / name);
     std::string served_signature, failed_signature;
@@ -282,6 +296,9 @@ void ModelRepository::poll() {
     const std::string sig = signature(dir_ / name, version);
     if (sig != served_signature && sig != failed_signature) (void)load(name);  // a failure is in the index
   }
+  // A scan that failed (the directory moved away, no file descriptors left) is not a repository
+  // without models: nothing is unloaded on it.
+  if (!complete) return;
   std::vector<std::string> gone;
   {
     std::lock_guard lock(mutex_);

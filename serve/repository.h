@@ -47,7 +47,7 @@ class ModelRepository {
   // The model served as `name`, or null.
   std::shared_ptr<ServedModel> find(const std::string& name) const;
   std::vector<std::shared_ptr<ServedModel>> served() const;
-  // Every model in service is ready (false while none is).
+  // Every model in service is ready (true while none is: the server can take loads and requests).
   bool ready() const;
   std::vector<IndexEntry> index() const;
 
@@ -69,8 +69,9 @@ class ModelRepository {
     std::string signature;         // the served version's file sizes and times, to see a changed model
     std::string failed_signature;  // those of the last load that failed
   };
-  // The repository's model names: its subdirectories.
-  std::vector<std::string> onDisk() const;
+  // The repository's model names: its subdirectories. `complete` (when given): the scan saw the
+  // whole directory.
+  std::vector<std::string> onDisk(bool* complete = nullptr) const;
 
   ServerMetrics& metrics_;
   BatcherOptions batching_;

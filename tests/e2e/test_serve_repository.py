@@ -142,6 +142,10 @@ class RepositoryTest(unittest.TestCase):
         self.assertEqual(s.client.get_json("/v2/models/dtypes")[0], 404)
         self.assertEqual(self.post(s, "/v2/repository/models/dtypes/unload")[0], 400)
         self.assertIn(self.post(s, "/v2/repository/models/..%2Fetc/load")[0], (400, 404))
+        # Loads of models the repository does not have leave no trace in the index.
+        for i in range(3):
+            self.assertEqual(self.post(s, "/v2/repository/models/nope%d/load" % i)[0], 400)
+        self.assertFalse(any(name.startswith("nope") for name in self.index(s)))
         status, err = self.post(s, "/v2/repository/models/..%20/load")
         self.assertEqual(status, 400)
         self.assertIn("is not a model name", err["error"])
@@ -190,6 +194,17 @@ class RepositoryTest(unittest.TestCase):
             time.sleep(0.2)
         self.assertEqual(self.index(s)["dtypes"]["state"], "READY")
         self.assertEqual(s.client.get_json("/v2/models/mlp")[0], 404)
+        # The directory gone for a moment (a scan that fails) unloads nothing; a model unloaded because
+        # it was removed comes back when it is put back unchanged.
+        self.place("mlp", 1, self.mlp)
+        away = self.repo + ".away"
+        os.rename(self.repo, away)
+        time.sleep(2.5)
+        os.rename(away, self.repo)
+        deadline = time.time() + 20
+        while time.time() < deadline and self.index(s).get("mlp", {}).get("state") != "READY":
+            time.sleep(0.2)
+        self.assertEqual((self.index(s)["mlp"]["state"], self.index(s)["dtypes"]["state"]), ("READY", "READY"))
 
     def test_control_mode_rules(self):
         self.place("mlp", 1, self.mlp)
