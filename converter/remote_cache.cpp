@@ -94,14 +94,18 @@ struct RemoteCache::Impl {
   // GET path into `body`, at most `limit` bytes. Returns the HTTP status, 0 when unreachable (or the
   // body was over the limit: `why` says which).
   // With `sha256`, the body's SHA-256 too, hashed as it arrives (while its bytes are in cache).
+  // The whole body must arrive within the read timeout plus a second per MiB (the read timeout
+  // alone is per read: a server trickling bytes would stall the conversion).
   int get(const std::string& path, size_t limit, std::string& body, std::string& why, std::string* sha256 = nullptr) {
-    bool too_big = false;
+    bool too_big = false, too_slow = false;
     std::unique_ptr<Sha256> sha;
+    std::chrono::steady_clock::time_point deadline;
     auto r = call(
         [&] {
           body.clear();
-          too_big = false;
+          too_big = too_slow = false;
           sha = std::make_unique<Sha256>();
+          deadline = std::chrono::steady_clock::now() + config.io_timeout + std::chrono::seconds(limit >> 20);
           return client->Get(
               path,
               [&](const httplib::Response& response) {  // one allocation for the body, when its size is declared
@@ -112,14 +116,16 @@ struct RemoteCache::Impl {
               },
               [&](const char* data, size_t n) {
                 if (n > limit - body.size()) return !(too_big = true);
+                if (std::chrono::steady_clock::now() > deadline) return !(too_slow = true);
                 body.append(data, n);
                 if (sha256) sha->update({reinterpret_cast<const uint8_t*>(data), n});
                 return true;
               });
         },
         why);
-    if (too_big) {
-      why = "a blob larger than its entry says (" + std::to_string(limit) + " bytes)";
+    if (too_big || too_slow) {
+      why = too_big ? "a blob larger than its entry says (" + std::to_string(limit) + " bytes)"
+                    : "the server sent it too slowly (under 1 MiB/s)";
       return 0;
     }
     if (!r || !*r) return 0;
