@@ -134,11 +134,7 @@ Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
                                            : " hint: a smaller batch or input shape, more IPUs, or a --manual_sharding_config that balances them"));
 }
 
-ops::Opsets opsetsOf(const ir::Model& model) {
-  ops::Opsets opsets;
-  for (const auto& op : model.opset_imports) opsets[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
-  return opsets;
-}
+using ops::opsetsOf;
 
 Shape streamShape(const ir::Value* v) {
   Shape s;

@@ -9,11 +9,7 @@
 namespace poprt::converter {
 namespace {
 
-ops::Opsets opsetsOf(const ir::Model& model) {
-  ops::Opsets o;
-  for (const auto& op : model.opset_imports) o[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
-  return o;
-}
+using ops::opsetsOf;
 
 // The graph inputs --check feeds, with the reason the first unusable one cannot be fed.
 Status checkInputsUsable(const ir::Graph& g) {

@@ -25,11 +25,7 @@ using ojson = nlohmann::ordered_json;
 // How many of the worst layers the table shows (--summary_json has them all).
 constexpr size_t kWorstLayersShown = 15;
 
-ops::Opsets opsetsOf(const ir::Model& model) {
-  ops::Opsets o;
-  for (const auto& op : model.opset_imports) o[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
-  return o;
-}
+using ops::opsetsOf;
 
 Expected<ir::Model> reimport(const std::string& bytes, const std::string& what) {
   onnx::ModelProto proto;

@@ -13,11 +13,7 @@
 namespace poprt::passes {
 namespace {
 
-ops::Opsets opsetsOf(const ir::Model& model) {
-  ops::Opsets o;
-  for (const auto& op : model.opset_imports) o[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
-  return o;
-}
+using ops::opsetsOf;
 
 bool isFloat32Tensor(const ir::Value* v) {
   return v && v->type.isTensor() && v->type.kind == ValueKind::Tensor && v->type.dtype == DType::Float;

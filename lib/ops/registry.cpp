@@ -177,4 +177,10 @@ Expected<std::vector<Tensor>> evaluateGraph(const ir::Graph& graph, const std::v
   return tensors;
 }
 
+Opsets opsetsOf(const ir::Model& model) {
+  Opsets opsets;
+  for (const auto& op : model.opset_imports) opsets[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
+  return opsets;
+}
+
 }  // namespace poprt::ops

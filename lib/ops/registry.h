@@ -44,6 +44,8 @@ enum class Fp16Policy {
 enum class LoweringFamily { None, Unary, Binary, MatMul, View, Rearrange, Conv, Pool, Activation, Reduce, Softmax, Norm, Attention, Cast };
 
 using Opsets = std::map<std::string, int64_t>;  // domain ("" = ai.onnx) -> version
+// The opsets a model imports, "ai.onnx" written "".
+Opsets opsetsOf(const ir::Model& model);
 
 struct Scope;
 
