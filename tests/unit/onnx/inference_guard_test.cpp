@@ -33,8 +33,10 @@ void addInput(onnx::GraphProto& g, const std::string& name, int elem_type, const
   for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
 }
 
+// A model of one node `op` ("n") whose inputs x0, x1, ... have `input_dims` and `elem_types`
+// (float when not given), and whose `outputs` outputs are y, y1, y2, ...
 onnx::ModelProto oneNode(const std::string& op, int opset, const std::vector<std::vector<int64_t>>& input_dims,
-                         int elem_type = onnx::TensorProto::FLOAT) {
+                         const std::vector<int>& elem_types = {}, int outputs = 1) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(opset);
@@ -44,11 +46,15 @@ onnx::ModelProto oneNode(const std::string& op, int opset, const std::vector<std
   n->set_name("n");
   n->set_op_type(op);
   for (size_t i = 0; i < input_dims.size(); ++i) {
-    addInput(*g, "x" + std::to_string(i), elem_type, input_dims[i]);
+    addInput(*g, "x" + std::to_string(i), i < elem_types.size() ? elem_types[i] : int{onnx::TensorProto::FLOAT},
+             input_dims[i]);
     n->add_input("x" + std::to_string(i));
   }
-  n->add_output("y");
-  g->add_output()->set_name("y");
+  for (int o = 0; o < outputs; ++o) {
+    const std::string name = o == 0 ? "y" : "y" + std::to_string(o);
+    n->add_output(name);
+    g->add_output()->set_name(name);
+  }
   return m;
 }
 
@@ -140,23 +146,10 @@ TEST(InferenceGuard, SweepEverySchemaOverInputRanksAndAttributeValues) {
       for (int r0 = 0; r0 <= 5; ++r0)
         for (int rest = -1; rest <= 3; ++rest)  // -1: every input of rank r0
           for (int64_t attr_value : {int64_t{1}, int64_t{5}, int64_t{-7}}) {
-            onnx::ModelProto m;
-            m.set_ir_version(8);
-            m.add_opset_import()->set_version(opset);
-            auto* g = m.mutable_graph();
-            g->set_name("g");
-            auto* n = g->add_node();
-            n->set_name("n");
-            n->set_op_type(s.Name());
-            for (int i = 0; i < inputs; ++i) {
-              const int rank = i == 0 || rest < 0 ? r0 : rest;
-              addInput(*g, "x" + std::to_string(i), types[static_cast<size_t>(i)], std::vector<int64_t>(rank, 2));
-              n->add_input("x" + std::to_string(i));
-            }
-            for (int o = 0; o < std::max(1, s.min_output()); ++o) {
-              n->add_output("y" + std::to_string(o));
-              g->add_output()->set_name("y" + std::to_string(o));
-            }
+            std::vector<std::vector<int64_t>> dims;
+            for (int i = 0; i < inputs; ++i) dims.emplace_back(i == 0 || rest < 0 ? r0 : rest, 2);
+            onnx::ModelProto m = oneNode(s.Name(), opset, dims, types, std::max(1, s.min_output()));
+            onnx::NodeProto* n = m.mutable_graph()->mutable_node(0);
             if (!addAttributes(s, *n, attr_value, attr_value != 1)) continue;
             if (trace)  // which model a crash came from
               std::fprintf(stderr, "%s-%d inputs=%d r0=%d rest=%d attrs=%lld\n", s.Name().c_str(), s.SinceVersion(),
