@@ -214,6 +214,14 @@ Expected<CacheKey> cacheKey(const ConvertOptions& o) {
       }
       value = digests;
     }
+    if (name == "custom_library_so_paths") {  // what the plugins are, not where
+      nlohmann::json digests = nlohmann::json::array();
+      for (const auto& path : value) {
+        POPRT_ASSIGN_OR_RETURN(std::string digest, sha256File(path.get<std::string>()));
+        digests.push_back("sha256:" + digest);
+      }
+      value = digests;
+    }
     if (name == "manual_sharding_config" && !value.get<std::string>().empty()) {  // its content, not its path
       POPRT_ASSIGN_OR_RETURN(std::string digest, sha256File(value.get<std::string>()));
       value = "sha256:" + digest;

@@ -21,6 +21,7 @@
 #include "converter/show.h"
 #include "converter/summary.h"
 #include "lib/onnx/onnx_io.h"
+#include "lib/plugin/plugin.h"
 #include "lib/support/bytes.h"
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
@@ -187,6 +188,9 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   const ReportDir report_dir = o.export_popef ? reportDir(o.report) : ReportDir{};
   POPRT_TRY(checkReportDir(report_dir));
 
+  // Before anything reads the model: the plugins' ops are then known to the importer.
+  if (auto st = plugin::loadPlugins(o.custom_library_so_paths); !st.ok()) return st.error().withContext("--custom_library_so_paths");
+
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> warnings;
   if (sharding.strategy == exec::Strategy::Pipelined && o.batches_per_step < 2 * o.num_ipus)
@@ -284,7 +288,7 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
     if (auto st = staged.add(model_path, result.onnx); !st.ok()) return st.error().withContext("--output_dir " + o.output_dir);
   const std::filesystem::path& popef_path = files.popef;
   if (compiled) {
-    popef::PopefFile popef = makePopef(*compiled, o, result.onnx);
+    popef::PopefFile popef = makePopef(*compiled, model, o, result.onnx);
     if (auto valid = popef::validatePopef(popef); !valid.ok())
       return valid.error().withContext(popef_path.string() + ": cannot write PopEF");
     std::vector<uint8_t> bytes = popef::serializePopef(popef);

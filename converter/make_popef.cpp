@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "lib/exec/memory_profile.h"
+#include "lib/plugin/plugin.h"
 #include "lib/support/half.h"
 
 namespace poprt::converter {
@@ -26,7 +27,8 @@ popef::Blob weightBlob(const std::string& name, const Tensor& w, bool fp16) {
 
 }  // namespace
 
-popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ConvertOptions& o, const std::string& onnx_bytes) {
+popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ir::Model& model, const ConvertOptions& o,
+                           const std::string& onnx_bytes) {
   const exec::Executable& exe = compiled.executable;
   popef::PopefFile file;
   auto& md = file.metadata;
@@ -62,6 +64,8 @@ popef::PopefFile makePopef(const codegen::CompileResult& compiled, const Convert
     md.compile_options["batch_axis"] = std::to_string(o.batch_axis);
   }
   md.extra = {{"device_nodes", compiled.device_nodes}, {"host_nodes", compiled.host_nodes}};
+  // Readers refuse the PopEF by name when a plugin its ops come from is not loaded.
+  if (auto plugins = plugin::pluginRecord(model); !plugins.is_null()) md.extra["plugins"] = std::move(plugins);
   file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
   for (const ir::Value* w : compiled.weights) file.blobs.push_back(weightBlob(w->name(), *w->initializer(), o.precision == "fp16"));
   file.blobs.push_back({popef::BlobType::Opaque, "poprt.onnx", std::vector<uint8_t>(onnx_bytes.begin(), onnx_bytes.end())});

@@ -12,6 +12,8 @@
 
 namespace poprt::converter {
 
-popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ConvertOptions& o, const std::string& onnx_bytes);
+// `model` is the optimised model that was compiled (the plugins its ops come from are recorded).
+popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ir::Model& model, const ConvertOptions& o,
+                           const std::string& onnx_bytes);
 
 }  // namespace poprt::converter

@@ -38,6 +38,10 @@ const std::vector<OptionSpec>& optionTable() {
       {"output_model", "file name of the converted ONNX (default: <input stem>.poprt.onnx)",
        [](ConvertOptions& o) -> FieldRef { return &o.output_model; }},
       {"export_popef", "also compile to DIR/executable.popef", [](ConvertOptions& o) -> FieldRef { return &o.export_popef; }},
+      {"custom_library_so_paths",
+       "a custom-op plugin library (poprt/custom_op.h) whose ops the model uses; repeatable. The PopEF records the "
+       "plugins it needs, and popef-run, popef-serve and the runtime load them the same way",
+       [](ConvertOptions& o) -> FieldRef { return &o.custom_library_so_paths; }},
       {"input_shape", "NAME=D0,D1,... fixes the dynamic dims of an input (repeatable)",
        [](ConvertOptions& o) -> FieldRef { return &o.input_shapes; }},
       {"precision", "fp32 or fp16 (default fp32)", [](ConvertOptions& o) -> FieldRef { return &o.precision; }},

@@ -60,6 +60,7 @@ struct ConvertOptions {
   std::string remote_cache;     // --remote_cache URL, else POPRT_REMOTE_CACHE; "" = none
   bool remote_cache_upload = false;
   std::string remote_cache_header_file;  // else POPRT_REMOTE_CACHE_HEADER_FILE
+  std::vector<std::string> custom_library_so_paths;  // custom-op plugins (lib/plugin), loaded first
   // Not options of the table, for callers of the library (the Python package):
   bool write_files = true;   // off: the results stay in memory (ConvertResult), nothing is written
   std::string model_bytes;   // non-empty: the model to convert, instead of reading input_model

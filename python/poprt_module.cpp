@@ -17,6 +17,7 @@
 
 #include "converter/converter.h"
 #include "lib/support/log.h"
+#include "poprt/runtime/custom_ops.h"
 #include "poprt/runtime/errors.h"
 #include "poprt/runtime/model_runner.h"
 #include "runtime/host_array.h"
@@ -249,6 +250,8 @@ PYBIND11_MODULE(_poprt, m) {
   m.def("set_errors", [](py::object app, py::object rec, py::object unrec) {
     g_application_error = std::move(app), g_recoverable_error = std::move(rec), g_unrecoverable_error = std::move(unrec);
   });
+  // Custom-op plugins, for the conversion and the runtime alike (poprt/custom_op.h).
+  m.def("load_custom_ops", [](const std::string& path) { withoutGil([&] { rt::loadCustomOpLibrary(path); }); }, py::arg("path"));
   m.def("convert", &convert, py::arg("options_json"), py::arg("input_model"), py::arg("model_bytes"));
   // The converter's option table: key, kind (flag, list, comma_list, int, float, str) and help,
   // for the command line poprt.cli builds.

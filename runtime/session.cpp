@@ -296,6 +296,7 @@ unsigned Session::batchesPerStep() const { return static_cast<unsigned>(impl_->m
 unsigned Session::numIpus() const { return static_cast<unsigned>(impl_->model.metadata.num_ipus); }
 const std::string& Session::ipuVersion() const { return impl_->model.metadata.ipu_version; }
 const std::string& Session::targetName() const { return impl_->target_name; }
+const std::map<std::string, std::string>& Session::compileOptions() const { return impl_->model.metadata.compile_options; }
 const Device& Session::device() const { return *impl_->device; }
 
 void Session::runLoadPrograms() {

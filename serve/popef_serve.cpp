@@ -22,7 +22,9 @@
 namespace poprt::serve {
 namespace {
 
+using tools::addCustomLibraryFlag;
 using tools::addLoggingFlag;
+using tools::loadCustomLibraries;
 using tools::runTool;
 
 struct ServeOptions {
@@ -38,6 +40,7 @@ struct ServeOptions {
   bool dynamic_batching = true;
   int http_threads = 64;
   std::string logging_level;
+  std::vector<std::string> custom_libraries;  // --custom_library_so_paths
 };
 
 // Request bodies above this are refused (413): room for the JSON text of a few hundred MB of
@@ -86,6 +89,7 @@ Status loadModels(const ServeOptions& o, ModelRepository& models) {
 
 Status serve(const ServeOptions& o) {
   applyLogging(o.logging_level);
+  POPRT_TRY(loadCustomLibraries(o.custom_libraries));
   // SIGTERM and SIGINT are taken by one thread with sigwait: blocked here, before any thread
   // starts, so every thread inherits the mask.
   sigset_t stop_signals;
@@ -217,6 +221,7 @@ int main(int argc, char** argv) {
   app.add_option("--http_threads", o.http_threads,
                  "threads serving HTTP connections, and gRPC's most threads: the most requests handled at once (default 64)")
       ->check(CLI::Range(1, 4096));
+  addCustomLibraryFlag(app, o.custom_libraries);
   addLoggingFlag(app, o.logging_level);
   return runTool("popef-serve", app, argc, argv, [&] { return serve(o); });
 }

@@ -7,6 +7,7 @@
 
 #include "lib/exec/memory_profile.h"
 #include "lib/onnx/onnx_io.h"
+#include "lib/plugin/plugin.h"
 #include "lib/support/half.h"
 #include "lib/support/limits.h"
 #include "lib/support/text.h"
@@ -315,6 +316,9 @@ Expected<VerifiedPopef> verifyPopef(const popef::PopefFile& file, const std::str
     return Error(source + ": metadata says " + std::to_string(md.num_ipus) + " x " + q(md.ipu_version) +
                  ", the executable's target is " + std::to_string(exe->target.num_ipus) + " x " + q(exe->target.ipu_version));
   if (auto st = verifyExecutable(*exe); !st.ok()) return fail(st.error().withContext("executable"));
+  // Before the host programs, whose import would only say "unknown op".
+  if (md.extra.is_object() && md.extra.contains("plugins"))
+    if (auto st = plugin::checkPluginRecord(md.extra["plugins"]); !st.ok()) return fail(st.error());
   if (auto st = checkAnchors(md, *exe); !st.ok()) return fail(st.error());
   auto weights = collectWeights(file, *exe);
   if (!weights.ok()) return fail(weights.error());

@@ -145,6 +145,13 @@ void printTable(const nlohmann::json& j, const std::string& path, std::ostream& 
     for (size_t i = 0; i < host.size() && i < 20; ++i) out << "  host  " << shown(host[i]) << "\n";
     if (host.size() > 20) out << "  ... and " << host.size() - 20 << " more (--json lists all)\n";
   }
+  // The custom-op plugins it needs (verified: each entry has a name and a list of op names).
+  if (placement.is_object() && placement.contains("plugins"))
+    for (const auto& p : placement["plugins"]) {
+      out << "plugin " << shown(p["name"]) << " " << shown(p["version"]) << ":";
+      for (const auto& op : p["ops"]) out << " " << shown(op);
+      out << "\n";
+    }
   if (j.contains("executable")) {
     const auto& e = j["executable"];
     out << "\nexecutable (" << shown(e["target"]) << ", " << e["tiles"] << " tiles)\n"
@@ -173,13 +180,16 @@ int main(int argc, char** argv) {
   using namespace poprt;
   using namespace poprt::tools;
   std::string path, level;
+  std::vector<std::string> custom_libraries;
   bool json_out = false;
   CLI::App app{"popef-dump: show what a PopEF file holds"};
   app.add_option("popef", path, "the PopEF file")->required();
   app.add_flag("--json", json_out, "print JSON instead of tables");
+  addCustomLibraryFlag(app, custom_libraries);
   addLoggingFlag(app, level);
   return runTool("popef-dump", app, argc, argv, [&]() -> Status {
     applyLogging(level);
+    POPRT_TRY(loadCustomLibraries(custom_libraries));
     POPRT_ASSIGN_OR_RETURN(popef::PopefFile file, popef::readPopef(path));
     // The checks popef-run makes before it runs anything: a file one refuses, the other does too.
     POPRT_ASSIGN_OR_RETURN(sim::VerifiedPopef verified, sim::verifyPopef(file, path));

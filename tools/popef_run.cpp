@@ -48,7 +48,13 @@ struct RunOptions {
   bool benchmark = false;   // --benchmark, or any of --iterations, --warmup, --duration given
   std::string export_times;  // --export_times FILE
   bool profile = false;      // --profile: the per-step table of one traced run
+  std::vector<std::string> custom_libraries;  // --custom_library_so_paths
+  bool tolerance_given = false;               // --rtol or --atol: else an fp16 PopEF's defaults
 };
+
+// float16 keeps about three significant digits and its sums round at every step: an fp16 PopEF is
+// judged by these unless --rtol/--atol are given (as --check is advised to be, README).
+constexpr double kFp16Tolerance = 1e-2;
 
 // "first values ... | min max mean" for a quick look at an output.
 std::string summarize(const Tensor& t) {
@@ -135,6 +141,7 @@ Status run(const RunOptions& o) {
   std::error_code ec;
   if (!o.expected_dir.empty() && !fs::is_directory(o.expected_dir, ec))
     return Error("--expected_dir " + o.expected_dir + ": not a directory");
+  POPRT_TRY(loadCustomLibraries(o.custom_libraries));
 
   runtime::ModelRunnerConfig config;
   config.thread_safe = o.bench.threads > 1;
@@ -148,6 +155,10 @@ Status run(const RunOptions& o) {
     return Error(e.what());
   }
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+  Tolerance tolerance = o.tolerance;
+  const auto& compiled = runner->session().compileOptions();
+  const bool fp16 = compiled.count("precision") && compiled.at("precision") == "fp16";
+  if (fp16 && !o.tolerance_given) tolerance.rtol = tolerance.atol = kFp16Tolerance;
 
   const auto in_descs = runner->getExecuteInputs();
   const auto out_descs = runner->getExecuteOutputs();
@@ -175,7 +186,7 @@ Status run(const RunOptions& o) {
   for (size_t i = 0; i < expected.size(); ++i) {
     ValueDiff d;
     d.name = out_descs[i].name;
-    POPRT_TRY(compareValues(expected[i], outputs[i], o.tolerance, {"in --expected_dir", "in the run"}, d));
+    POPRT_TRY(compareValues(expected[i], outputs[i], tolerance, {"in --expected_dir", "in the run"}, d));
     diffs.push_back(std::move(d));
   }
 
@@ -199,7 +210,7 @@ Status run(const RunOptions& o) {
   facts.timings = bench->timings;
   facts.estimate = runner->estimate();
   facts.diffs = o.expected_dir.empty() ? nullptr : &diffs;
-  facts.tolerance = o.tolerance;
+  facts.tolerance = tolerance;
   const nlohmann::json report = reportJson(facts);
 
   std::printf("popef-run: %s (target %s, %u replica(s), %u batch(es) per step)\n", o.popef.c_str(),
@@ -207,10 +218,11 @@ Status run(const RunOptions& o) {
   for (size_t i = 0; i < outputs.size(); ++i) printOutput(i, out_descs[i], outputs[i]);
   if (!o.output_dir.empty()) std::printf("  outputs written to %s\n", o.output_dir.c_str());
   if (!o.expected_dir.empty()) {
-    const std::string judged = o.tolerance.compare == "cosine" ? "cosine >= " + formatError(o.tolerance.min_cosine)
-                               : o.tolerance.compare == "top1" ? std::string("top1: the same largest element in every row")
-                                                               : "rtol " + formatError(o.tolerance.rtol) + ", atol " +
-                                                                     formatError(o.tolerance.atol);
+    const std::string judged = tolerance.compare == "cosine" ? "cosine >= " + formatError(tolerance.min_cosine)
+                               : tolerance.compare == "top1" ? std::string("top1: the same largest element in every row")
+                                                               : "rtol " + formatError(tolerance.rtol) + ", atol " +
+                                                                     formatError(tolerance.atol) +
+                                                                     (fp16 && !o.tolerance_given ? ": fp16 defaults" : "");
     std::printf("expected outputs (%s, %s)\n", o.expected_dir.c_str(), judged.c_str());
     for (const auto& line : diffTable(diffs, "  ")) std::printf("%s\n", line.c_str());
   }
@@ -237,7 +249,7 @@ Status run(const RunOptions& o) {
     std::printf("  report written to %s\n", files.back().c_str());
   }
   std::fflush(stdout);
-  return worstDiff(diffs, "--expected_dir " + o.expected_dir, o.tolerance);
+  return worstDiff(diffs, "--expected_dir " + o.expected_dir, tolerance);
 }
 
 }  // namespace
@@ -256,8 +268,10 @@ int main(int argc, char** argv) {
   app.add_option("--output_dir", o.output_dir, "write each output as DIR/output_<i>_<name>.npy (.pb for sequences, optionals)");
   app.add_option("--expected_dir", o.expected_dir,
                  "compare the outputs with DIR/output_<i>_<name>.npy (or output_<i>.pb); exit 1 on a mismatch");
-  app.add_option("--rtol", o.tolerance.rtol, "relative tolerance of --expected_dir (default 1e-3)")->check(CLI::NonNegativeNumber);
-  app.add_option("--atol", o.tolerance.atol, "absolute tolerance of --expected_dir (default 1e-4)")->check(CLI::NonNegativeNumber);
+  auto* rtol = app.add_option("--rtol", o.tolerance.rtol, "relative tolerance of --expected_dir (default 1e-3; 1e-2 for an fp16 PopEF)")
+                   ->check(CLI::NonNegativeNumber);
+  auto* atol = app.add_option("--atol", o.tolerance.atol, "absolute tolerance of --expected_dir (default 1e-4; 1e-2 for an fp16 PopEF)")
+                   ->check(CLI::NonNegativeNumber);
   app.add_option("--compare", o.tolerance.compare,
                  "how --expected_dir judges: allclose (every element within --atol + --rtol |ref|; default), cosine "
                  "(cosine similarity of each output at least --min_cosine: for fp16 PopEFs) or top1 (the largest "
@@ -282,9 +296,11 @@ int main(int argc, char** argv) {
   app.add_option("--async", o.bench.async, "requests each thread keeps in flight (default 1)")->check(CLI::Range(1, 1024));
   app.add_option("--json", o.json, "write the summary as JSON to FILE");
   app.add_option("--report", o.report, "write a profile report, DIR/profile.json and DIR/report.html (also POPRT_REPORT_DIR)");
+  addCustomLibraryFlag(app, o.custom_libraries);
   addLoggingFlag(app, o.logging_level);
   return runTool("popef-run", app, argc, argv, [&] {
     // Any benchmark flag makes a benchmark; trtexec's defaults fill what it does not give.
+    o.tolerance_given = rtol->count() || atol->count();
     o.benchmark = benchmark->count() || iterations->count() || warmup->count() || duration->count();
     if (o.benchmark) {
       if (!iterations->count()) o.bench.iterations = 10;

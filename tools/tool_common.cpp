@@ -4,6 +4,7 @@
 #include <iostream>
 #include <vector>
 
+#include "lib/plugin/plugin.h"
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
 #include "tools/error_format.h"
@@ -14,6 +15,15 @@ void addLoggingFlag(CLI::App& app, std::string& level) {
   app.add_option("--logging_level", level, "OFF, ERR, WARN, INFO, DEBUG or TRACE (also POPRT_LOG_LEVEL)");
 }
 
+void addCustomLibraryFlag(CLI::App& app, std::vector<std::string>& paths) {
+  app.add_option("--custom_library_so_paths", paths,
+                 "a custom-op plugin library (poprt/custom_op.h) the PopEF's ops need, as given to poprt-convert; repeatable");
+}
+
+Status loadCustomLibraries(const std::vector<std::string>& paths) {
+  if (auto st = plugin::loadPlugins(paths); !st.ok()) return st.error().withContext("--custom_library_so_paths");
+  return okStatus();
+}
 
 namespace {
 

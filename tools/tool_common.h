@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "lib/support/status.h"
 #include "lib/support/tensor.h"
@@ -21,6 +22,11 @@ inline constexpr int kExitUsage = 2;
 
 // Adds --logging_level to `app`, bound to `level`.
 void addLoggingFlag(CLI::App& app, std::string& level);
+
+// --custom_library_so_paths for the tools that run PopEFs (popef-run, popef-serve): custom-op
+// plugins (lib/plugin) loaded before the PopEF, as poprt-convert loaded them to compile it.
+void addCustomLibraryFlag(CLI::App& app, std::vector<std::string>& paths);
+Status loadCustomLibraries(const std::vector<std::string>& paths);
 
 // Parses argv (usage errors exit 2 with CLI11's message), then runs `body`; an Error prints
 // "<tool>: error: ..." and exits 1; an internal error or exception prints "<tool>: internal error" and exits 1.

@@ -116,7 +116,7 @@ class GuardedRegistry final : public onnx::ISchemaRegistry {
  public:
   const onnx::OpSchema* GetSchema(const std::string& key, const int max_version, const std::string& domain) const override {
     const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(key, max_version, domain);
-    if (!schema) return nullptr;
+    if (!schema) return max_version >= 1 ? customSchema(key, domain) : nullptr;
     std::lock_guard<std::mutex> lock(mutex_);
     auto& guarded = guarded_[schema];
     if (!guarded) {
@@ -140,16 +140,34 @@ class GuardedRegistry final : public onnx::ISchemaRegistry {
     return guarded.get();
   }
 
+  bool addCustom(onnx::OpSchema schema) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto key = std::make_pair(schema.domain(), schema.Name());
+    return custom_.emplace(std::move(key), std::make_unique<onnx::OpSchema>(std::move(schema))).second;
+  }
+
  private:
+  // Plugin schemas carry their own checks (lib/plugin validates what the plugin's inference says).
+  const onnx::OpSchema* customSchema(const std::string& name, const std::string& domain) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = custom_.find({domain, name});
+    return it == custom_.end() ? nullptr : it->second.get();
+  }
+
   mutable std::mutex mutex_;
   mutable std::map<const onnx::OpSchema*, std::unique_ptr<onnx::OpSchema>> guarded_;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<onnx::OpSchema>> custom_;
 };
+
+GuardedRegistry& registry() {
+  static GuardedRegistry registry;
+  return registry;
+}
 
 }  // namespace
 
-const onnx::ISchemaRegistry& guardedSchemas() {
-  static const GuardedRegistry registry;
-  return registry;
-}
+const onnx::ISchemaRegistry& guardedSchemas() { return registry(); }
+
+bool addCustomSchema(onnx::OpSchema schema) { return registry().addCustom(std::move(schema)); }
 
 }  // namespace poprt::onnxio

@@ -16,4 +16,9 @@ namespace poprt::onnxio {
 // own; the guarded copies are made once and live as long as the process.
 const onnx::ISchemaRegistry& guardedSchemas();
 
+// Adds the schema of an op ONNX does not define (a plugin's, lib/plugin) to guardedSchemas(),
+// version 1 of its domain; the schema must be finalized. libonnx's own registry is left alone (it
+// is not safe to change while another thread reads it). False when (domain, name) already has one.
+bool addCustomSchema(onnx::OpSchema schema);
+
 }  // namespace poprt::onnxio

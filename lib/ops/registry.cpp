@@ -1,5 +1,7 @@
 #include "lib/ops/registry.h"
 
+#include <deque>
+#include <mutex>
 #include <unordered_map>
 
 namespace poprt::ops {
@@ -7,21 +9,26 @@ namespace {
 
 std::string canonicalDomain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
 
+// The built-in ops, then the custom ops plugins add at run time (a deque: adding one never moves
+// the OpDefs callers hold pointers to).
 struct Registry {
-  std::vector<OpDef> ops;
+  std::deque<OpDef> ops;
   std::map<std::pair<std::string, std::string>, size_t> by_key;
+  mutable std::mutex mutex;  // guards additions against lookups
   Registry() {
-    registerElementwiseOps(ops);
-    registerMatMulOps(ops);
-    registerReduceOps(ops);
-    registerTensorOps(ops);
-    registerNnOps(ops);
-    registerRnnOps(ops);
-    registerQuantOps(ops);
-    registerControlFlowOps(ops);
-    registerSignalOps(ops);
-    registerMiscOps(ops);
-    registerGraphcoreOps(ops);
+    std::vector<OpDef> builtin;
+    registerElementwiseOps(builtin);
+    registerMatMulOps(builtin);
+    registerReduceOps(builtin);
+    registerTensorOps(builtin);
+    registerNnOps(builtin);
+    registerRnnOps(builtin);
+    registerQuantOps(builtin);
+    registerControlFlowOps(builtin);
+    registerSignalOps(builtin);
+    registerMiscOps(builtin);
+    registerGraphcoreOps(builtin);
+    ops.assign(std::make_move_iterator(builtin.begin()), std::make_move_iterator(builtin.end()));
     for (size_t i = 0; i < ops.size(); ++i) {
       auto key = std::make_pair(canonicalDomain(ops[i].domain), ops[i].op_type);
       POPRT_CHECK(by_key.emplace(key, i).second, "op " + ops[i].op_type + " is registered twice");
@@ -29,23 +36,43 @@ struct Registry {
   }
 };
 
-const Registry& registry() {
-  static const Registry r;
+Registry& registry() {
+  static Registry r;
   return r;
 }
 
 }  // namespace
 
 const OpDef* findOp(const std::string& domain, const std::string& op_type) {
-  const auto& r = registry();
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
   auto it = r.by_key.find({canonicalDomain(domain), op_type});
   return it == r.by_key.end() ? nullptr : &r.ops[it->second];
 }
 
 std::vector<const OpDef*> allOps() {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
   std::vector<const OpDef*> out;
-  for (const auto& op : registry().ops) out.push_back(&op);
+  for (const auto& op : r.ops) out.push_back(&op);
   return out;
+}
+
+bool isReservedDomain(const std::string& domain) {
+  const std::string d = canonicalDomain(domain);
+  return d.empty() || d == "ai.onnx.ml" || d == "ai.onnx.preview.training" || d == "ai.graphcore";
+}
+
+Status registerCustomOp(OpDef def) {
+  const std::string domain = canonicalDomain(def.domain);
+  if (isReservedDomain(domain))
+    return Error("custom op " + def.op_type + ": domain '" + def.domain + "' belongs to ONNX or poprt");
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (!r.by_key.emplace(std::make_pair(domain, def.op_type), r.ops.size()).second)
+    return Error("custom op " + domain + "::" + def.op_type + " is already registered");
+  r.ops.push_back(std::move(def));
+  return okStatus();
 }
 
 int64_t EvalContext::opset(const std::string& domain) const {

@@ -85,6 +85,11 @@ struct OpDef {
 // nullptr if the registry has no entry for (domain, op_type).
 const OpDef* findOp(const std::string& domain, const std::string& op_type);
 std::vector<const OpDef*> allOps();
+// Adds an op of a plugin's own domain (lib/plugin): refused for ONNX's and poprt's domains and for
+// an op already registered. Thread-safe; OpDefs never move once registered.
+Status registerCustomOp(OpDef def);
+// The domains of ONNX and of poprt's own ops (ai.graphcore), which plugins may not add to.
+bool isReservedDomain(const std::string& domain);
 
 // Runs one node; errors name the node.
 Expected<std::vector<RtValue>> runNode(const ir::Node& node, const std::vector<const RtValue*>& inputs, EvalContext& ctx);

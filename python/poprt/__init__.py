@@ -18,6 +18,14 @@ _poprt.set_errors(ApplicationError, RecoverableRuntimeError, UnrecoverableRuntim
 from .converter import Converter  # noqa: E402
 from . import compiler, runtime  # noqa: E402
 
+
+def load_custom_ops(path):
+    """Loads a custom-op plugin library (poprt/custom_op.h) for the rest of the process: models
+    using its ops then convert, and PopEFs compiled with them run. Converter(custom_library_so_paths=[...])
+    does the same for one conversion. Raises ApplicationError when the file is not such a plugin."""
+    _poprt.load_custom_ops(str(path))
+
+
 __version__ = "0.1.0"
-__all__ = ["Converter", "compiler", "runtime", "ApplicationError", "PoprtError", "RecoverableRuntimeError",
+__all__ = ["Converter", "compiler", "runtime", "load_custom_ops", "ApplicationError", "PoprtError", "RecoverableRuntimeError",
            "UnrecoverableRuntimeError"]

@@ -70,6 +70,7 @@ CONVERT = {
     "--remote_cache": ([], "ftp://cache.example/x", 2, "--remote_cache"),
     "--remote_cache_upload": None,
     "--remote_cache_header_file": (["--remote_cache", "http://127.0.0.1:9/x"], NO_FILE, 1, NO_FILE),
+    "--custom_library_so_paths": ([], NO_FILE, 1, "--custom_library_so_paths"),
     "--error_format": ([], "xml", 2, "--error_format"),
 }
 
@@ -94,12 +95,14 @@ RUN = {
     "--async": ([], "0", 2, "--async"),
     "--json": (["--fill", "zeros"], UNWRITABLE + ".json", 1, "--json"),
     "--report": (["--fill", "zeros"], UNWRITABLE, 1, "--report"),
+    "--custom_library_so_paths": ([], NO_FILE, 1, "--custom_library_so_paths"),
     "--logging_level": ([], "LOUD", 2, "--logging_level"),
     "--error_format": ([], "xml", 2, "--error_format"),
 }
 
 DUMP = {
     "--json": None,
+    "--custom_library_so_paths": ([], NO_FILE, 1, "--custom_library_so_paths"),
     "--logging_level": ([], "LOUD", 2, "--logging_level"),
     "--error_format": ([], "xml", 2, "--error_format"),
 }
@@ -116,6 +119,7 @@ SERVE = {
     "--max_queue_delay_us": (["--model", "m=POPEF"], "-1", 2, "--max_queue_delay_us"),
     "--dynamic_batching": None,
     "--http_threads": (["--model", "m=POPEF"], "0", 2, "--http_threads"),
+    "--custom_library_so_paths": (["--model", "m=POPEF"], NO_FILE, 1, "--custom_library_so_paths"),
     "--logging_level": (["--model", "m=POPEF"], "LOUD", 2, "--logging_level"),
     "--error_format": (["--model", "m=POPEF"], "xml", 2, "--error_format"),
 }

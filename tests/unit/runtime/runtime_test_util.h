@@ -85,7 +85,7 @@ inline std::string writeModel(const ir::Model& m, const fs::path& dir, const std
   auto onnx = onnxio::serializeModel(m);
   if (!onnx.ok()) throw std::runtime_error(onnx.error().message());
   const fs::path path = dir / (name + ".popef");
-  Status st = popef::writePopef(path, converter::makePopef(*compiled, o, *onnx));
+  Status st = popef::writePopef(path, converter::makePopef(*compiled, m, o, *onnx));
   if (!st.ok()) throw std::runtime_error(st.error().message());
   return path.string();
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +85,8 @@ class POPRT_RUNTIME_API Session {
   unsigned numIpus() const;  // per replica
   const std::string& ipuVersion() const;
   const std::string& targetName() const;
+  // The options the PopEF records it was compiled with (precision, ipu_version, batch_size, ...).
+  const std::map<std::string, std::string>& compileOptions() const;
   const Device& device() const;
 
   // Prepares every replica's tile memories and runs the load program on each. Once.
