@@ -136,8 +136,11 @@ class PopefRunTest(e2e_util.E2ETestCase):
                                                           "--precision", "fp16", "--export_popef", "--output_dir", out]))
         data = os.path.join(SHARED_MODELS, "resnet20_cifar")
         args = [os.path.join(out, "executable.popef"), "--input_dir", data, "--expected_dir", data]
-        # float32 tolerances are not what fp16 meets; its cosine and its top-1 class are.
-        r = e2e_util.run_tool("popef-run", args)
+        # float32 tolerances are not what fp16 meets: an fp16 PopEF is judged by 1e-2 unless told
+        # otherwise, and by its cosine and its top-1 class.
+        r = self.assertOk(e2e_util.run_tool("popef-run", args))
+        self.assertIn("rtol 0.01, atol 0.01: fp16 defaults", r.stdout)
+        r = e2e_util.run_tool("popef-run", args + ["--rtol", "1e-3", "--atol", "1e-4"])
         self.assertEqual(r.returncode, 1, r.describe())
         for compare in ("cosine", "top1"):
             r = self.assertOk(e2e_util.run_tool("popef-run", args + ["--compare", compare]))
