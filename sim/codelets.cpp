@@ -35,7 +35,7 @@ Status checkBinary(const exec::Vertex& v) {
   int64_t rank = p[5];
   if (rank < 0 || rank > 16 || (p.size() != static_cast<size_t>(6 + 3 * rank) && p.size() != static_cast<size_t>(8 + 3 * rank)))
     return Error("Binary vertex has bad rank");
-  if (p[0] < 0 || p[0] > static_cast<int64_t>(ops::BinaryFn::Pow) || p[1] < 0 || p[4] < 0)
+  if (p[0] < 0 || p[0] > static_cast<int64_t>(ops::kLastBinaryFn) || p[1] < 0 || p[4] < 0)
     return Error("Binary vertex has bad params");
   int64_t count = p[1], begin = p[4];
   int64_t total = 1;

@@ -42,7 +42,7 @@ Status checkReduce(const exec::Vertex& v) {
   POPRT_TRY(expectFloatFields(v, 2, "Reduce"));
   const bool act = reduceHasActivation(v);
   POPRT_ASSIGN_OR_RETURN(Rows3 r, readRows3(v, "Reduce", act ? 1 : 0));
-  if (v.params[0] < exec::kReduceSum || v.params[0] > exec::kReduceSumSquare) return Error("Reduce vertex has an unknown kind");
+  if (v.params[0] < exec::kReduceSum || v.params[0] > exec::kLastReduceKind) return Error("Reduce vertex has an unknown kind");
   if (v.fparams.size() != (act ? 4u : 0u)) return Error("Reduce vertex has bad fparams");
   if (act && !isActivationKind(v.params[4]))
     return Error("Reduce vertex has an unknown activation");

@@ -129,10 +129,13 @@ inline IndexSpan broadcastSpan(const int64_t* dims, const int64_t* strides, int6
 // Attention: fields [out, q, k, v, mask?]  params [rows, keys, D, Dv, has_mask]  fparams [scale]
 //         q is [rows][D], k [keys][D], v [keys][Dv], mask [rows][keys], out [rows][Dv]:
 //         out[i] = softmax_j(scale * q[i].k[j] + mask[i][j]) . v  (one head of MultiHeadAttention).
+// These numbers are stored in PopEFs (vertex params): they never change, new values take the next
+// number (tests/unit/sim/format_pins_test.cpp).
 enum ReduceKind : int64_t {
-  kReduceSum = 0, kReduceMean, kReduceMax, kReduceMin, kReduceProd, kReduceL1, kReduceL2, kReduceLogSum,
-  kReduceLogSumExp, kReduceSumSquare,
+  kReduceSum = 0, kReduceMean = 1, kReduceMax = 2, kReduceMin = 3, kReduceProd = 4, kReduceL1 = 5, kReduceL2 = 6,
+  kReduceLogSum = 7, kReduceLogSumExp = 8, kReduceSumSquare = 9,
 };
+inline constexpr int64_t kLastReduceKind = kReduceSumSquare;
 enum BinaryOperandMode : int64_t { kAligned = 0, kBroadcast = 1 };
 enum BiasMode : int64_t { kBiasNone = 0, kBiasScalar = 1, kBiasRow = 2, kBiasColumn = 3, kBiasFull = 4 };
 enum PoolKind : int64_t { kPoolMax = 0, kPoolAvg = 1 };

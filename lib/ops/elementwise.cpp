@@ -101,11 +101,6 @@ enum class Types { Float, Numeric };
 
 bool allowed(Types t, DType d) { return t == Types::Float ? isFloatingPoint(d) : ew::isNumeric(d); }
 
-// x clamped to [0, 1], NaN staying NaN.
-double clamp01(double v) { return v < 0 ? 0.0 : (v > 1 ? 1.0 : v); }
-// log(1 + exp(x)) without overflowing for large x.
-double softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
-
 // A unary op computed in double from its attributes: `make` reads them and returns the function.
 struct MathEntry {
   const char* op_type;
@@ -132,39 +127,38 @@ const MathEntry kMath[] = {
     {"Sign", Types::Numeric, Fp16Policy::Convert, POPRT_FIXED(x > 0 ? 1.0 : (x < 0 ? -1.0 : x))},
     // nearbyint in the default rounding mode rounds halves to even, as Round requires.
     {"Round", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::nearbyint(x))},
-    {"Softplus", Types::Float, Fp16Policy::KeepFp32, POPRT_FIXED(softplus(x))},
-    {"Softsign", Types::Float, Fp16Policy::Convert, POPRT_FIXED(x / (1 + std::fabs(x)))},
-    {"HardSwish", Types::Float, Fp16Policy::Convert, POPRT_FIXED(x * clamp01(x / 6 + 0.5))},
+    {"Softplus", Types::Float, Fp16Policy::KeepFp32, POPRT_FIXED(scalar::softplus(x))},
+    {"Softsign", Types::Float, Fp16Policy::Convert, POPRT_FIXED(scalar::softsign(x))},
+    {"HardSwish", Types::Float, Fp16Policy::Convert, POPRT_FIXED(scalar::hardSwish(x))},
     {"Elu", Types::Float, Fp16Policy::Convert,
      [](const ir::Node& n) -> ScalarFn {
        double a = n.attrFloat("alpha", 1.0f);
-       return [a](double x) { return x < 0 ? a * std::expm1(x) : x; };
+       return [a](double x) { return scalar::elu(x, a); };
      }},
     {"Selu", Types::Float, Fp16Policy::Convert,
      [](const ir::Node& n) -> ScalarFn {
        double a = n.attrFloat("alpha", 1.67326319217681884765625f), g = n.attrFloat("gamma", 1.05070102214813232421875f);
-       return [a, g](double x) { return x > 0 ? g * x : g * (a * std::exp(x) - a); };
+       return [a, g](double x) { return scalar::selu(x, a, g); };
      }},
     {"LeakyRelu", Types::Float, Fp16Policy::Convert,
      [](const ir::Node& n) -> ScalarFn {
        double a = n.attrFloat("alpha", 0.01f);
-       return [a](double x) { return x < 0 ? a * x : x; };
+       return [a](double x) { return scalar::leakyRelu(x, a); };
      }},
     {"ThresholdedRelu", Types::Float, Fp16Policy::Convert,
      [](const ir::Node& n) -> ScalarFn {
        double a = n.attrFloat("alpha", 1.0f);
-       return [a](double x) { return x > a ? x : (x == x ? 0.0 : x); };
+       return [a](double x) { return scalar::thresholdedRelu(x, a); };
      }},
     {"HardSigmoid", Types::Float, Fp16Policy::Convert,
      [](const ir::Node& n) -> ScalarFn {
        double a = n.attrFloat("alpha", 0.2f), b = n.attrFloat("beta", 0.5f);
-       return [a, b](double x) { return clamp01(a * x + b); };
+       return [a, b](double x) { return scalar::hardSigmoid(x, a, b); };
      }},
     {"Celu", Types::Float, Fp16Policy::Convert,
      [](const ir::Node& n) -> ScalarFn {
        double a = n.attrFloat("alpha", 1.0f);
-       // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
-       return [a](double x) { return std::max(0.0, x) + std::min(0.0, a * std::expm1(x / a)) + (x == x ? 0.0 : x); };
+       return [a](double x) { return scalar::celu(x, a); };
      }},
     {"Shrink", Types::Numeric, Fp16Policy::Convert,
      [](const ir::Node& n) -> ScalarFn {

@@ -60,8 +60,9 @@ inline constexpr const char* kDomain = "ai.graphcore";
 inline constexpr int64_t kOpsetVersion = 1;
 
 // The activations ConvAct/GemmAct take, and their scalar function (parameters as documented above).
-// Their numbers are stored in PopEFs (vertex params): new kinds go last.
-enum class ActivationKind { Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Swish };
+// Their numbers are stored in PopEFs (vertex params, docs/POPEF.md): they never change, new kinds
+// take the next number (tests/unit/sim/format_pins_test.cpp).
+enum class ActivationKind { Relu = 0, Clip = 1, LeakyRelu = 2, Sigmoid = 3, HardSigmoid = 4, HardSwish = 5, Tanh = 6, Swish = 7 };
 inline constexpr ActivationKind kLastActivationKind = ActivationKind::Swish;
 struct Activation {
   ActivationKind kind = ActivationKind::Relu;
@@ -72,16 +73,15 @@ std::optional<ActivationKind> activationKind(const std::string& op_type);
 inline bool isFusableActivation(const std::string& op_type) { return activationKind(op_type).has_value(); }
 // Inline so that a loop over one kind (the simulator's epilogues) folds the switch away.
 inline double applyActivation(const Activation& act, double x) {
-  auto clamp01 = [](double v) { return v < 0 ? 0.0 : (v > 1 ? 1.0 : v); };  // NaN stays NaN
   switch (act.kind) {
-    case ActivationKind::Relu: return x > 0 ? x : (x == x ? 0.0 : x);
-    case ActivationKind::Clip: return x < act.min ? act.min : (x > act.max ? act.max : x);
-    case ActivationKind::LeakyRelu: return x < 0 ? act.alpha * x : x;
-    case ActivationKind::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case ActivationKind::HardSigmoid: return clamp01(act.alpha * x + act.beta);
-    case ActivationKind::HardSwish: return x * clamp01(x / 6 + 0.5);
+    case ActivationKind::Relu: return scalar::relu(x);
+    case ActivationKind::Clip: return scalar::clip(x, act.min, act.max);
+    case ActivationKind::LeakyRelu: return scalar::leakyRelu(x, act.alpha);
+    case ActivationKind::Sigmoid: return scalar::sigmoid(x);
+    case ActivationKind::HardSigmoid: return scalar::hardSigmoid(x, act.alpha, act.beta);
+    case ActivationKind::HardSwish: return scalar::hardSwish(x);
     case ActivationKind::Tanh: return std::tanh(x);
-    case ActivationKind::Swish: return x / (1.0 + std::exp(-x));
+    case ActivationKind::Swish: return scalar::swish(x);
   }
   return x;
 }

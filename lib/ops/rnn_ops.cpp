@@ -9,6 +9,7 @@
 
 #include "lib/ops/op_util.h"
 #include "lib/ops/registry.h"
+#include "lib/ops/scalar_math.h"
 #include "lib/support/dtype_dispatch.h"
 
 namespace poprt::ops {
@@ -28,19 +29,19 @@ struct Activation {
   Kind kind = Tanh;
   double alpha = 0, beta = 0;
 
-  double operator()(double x) const {
+  double operator()(double x) const {  // the functions of lib/ops/scalar_math.h, as the ops of these names
     switch (kind) {
-      case Relu: return x > 0 ? x : (x == x ? 0.0 : x);
+      case Relu: return scalar::relu(x);
       case Tanh: return std::tanh(x);
-      case Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-      case Affine: return alpha * x + beta;
-      case LeakyRelu: return x >= 0 ? x : alpha * x;
-      case ThresholdedRelu: return x > alpha ? x : 0.0;
-      case ScaledTanh: return alpha * std::tanh(beta * x);
-      case HardSigmoid: return std::max(0.0, std::min(1.0, alpha * x + beta));
-      case Elu: return x >= 0 ? x : alpha * (std::exp(x) - 1.0);
-      case Softsign: return x / (1.0 + std::fabs(x));
-      case Softplus: return x > 30 ? x : std::log1p(std::exp(x));
+      case Sigmoid: return scalar::sigmoid(x);
+      case Affine: return scalar::affine(x, alpha, beta);
+      case LeakyRelu: return scalar::leakyRelu(x, alpha);
+      case ThresholdedRelu: return scalar::thresholdedRelu(x, alpha);
+      case ScaledTanh: return scalar::scaledTanh(x, alpha, beta);
+      case HardSigmoid: return scalar::hardSigmoid(x, alpha, beta);
+      case Elu: return scalar::elu(x, alpha);
+      case Softsign: return scalar::softsign(x);
+      case Softplus: return scalar::softplus(x);
     }
     return x;
   }

@@ -2,6 +2,7 @@
 // on the maths while staying separate implementations of the loops around it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -11,38 +12,98 @@
 namespace poprt::ops {
 
 // Gelu and GeluTanh are ai.graphcore Gelu (approximate "none" / "tanh", see graphcore_ops.h).
-enum class UnaryFn : int32_t { Relu, Neg, Abs, Exp, Log, Sqrt, Sigmoid, Tanh, Reciprocal, Floor, Ceil, Gelu, GeluTanh };
+// The numbers are stored in PopEFs (Unary and Binary vertex params, docs/POPEF.md): they never
+// change, new functions take the next number (tests/unit/sim/format_pins_test.cpp).
+enum class UnaryFn : int32_t {
+  Relu = 0, Neg = 1, Abs = 2, Exp = 3, Log = 4, Sqrt = 5, Sigmoid = 6, Tanh = 7, Reciprocal = 8, Floor = 9, Ceil = 10,
+  Gelu = 11, GeluTanh = 12,
+};
 inline constexpr UnaryFn kLastUnaryFn = UnaryFn::GeluTanh;
-enum class BinaryFn : int32_t { Add, Sub, Mul, Div, Max, Min, Pow };
+enum class BinaryFn : int32_t { Add = 0, Sub = 1, Mul = 2, Div = 3, Max = 4, Min = 5, Pow = 6 };
+inline constexpr BinaryFn kLastBinaryFn = BinaryFn::Pow;
+
+// The scalar functions with parameters, defined once for everything that computes them: the
+// evaluator's elementwise ops (elementwise.cpp), the recurrent ops' activations (rnn_ops.cpp), the
+// ConvAct/GemmAct epilogues (graphcore_ops.h) and, through applyUnary/applyActivation, the
+// codelets. A NaN input gives NaN in every one of them.
+namespace scalar {
+template <class T>
+T clamp01(T v) {
+  return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
+}
+template <class T>
+T relu(T x) {
+  return x > T(0) ? x : (x == x ? T(0) : x);
+}
+template <class T>
+T sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+template <class T>
+T swish(T x) {  // x * sigmoid(x), SiLU
+  return x / (T(1) + std::exp(-x));
+}
+template <class T>
+T leakyRelu(T x, T alpha) {
+  return x < T(0) ? alpha * x : x;
+}
+template <class T>
+T thresholdedRelu(T x, T alpha) {
+  return x > alpha ? x : (x == x ? T(0) : x);
+}
+template <class T>
+T hardSigmoid(T x, T alpha, T beta) {
+  return clamp01(alpha * x + beta);
+}
+template <class T>
+T hardSwish(T x) {
+  return x * clamp01(x / T(6) + T(0.5));
+}
+template <class T>
+T clip(T x, T lo, T hi) {
+  return x < lo ? lo : (x > hi ? hi : x);
+}
+inline double elu(double x, double alpha) { return x < 0 ? alpha * std::expm1(x) : x; }
+inline double selu(double x, double alpha, double gamma) { return x > 0 ? gamma * x : gamma * (alpha * std::exp(x) - alpha); }
+// max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+inline double celu(double x, double alpha) { return std::max(0.0, x) + std::min(0.0, alpha * std::expm1(x / alpha)) + (x == x ? 0.0 : x); }
+// log(1 + exp(x)) without overflowing for large x.
+inline double softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+inline double softsign(double x) { return x / (1 + std::fabs(x)); }
+inline double affine(double x, double alpha, double beta) { return alpha * x + beta; }
+inline double scaledTanh(double x, double alpha, double beta) { return alpha * std::tanh(beta * x); }
+inline double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)); }  // x / sqrt(2)
+inline double geluTanh(double x) { return 0.5 * x * (1.0 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x))); }
+}  // namespace scalar
 
 inline double applyUnary(UnaryFn fn, double x) {
   switch (fn) {
-    case UnaryFn::Relu: return x > 0 ? x : (x == x ? 0.0 : x);
+    case UnaryFn::Relu: return scalar::relu(x);
     case UnaryFn::Neg: return -x;
     case UnaryFn::Abs: return std::fabs(x);
     case UnaryFn::Exp: return std::exp(x);
     case UnaryFn::Log: return std::log(x);
     case UnaryFn::Sqrt: return std::sqrt(x);
-    case UnaryFn::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case UnaryFn::Sigmoid: return scalar::sigmoid(x);
     case UnaryFn::Tanh: return std::tanh(x);
     case UnaryFn::Reciprocal: return 1.0 / x;
     case UnaryFn::Floor: return std::floor(x);
     case UnaryFn::Ceil: return std::ceil(x);
-    case UnaryFn::Gelu: return 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440));  // x / sqrt(2)
-    case UnaryFn::GeluTanh: return 0.5 * x * (1.0 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    case UnaryFn::Gelu: return scalar::gelu(x);
+    case UnaryFn::GeluTanh: return scalar::geluTanh(x);
   }
   return x;
 }
 
 inline float applyUnaryF(UnaryFn fn, float x) {
   switch (fn) {
-    case UnaryFn::Relu: return x > 0.f ? x : (x == x ? 0.f : x);
+    case UnaryFn::Relu: return scalar::relu(x);
     case UnaryFn::Neg: return -x;
     case UnaryFn::Abs: return std::fabs(x);
     case UnaryFn::Exp: return std::exp(x);
     case UnaryFn::Log: return std::log(x);
     case UnaryFn::Sqrt: return std::sqrt(x);
-    case UnaryFn::Sigmoid: return 1.f / (1.f + std::exp(-x));
+    case UnaryFn::Sigmoid: return scalar::sigmoid(x);
     case UnaryFn::Tanh: return std::tanh(x);
     case UnaryFn::Reciprocal: return 1.f / x;
     case UnaryFn::Floor: return std::floor(x);

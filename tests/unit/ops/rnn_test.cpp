@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
+#include <map>
 
 #include "tests/unit/ops/op_test_util.h"
 
@@ -176,6 +178,51 @@ TEST(Rnn, BidirectionalWithADifferentActivationPerDirection) {
                 0.649519582, 0.647336689, 0, 0, 0, 0.73, 0, 0, -0.501408509, 0.576990519},
                1e-6, "Y");
   expectValues((*out)[1], {2, B, H}, {0, 0.64, 0, 0.73, 0.661276043, 0.650142503, -0.149119287, 0.659816942}, 1e-6, "Y_h");
+}
+
+// A recurrent op's activation function is the op of the same name (lib/ops/scalar_math.h), NaN,
+// infinities and tiny values included: one step of one unit, W = 1, R = 0 and no bias, applies it
+// to each batch row's x.
+TEST(Rnn, ActivationsAreTheOpsOfTheirName) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> xs = {nan, inf, -inf, 0.f, -0.f, 1e-10f, -1e-10f, 0.5f, -0.5f, 2.f, -2.f, 40.f, -40.f, 1.5f};
+  const int64_t n = static_cast<int64_t>(xs.size());
+  Tensor x = f32({1, n, 1}, xs), w = f32({1, 1, 1}, {1.f}), r = f32({1, 1, 1}, {0.f});
+  struct Case {
+    const char* fn;
+    std::vector<float> alpha, beta;
+    std::map<std::string, ir::AttributeValue> attrs;  // of the elementwise op
+  };
+  const std::vector<Case> cases = {{"Relu", {}, {}, {}},
+                                   {"Sigmoid", {}, {}, {}},
+                                   {"Tanh", {}, {}, {}},
+                                   {"LeakyRelu", {0.3f}, {}, {{"alpha", 0.3f}}},
+                                   {"ThresholdedRelu", {0.7f}, {}, {{"alpha", 0.7f}}},
+                                   {"HardSigmoid", {0.3f}, {0.4f}, {{"alpha", 0.3f}, {"beta", 0.4f}}},
+                                   {"Elu", {0.9f}, {}, {{"alpha", 0.9f}}},
+                                   {"Softsign", {}, {}, {}},
+                                   {"Softplus", {}, {}, {}}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.fn);
+    ir::Graph g;
+    ir::Node* rnn = makeNode(g, "RNN", 3, 2);
+    rnn->attributes["hidden_size"].value = int64_t{1};
+    setStrings(rnn, "activations", {c.fn});
+    if (!c.alpha.empty()) rnn->attributes["activation_alpha"].value = c.alpha;
+    if (!c.beta.empty()) rnn->attributes["activation_beta"].value = c.beta;
+    auto got = evaluateNode(*rnn, {&x, &w, &r});
+    ASSERT_TRUE(got.ok()) << got.error().message();
+    ir::Node* op = makeNode(g, c.fn, 1, 1);
+    for (const auto& [k, v] : c.attrs) op->attributes[k].value = v;
+    Tensor flat = f32({n}, xs);
+    auto want = evaluateNode(*op, {&flat});
+    ASSERT_TRUE(want.ok()) << want.error().message();
+    for (int64_t i = 0; i < n; ++i) {
+      const float g_i = (*got)[1].data<float>()[static_cast<size_t>(i)], w_i = (*want)[0].data<float>()[static_cast<size_t>(i)];
+      if (std::isnan(w_i)) EXPECT_TRUE(std::isnan(g_i)) << "x = " << xs[static_cast<size_t>(i)] << ": " << g_i;
+      else EXPECT_EQ(g_i, w_i) << "x = " << xs[static_cast<size_t>(i)];
+    }
+  }
 }
 
 TEST(Rnn, Float16InputGivesFloat16Output) {
