@@ -1,6 +1,8 @@
-// Row codelets. Statistics (sums, means, variances, softmax denominators) accumulate in double as
+// The row codelets (layouts in lib/exec/codelets.h): Reduce, Softmax, Norm, BatchNorm (per
+// channel) and Attention (one head's rows), each kind's check, run, cycles and flops together
+// (sim/codelet_kinds.h). Statistics (sums, means, variances, softmax denominators) accumulate in double as
 // the reference evaluator does, so device and host results agree to float rounding.
-#include "sim/row_codelets.h"
+#include "sim/codelet_kinds.h"
 
 #include <algorithm>
 #include <cmath>
@@ -129,11 +131,15 @@ void runReduce(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t reduceCycles(const exec::Vertex& v, const exec::Target& t) {
+uint64_t cyclesReduce(const exec::Vertex& v, const exec::Target& t) {
   const uint64_t n = static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[2]) * static_cast<uint64_t>(v.params[3]);
   const uint64_t per = v.params[0] == exec::kReduceLogSumExp ? kTranscendentalCycles : 1;
   const uint64_t act = reduceHasActivation(v) ? ceilDiv(static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[3]), t.vector_width_fp32) : 0;
   return kVertexOverheadCycles + per * ceilDiv(n, t.vector_width_fp32) + act;
+}
+
+uint64_t flopsReduce(const exec::Vertex& v) {  // one per input element
+  return static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[2]) * static_cast<uint64_t>(v.params[3]);
 }
 
 // ---- Softmax -------------------------------------------------------------------------------------
@@ -169,9 +175,13 @@ void runSoftmax(const exec::Vertex& v, uint8_t* mem) {
     }
 }
 
-uint64_t softmaxCycles(const exec::Vertex& v, const exec::Target& t) {
+uint64_t cyclesSoftmax(const exec::Vertex& v, const exec::Target& t) {
   const uint64_t n = static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[2]) * static_cast<uint64_t>(v.params[3]);
   return kVertexOverheadCycles + (2 + kTranscendentalCycles) * ceilDiv(n, t.vector_width_fp32);  // max, exp+sum, scale
+}
+
+uint64_t flopsSoftmax(const exec::Vertex& v) {  // max, exp, sum, scale
+  return 4 * static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[2]) * static_cast<uint64_t>(v.params[3]);
 }
 
 // ---- Norm ----------------------------------------------------------------------------------------
@@ -218,9 +228,13 @@ void runNorm(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t normCycles(const exec::Vertex& v, const exec::Target& t) {
+uint64_t cyclesNorm(const exec::Vertex& v, const exec::Target& t) {
   const uint64_t n = static_cast<uint64_t>(v.params[0]) * static_cast<uint64_t>(v.params[1]);
   return kVertexOverheadCycles + 3 * ceilDiv(n, t.vector_width_fp32) + kTranscendentalCycles * static_cast<uint64_t>(v.params[0]);
+}
+
+uint64_t flopsNorm(const exec::Vertex& v) {  // mean, variance, normalise, scale, shift
+  return 5 * static_cast<uint64_t>(v.params[0]) * static_cast<uint64_t>(v.params[1]);
 }
 
 // ---- BatchNorm -----------------------------------------------------------------------------------
@@ -262,9 +276,11 @@ void runBatchNorm(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t batchNormCycles(const exec::Vertex& v, const exec::Target& t) {
+uint64_t cyclesBatchNorm(const exec::Vertex& v, const exec::Target& t) {
   return kVertexOverheadCycles + ceilDiv(static_cast<uint64_t>(v.params[0]), t.vector_width_fp32);
 }
+
+uint64_t flopsBatchNorm(const exec::Vertex& v) { return 4 * static_cast<uint64_t>(v.params[0]); }
 
 // ---- Attention -----------------------------------------------------------------------------------
 
@@ -305,10 +321,16 @@ void runAttention(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t attentionCycles(const exec::Vertex& v, const exec::Target& t) {
+uint64_t cyclesAttention(const exec::Vertex& v, const exec::Target& t) {
   const uint64_t rows = static_cast<uint64_t>(v.params[0]), keys = static_cast<uint64_t>(v.params[1]);
   const uint64_t macs = rows * keys * static_cast<uint64_t>(v.params[2] + v.params[3]);
   return kVertexOverheadCycles + ceilDiv(macs, t.fp32_macs_per_cycle) + kTranscendentalCycles * ceilDiv(rows * keys, t.vector_width_fp32);
+}
+
+uint64_t flopsAttention(const exec::Vertex& v) {  // the two matmuls' multiply-adds, then the softmax
+  const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
+  const auto& p = v.params;
+  return 2 * u(p[0]) * u(p[1]) * u(p[2] + p[3]) + 4 * u(p[0]) * u(p[1]);
 }
 
 }  // namespace poprt::sim

@@ -3,7 +3,7 @@
 // costs no memory. ConvPartial builds the im2col matrix of its block (skipped for a 1x1 kernel
 // with unit strides and no offset) and multiplies it in float, each output summing its products in
 // one fixed order; Pool loops over the taps.
-#include "sim/window_codelets.h"
+#include "sim/codelet_kinds.h"
 
 #include <algorithm>
 #include <cmath>
@@ -372,7 +372,7 @@ void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t convPartialCycles(const exec::Vertex& v, const exec::Target& t) {
+uint64_t cyclesConvPartial(const exec::Vertex& v, const exec::Target& t) {
   const auto& p = v.params;
   const Window3 w = readWindow(p, kConvFixed, p[0], 6);
   // Every tap counts, padding included (the AMP runs whole kernel rows); then the epilogue.
@@ -383,7 +383,7 @@ uint64_t convPartialCycles(const exec::Vertex& v, const exec::Target& t) {
   return kVertexOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
 }
 
-uint64_t convPartialFlops(const exec::Vertex& v) {
+uint64_t flopsConvPartial(const exec::Vertex& v) {
   const auto& p = v.params;
   const Window3 w = readWindow(p, kConvFixed, p[0], 6);
   // As the cost model counts the taps (padding included); a bias adds one per output.
@@ -464,7 +464,7 @@ void runPool(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t poolCycles(const exec::Vertex& v, const exec::Target& t) {
+uint64_t cyclesPool(const exec::Vertex& v, const exec::Target& t) {
   const auto& p = v.params;
   const Window3 w = readWindow(p, kPoolFixed, p[0], 7);
   const double outputs = static_cast<double>(p[1]) * static_cast<double>(w.outSize());
@@ -473,7 +473,7 @@ uint64_t poolCycles(const exec::Vertex& v, const exec::Target& t) {
   return kVertexOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
 }
 
-uint64_t poolFlops(const exec::Vertex& v) {
+uint64_t flopsPool(const exec::Vertex& v) {
   const auto& p = v.params;
   const Window3 w = readWindow(p, kPoolFixed, p[0], 7);
   const double taps = static_cast<double>(p[1]) * static_cast<double>(w.outSize()) * static_cast<double>(w.kernelSize());

@@ -8,6 +8,16 @@
 
 namespace poprt::exec {
 
+std::string_view codeletName(Codelet codelet) {
+  switch (codelet) {
+#define POPRT_CODELET_NAME(name, id) \
+  case Codelet::name: return #name;
+    POPRT_CODELETS(POPRT_CODELET_NAME)
+#undef POPRT_CODELET_NAME
+  }
+  return "unknown";
+}
+
 uint64_t HostStream::byteSize() const {
   uint64_t n = 1;
   for (int64_t d : shape) n *= d < 0 ? 0 : static_cast<uint64_t>(d);

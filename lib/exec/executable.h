@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/support/status.h"
@@ -38,11 +39,30 @@ struct Target {
   uint32_t ipuOf(uint32_t tile) const { return tile / tiles_per_ipu; }
 };
 
+// Every vertex kind, defined once: X(name, id). The ids are stored in PopEFs and never change; a
+// new kind takes the next id. The enum and the names come from this list, and so does the
+// simulator's table of each kind's check, run, cycle estimate and FLOP count (sim/codelet_kinds.h),
+// which the compiler fails to link until the new kind's sim/ file defines them. Each kind's
+// fields and params: lib/exec/codelets.h.
+#define POPRT_CODELETS(X)                                                                                       \
+  X(Unary, 1) X(Binary, 2) X(MatMul, 3) X(Fill, 4) X(ConvPartial, 5) X(Pool, 6) X(Activation, 7) X(Reduce, 8) \
+      X(Softmax, 9) X(Norm, 10) X(BatchNorm, 11) X(Attention, 12) X(Cast, 13)
+
 enum class Codelet : uint32_t {
-  Unary = 1, Binary = 2, MatMul = 3, Fill = 4, ConvPartial = 5, Pool = 6,
-  Activation = 7, Reduce = 8, Softmax = 9, Norm = 10, BatchNorm = 11, Attention = 12, Cast = 13,
+#define POPRT_CODELET_ENUM(name, id) name = id,
+  POPRT_CODELETS(POPRT_CODELET_ENUM)
+#undef POPRT_CODELET_ENUM
 };
-inline constexpr uint32_t kMaxCodelet = 13;  // ids are 1..kMaxCodelet
+// Ids are 1..kMaxCodelet, every one a kind.
+inline constexpr uint32_t kMaxCodelet = [] {
+  uint32_t count = 0;
+#define POPRT_CODELET_COUNT(name, id) ++count;
+  POPRT_CODELETS(POPRT_CODELET_COUNT)
+#undef POPRT_CODELET_COUNT
+  return count;
+}();
+// "Unary", "ConvPartial", ...; "unknown" for an id outside the list.
+std::string_view codeletName(Codelet codelet);
 
 struct Field {  // a byte range of the vertex's tile memory
   uint64_t offset = 0;

@@ -3,6 +3,10 @@
 // fails this test instead of silently changing what every PopEF already written means.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include "lib/exec/codelets.h"
 #include "lib/exec/executable.h"
 #include "lib/ops/graphcore_ops.h"
@@ -25,6 +29,15 @@ TEST(FormatPins, VertexKinds) {
       {C::BatchNorm, 11}, {C::Attention, 12}, {C::Cast, 13}};
   for (const auto& [kind, id] : pins) EXPECT_EQ(n(kind), id);
   EXPECT_EQ(exec::kMaxCodelet, 13u) << "a new kind takes id 14, and this list and docs/POPEF.md name it";
+  // docs/POPEF.md lists the ids as the kind list names them: "(1 Unary, 2 Binary, ..., 13 Cast)".
+  std::string listed = "(";
+  for (uint32_t id = 1; id <= exec::kMaxCodelet; ++id)
+    listed += (id > 1 ? ", " : "") + std::to_string(id) + " " + std::string(exec::codeletName(static_cast<C>(id)));
+  listed += ")";
+  std::ifstream doc(std::string(POPRT_SOURCE_DIR) + "/docs/POPEF.md");
+  const std::string text{std::istreambuf_iterator<char>(doc), std::istreambuf_iterator<char>()};
+  EXPECT_NE(text.find(listed), std::string::npos) << "docs/POPEF.md does not list " << listed;
+  EXPECT_EQ(exec::codeletName(static_cast<C>(14)), "unknown");
 }
 
 TEST(FormatPins, UnaryAndBinaryFunctions) {
