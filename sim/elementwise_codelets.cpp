@@ -104,12 +104,7 @@ void runUnary(const exec::Vertex& v, uint8_t* mem) {
 }
 
 uint64_t cyclesUnary(const exec::Vertex& v, const exec::Target& t) {
-  const auto fn = static_cast<ops::UnaryFn>(v.params[0]);
-  // Transcendentals take several cycles per element; simple ops run at the vector width.
-  const uint64_t per = (fn == ops::UnaryFn::Exp || fn == ops::UnaryFn::Log || fn == ops::UnaryFn::Sigmoid ||
-                        fn == ops::UnaryFn::Tanh || fn == ops::UnaryFn::Gelu || fn == ops::UnaryFn::GeluTanh)
-                           ? 4
-                           : 1;
+  const uint64_t per = ops::unaryCyclesPerVector(static_cast<ops::UnaryFn>(v.params[0]));
   return kVertexOverheadCycles + per * ceilDiv(count(v.params[1]), t.vector_width_fp32);
 }
 

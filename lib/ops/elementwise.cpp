@@ -18,13 +18,12 @@ struct UnaryEntry {
   UnaryFn fn;
   Fp16Policy fp16;
 };
+// The unary functions' table (scalar_math.h) with an op of their own; Gelu's forms ("") are
+// ai.graphcore Gelu's.
 constexpr UnaryEntry kUnary[] = {
-    {"Relu", UnaryFn::Relu, Fp16Policy::Convert},       {"Neg", UnaryFn::Neg, Fp16Policy::Convert},
-    {"Abs", UnaryFn::Abs, Fp16Policy::Convert},         {"Exp", UnaryFn::Exp, Fp16Policy::KeepFp32},
-    {"Log", UnaryFn::Log, Fp16Policy::KeepFp32},        {"Sqrt", UnaryFn::Sqrt, Fp16Policy::Convert},
-    {"Sigmoid", UnaryFn::Sigmoid, Fp16Policy::Convert}, {"Tanh", UnaryFn::Tanh, Fp16Policy::Convert},
-    {"Reciprocal", UnaryFn::Reciprocal, Fp16Policy::Convert}, {"Floor", UnaryFn::Floor, Fp16Policy::Convert},
-    {"Ceil", UnaryFn::Ceil, Fp16Policy::Convert},
+#define POPRT_UNARY_ENTRY(name, id, op_type, fp16, cost, value) {op_type, UnaryFn::name, Fp16Policy::fp16},
+    POPRT_UNARY_FUNCTIONS(POPRT_UNARY_ENTRY)
+#undef POPRT_UNARY_ENTRY
 };
 
 struct BinaryEntry {
@@ -593,7 +592,8 @@ LoweringFamily loweringOf(const std::string& op_type) {
 
 void registerElementwiseOps(std::vector<OpDef>& ops) {
   for (const auto& u : kUnary)
-    ops.push_back({u.op_type, u.fp16, LoweringFamily::Unary,
+    if (*u.op_type)
+      ops.push_back({u.op_type, u.fp16, LoweringFamily::Unary,
                    [fn = u.fn](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalUnary(fn, in); }});
   for (const auto& b : kBinary)
     ops.push_back({b.op_type, Fp16Policy::Convert, LoweringFamily::Binary,
@@ -607,7 +607,7 @@ void registerElementwiseOps(std::vector<OpDef>& ops) {
 // The codegen needs the function id of an elementwise node.
 std::optional<UnaryFn> unaryFnOf(const std::string& op_type) {
   for (const auto& u : kUnary)
-    if (op_type == u.op_type) return u.fn;
+    if (*u.op_type && op_type == u.op_type) return u.fn;
   return std::nullopt;
 }
 

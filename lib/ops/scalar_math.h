@@ -11,14 +11,45 @@
 
 namespace poprt::ops {
 
-// Gelu and GeluTanh are ai.graphcore Gelu (approximate "none" / "tanh", see graphcore_ops.h).
-// The numbers are stored in PopEFs (Unary and Binary vertex params, docs/POPEF.md): they never
-// change, new functions take the next number (tests/unit/sim/format_pins_test.cpp).
+// Every function the Unary codelet computes, defined once:
+//   X(name, id, op_type, fp16, cost, value)
+// name, id:  the UnaryFn and its number, stored in PopEFs (docs/POPEF.md): ids never change, a new
+//            function takes the next one (tests/unit/sim/format_pins_test.cpp);
+// op_type:   the default-domain op that computes it ("" for the two forms of ai.graphcore Gelu,
+//            approximate "none" / "tanh", see graphcore_ops.h), registered by elementwise.cpp;
+// fp16:      that op's Fp16Policy;
+// cost:      device cycles per float32 vector (sim/elementwise_codelets.cpp): transcendentals 4;
+// value:     the result at `x` of type T (double in the evaluator, float in the codelet).
+// A new unary op is one row here plus its test (tests/unit/sim/scalar_table_test.cpp sweeps them all).
+#define POPRT_UNARY_FUNCTIONS(X)                                      \
+  X(Relu, 0, "Relu", Convert, 1, scalar::relu(x))                     \
+  X(Neg, 1, "Neg", Convert, 1, -x)                                    \
+  X(Abs, 2, "Abs", Convert, 1, std::fabs(x))                          \
+  X(Exp, 3, "Exp", KeepFp32, 4, std::exp(x))                          \
+  X(Log, 4, "Log", KeepFp32, 4, std::log(x))                          \
+  X(Sqrt, 5, "Sqrt", Convert, 1, std::sqrt(x))                        \
+  X(Sigmoid, 6, "Sigmoid", Convert, 4, scalar::sigmoid(x))            \
+  X(Tanh, 7, "Tanh", Convert, 4, std::tanh(x))                        \
+  X(Reciprocal, 8, "Reciprocal", Convert, 1, T(1) / x)                \
+  X(Floor, 9, "Floor", Convert, 1, std::floor(x))                     \
+  X(Ceil, 10, "Ceil", Convert, 1, std::ceil(x))                       \
+  X(Gelu, 11, "", Convert, 4, static_cast<T>(scalar::gelu(x)))        \
+  X(GeluTanh, 12, "", Convert, 4, static_cast<T>(scalar::geluTanh(x)))
+
 enum class UnaryFn : int32_t {
-  Relu = 0, Neg = 1, Abs = 2, Exp = 3, Log = 4, Sqrt = 5, Sigmoid = 6, Tanh = 7, Reciprocal = 8, Floor = 9, Ceil = 10,
-  Gelu = 11, GeluTanh = 12,
+#define POPRT_UNARY_ENUM(name, id, op_type, fp16, cost, value) name = id,
+  POPRT_UNARY_FUNCTIONS(POPRT_UNARY_ENUM)
+#undef POPRT_UNARY_ENUM
 };
-inline constexpr UnaryFn kLastUnaryFn = UnaryFn::GeluTanh;
+inline constexpr UnaryFn kLastUnaryFn = [] {
+  int32_t last = 0;
+#define POPRT_UNARY_LAST(name, id, op_type, fp16, cost, value) last = (id) > last ? (id) : last;
+  POPRT_UNARY_FUNCTIONS(POPRT_UNARY_LAST)
+#undef POPRT_UNARY_LAST
+  return static_cast<UnaryFn>(last);
+}();
+// The numbers are stored in PopEFs (Binary vertex params, docs/POPEF.md): they never change, new
+// functions take the next number.
 enum class BinaryFn : int32_t { Add = 0, Sub = 1, Mul = 2, Div = 3, Max = 4, Min = 5, Pow = 6 };
 inline constexpr BinaryFn kLastBinaryFn = BinaryFn::Pow;
 
@@ -76,42 +107,30 @@ inline double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x * 0.7071067811
 inline double geluTanh(double x) { return 0.5 * x * (1.0 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x))); }
 }  // namespace scalar
 
-inline double applyUnary(UnaryFn fn, double x) {
+// The function's value at x: in double for the evaluator, in float for the codelet (Gelu's forms
+// in double for both, as the evaluator computes them).
+template <class T>
+T applyUnaryAs(UnaryFn fn, T x) {
   switch (fn) {
-    case UnaryFn::Relu: return scalar::relu(x);
-    case UnaryFn::Neg: return -x;
-    case UnaryFn::Abs: return std::fabs(x);
-    case UnaryFn::Exp: return std::exp(x);
-    case UnaryFn::Log: return std::log(x);
-    case UnaryFn::Sqrt: return std::sqrt(x);
-    case UnaryFn::Sigmoid: return scalar::sigmoid(x);
-    case UnaryFn::Tanh: return std::tanh(x);
-    case UnaryFn::Reciprocal: return 1.0 / x;
-    case UnaryFn::Floor: return std::floor(x);
-    case UnaryFn::Ceil: return std::ceil(x);
-    case UnaryFn::Gelu: return scalar::gelu(x);
-    case UnaryFn::GeluTanh: return scalar::geluTanh(x);
+#define POPRT_UNARY_CASE(name, id, op_type, fp16, cost, value) \
+  case UnaryFn::name: return value;
+    POPRT_UNARY_FUNCTIONS(POPRT_UNARY_CASE)
+#undef POPRT_UNARY_CASE
   }
   return x;
 }
+inline double applyUnary(UnaryFn fn, double x) { return applyUnaryAs<double>(fn, x); }
+inline float applyUnaryF(UnaryFn fn, float x) { return applyUnaryAs<float>(fn, x); }
 
-inline float applyUnaryF(UnaryFn fn, float x) {
+// Device cycles per float32 vector of the function (its table row's cost).
+inline uint64_t unaryCyclesPerVector(UnaryFn fn) {
   switch (fn) {
-    case UnaryFn::Relu: return scalar::relu(x);
-    case UnaryFn::Neg: return -x;
-    case UnaryFn::Abs: return std::fabs(x);
-    case UnaryFn::Exp: return std::exp(x);
-    case UnaryFn::Log: return std::log(x);
-    case UnaryFn::Sqrt: return std::sqrt(x);
-    case UnaryFn::Sigmoid: return scalar::sigmoid(x);
-    case UnaryFn::Tanh: return std::tanh(x);
-    case UnaryFn::Reciprocal: return 1.f / x;
-    case UnaryFn::Floor: return std::floor(x);
-    case UnaryFn::Ceil: return std::ceil(x);
-    case UnaryFn::Gelu:
-    case UnaryFn::GeluTanh: return static_cast<float>(applyUnary(fn, x));  // erf/tanh in double, as the evaluator
+#define POPRT_UNARY_COST(name, id, op_type, fp16, cost, value) \
+  case UnaryFn::name: return cost;
+    POPRT_UNARY_FUNCTIONS(POPRT_UNARY_COST)
+#undef POPRT_UNARY_COST
   }
-  return x;
+  return 1;
 }
 
 template <class T>
