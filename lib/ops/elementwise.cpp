@@ -126,8 +126,6 @@ const MathEntry kMath[] = {
     {"Sign", Types::Numeric, Fp16Policy::Convert, POPRT_FIXED(x > 0 ? 1.0 : (x < 0 ? -1.0 : x))},
     // nearbyint in the default rounding mode rounds halves to even, as Round requires.
     {"Round", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::nearbyint(x))},
-    {"Softplus", Types::Float, Fp16Policy::KeepFp32, POPRT_FIXED(scalar::softplus(x))},
-    {"Softsign", Types::Float, Fp16Policy::Convert, POPRT_FIXED(scalar::softsign(x))},
     {"HardSwish", Types::Float, Fp16Policy::Convert, POPRT_FIXED(scalar::hardSwish(x))},
     {"Elu", Types::Float, Fp16Policy::Convert,
      [](const ir::Node& n) -> ScalarFn {

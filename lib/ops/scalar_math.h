@@ -34,7 +34,9 @@ namespace poprt::ops {
   X(Floor, 9, "Floor", Convert, 1, std::floor(x))                     \
   X(Ceil, 10, "Ceil", Convert, 1, std::ceil(x))                       \
   X(Gelu, 11, "", Convert, 4, static_cast<T>(scalar::gelu(x)))        \
-  X(GeluTanh, 12, "", Convert, 4, static_cast<T>(scalar::geluTanh(x)))
+  X(GeluTanh, 12, "", Convert, 4, static_cast<T>(scalar::geluTanh(x))) \
+  X(Softsign, 13, "Softsign", Convert, 2, static_cast<T>(scalar::softsign(x))) \
+  X(Softplus, 14, "Softplus", KeepFp32, 4, static_cast<T>(scalar::softplus(x)))
 
 enum class UnaryFn : int32_t {
 #define POPRT_UNARY_ENUM(name, id, op_type, fp16, cost, value) name = id,
