@@ -267,7 +267,7 @@ class Compiler {
     for (auto& point : result_.memory_profile.liveness) point.program_steps = steps_after.at(point.program_steps);
     for (size_t i = 0; i < nodes.size(); ++i) {
       const std::string& domain = nodes[i]->domain();
-      const bool standard = domain.empty() || domain == "ai.onnx";
+      const bool standard = domain.empty();
       result_.memory_profile.op_types.emplace(node_names_[i],
                                               standard ? nodes[i]->opType() : domain + "." + nodes[i]->opType());
     }

@@ -46,7 +46,7 @@ std::map<std::string, int64_t> countOps(const ir::Graph& graph) {
   std::map<std::string, int64_t> counts;
   for (const auto& n : graph.nodes()) {
     const std::string& d = n->domain();
-    ++counts[d.empty() || d == "ai.onnx" ? n->opType() : d + ":" + n->opType()];
+    ++counts[d.empty() ? n->opType() : d + ":" + n->opType()];
   }
   return counts;
 }

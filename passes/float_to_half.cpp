@@ -47,7 +47,7 @@ bool isTensorOf(const ir::Value* v, DType dtype) {
 // The tensor of a constant value: an initializer that is not a graph input, or the `value` of a
 // Constant node (subgraph bodies keep theirs: constant folding runs on the main graph only).
 const Tensor* constantTensor(const ir::Value* v) {
-  if (v->isInitializer()) return v->isGraphInput() ? nullptr : v->initializer();
+  if (v->isInitializer()) return ir::constantOf(v);
   const ir::Node* p = v->producer();
   if (!fusion::isOp(p, "Constant")) return nullptr;
   auto it = p->attributes.find("value");

@@ -165,7 +165,7 @@ class FoldCasts : public Pass {
   // A layout op: only moves the elements of its data input 0 into its one output (the other
   // inputs are shapes, indices, axes...), whatever the dtype.
   bool isLayoutOp(const ir::Node* n) {
-    if (!n || n->outputs().size() != 1 || !n->output(0) || (n->domain() != "" && n->domain() != "ai.onnx")) return false;
+    if (!n || n->outputs().size() != 1 || !n->output(0) || !n->domain().empty()) return false;
     const ops::OpDef* def = ops::findOp("", n->opType());
     if (!def || def->fp16 != ops::Fp16Policy::TypeAgnostic ||
         (def->lowering != ops::LoweringFamily::View && def->lowering != ops::LoweringFamily::Rearrange))

@@ -41,7 +41,7 @@ int64_t reducedExtent(const ir::Node& n) {
 
 // Why `n` makes values far beyond its inputs' magnitude, or "".
 std::string wideSource(const ir::Node& n) {
-  if (!n.domain().empty() && n.domain() != "ai.onnx") return "";
+  if (!n.domain().empty()) return "";
   const std::string& op = n.opType();
   if (op == "Exp" || op == "Cosh" || op == "Sinh") return op;
   if (op == "Pow") {
@@ -60,7 +60,7 @@ std::string wideSource(const ir::Node& n) {
 
 // Does `n`, reading a wide value, return values back in range? (`wide` says which inputs are.)
 bool compresses(const ir::Node& n, const std::set<const ir::Value*>& wide) {
-  if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
+  if (!n.domain().empty()) return false;
   static const std::set<std::string> kCompressing = {"Log",  "Sqrt", "Sigmoid",    "Tanh",     "Erf",  "Softmax",
                                                      "LogSoftmax", "Sign", "Atan", "Softsign", "HardSigmoid"};
   const std::string& op = n.opType();

@@ -28,7 +28,7 @@ class FuseBatchNorm : public Pass {
     for (const auto& n : graph.nodes()) nodes.push_back(n.get());
     std::set<ir::Node*> removed;
     for (ir::Node* n : nodes) {
-      if (removed.count(n) || n->opType() != "BatchNormalization" || !(n->domain().empty() || n->domain() == "ai.onnx"))
+      if (removed.count(n) || n->opType() != "BatchNormalization" || !n->domain().empty())
         continue;
       std::string why = tryFold(graph, *n, opset, ctx, removed);
       if (why.empty()) {

@@ -21,7 +21,7 @@ namespace {
 using namespace fusion;
 
 bool isActivation(const ir::Node* n) {
-  return n && (n->domain().empty() || n->domain() == "ai.onnx") && ops::graphcore::isFusableActivation(n->opType());
+  return n && n->domain().empty() && ops::graphcore::isFusableActivation(n->opType());
 }
 
 // The activation's parameters as ConvAct/GemmAct attributes, or an error text.

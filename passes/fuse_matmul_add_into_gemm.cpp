@@ -21,14 +21,14 @@ class FuseMatMulAddIntoGemm : public Pass {
     for (const auto& n : graph.nodes()) nodes.push_back(n.get());
     std::set<ir::Node*> removed;
     for (ir::Node* n : nodes) {
-      if (removed.count(n) || n->opType() != "Add" || !(n->domain().empty() || n->domain() == "ai.onnx")) continue;
+      if (removed.count(n) || n->opType() != "Add" || !n->domain().empty()) continue;
       if (n->inputs().size() != 2 || !n->output(0)) continue;
       std::string first_why;
       bool folded = false;
       for (size_t data = 0; data < 2 && !folded; ++data) {
         ir::Node* mm = n->input(data) ? n->input(data)->producer() : nullptr;
         if (!mm || mm->graph() != &graph || mm->opType() != "MatMul" ||
-            !(mm->domain().empty() || mm->domain() == "ai.onnx"))
+            !mm->domain().empty())
           continue;
         std::string why = check(*n, *mm, data);
         if (!why.empty()) {

@@ -29,7 +29,7 @@ class FuseMulAddIntoConvMatMul : public Pass {
     std::set<ir::Node*> removed;
     for (ir::Node* n : nodes) {
       const std::string& op = n->opType();
-      if (removed.count(n) || !(n->domain().empty() || n->domain() == "ai.onnx")) continue;
+      if (removed.count(n) || !n->domain().empty()) continue;
       if (op != "Mul" && op != "Add" && op != "Sub" && op != "Div") continue;
       if (n->inputs().size() != 2 || !n->output(0)) continue;
       for (size_t data = 0; data < 2; ++data) {

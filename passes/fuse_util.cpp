@@ -7,10 +7,6 @@
 
 namespace poprt::passes::fuse {
 
-const Tensor* constantOf(const ir::Value* v) {
-  return v && v->isInitializer() && !v->isGraphInput() ? v->initializer() : nullptr;
-}
-
 std::string notConstant(const ir::Value* v, const std::string& what) {
   if (v && v->isInitializer() && v->isGraphInput())
     return what + " is a graph input with a default (an initializer the caller may override), not a constant";
@@ -20,7 +16,7 @@ std::string notConstant(const ir::Value* v, const std::string& what) {
 
 namespace {
 
-bool defaultDomain(const ir::Node& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
+bool defaultDomain(const ir::Node& n) { return n.domain().empty(); }
 
 std::vector<double> doubles(const Tensor& t) {
   auto v = ops::toDoubles(t);

@@ -13,9 +13,7 @@
 
 namespace poprt::passes::fuse {
 
-// The tensor of a constant value: an initializer that is not also a graph input (a graph input's
-// initializer is only a default the caller may override).
-const Tensor* constantOf(const ir::Value* v);
+using ir::constantOf;
 
 // Why `v` is not a constant, naming it `what` ("its weight (input 1) is not a constant"); an
 // initializer that is also a graph input is called out, as IR < 4 exporters list every weight so.

@@ -8,11 +8,7 @@
 namespace poprt::passes::fusion {
 
 bool isOp(const ir::Node* n, const char* op_type) {
-  return n && n->opType() == op_type && (n->domain().empty() || n->domain() == "ai.onnx");
-}
-
-const Tensor* constantOf(const ir::Value* v) {
-  return v && v->isInitializer() && !v->isGraphInput() ? v->initializer() : nullptr;
+  return n && n->opType() == op_type && n->domain().empty();
 }
 
 std::optional<double> scalarOf(const ir::Value* v) {

@@ -14,8 +14,7 @@ namespace poprt::passes::fusion {
 // True for a node of the default domain with this op type.
 bool isOp(const ir::Node* n, const char* op_type);
 
-// The tensor behind a constant operand (an initializer that is not a graph input), else nullptr.
-const Tensor* constantOf(const ir::Value* v);
+using ir::constantOf;
 // A one-element constant's value, else nullopt.
 std::optional<double> scalarOf(const ir::Value* v);
 // The value of the one-element constant operand of binary node `n` whose other operand is `x`,

@@ -9,8 +9,7 @@ namespace poprt::passes {
 namespace {
 
 const Tensor* constantInput(const ir::Node& n, size_t i) {
-  const ir::Value* v = n.input(i);
-  return v && v->isInitializer() && !v->isGraphInput() ? v->initializer() : nullptr;
+  return ir::constantOf(n.input(i));
 }
 
 bool sameStaticShape(const ir::Value* a, const ir::Value* b) {

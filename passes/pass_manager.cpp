@@ -9,9 +9,7 @@
 namespace poprt::passes {
 
 ops::Opsets PassContext::opsets() const {
-  ops::Opsets o;
-  for (const auto& op : model.opset_imports) o[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
-  return o;
+  return ops::opsetsOf(model);
 }
 
 const PassInfo* findPass(const std::string& name) {

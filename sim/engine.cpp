@@ -80,9 +80,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const exec::Exe
     if (!model.ok()) return model.error();
     if (model->graph->inputs().size() != hp.inputs.size() || model->graph->outputs().size() != hp.outputs.size())
       return Error("host program '" + hp.name + "' does not match its stream lists");
-    std::map<std::string, int64_t> opsets;
-    for (const auto& op : model->opset_imports) opsets[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
-    engine->host_opsets_.push_back(std::move(opsets));
+    engine->host_opsets_.push_back(ops::opsetsOf(*model));
     engine->host_models_.push_back(std::move(model).value());
   }
   engine->pool_ = std::make_unique<ThreadPool>(workers ? workers : ThreadPool::defaultWorkers());

@@ -176,7 +176,7 @@ Node* Graph::addNode(const std::string& op_type, const std::vector<Value*>& inpu
                      const std::vector<Value*>& outputs, const std::string& name, const std::string& domain) {
   auto node = std::make_unique<Node>();
   node->op_type_ = op_type;
-  node->domain_ = domain;
+  node->domain_ = canonicalDomain(domain);
   node->name_ = name;
   node->graph_ = this;
   for (Value* v : inputs) node->addInput(v);
@@ -324,9 +324,8 @@ Status Graph::topoSort() {
 }
 
 int64_t Model::opsetVersion(const std::string& domain) const {
-  auto canonical = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
   for (const auto& op : opset_imports)
-    if (canonical(op.domain) == canonical(domain)) return op.version;
+    if (canonicalDomain(op.domain) == canonicalDomain(domain)) return op.version;
   return 0;
 }
 

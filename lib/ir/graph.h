@@ -20,6 +20,10 @@
 
 namespace poprt::ir {
 
+// ONNX's default domain may be written "" or "ai.onnx"; poprt writes it "" everywhere (nodes,
+// opset imports, lookups), so a default-domain test is `domain.empty()`.
+inline std::string canonicalDomain(const std::string& domain) { return domain == "ai.onnx" ? std::string() : domain; }
+
 class Graph;
 class Node;
 
@@ -83,6 +87,10 @@ class Value {
   std::vector<Use> uses_;
   std::shared_ptr<const Tensor> initializer_;
 };
+
+// The tensor of a constant value: an initializer that is not also a graph input (a graph input's
+// initializer is only a default the caller may override); nullptr otherwise, and for null.
+inline const Tensor* constantOf(const Value* v) { return v && v->isInitializer() && !v->isGraphInput() ? v->initializer() : nullptr; }
 
 using GraphPtr = std::shared_ptr<Graph>;
 
@@ -165,7 +173,8 @@ class Graph {
   void removeInput(Value* v) { std::erase(inputs_, v); }
   void setOutput(size_t i, Value* v) { outputs_.at(i) = v; }
 
-  // Nodes in program order (kept topological by the importer and passes; see topoSort()).
+  // Nodes in program order (kept topological by the importer and passes; see topoSort()). The
+  // domain is kept canonical: ONNX's default domain is "" (never "ai.onnx").
   Node* addNode(const std::string& op_type, const std::vector<Value*>& inputs,
                 const std::vector<Value*>& outputs, const std::string& name = "",
                 const std::string& domain = "");

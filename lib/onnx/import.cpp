@@ -17,7 +17,6 @@
 namespace poprt::onnxio {
 namespace {
 
-std::string canonicalDomain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
 
 class Importer {
  public:
@@ -166,7 +165,7 @@ void collectUnknownOps(const onnx::GraphProto& gp, const std::unordered_map<std:
                        const std::set<std::pair<std::string, std::string>>& functions,
                        std::vector<std::string>& unknown) {
   for (const auto& np : gp.node()) {
-    std::string domain = canonicalDomain(np.domain());
+    std::string domain = ir::canonicalDomain(np.domain());
     auto it = opsets.find(domain);
     bool known = functions.count({np.domain(), np.op_type()}) != 0;
     if (!known && it != opsets.end())
@@ -227,7 +226,7 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
   if (!proto.has_graph()) return Error(source + ": not an ONNX model (no graph)");
   POPRT_TRY(checkTextFields(proto, source));
   std::unordered_map<std::string, int> opsets;
-  for (const auto& op : proto.opset_import()) opsets[canonicalDomain(op.domain())] = static_cast<int>(op.version());
+  for (const auto& op : proto.opset_import()) opsets[ir::canonicalDomain(op.domain())] = static_cast<int>(op.version());
   // Models of other domains only (e.g. ai.onnx.preview.training) need no default-domain opset.
   const bool default_domain = opsets.count("") != 0;
   int64_t opset = default_domain ? opsets[""] : kMinOpset;
@@ -247,7 +246,7 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
     try {
       proto = onnx::version_conversion::ConvertVersion(proto, static_cast<int>(kMinOpset));
       for (const auto& op : proto.opset_import())
-        if (canonicalDomain(op.domain()).empty()) opset = op.version();
+        if (ir::canonicalDomain(op.domain()).empty()) opset = op.version();
       opsets[""] = static_cast<int>(opset);
     } catch (const std::exception& e) {
       return Error(source + ": default-domain opset " + std::to_string(opset) + " is below " + std::to_string(kMinOpset) +
@@ -283,7 +282,7 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
 
   ir::Model model;
   model.ir_version = proto.ir_version();
-  for (const auto& op : proto.opset_import()) model.opset_imports.push_back({op.domain(), op.version()});
+  for (const auto& op : proto.opset_import()) model.opset_imports.push_back({ir::canonicalDomain(op.domain()), op.version()});
   model.producer_name = proto.producer_name();
   model.producer_version = proto.producer_version();
   model.domain = proto.domain();

@@ -3,6 +3,8 @@
 #include <map>
 #include <utility>
 
+#include "lib/ir/graph.h"
+
 namespace poprt::onnxio {
 namespace {
 
@@ -159,7 +161,7 @@ const Rules& rules() {
 }  // namespace
 
 const InferenceRule* inferenceRule(const std::string& domain, const std::string& op) {
-  const std::string d = domain == "ai.onnx" ? "" : domain;
+  const std::string d = ir::canonicalDomain(domain);
   auto it = rules().find(d + ":" + op);
   return it == rules().end() ? nullptr : &it->second;
 }

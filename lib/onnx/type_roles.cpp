@@ -28,7 +28,7 @@ std::optional<NodeTypeRoles> typeRoles(const ir::Node& node, int64_t opset) {
     roles.float16_allowed = true;
     return roles;
   }
-  const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+  const std::string& domain = node.domain();
   const onnx::OpSchema* schema =
       onnx::OpSchemaRegistry::Schema(node.opType(), static_cast<int>(opset), domain);
   if (!schema) return std::nullopt;

@@ -43,19 +43,6 @@ Expected<std::vector<Tensor>> evalGelu(const ir::Node& node, const std::vector<c
 
 // ---- LayerNorm --------------------------------------------------------------------------------
 
-// The values of `t` seen through a unidirectional broadcast to `shape`.
-Expected<std::vector<double>> broadcastTo(const Tensor& t, const Shape& shape, const std::string& what) {
-  auto b = broadcastShapes(t.shape(), shape);
-  if (!b.ok() || *b != shape)
-    return Error(what + " of shape " + shapeToString(t.shape()) + " does not broadcast to " + shapeToString(shape));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> v, toDoubles(t));
-  std::vector<int64_t> strides = broadcastStrides(t.shape(), shape), contiguous = contiguousStrides(shape);
-  const int64_t n = shapeProduct(shape, 0, shape.size());
-  std::vector<double> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = v[static_cast<size_t>(broadcastOffset(i, contiguous, strides))];
-  return out;
-}
-
 // The same computation as ONNX's LayerNormalization (axis, epsilon, Scale, optional B): its
 // evaluator runs it, and only Y is returned.
 Expected<std::vector<Tensor>> evalLayerNorm(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {

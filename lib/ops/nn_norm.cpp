@@ -120,19 +120,6 @@ Expected<std::vector<Tensor>> evalInstanceNorm(const ir::Node& node, const std::
   return single(std::move(yt));
 }
 
-// Values of `t` seen through a unidirectional broadcast to `shape`.
-Expected<std::vector<double>> broadcastTo(const Tensor& t, const Shape& shape, const std::string& what) {
-  auto b = broadcastShapes(t.shape(), shape);
-  if (!b.ok() || *b != shape)
-    return Error(what + " of shape " + shapeToString(t.shape()) + " does not broadcast to " + shapeToString(shape));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> v, toDoubles(t));
-  std::vector<int64_t> strides = broadcastStrides(t.shape(), shape), contiguous = contiguousStrides(shape);
-  const int64_t n = shapeProduct(shape, 0, shape.size());
-  std::vector<double> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[i] = v[broadcastOffset(i, contiguous, strides)];
-  return out;
-}
-
 Expected<std::vector<Tensor>> evalLayerNorm(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
   POPRT_ASSIGN_OR_RETURN(const Tensor* xt, requireInput(in, 0));
   POPRT_ASSIGN_OR_RETURN(const Tensor* st, requireInput(in, 1));

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "lib/ops/broadcast.h"
+
 namespace poprt::ops {
 
 Expected<Tensor> makeOutput(DType dtype, const Shape& shape) {
@@ -102,6 +104,18 @@ void copyBlock(const Tensor& src, int64_t from, Tensor& dst, int64_t to, int64_t
   const size_t es = dtypeSize(src.dtype());
   std::memcpy(dst.bytes().data() + static_cast<size_t>(to) * es, src.bytes().data() + static_cast<size_t>(from) * es,
               static_cast<size_t>(count) * es);
+}
+
+Expected<std::vector<double>> broadcastTo(const Tensor& t, const Shape& shape, const std::string& what) {
+  auto b = broadcastShapes(t.shape(), shape);
+  if (!b.ok() || *b != shape)
+    return Error(what + " of shape " + shapeToString(t.shape()) + " does not broadcast to " + shapeToString(shape));
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> v, toDoubles(t));
+  std::vector<int64_t> strides = broadcastStrides(t.shape(), shape), contiguous = contiguousStrides(shape);
+  const int64_t n = shapeProduct(shape, 0, shape.size());
+  std::vector<double> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = v[static_cast<size_t>(broadcastOffset(i, contiguous, strides))];
+  return out;
 }
 
 }  // namespace poprt::ops

@@ -89,6 +89,9 @@ inline int64_t shapeProduct(const Shape& shape, size_t from = 0, size_t to = std
 Expected<std::vector<int64_t>> toInt64s(const Tensor& t, const std::string& what = "");
 // The values of a numeric (or bool) tensor as double.
 Expected<std::vector<double>> toDoubles(const Tensor& t);
+// The values of `t` (as toDoubles) seen through a unidirectional broadcast to `shape` (LayerNorm's
+// Scale and B, attention's Mask); an error naming `what` when it does not broadcast.
+Expected<std::vector<double>> broadcastTo(const Tensor& t, const Shape& shape, const std::string& what);
 // The value of a scalar or one-element 1-D tensor (an integer one for scalarInt) such as TopK's
 // k, Loop's trip count or DFT's length; `what` names it in errors.
 Expected<int64_t> scalarInt(const Tensor& t, const std::string& what);

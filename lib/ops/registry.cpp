@@ -7,7 +7,6 @@
 namespace poprt::ops {
 namespace {
 
-std::string canonicalDomain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
 
 // The built-in ops, then the custom ops plugins add at run time (a deque: adding one never moves
 // the OpDefs callers hold pointers to).
@@ -30,7 +29,7 @@ struct Registry {
     registerGraphcoreOps(builtin);
     ops.assign(std::make_move_iterator(builtin.begin()), std::make_move_iterator(builtin.end()));
     for (size_t i = 0; i < ops.size(); ++i) {
-      auto key = std::make_pair(canonicalDomain(ops[i].domain), ops[i].op_type);
+      auto key = std::make_pair(ir::canonicalDomain(ops[i].domain), ops[i].op_type);
       POPRT_CHECK(by_key.emplace(key, i).second, "op " + ops[i].op_type + " is registered twice");
     }
   }
@@ -46,7 +45,7 @@ Registry& registry() {
 const OpDef* findOp(const std::string& domain, const std::string& op_type) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.by_key.find({canonicalDomain(domain), op_type});
+  auto it = r.by_key.find({ir::canonicalDomain(domain), op_type});
   return it == r.by_key.end() ? nullptr : &r.ops[it->second];
 }
 
@@ -59,12 +58,12 @@ std::vector<const OpDef*> allOps() {
 }
 
 bool isReservedDomain(const std::string& domain) {
-  const std::string d = canonicalDomain(domain);
+  const std::string d = ir::canonicalDomain(domain);
   return d.empty() || d == "ai.onnx.ml" || d == "ai.onnx.preview.training" || d == "ai.graphcore";
 }
 
 Status registerCustomOp(OpDef def) {
-  const std::string domain = canonicalDomain(def.domain);
+  const std::string domain = ir::canonicalDomain(def.domain);
   if (isReservedDomain(domain))
     return Error("custom op " + def.op_type + ": domain '" + def.domain + "' belongs to ONNX or poprt");
   auto& r = registry();
@@ -76,7 +75,7 @@ Status registerCustomOp(OpDef def) {
 }
 
 int64_t EvalContext::opset(const std::string& domain) const {
-  auto it = opsets_.find(canonicalDomain(domain));
+  auto it = opsets_.find(ir::canonicalDomain(domain));
   return it == opsets_.end() ? 0 : it->second;
 }
 
@@ -206,7 +205,7 @@ Expected<std::vector<Tensor>> evaluateGraph(const ir::Graph& graph, const std::v
 
 Opsets opsetsOf(const ir::Model& model) {
   Opsets opsets;
-  for (const auto& op : model.opset_imports) opsets[op.domain == "ai.onnx" ? "" : op.domain] = op.version;
+  for (const auto& op : model.opset_imports) opsets[ir::canonicalDomain(op.domain)] = op.version;
   return opsets;
 }
 
