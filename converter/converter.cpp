@@ -246,6 +246,8 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   progress("passes", 1);
   auto reports = runPasses(model, pipeline, pass_names, o.precision_compare ? &fp32_snapshot : nullptr);
   if (!reports.ok()) return reports.error().withContext(o.input_model);
+  for (const auto& r : *reports)
+    if (!r.ir_after.empty()) out << "IR after " << r.name << ":\n" << r.ir_after;
   if (o.check) POPRT_TRY(runCheck(check_snapshot, model, {o.check_rtol, o.check_atol, 0}, out));
   std::optional<nlohmann::ordered_json> precision_json;
   if (o.precision_compare) {

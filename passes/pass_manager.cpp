@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
 
 #include "lib/support/log.h"
 
@@ -69,7 +68,7 @@ Expected<std::vector<PassReport>> runPipeline(ir::Model& model, const PipelineOp
                             << static_cast<int64_t>(seconds * 1e6) << " us" << counters);
     for (const auto& miss : report.stats.near_misses) POPRT_LOG(Info, "  pass " << name << " did not fire on " << miss);
     for (const auto& w : report.stats.warnings) POPRT_LOG(Info, "  pass " << name << " warns: " << w);  // poprt-convert prints them
-    if (name == options.print_ir_after) std::cout << "IR after " << name << ":\n" << ir::print(*model.graph);
+    if (name == options.print_ir_after) report.ir_after = ir::print(*model.graph);
     reports.push_back(std::move(report));
   }
   return reports;

@@ -12,7 +12,7 @@ namespace poprt::passes {
 struct PipelineOptions {
   std::vector<std::string> passes;       // empty: the default pipeline (every pass, in list order)
   std::vector<std::string> skip_passes;  // removed from the pipeline
-  std::string print_ir_after;            // pass name whose result is printed to stdout
+  std::string print_ir_after;            // pass name whose result goes into its report (ir_after)
   int64_t max_tensor_size = int64_t{1} << 27;
   Fp16Options fp16;
 };
@@ -22,6 +22,7 @@ struct PassReport {
   double seconds = 0;
   bool changed = false;
   PassStats stats;
+  std::string ir_after;  // the IR as the pass left it, for --print_ir_after (the caller prints it)
 };
 
 // Unknown pass names are an error listing the known ones; so is an fp16-only pass named in

@@ -116,10 +116,4 @@ Expected<std::string> serializeModel(const ir::Model& model) {
   return bytes;
 }
 
-Status saveModel(const ir::Model& model, const std::filesystem::path& path) {
-  auto bytes = serializeModel(model);
-  if (!bytes.ok()) return bytes.error().withContext(path.string());
-  return writeFileAtomic(path, *bytes);
-}
-
 }  // namespace poprt::onnxio

@@ -34,8 +34,6 @@ Expected<ir::Model> convertOpset(const ir::Model& model, int64_t opset, const st
 onnx::ModelProto exportModelProto(const ir::Model& model);
 // The model's ONNX bytes; models over protobuf's 2 GiB limit are refused with an error.
 Expected<std::string> serializeModel(const ir::Model& model);
-// Writes the model atomically. Models over protobuf's 2 GiB limit are refused with an error.
-Status saveModel(const ir::Model& model, const std::filesystem::path& path);
 
 // Runs ONNX shape inference (with data propagation) over the model and updates every value's
 // type where inference knows more. Node-level inference errors name the node.

@@ -114,10 +114,4 @@ Expected<std::string> serializeValueProto(const ops::RtValue& value, ValueKind k
   return op.SerializeAsString();
 }
 
-Status writeValueProto(const std::filesystem::path& path, const ops::RtValue& value, ValueKind kind,
-                       const std::string& name) {
-  POPRT_ASSIGN_OR_RETURN(std::string bytes, serializeValueProto(value, kind, name));
-  return writeFileAtomic(path, bytes);
-}
-
 }  // namespace poprt::onnxio

@@ -14,9 +14,6 @@ namespace poprt::onnxio {
 
 // Reads a value of `kind`: .npy (tensors only) or .pb.
 Expected<ops::RtValue> readValueFile(const std::filesystem::path& path, ValueKind kind);
-// Writes a value as a .pb (TensorProto, SequenceProto or OptionalProto as `kind` says), atomically.
-Status writeValueProto(const std::filesystem::path& path, const ops::RtValue& value, ValueKind kind,
-                       const std::string& name);
 
 // A value of `kind` from the bytes of its ONNX proto (what a .pb file holds). External data is read
 // relative to `base_dir`; with an empty `base_dir` it is an error. Errors start with `source`.

@@ -8,15 +8,6 @@
 
 namespace poprt::ops::tensor_detail {
 
-void copyElement(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
-  if (src.dtype() == DType::String) {
-    dst.strings()[static_cast<size_t>(to)] = src.strings()[static_cast<size_t>(from)];
-    return;
-  }
-  const size_t es = dtypeSize(src.dtype());
-  std::memcpy(dst.bytes().data() + static_cast<size_t>(to) * es, src.bytes().data() + static_cast<size_t>(from) * es, es);
-}
-
 Tensor takeElements(const Tensor& in, Shape out_shape, const std::vector<int64_t>& src, const Tensor* fill) {
   Tensor out(in.dtype(), std::move(out_shape));
   const bool has_fill = fill && fill->dtype() == in.dtype() && fill->numElements() > 0;

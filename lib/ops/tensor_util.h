@@ -25,9 +25,6 @@ inline int64_t rankOf(const Tensor& t) { return static_cast<int64_t>(t.shape().s
 // or zero when fill is null or not of in's dtype). The caller guarantees every src[i] < in.numElements().
 Tensor takeElements(const Tensor& in, Shape out_shape, const std::vector<int64_t>& src, const Tensor* fill = nullptr);
 
-// Copies element `from` of `src` to element `to` of `dst` (same dtype).
-void copyElement(const Tensor& src, int64_t from, Tensor& dst, int64_t to);
-
 // The multi-index of flat index `flat` in `shape` (strides from contiguousStrides(shape)).
 void unravel(int64_t flat, const std::vector<int64_t>& strides, std::vector<int64_t>& index);
 
