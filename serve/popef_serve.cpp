@@ -17,7 +17,7 @@
 #include "lib/support/log.h"
 #include "serve/grpc_server.h"
 #include "serve/http_routes.h"
-#include "tools/tool_common.h"
+#include "tools/common/tool_common.h"
 
 namespace poprt::serve {
 namespace {

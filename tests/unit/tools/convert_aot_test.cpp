@@ -13,13 +13,13 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "tools/convert_batch.h"
+#include "tools/convert/convert_batch.h"
 #include "converter/cache.h"
 #include "converter/cache_key.h"
 #include "converter/options.h"
-#include "tools/convert_flags.h"
-#include "tools/error_format.h"
-#include "tools/tool_common.h"
+#include "tools/convert/convert_flags.h"
+#include "tools/common/error_format.h"
+#include "tools/common/tool_common.h"
 
 namespace poprt::tools {
 

@@ -10,7 +10,7 @@
 
 #include "converter/check.h"
 #include "converter/options.h"
-#include "tools/convert_flags.h"
+#include "tools/convert/convert_flags.h"
 #include "converter/value_check.h"
 
 namespace poprt::tools {

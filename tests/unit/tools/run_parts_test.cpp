@@ -2,7 +2,7 @@
 // throughput over replicas, and the text showing exactly the JSON's numbers.
 #include <gtest/gtest.h>
 
-#include "tools/run_report.h"
+#include "tools/run/run_report.h"
 
 namespace poprt::tools {
 namespace {

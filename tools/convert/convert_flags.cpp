@@ -1,4 +1,4 @@
-#include "tools/convert_flags.h"
+#include "tools/convert/convert_flags.h"
 
 #include <cstdlib>
 #include <type_traits>

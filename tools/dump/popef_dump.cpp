@@ -12,7 +12,7 @@
 #include "lib/onnx/graph_walk.h"
 #include "popef/popef.h"
 #include "sim/verify_popef.h"
-#include "tools/tool_common.h"
+#include "tools/common/tool_common.h"
 
 namespace poprt::tools {
 namespace {

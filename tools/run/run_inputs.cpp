@@ -1,6 +1,6 @@
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
-#include "tools/run_inputs.h"
+#include "tools/run/run_inputs.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include "lib/onnx/value_io.h"
 #include "lib/support/dtype_dispatch.h"
 #include "runtime/host_value.h"
-#include "tools/tool_common.h"
+#include "tools/common/tool_common.h"
 #include "converter/value_check.h"
 
 namespace poprt::tools {

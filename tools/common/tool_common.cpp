@@ -1,4 +1,4 @@
-#include "tools/tool_common.h"
+#include "tools/common/tool_common.h"
 
 #include <algorithm>
 #include <iostream>
@@ -7,7 +7,7 @@
 #include "lib/plugin/plugin.h"
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
-#include "tools/error_format.h"
+#include "tools/common/error_format.h"
 
 namespace poprt::tools {
 

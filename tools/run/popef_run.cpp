@@ -16,10 +16,10 @@
 #include "poprt/runtime/model_runner.h"
 #include "runtime/host_value.h"
 #include "converter/profile_report.h"
-#include "tools/run_bench.h"
-#include "tools/run_inputs.h"
-#include "tools/run_report.h"
-#include "tools/tool_common.h"
+#include "tools/run/run_bench.h"
+#include "tools/run/run_inputs.h"
+#include "tools/run/run_report.h"
+#include "tools/common/tool_common.h"
 
 namespace poprt::tools {
 namespace {

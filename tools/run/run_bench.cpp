@@ -1,4 +1,4 @@
-#include "tools/run_bench.h"
+#include "tools/run/run_bench.h"
 
 #include <unistd.h>
 

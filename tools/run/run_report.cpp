@@ -1,4 +1,4 @@
-#include "tools/run_report.h"
+#include "tools/run/run_report.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tools/error_format.h"
+#include "tools/common/error_format.h"
 
 #include <atomic>
 #include <filesystem>

@@ -1,5 +1,5 @@
 #include "lib/support/log.h"
-#include "tools/convert_batch.h"
+#include "tools/convert/convert_batch.h"
 
 #include <chrono>
 #include <filesystem>
@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/support/file_io.h"
-#include "tools/error_format.h"
-#include "tools/tool_common.h"
+#include "tools/common/error_format.h"
+#include "tools/common/tool_common.h"
 
 namespace poprt::tools {
 namespace fs = std::filesystem;
