@@ -93,93 +93,8 @@ Expected<std::vector<Tensor>> evalBinary(BinaryFn fn, const std::vector<const Te
 }
 
 // ---------------------------------------------------------------------------------------------
-// Evaluator-only elementwise ops (LoweringFamily::None): they run on the host.
-
-using ScalarFn = std::function<double(double)>;
-enum class Types { Float, Numeric };
-
-bool allowed(Types t, DType d) { return t == Types::Float ? isFloatingPoint(d) : ew::isNumeric(d); }
-
-// A unary op computed in double from its attributes: `make` reads them and returns the function.
-struct MathEntry {
-  const char* op_type;
-  Types types;
-  Fp16Policy fp16;
-  ScalarFn (*make)(const ir::Node&);
-};
-
-#define POPRT_FIXED(expr) [](const ir::Node&) -> ScalarFn { return [](double x) -> double { return expr; }; }
-
-const MathEntry kMath[] = {
-    {"Acos", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::acos(x))},
-    {"Acosh", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::acosh(x))},
-    {"Asin", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::asin(x))},
-    {"Asinh", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::asinh(x))},
-    {"Atan", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::atan(x))},
-    {"Atanh", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::atanh(x))},
-    {"Cos", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::cos(x))},
-    {"Cosh", Types::Float, Fp16Policy::KeepFp32, POPRT_FIXED(std::cosh(x))},
-    {"Sin", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::sin(x))},
-    {"Sinh", Types::Float, Fp16Policy::KeepFp32, POPRT_FIXED(std::sinh(x))},
-    {"Tan", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::tan(x))},
-    {"Erf", Types::Numeric, Fp16Policy::Convert, POPRT_FIXED(std::erf(x))},
-    {"Sign", Types::Numeric, Fp16Policy::Convert, POPRT_FIXED(x > 0 ? 1.0 : (x < 0 ? -1.0 : x))},
-    // nearbyint in the default rounding mode rounds halves to even, as Round requires.
-    {"Round", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::nearbyint(x))},
-    {"HardSwish", Types::Float, Fp16Policy::Convert, POPRT_FIXED(scalar::hardSwish(x))},
-    {"Elu", Types::Float, Fp16Policy::Convert,
-     [](const ir::Node& n) -> ScalarFn {
-       double a = n.attrFloat("alpha", 1.0f);
-       return [a](double x) { return scalar::elu(x, a); };
-     }},
-    {"Selu", Types::Float, Fp16Policy::Convert,
-     [](const ir::Node& n) -> ScalarFn {
-       double a = n.attrFloat("alpha", 1.67326319217681884765625f), g = n.attrFloat("gamma", 1.05070102214813232421875f);
-       return [a, g](double x) { return scalar::selu(x, a, g); };
-     }},
-    {"LeakyRelu", Types::Float, Fp16Policy::Convert,
-     [](const ir::Node& n) -> ScalarFn {
-       double a = n.attrFloat("alpha", 0.01f);
-       return [a](double x) { return scalar::leakyRelu(x, a); };
-     }},
-    {"ThresholdedRelu", Types::Float, Fp16Policy::Convert,
-     [](const ir::Node& n) -> ScalarFn {
-       double a = n.attrFloat("alpha", 1.0f);
-       return [a](double x) { return scalar::thresholdedRelu(x, a); };
-     }},
-    {"HardSigmoid", Types::Float, Fp16Policy::Convert,
-     [](const ir::Node& n) -> ScalarFn {
-       double a = n.attrFloat("alpha", 0.2f), b = n.attrFloat("beta", 0.5f);
-       return [a, b](double x) { return scalar::hardSigmoid(x, a, b); };
-     }},
-    {"Celu", Types::Float, Fp16Policy::Convert,
-     [](const ir::Node& n) -> ScalarFn {
-       double a = n.attrFloat("alpha", 1.0f);
-       return [a](double x) { return scalar::celu(x, a); };
-     }},
-    {"Shrink", Types::Numeric, Fp16Policy::Convert,
-     [](const ir::Node& n) -> ScalarFn {
-       double b = n.attrFloat("bias", 0.0f), l = n.attrFloat("lambd", 0.5f);
-       return [b, l](double x) { return x < -l ? x + b : (x > l ? x - b : (x == x ? 0.0 : x)); };
-     }},
-};
-#undef POPRT_FIXED
-
-Expected<std::vector<Tensor>> evalMath(const MathEntry& e, const ir::Node& node, const std::vector<const Tensor*>& in) {
-  POPRT_ASSIGN_OR_RETURN(const Tensor* xp, requireInput(in, 0));
-  const Tensor& x = *xp;
-  POPRT_TRY(checkStorage(x));
-  if (!allowed(e.types, x.dtype())) return Error(ew::typeError(x.dtype()));
-  ScalarFn f = e.make(node);
-  Tensor y(x.dtype(), x.shape());
-  POPRT_TRY(dispatchNumeric(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    auto src = x.data<T>();
-    auto dst = y.data<T>();
-    for (size_t i = 0; i < src.size(); ++i) dst[i] = castFromDouble<T>(f(static_cast<double>(toCompute(src[i]))));
-  }));
-  return single(std::move(y));
-}
+// Evaluator-only elementwise ops (LoweringFamily::None, save the activations): they run on the host.
+// The unary functions with parameters are in elementwise_math.cpp.
 
 // Bool tensors are read as bytes (any non-zero byte is true) and written as 0/1.
 Expected<std::vector<Tensor>> evalNot(const std::vector<const Tensor*>& in) {
@@ -577,14 +492,6 @@ const HostEntry kHost[] = {
 };
 #undef POPRT_EVAL
 
-// The device lowering of the ops outside the unary/binary tables: variadic Sum/Max/Min and Pow
-// run as chains of binary vertices, the ConvAct activations as Activation vertices.
-LoweringFamily loweringOf(const std::string& op_type) {
-  if (op_type == "Sum" || op_type == "Max" || op_type == "Min" || op_type == "Pow") return LoweringFamily::Binary;
-  if (op_type == "Clip" || op_type == "LeakyRelu" || op_type == "HardSigmoid" || op_type == "HardSwish")
-    return LoweringFamily::Activation;
-  return LoweringFamily::None;
-}
 
 }  // namespace
 
@@ -596,10 +503,8 @@ void registerElementwiseOps(std::vector<OpDef>& ops) {
   for (const auto& b : kBinary)
     ops.push_back({b.op_type, Fp16Policy::Convert, LoweringFamily::Binary,
                    [fn = b.fn](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalBinary(fn, in); }});
-  for (const auto& m : kMath)
-    ops.push_back({m.op_type, m.fp16, loweringOf(m.op_type),
-                   [e = &m](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) { return evalMath(*e, node, in); }});
-  for (const auto& h : kHost) ops.push_back({h.op_type, h.fp16, loweringOf(h.op_type), h.eval});
+  registerElementwiseMathOps(ops);
+  for (const auto& h : kHost) ops.push_back({h.op_type, h.fp16, ew::loweringOf(h.op_type), h.eval});
 }
 
 // The codegen needs the function id of an elementwise node.

@@ -12,6 +12,7 @@
 
 #include "lib/ops/broadcast.h"
 #include "lib/ops/op_util.h"
+#include "lib/ops/registry.h"
 #include "lib/support/dtype_dispatch.h"
 #include "lib/support/status.h"
 #include "lib/support/tensor.h"
@@ -91,6 +92,15 @@ inline AxisSplit splitAt(const Shape& shape, int64_t axis) {
     else s.inner *= shape[d];
   }
   return s;
+}
+
+// The device lowering of the ops outside the unary/binary tables: variadic Sum/Max/Min and Pow
+// run as chains of binary vertices, the ConvAct activations as Activation vertices.
+inline LoweringFamily loweringOf(const std::string& op_type) {
+  if (op_type == "Sum" || op_type == "Max" || op_type == "Min" || op_type == "Pow") return LoweringFamily::Binary;
+  if (op_type == "Clip" || op_type == "LeakyRelu" || op_type == "HardSigmoid" || op_type == "HardSwish")
+    return LoweringFamily::Activation;
+  return LoweringFamily::None;
 }
 
 }  // namespace poprt::ops::ew

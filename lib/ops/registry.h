@@ -103,10 +103,12 @@ Expected<std::vector<Tensor>> evaluateGraph(const ir::Graph& graph, const std::v
                                             const Opsets& opsets = {{"", 17}});
 
 // Registration: one function per op family file (listed in registry.cpp).
-void registerElementwiseOps(std::vector<OpDef>& ops);
+void registerElementwiseOps(std::vector<OpDef>& ops);  // and, from it, registerElementwiseMathOps
+void registerElementwiseMathOps(std::vector<OpDef>& ops);
 void registerMatMulOps(std::vector<OpDef>& ops);
 void registerReduceOps(std::vector<OpDef>& ops);
-void registerTensorOps(std::vector<OpDef>& ops);
+void registerTensorOps(std::vector<OpDef>& ops);        // and, from it, registerTensorMakingOps
+void registerTensorMakingOps(std::vector<OpDef>& ops);
 void registerNnOps(std::vector<OpDef>& ops);
 void registerRnnOps(std::vector<OpDef>& ops);
 void registerQuantOps(std::vector<OpDef>& ops);

@@ -21,6 +21,12 @@ using Outputs = Expected<std::vector<Tensor>>;
 
 inline int64_t rankOf(const Tensor& t) { return static_cast<int64_t>(t.shape().size()); }
 
+// A 1-D integer input (shape, axes, pads, repeats...).
+inline Expected<std::vector<int64_t>> intList(const Tensor& t, const std::string& what) {
+  if (t.shape().size() > 1) return Error(what + " must be 1-D, got shape " + shapeToString(t.shape()));
+  return toInt64s(t, what);
+}
+
 // A tensor of `out_shape` whose element i is in[src[i]] (src[i] < 0: `fill`'s first element,
 // or zero when fill is null or not of in's dtype). The caller guarantees every src[i] < in.numElements().
 Tensor takeElements(const Tensor& in, Shape out_shape, const std::vector<int64_t>& src, const Tensor* fill = nullptr);
