@@ -144,12 +144,67 @@ Status reportCacheHit(const ConvertOptions& o, const CacheTiers& cache, const Co
   return okStatus();
 }
 
-Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertResult& outcome, std::ostream& out) {
-  ConvertResult& result = outcome;
-  auto progress = [&](const char* stage, size_t done) {
-    if (hooks.progress) hooks.progress(stage, done, kStages);
-  };
-  applyLogging(o.logging_level);
+// The conversion's report: the model's inputs and outputs, the files, the target, where the nodes
+// run and the tile memory, and why nodes run on the host (most common reasons first).
+void printConversion(const ConvertOptions& o, const ir::Model& model, size_t nodes_before, const ConvertFiles& files,
+                     const codegen::CompileResult* compiled, const exec::Target& target, std::ostream& out) {
+  const std::filesystem::path& model_path = files.onnx;
+  const std::filesystem::path& popef_path = files.popef;
+  out << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before
+            << " nodes, " << model.graph->numNodes() << " after optimisation)\n";
+  for (const ir::Value* in : model.graph->inputs())
+    if (!in->isInitializer()) out << "  input   " << in->name() << "  " << in->type.toString() << "\n";
+  for (const ir::Value* v : model.graph->outputs())
+    out << "  output  " << v->name() << "  " << v->type.toString() << "\n";
+  out << "  converted ONNX  " << model_path.string() << "\n";
+  if (compiled) {
+    const auto& tb = compiled->executable.tile_bytes;
+    uint64_t total = 0, worst = 0;
+    uint32_t used = 0;
+    for (uint64_t b : tb) {
+      total += b;
+      worst = std::max(worst, b);
+      used += b > 0;
+    }
+    const exec::Executable& exe = compiled->executable;
+    out << "  PopEF           " << popef_path.string() << "\n"
+              << "  target          " << target.name << ": " << exe.target.num_ipus << " IPU(s) x " << target.tiles_per_ipu
+              << " tiles x " << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz";
+    if (!exe.segments.empty())
+      out << "; " << exe.segments.size() << " " << (exe.strategy == exec::Strategy::Pipelined ? "pipelined" : "sharded")
+                << " stage(s)";
+    out << "\n"
+              << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, "
+              << compiled->host_nodes.size() << " on the host (" << compiled->executable.host_programs.size()
+              << " host program(s))\n"
+              << "  tile memory     " << used << " tiles used, " << humanBytes(total) << " in all, busiest tile "
+              << humanBytes(worst) << " (" << percent(worst, target.bytes_per_tile) << " of a tile)\n";
+  }
+  if (compiled && !compiled->host_nodes.empty()) {
+    // The reasons nodes run on the host, most common first.
+    std::map<std::string, int> reasons;
+    for (const auto& r : compiled->host_reasons) ++reasons[r];
+    std::vector<std::pair<int, std::string>> sorted;
+    for (const auto& [r, n] : reasons) sorted.emplace_back(n, r);
+    std::sort(sorted.rbegin(), sorted.rend());
+    for (size_t i = 0; i < sorted.size() && i < 5; ++i)
+      out << "    on the host: " << sorted[i].first << " x " << sorted[i].second << "\n";
+    POPRT_LOG(Info, "host nodes: " << nlohmann::json(compiled->host_nodes).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+}
+
+// What the flags ask for, checked before any work: a value no model could take is a usage error
+// (exit 2), like an unknown flag; an unwritable output file is an error.
+struct Plan {
+  passes::PipelineOptions pipeline;
+  std::vector<passes::InputShape> shapes;
+  exec::Target target;
+  codegen::ShardingOptions sharding;
+  std::vector<std::string> pass_names;
+  ReportDir report_dir;
+};
+
+Expected<Plan> planConversion(const ConvertOptions& o) {
   // A flag's value that no model could take is a usage error (exit 2), like an unknown flag.
   if (o.precision != "fp32" && o.precision != "fp16")
     throw UsageError("--precision: expected fp32 or fp16, got '" + o.precision + "'");
@@ -157,43 +212,58 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   if (o.batch_axis < 0) throw UsageError("--batch_axis must be non-negative, got " + std::to_string(o.batch_axis));
   if (o.execution_strategy != "sharded" && o.execution_strategy != "pipelined")
     throw UsageError("--execution_strategy: expected sharded or pipelined, got '" + o.execution_strategy + "'");
-  passes::PipelineOptions pipeline = o.pipeline;
-  pipeline.fp16.enabled = o.precision == "fp16";
+  Plan plan;
+  plan.pipeline = o.pipeline;
+  plan.pipeline.fp16.enabled = o.precision == "fp16";
   checkFp16Flags(o);
   if (!(o.available_memory_proportion > 0 && o.available_memory_proportion <= 1))  // NaN too
     throw UsageError("--available_memory_proportion must be in (0, 1]");
-  std::vector<passes::InputShape> shapes;
   for (const auto& text : o.input_shapes) {
     auto s = passes::parseInputShape(text);
     if (!s.ok()) throw UsageError(s.error().message());
-    shapes.push_back(std::move(s).value());
+    plan.shapes.push_back(std::move(s).value());
   }
   // The target is checked before any work so a bad flag fails fast.
   auto made_target = codegen::makeTarget(o.ipu_version, o.num_ipus, o.tiles_per_ipu);
   if (!made_target.ok()) throw UsageError(made_target.error().message());
-  const exec::Target target = std::move(made_target).value();
-  POPRT_ASSIGN_OR_RETURN(codegen::ShardingOptions sharding, shardingOptions(o.execution_strategy, o.manual_sharding_config));
-  if (o.num_ipus == 1 && (sharding.strategy == exec::Strategy::Pipelined || !sharding.manual.empty()))
+  plan.target = std::move(made_target).value();
+  POPRT_ASSIGN_OR_RETURN(plan.sharding, shardingOptions(o.execution_strategy, o.manual_sharding_config));
+  if (o.num_ipus == 1 && (plan.sharding.strategy == exec::Strategy::Pipelined || !plan.sharding.manual.empty()))
     throw UsageError("--execution_strategy pipelined and --manual_sharding_config need --num_ipus > 1");
 
-  auto resolved = passes::resolvePipeline(pipeline);  // an unknown pass name is the flag's error, before any work
+  auto resolved = passes::resolvePipeline(plan.pipeline);  // an unknown pass name is the flag's error, before any work
   if (!resolved.ok()) throw UsageError(resolved.error().message());
-  const std::vector<std::string> pass_names = std::move(resolved).value();
+  plan.pass_names = std::move(resolved).value();
   // fp16 is float_to_half's work: a pipeline without it would write float32 weights and record fp16.
-  if (pipeline.fp16.enabled && std::find(pass_names.begin(), pass_names.end(), "float_to_half") == pass_names.end())
+  if (plan.pipeline.fp16.enabled &&
+      std::find(plan.pass_names.begin(), plan.pass_names.end(), "float_to_half") == plan.pass_names.end())
     throw UsageError("--precision fp16: the pipeline does not run float_to_half (see --passes/--skip_passes)");
   POPRT_TRY(checkOutputFile("--summary_json", o.summary_json));
   // POPRT_REPORT_DIR asks every tool for a report; only an explicit --report needs a PopEF.
   if (!o.report.empty() && !o.export_popef) throw UsageError("--report needs --export_popef (it profiles the compiled program)");
-  const ReportDir report_dir = o.export_popef ? reportDir(o.report) : ReportDir{};
-  POPRT_TRY(checkReportDir(report_dir));
+  plan.report_dir = o.export_popef ? reportDir(o.report) : ReportDir{};
+  POPRT_TRY(checkReportDir(plan.report_dir));
+  return plan;
+
+}
+
+Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertResult& outcome, std::ostream& out) {
+  ConvertResult& result = outcome;
+  auto progress = [&](const char* stage, size_t done) {
+    if (hooks.progress) hooks.progress(stage, done, kStages);
+  };
+  applyLogging(o.logging_level);
+  POPRT_ASSIGN_OR_RETURN(Plan plan, planConversion(o));
+  passes::PipelineOptions& pipeline = plan.pipeline;
+  const exec::Target& target = plan.target;
+  const ReportDir& report_dir = plan.report_dir;
 
   // Before anything reads the model: the plugins' ops are then known to the importer.
   if (auto st = plugin::loadPlugins(o.custom_library_so_paths); !st.ok()) return st.error().withContext("--custom_library_so_paths");
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> warnings;
-  if (sharding.strategy == exec::Strategy::Pipelined && o.batches_per_step < 2 * o.num_ipus)
+  if (plan.sharding.strategy == exec::Strategy::Pipelined && o.batches_per_step < 2 * o.num_ipus)
     warnings.push_back("pipelined with --batches_per_step " + std::to_string(o.batches_per_step) +
                        ": the stages overlap only on the batches of one step (hint: --batches_per_step >= 2 x stages)");
   bool bypassed = false;
@@ -221,8 +291,8 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
     model = std::move(converted).value();
   }
   if (o.batch_size != 0) POPRT_TRY(passes::applyBatchSize(model, o.batch_size, o.batch_axis));
-  if (!shapes.empty() || o.batch_size != 0) {
-    if (auto st = passes::applyInputShapes(model, shapes); !st.ok()) return st.error().withContext(o.input_model);
+  if (!plan.shapes.empty() || o.batch_size != 0) {
+    if (auto st = passes::applyInputShapes(model, plan.shapes); !st.ok()) return st.error().withContext(o.input_model);
   }
   if (o.show) {  // the inputs and outputs, nothing written
     printModelIo(model, o.input_model, out);
@@ -244,7 +314,7 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   }
   std::string fp32_snapshot;  // the model just before float_to_half, for --precision_compare
   progress("passes", 1);
-  auto reports = runPasses(model, pipeline, pass_names, o.precision_compare ? &fp32_snapshot : nullptr);
+  auto reports = runPasses(model, pipeline, plan.pass_names, o.precision_compare ? &fp32_snapshot : nullptr);
   if (!reports.ok()) return reports.error().withContext(o.input_model);
   for (const auto& r : *reports)
     if (!r.ir_after.empty()) out << "IR after " << r.name << ":\n" << r.ir_after;
@@ -262,7 +332,7 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   if (o.export_popef) {
     progress("compile", 2);
     auto c0 = std::chrono::steady_clock::now();
-    auto result = codegen::compile(model, {target, o.available_memory_proportion, sharding});
+    auto result = codegen::compile(model, {target, o.available_memory_proportion, plan.sharding});
     if (!result.ok()) return result.error().withContext(o.input_model);
     compiled = std::move(result).value();
     codegen_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
@@ -343,47 +413,7 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   }
   cache.storeLocal(result.onnx, result.popef, summary, warnings);
 
-  out << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before
-            << " nodes, " << model.graph->numNodes() << " after optimisation)\n";
-  for (const ir::Value* in : model.graph->inputs())
-    if (!in->isInitializer()) out << "  input   " << in->name() << "  " << in->type.toString() << "\n";
-  for (const ir::Value* v : model.graph->outputs())
-    out << "  output  " << v->name() << "  " << v->type.toString() << "\n";
-  out << "  converted ONNX  " << model_path.string() << "\n";
-  if (compiled) {
-    const auto& tb = compiled->executable.tile_bytes;
-    uint64_t total = 0, worst = 0;
-    uint32_t used = 0;
-    for (uint64_t b : tb) {
-      total += b;
-      worst = std::max(worst, b);
-      used += b > 0;
-    }
-    const exec::Executable& exe = compiled->executable;
-    out << "  PopEF           " << popef_path.string() << "\n"
-              << "  target          " << target.name << ": " << exe.target.num_ipus << " IPU(s) x " << target.tiles_per_ipu
-              << " tiles x " << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz";
-    if (!exe.segments.empty())
-      out << "; " << exe.segments.size() << " " << (exe.strategy == exec::Strategy::Pipelined ? "pipelined" : "sharded")
-                << " stage(s)";
-    out << "\n"
-              << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, "
-              << compiled->host_nodes.size() << " on the host (" << compiled->executable.host_programs.size()
-              << " host program(s))\n"
-              << "  tile memory     " << used << " tiles used, " << humanBytes(total) << " in all, busiest tile "
-              << humanBytes(worst) << " (" << percent(worst, target.bytes_per_tile) << " of a tile)\n";
-  }
-  if (compiled && !compiled->host_nodes.empty()) {
-    // The reasons nodes run on the host, most common first.
-    std::map<std::string, int> reasons;
-    for (const auto& r : compiled->host_reasons) ++reasons[r];
-    std::vector<std::pair<int, std::string>> sorted;
-    for (const auto& [r, n] : reasons) sorted.emplace_back(n, r);
-    std::sort(sorted.rbegin(), sorted.rend());
-    for (size_t i = 0; i < sorted.size() && i < 5; ++i)
-      out << "    on the host: " << sorted[i].first << " x " << sorted[i].second << "\n";
-    POPRT_LOG(Info, "host nodes: " << nlohmann::json(compiled->host_nodes).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  }
+  printConversion(o, model, nodes_before, files, compiled ? &*compiled : nullptr, target, out);
   for (const auto& w : warnings) out << "  warning: " << w << "\n";
   result.warnings = warnings;
   if (!o.summary_json.empty()) out << "  summary         " << o.summary_json << "\n";
