@@ -11,13 +11,12 @@
 #include <set>
 
 #include "lib/ops/op_util.h"
-#include "passes/fuse_util.h"
+#include "passes/fusion_util.h"
 #include "passes/pass_list.h"
 
 namespace poprt::passes {
 namespace {
 
-using fuse::constantOf;
 
 class FuseBatchNorm : public Pass {
  public:
@@ -37,7 +36,7 @@ class FuseBatchNorm : public Pass {
         ctx.nearMiss(*n, why);
       }
     }
-    if (changed) POPRT_TRY(fuse::finish(graph));
+    if (changed) POPRT_TRY(fusion::finishRewrites(graph));
     return changed;
   }
 
@@ -54,18 +53,18 @@ class FuseBatchNorm : public Pass {
     const char* names[4] = {"scale", "B", "input_mean", "input_var"};
     for (size_t i = 0; i < 4; ++i) {
       params[i] = constantOf(bn.input(i + 1));
-      if (!params[i]) return fuse::notConstant(bn.input(i + 1), names[i]);
+      if (!params[i]) return fusion::notConstant(bn.input(i + 1), names[i]);
       if (!isFloatingPoint(params[i]->dtype())) return std::string(names[i]) + " is not floating-point";
     }
     if (x->isGraphInput()) return "its input is a graph input";
-    fuse::ChainMatch m = fuse::matchChain(g, x);
+    fusion::ChainMatch m = fusion::matchLinearChain(g, x);
     if (!m.chain) {
       if (!m.why.empty()) return m.why;
       const ir::Node* p = x->producer();
       return p ? "its input comes from " + p->describe() + ", not a Conv, ConvTranspose, Gemm or MatMul"
                : "its input is not computed by a node";
     }
-    const fuse::LinearChain& c = *m.chain;
+    const fusion::LinearChain& c = *m.chain;
     if (c.rank < 0) return "the rank of the output of " + c.op->describe() + " is unknown";
     if (c.axis != 1)
       return "it normalises axis 1 of the rank-" + std::to_string(c.rank) + " output of " + c.op->describe() +
@@ -87,12 +86,12 @@ class FuseBatchNorm : public Pass {
       shift[ch] = beta[ch] - mean[ch] * scale[ch];
     }
     std::string why;
-    if (!fuse::allFinite(scale, "the folded scale", why) || !fuse::allFinite(shift, "the folded shift", why)) return why;
+    if (!fusion::allFinite(scale, "the folded scale", why) || !fusion::allFinite(shift, "the folded shift", why)) return why;
     removed.insert(c.op);
     if (c.bias_add) removed.insert(c.bias_add);
     removed.insert(&bn);
-    const std::string counter = fuse::counterName(c.op->opType());
-    if (Status st = fuse::foldAffine(g, c, scale, shift, &bn); !st.ok()) return st.error().message();
+    const std::string counter = fusion::counterName(c.op->opType());
+    if (Status st = fusion::foldAffine(g, c, scale, shift, &bn); !st.ok()) return st.error().message();
     ctx.count(counter);
     return "";
   }

@@ -5,13 +5,12 @@
 // feed only the Add.
 #include <set>
 
-#include "passes/fuse_util.h"
+#include "passes/fusion_util.h"
 #include "passes/pass_list.h"
 
 namespace poprt::passes {
 namespace {
 
-using fuse::constantOf;
 
 class FuseMatMulAddIntoGemm : public Pass {
  public:
@@ -40,15 +39,15 @@ class FuseMatMulAddIntoGemm : public Pass {
         const std::string name = mm->name(), domain = mm->domain();
         removed.insert(n);
         removed.insert(mm);
-        ir::Value* tmp = fuse::detach(graph, y, {n, mm});
+        ir::Value* tmp = fusion::detach(graph, y, {n, mm});
         graph.addNode("Gemm", {a, b, bias}, {y}, name, domain);
-        fuse::reattach(graph, tmp, y);
+        fusion::reattach(graph, tmp, y);
         ctx.count("gemm");
         folded = changed = true;
       }
       if (!folded && !first_why.empty()) ctx.nearMiss(*n, first_why);
     }
-    if (changed) POPRT_TRY(fuse::finish(graph));
+    if (changed) POPRT_TRY(fusion::finishRewrites(graph));
     return changed;
   }
 
@@ -62,7 +61,7 @@ class FuseMatMulAddIntoGemm : public Pass {
     if (out->uses().size() != 1)
       return "the output of " + mm.describe() + " has " + std::to_string(out->uses().size()) + " uses";
     const Tensor* b = constantOf(mm.input(1));
-    if (!b) return fuse::notConstant(mm.input(1), "B of " + mm.describe());
+    if (!b) return fusion::notConstant(mm.input(1), "B of " + mm.describe());
     if (b->shape().size() != 2) return "B of " + mm.describe() + " is not 2-D";
     if (!isFloatingPoint(b->dtype())) return "B of " + mm.describe() + " is not floating-point";
     if (!a || !a->type.isTensor() || !a->type.hasRank()) return "the rank of A of " + mm.describe() + " is unknown";

@@ -12,13 +12,12 @@
 // constant (x * sigmoid(x), residual adds) is not a candidate and is not reported.
 #include <set>
 
-#include "passes/fuse_util.h"
+#include "passes/fusion_util.h"
 #include "passes/pass_list.h"
 
 namespace poprt::passes {
 namespace {
 
-using fuse::constantOf;
 
 class FuseMulAddIntoConvMatMul : public Pass {
  public:
@@ -41,7 +40,7 @@ class FuseMulAddIntoConvMatMul : public Pass {
         break;
       }
     }
-    if (changed) POPRT_TRY(fuse::finish(graph));
+    if (changed) POPRT_TRY(fusion::finishRewrites(graph));
     return changed;
   }
 
@@ -62,22 +61,22 @@ class FuseMulAddIntoConvMatMul : public Pass {
     // A non-constant operand (x * sigmoid(x), a residual Add) is not a candidate, but a weight
     // that is a graph input with a default is worth a word.
     if (!k && !kv->isInitializer()) return Outcome::NotCandidate;
-    fuse::ChainMatch m = fuse::matchChain(g, x);
+    fusion::ChainMatch m = fusion::matchLinearChain(g, x);
     if (!m.chain) {
       if (m.why.empty()) return Outcome::NotCandidate;
       why = m.why;
       return Outcome::NearMiss;
     }
-    const fuse::LinearChain& c = *m.chain;
+    const fusion::LinearChain& c = *m.chain;
     if (!k) {
-      why = fuse::notConstant(kv, "the " + std::string(data == 0 ? "second" : "first") + " operand");
+      why = fusion::notConstant(kv, "the " + std::string(data == 0 ? "second" : "first") + " operand");
       return Outcome::NearMiss;
     }
     if (k->dtype() != c.dtype) {
       why = "the constant's dtype differs from the weights' of " + c.op->describe();
       return Outcome::NearMiss;
     }
-    auto values = fuse::perChannel(*k, c, why);
+    auto values = fusion::perChannel(*k, c, why);
     if (!values) {
       why = "cannot fold into " + c.op->describe() + ": " + why;
       return Outcome::NearMiss;
@@ -100,12 +99,12 @@ class FuseMulAddIntoConvMatMul : public Pass {
         shift[i] = data == 0 ? -v : v;
       }
     }
-    if (!fuse::allFinite(scale, "the scale", why) || !fuse::allFinite(shift, "the shift", why)) return Outcome::NearMiss;
+    if (!fusion::allFinite(scale, "the scale", why) || !fusion::allFinite(shift, "the shift", why)) return Outcome::NearMiss;
     removed.insert(c.op);
     if (c.bias_add) removed.insert(c.bias_add);
     removed.insert(&n);
-    const std::string counter = fuse::counterName(op) + "_into_" + fuse::counterName(c.op->opType());
-    if (Status st = fuse::foldAffine(g, c, scale, shift, &n); !st.ok()) {
+    const std::string counter = fusion::counterName(op) + "_into_" + fusion::counterName(c.op->opType());
+    if (Status st = fusion::foldAffine(g, c, scale, shift, &n); !st.ok()) {
       why = st.error().message();
       return Outcome::NearMiss;
     }

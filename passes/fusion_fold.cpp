@@ -1,11 +1,11 @@
-#include "passes/fuse_util.h"
+#include "passes/fusion_util.h"
 
 #include <cctype>
 #include <cmath>
 
 #include "lib/ops/op_util.h"
 
-namespace poprt::passes::fuse {
+namespace poprt::passes::fusion {
 
 std::string notConstant(const ir::Value* v, const std::string& what) {
   if (v && v->isInitializer() && v->isGraphInput())
@@ -16,7 +16,7 @@ std::string notConstant(const ir::Value* v, const std::string& what) {
 
 namespace {
 
-bool defaultDomain(const ir::Node& n) { return n.domain().empty(); }
+
 
 std::vector<double> doubles(const Tensor& t) {
   auto v = ops::toDoubles(t);
@@ -97,13 +97,13 @@ std::string describeOp(const ir::Node& op, LinearChain& c) {
 
 bool isLinearOp(const ir::Node& n) {
   const std::string& t = n.opType();
-  return defaultDomain(n) && (t == "Conv" || t == "ConvTranspose" || t == "Gemm" || t == "MatMul");
+  return n.domain().empty() && (t == "Conv" || t == "ConvTranspose" || t == "Gemm" || t == "MatMul");
 }
 
-ChainMatch matchChain(const ir::Graph& g, ir::Value* v) {
+ChainMatch matchLinearChain(const ir::Graph& g, ir::Value* v) {
   ChainMatch m;
   ir::Node* p = v ? v->producer() : nullptr;
-  if (!p || p->graph() != &g || !defaultDomain(*p)) return m;
+  if (!p || p->graph() != &g || !p->domain().empty()) return m;
   LinearChain c;
   c.out = v;
   c.op = p;
@@ -193,12 +193,6 @@ ir::Value* detach(ir::Graph& g, ir::Value* y, const std::vector<ir::Node*>& remo
 }
 
 void reattach(ir::Graph& g, ir::Value* tmp, ir::Value* y) { g.replaceAllUses(tmp, y); }
-
-Status finish(ir::Graph& g) {
-  POPRT_TRY(g.topoSort());
-  g.removeUnusedValues(/*initializers_too=*/false);
-  return okStatus();
-}
 
 std::string counterName(const std::string& op_type) {
   if (op_type == "ConvTranspose") return "conv_transpose";
@@ -310,4 +304,4 @@ Status foldAffine(ir::Graph& g, const LinearChain& c, const std::vector<double>&
   return okStatus();
 }
 
-}  // namespace poprt::passes::fuse
+}  // namespace poprt::passes::fusion
