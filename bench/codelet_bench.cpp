@@ -17,8 +17,12 @@ void BM_MatMul(benchmark::State& state) {
   const int64_t n = state.range(0);  // rows = K = cols = n
   const uint64_t bytes = static_cast<uint64_t>(n * n) * 4;
   std::vector<uint8_t> mem(3 * bytes, 0);
-  Vertex v{0, Codelet::MatMul, poprt::DType::Float, {Field{0, bytes}, Field{bytes, bytes}, Field{2 * bytes, bytes}},
-           {n, n, n, 0, 0, poprt::exec::kBiasNone}, {1.f, 1.f}};
+  Vertex v{0,
+           Codelet::MatMul,
+           poprt::DType::Float,
+           {Field{0, bytes}, Field{bytes, bytes}, Field{2 * bytes, bytes}},
+           {n, n, n, 0, 0, poprt::exec::kBiasNone},
+           {1.f, 1.f}};
   for (auto _ : state) {
     poprt::sim::runVertex(v, mem.data());
     benchmark::DoNotOptimize(mem.data());
@@ -32,8 +36,12 @@ void BM_BinaryAdd(benchmark::State& state) {
   const int64_t n = state.range(0);
   const uint64_t bytes = static_cast<uint64_t>(n) * 4;
   std::vector<uint8_t> mem(3 * bytes, 0);
-  Vertex v{0, Codelet::Binary, poprt::DType::Float, {Field{0, bytes}, Field{bytes, bytes}, Field{2 * bytes, bytes}},
-           {static_cast<int64_t>(poprt::ops::BinaryFn::Add), n, poprt::exec::kAligned, poprt::exec::kAligned, 0, 1, n, 1, 1}, {}};
+  Vertex v{0,
+           Codelet::Binary,
+           poprt::DType::Float,
+           {Field{0, bytes}, Field{bytes, bytes}, Field{2 * bytes, bytes}},
+           {static_cast<int64_t>(poprt::ops::BinaryFn::Add), n, poprt::exec::kAligned, poprt::exec::kAligned, 0, 1, n, 1, 1},
+           {}};
   for (auto _ : state) {
     poprt::sim::runVertex(v, mem.data());
     benchmark::DoNotOptimize(mem.data());
@@ -47,8 +55,12 @@ void BM_Relu(benchmark::State& state) {
   const int64_t n = state.range(0);
   const uint64_t bytes = static_cast<uint64_t>(n) * 4;
   std::vector<uint8_t> mem(2 * bytes, 0);
-  Vertex v{0, Codelet::Unary, poprt::DType::Float, {Field{0, bytes}, Field{bytes, bytes}},
-           {static_cast<int64_t>(poprt::ops::UnaryFn::Relu), n}, {}};
+  Vertex v{0,
+           Codelet::Unary,
+           poprt::DType::Float,
+           {Field{0, bytes}, Field{bytes, bytes}},
+           {static_cast<int64_t>(poprt::ops::UnaryFn::Relu), n},
+           {}};
   for (auto _ : state) {
     poprt::sim::runVertex(v, mem.data());
     benchmark::DoNotOptimize(mem.data());
@@ -65,17 +77,21 @@ void BM_ConvPartial3x3(benchmark::State& state) {
   const uint64_t out_bytes = static_cast<uint64_t>(out_ch * W) * 4, in_bytes = static_cast<uint64_t>(C * 3 * W) * 4,
                  w_bytes = static_cast<uint64_t>(out_ch * C * 9) * 4;
   std::vector<uint8_t> mem(out_bytes + in_bytes + w_bytes, 0);
-  Vertex v{0, Codelet::ConvPartial, poprt::DType::Float,
+  Vertex v{0,
+           Codelet::ConvPartial,
+           poprt::DType::Float,
            {Field{0, out_bytes}, Field{out_bytes, in_bytes}, Field{out_bytes + in_bytes, w_bytes}},
            // rank 2, 1 group, C in, out_ch out, no bias; in [3, W], out [1, W], kernel 3x3, stride 1, dilation 1, start [0, -1]
-           {2, 1, C, out_ch, 0, 3, W, 1, W, 3, 3, 1, 1, 1, 1, 0, -1}, {}};
+           {2, 1, C, out_ch, 0, 3, W, 1, W, 3, 3, 1, 1, 1, 1, 0, -1},
+           {}};
   if (!poprt::sim::checkVertex(v).ok()) state.SkipWithError(poprt::sim::checkVertex(v).error().message().c_str());
   for (auto _ : state) {
     poprt::sim::runVertex(v, mem.data());
     benchmark::DoNotOptimize(mem.data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(out_ch * C * 9 * W) * static_cast<double>(state.iterations()),
-                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(out_ch * C * 9 * W) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_ConvPartial3x3)->Args({3, 256})->Args({4, 256})->Args({10, 256})->Args({32, 64});
 // A block as small convs split them (resnet20_cifar: 4 output channels, 2 of the input channels,

@@ -12,8 +12,8 @@
 #include "codegen/merge_supersteps.h"
 #include "codegen/rearrange.h"
 #include "lib/onnx/onnx_io.h"
-#include "lib/support/bytes.h"
 #include "lib/ops/registry.h"
+#include "lib/support/bytes.h"
 
 namespace poprt::codegen {
 namespace {
@@ -26,9 +26,8 @@ ops::LoweringFamily familyOf(const ir::Node& node) {
 // The inputs whose data the device needs (the rest are constant parameters).
 std::vector<const ir::Value*> dataInputs(const ir::Node& node) {
   auto family = familyOf(node);
-  if (family == ops::LoweringFamily::View || family == ops::LoweringFamily::Pool ||
-      family == ops::LoweringFamily::Reduce || family == ops::LoweringFamily::Softmax ||
-      (family == ops::LoweringFamily::Rearrange && node.opType() != "Concat"))
+  if (family == ops::LoweringFamily::View || family == ops::LoweringFamily::Pool || family == ops::LoweringFamily::Reduce ||
+      family == ops::LoweringFamily::Softmax || (family == ops::LoweringFamily::Rearrange && node.opType() != "Concat"))
     return {node.input(0)};
   if (family == ops::LoweringFamily::Activation) {  // Clip's constant bounds are vertex parameters
     bool constant_bounds = true;
@@ -58,8 +57,7 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
       return std::string(what) + " '" + v->name() + "' is " + std::string(dtypeName(dt)) +
              (moves_only ? "; the device moves fixed-size elements only"
                          : "; the device runs float32 or float16 here, one dtype per node");
-    if (!v->type.hasStaticShape())
-      return std::string(what) + " '" + v->name() + "' has the run-time shape " + v->type.toString();
+    if (!v->type.hasStaticShape()) return std::string(what) + " '" + v->name() + "' has the run-time shape " + v->type.toString();
     return "";
   };
   for (const ir::Value* v : dataInputs(node))
@@ -110,8 +108,7 @@ Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
     if (used[t] > cap) over.push_back(t);
   }
   if (over.empty()) return okStatus();
-  std::sort(over.begin(), over.end(),
-            [&](uint32_t a, uint32_t b) { return used[a] > used[b] || (used[a] == used[b] && a < b); });
+  std::sort(over.begin(), over.end(), [&](uint32_t a, uint32_t b) { return used[a] > used[b] || (used[a] == used[b] && a < b); });
   std::vector<uint64_t> ipu_total(target.num_ipus, 0);
   for (uint32_t t = 0; t < used.size(); ++t) ipu_total[target.ipuOf(t)] += used[t];
   std::string msg = std::string(kOutOfTileMemory) + target.name + ": " + std::to_string(over.size()) + " of " +
@@ -119,7 +116,8 @@ Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
   if (target.num_ipus == 1) {
     msg += humanBytes(total) + " in all, one IPU has " + humanBytes(cap * used.size()) + "); worst:";
   } else {
-    for (uint32_t i = 0; i < target.num_ipus; ++i) msg += (i ? ", " : "") + std::string("IPU ") + std::to_string(i) + " " + humanBytes(ipu_total[i]);
+    for (uint32_t i = 0; i < target.num_ipus; ++i)
+      msg += (i ? ", " : "") + std::string("IPU ") + std::to_string(i) + " " + humanBytes(ipu_total[i]);
     msg += "; an IPU has " + humanBytes(cap * target.tiles_per_ipu) + "); worst:";
   }
   std::vector<std::string> shown;  // tiles often peak alike: say so rather than repeat
@@ -130,8 +128,10 @@ Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
            (same == shown.end() ? peak : "like tile " + std::to_string(over[same - shown.begin()])) + ");";
     shown.push_back(std::move(peak));
   }
-  return Error(msg + (target.num_ipus == 1 ? " hint: a smaller batch or input shape, or shard the model over more IPUs (--num_ipus)"
-                                           : " hint: a smaller batch or input shape, more IPUs, or a --manual_sharding_config that balances them"));
+  return Error(msg +
+               (target.num_ipus == 1
+                    ? " hint: a smaller batch or input shape, or shard the model over more IPUs (--num_ipus)"
+                    : " hint: a smaller batch or input shape, more IPUs, or a --manual_sharding_config that balances them"));
 }
 
 using ops::opsetsOf;
@@ -169,8 +169,7 @@ class Compiler {
     for (const ir::Value* out : graph_.outputs()) {
       if (out->type.kind == ValueKind::Tensor && (!out->type.isTensor() || !out->type.hasRank()))
         return Error("output '" + out->name() + "' is neither a tensor of known rank nor a sequence or optional of tensors");
-      if (host_buffer_.count(out))
-        return Error("output '" + out->name() + "' is also a graph input (not supported yet)");
+      if (host_buffer_.count(out)) return Error("output '" + out->name() + "' is also a graph input (not supported yet)");
       host_buffer_[out] = addStream(exec::HostStream::Role::Output, out);
     }
     // The nodes in the order they are compiled (by stage when sharded), and which of them read
@@ -205,7 +204,8 @@ class Compiler {
         unsupported.push_back(nodes[i]->describe());
     }
     if (!unsupported.empty()) {
-      std::string msg = std::to_string(unsupported.size()) + " node(s) use ops that neither the device nor the host can run yet: ";
+      std::string msg =
+          std::to_string(unsupported.size()) + " node(s) use ops that neither the device nor the host can run yet: ";
       for (size_t i = 0; i < unsupported.size() && i < 10; ++i) msg += (i ? ", " : "") + unsupported[i];
       if (unsupported.size() > 10) msg += ", ... (" + std::to_string(unsupported.size() - 10) + " more)";
       return Error(msg);
@@ -268,8 +268,7 @@ class Compiler {
     for (size_t i = 0; i < nodes.size(); ++i) {
       const std::string& domain = nodes[i]->domain();
       const bool standard = domain.empty();
-      result_.memory_profile.op_types.emplace(node_names_[i],
-                                              standard ? nodes[i]->opType() : domain + "." + nodes[i]->opType());
+      result_.memory_profile.op_types.emplace(node_names_[i], standard ? nodes[i]->opType() : domain + "." + nodes[i]->opType());
     }
     result_.executable = std::move(exe);
     return std::move(result_);
@@ -435,8 +434,8 @@ class Compiler {
   Lowering l_;
   CompileResult result_;
   std::optional<onnx::ModelProto> whole_;
-  std::map<const ir::Value*, uint32_t> host_buffer_;      // the stream holding a value on the host
-  std::set<const ir::Value*> on_host_;                     // values whose host buffer is filled
+  std::map<const ir::Value*, uint32_t> host_buffer_;  // the stream holding a value on the host
+  std::set<const ir::Value*> on_host_;                // values whose host buffer is filled
   std::map<const ir::Value*, std::vector<size_t>> readers_;
   std::vector<std::string> node_names_;  // in compile order
   std::vector<size_t> graph_index_;      // each compiled node's place in the graph

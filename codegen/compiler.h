@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "lib/exec/executable.h"
 #include "codegen/sharding.h"
+#include "lib/exec/executable.h"
 #include "lib/exec/memory_profile.h"
 #include "lib/ir/graph.h"
 
@@ -18,7 +18,7 @@ namespace poprt::codegen {
 struct CompileOptions {
   exec::Target target;
   double available_memory_proportion = 0.6;  // share of tile memory a matmul plan may use
-  ShardingOptions sharding;                   // with target.num_ipus > 1
+  ShardingOptions sharding;                  // with target.num_ipus > 1
   // Share of tile memory that weight slices may keep resident on the tiles that read them
   // (Lowering::residentWeight); the rest of the weights are spread over all the tiles and
   // gathered when used. compile() retries a program that does not fit with kRetryResidentShare.
@@ -35,11 +35,11 @@ struct CompileResult {
   // the compiled model, which must outlive the result.
   std::vector<const ir::Value*> weights;
   std::map<std::string, Tensor> weightData() const;  // a copy, by stream name
-  std::vector<std::string> device_nodes;                // nodes lowered to vertices, in program order
-  std::vector<std::string> host_nodes;                  // nodes the host runs (host fallback)
-  std::vector<std::string> host_reasons;                // why each host node is not on the device
-  std::vector<std::string> warnings;                    // for the user, one line each
-  exec::MemoryProfile memory_profile;                   // for the profile reports (docs/REPORT.md)
+  std::vector<std::string> device_nodes;             // nodes lowered to vertices, in program order
+  std::vector<std::string> host_nodes;               // nodes the host runs (host fallback)
+  std::vector<std::string> host_reasons;             // why each host node is not on the device
+  std::vector<std::string> warnings;                 // for the user, one line each
+  exec::MemoryProfile memory_profile;                // for the profile reports (docs/REPORT.md)
 };
 
 // Resident weight slices save exchange, but pile up on the tiles of each matmul's first blocks

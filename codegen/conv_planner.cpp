@@ -26,10 +26,10 @@ std::vector<int64_t> blockSizes(int64_t n) {
   return sizes;
 }
 
-constexpr double kVertexCycles = 20;    // per vertex, as the codelets estimate it
+constexpr double kVertexCycles = 20;  // per vertex, as the codelets estimate it
 constexpr double kExchangeBytesPerCycle = 4;
-constexpr double kVectorWidth = 2;      // float32 elements per cycle for the epilogue and pooling
-constexpr double kSyncCycles = 150;     // the reduction's extra superstep
+constexpr double kVectorWidth = 2;   // float32 elements per cycle for the epilogue and pooling
+constexpr double kSyncCycles = 150;  // the reduction's extra superstep
 // Plans within 150 cycles (about one sync) of the fastest count as equally fast; among those the
 // planner takes the cheapest to simulate, a vertex costing the simulator about as much as
 // receiving 2 KB. Only small convs have such near ties: resnet20_cifar's simulation ran 1.5x
@@ -98,10 +98,10 @@ ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, u
         const uint64_t block_bytes = convBlockBytes(p, gb, cb, rb, ib);
         const uint64_t bytes = static_cast<uint64_t>(per_tile) * block_bytes;
         const double outputs = static_cast<double>(gb * cb * rb) * inner_out;
-        const double compute = p.has_weights
-                                   ? outputs * static_cast<double>(ib) * kernel / std::max<uint32_t>(1, macs_per_cycle) +
-                                         outputs / kVectorWidth
-                                   : outputs * (kernel + 1) / kVectorWidth;
+        const double compute =
+            p.has_weights
+                ? outputs * static_cast<double>(ib) * kernel / std::max<uint32_t>(1, macs_per_cycle) + outputs / kVectorWidth
+                : outputs * (kernel + 1) / kVectorWidth;
         // Everything but the output and the reduction counts as received: resident weights move
         // only once, but counting them keeps the copies of a weight (and its tile memory) few.
         const double window = 4.0 * static_cast<double>(gb * ib * convInputRows(p, rb)) * static_cast<double>(product(p.in, 1));
@@ -110,18 +110,21 @@ ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, u
         double cycles = static_cast<double>(per_tile) * (kVertexCycles + compute + received / kExchangeBytesPerCycle);
         if (splits > 1) {  // each tile adds up a slice of its block's output: the other partials come to it
           const double slice = static_cast<double>(reductionSlice(gb * cb * rb * product(p.out, 1), splits));
-          cycles += kSyncCycles + static_cast<double>(per_tile) * (kVertexCycles + slice * static_cast<double>(splits) / kVectorWidth +
-                                                                   4.0 * slice * static_cast<double>(splits - 1) / kExchangeBytesPerCycle);
+          cycles += kSyncCycles +
+                    static_cast<double>(per_tile) * (kVertexCycles + slice * static_cast<double>(splits) / kVectorWidth +
+                                                     4.0 * slice * static_cast<double>(splits - 1) / kExchangeBytesPerCycle);
         }
         const bool fits = bytes <= budget_bytes;
         // What the simulator spends on the plan: every block's vertex, the window it receives,
         // the im2col matrix it builds from it and the partial sums it sends.
-        const double im2col = kernel > 1 ? 4.0 * static_cast<double>(gb * ib) * kernel * static_cast<double>(rb) * inner_out : 0.0;
+        const double im2col =
+            kernel > 1 ? 4.0 * static_cast<double>(gb * ib) * kernel * static_cast<double>(rb) * inner_out : 0.0;
         const double partials = splits > 1 ? 4.0 * outputs : 0.0;
         const double sim_cost = static_cast<double>(blocks) * (kSimVertexBytes + window + im2col + partials);
         // The weight copies the blocks keep resident: tile memory held for the whole run.
         const double weight_copies = static_cast<double>(blocks) * static_cast<double>(gb * cb * ib) * kernel;
-        if (fits) candidates.push_back({{gb, cb, rb, ib, splits, blocks, per_tile, bytes, cycles, fits}, sim_cost, weight_copies});
+        if (fits)
+          candidates.push_back({{gb, cb, rb, ib, splits, blocks, per_tile, bytes, cycles, fits}, sim_cost, weight_copies});
         bool better;
         if (!have) {
           better = true;

@@ -24,21 +24,21 @@ namespace poprt::codegen {
 struct ConvProblem {
   int64_t batch = 1;
   int64_t groups = 1;
-  int64_t in_channels = 1;   // per group
-  int64_t out_channels = 1;  // per group
+  int64_t in_channels = 1;                                   // per group
+  int64_t out_channels = 1;                                  // per group
   std::vector<int64_t> in, out, kernel, strides, dilations;  // spatial dims (rank 0..3)
-  bool has_weights = true;  // false for pooling: no weights, one channel per group
+  bool has_weights = true;                                   // false for pooling: no weights, one channel per group
   bool has_bias = false;
   bool split_inputs = false;  // the input channels may be split (partial sums reduced after)
 };
 
 struct ConvPlan {
-  int64_t group_block = 1;    // whole groups per block (> 1 only when channel_block == out_channels)
-  int64_t channel_block = 1;  // output channels of one group per block
-  int64_t row_block = 1;      // output rows (of the first spatial dim) per block
+  int64_t group_block = 1;       // whole groups per block (> 1 only when channel_block == out_channels)
+  int64_t channel_block = 1;     // output channels of one group per block
+  int64_t row_block = 1;         // output rows (of the first spatial dim) per block
   int64_t in_channel_block = 1;  // input channels per block (all of them unless split)
   int64_t in_splits = 1;         // input channel blocks: the partial sums each output adds up
-  int64_t blocks = 0;         // batch x channel blocks x row blocks x in_splits
+  int64_t blocks = 0;            // batch x channel blocks x row blocks x in_splits
   int64_t blocks_per_tile = 0;
   uint64_t bytes_per_tile = 0;  // blocks_per_tile x convBlockBytes of the largest block
   double cycles = 0;            // estimated cycles of the busiest tile: its multiply-accumulates and the bytes it receives

@@ -30,7 +30,8 @@ Expected<AttentionOp> attentionOp(const ir::Node& node) {
   if (op.H < 1 || qs[2] % op.H != 0 || vs[2] % op.H != 0) return Error("its hidden sizes do not split into num_heads");
   op.B = qs[0], op.Sq = qs[1], op.Sk = ks[1], op.D = qs[2] / op.H, op.Dv = vs[2] / op.H;
   if (ks[0] != op.B || vs[0] != op.B || vs[1] != op.Sk || ks[2] != qs[2]) return Error("Q, K and V do not match");
-  op.scale = node.hasAttr("scale") ? node.attrFloat("scale", 1.0f) : static_cast<float>(1.0 / std::sqrt(static_cast<double>(op.D)));
+  op.scale =
+      node.hasAttr("scale") ? node.attrFloat("scale", 1.0f) : static_cast<float>(1.0 / std::sqrt(static_cast<double>(op.D)));
   if (node.inputs().size() > 3 && node.input(3)) {
     op.mask = node.input(3);
     const Shape ms = op.mask->type.staticShape();
@@ -89,8 +90,11 @@ Status lowerAttention(Lowering& l, const ir::Node& node) {
         l.gather(q, (b * op.Sq + i0) * qcols + h * op.D, op.D, n, qcols, tile, q_off, static_cast<uint64_t>(op.D) * es);
         const uint64_t y_off = l.allocator().allocate(tile, static_cast<uint64_t>(n * op.Dv) * es);
         for (int64_t r = 0; r < n; ++r)
-          out.regions.push_back({(b * op.Sq + i0 + r) * vcols + h * op.Dv, op.Dv, tile, y_off + static_cast<uint64_t>(r * op.Dv) * es});
-        exec::Vertex vx{tile, exec::Codelet::Attention, dt,
+          out.regions.push_back(
+              {(b * op.Sq + i0 + r) * vcols + h * op.Dv, op.Dv, tile, y_off + static_cast<uint64_t>(r * op.Dv) * es});
+        exec::Vertex vx{tile,
+                        exec::Codelet::Attention,
+                        dt,
                         {{y_off, static_cast<uint64_t>(n * op.Dv) * es},
                          {q_off, static_cast<uint64_t>(n * op.D) * es},
                          {kv->second.first, static_cast<uint64_t>(op.Sk * op.D) * es},

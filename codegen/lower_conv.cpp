@@ -20,9 +20,9 @@ namespace {
 // A Conv or pool node as the device sees it.
 struct WindowOp {
   ConvProblem problem;
-  ops::nn::Window win;      // spatial geometry (pads, strides...) from the evaluator's own helper
-  int64_t channels = 0;     // input channels in all (C)
-  int64_t out_channels = 0; // output channels in all (M; C for pools)
+  ops::nn::Window win;       // spatial geometry (pads, strides...) from the evaluator's own helper
+  int64_t channels = 0;      // input channels in all (C)
+  int64_t out_channels = 0;  // output channels in all (M; C for pools)
   bool pool_max = false, count_include_pad = false;
 };
 
@@ -94,8 +94,7 @@ Expected<WindowOp> poolOp(const ir::Node& node) {
     op.win.pad_end.assign(r, 0);
   } else {
     if (!node.hasAttr("kernel_shape")) return Error("attribute kernel_shape is required");
-    POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> kernel,
-                           ops::intsAttr(node, "kernel_shape", in.size(), 1, 1, ops::nn::kMaxDim));
+    POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, ops::intsAttr(node, "kernel_shape", in.size(), 1, 1, ops::nn::kMaxDim));
     POPRT_ASSIGN_OR_RETURN(op.win, ops::nn::windowGeometry(node, in, kernel, node.attrInt("ceil_mode", 0) != 0));
   }
   POPRT_TRY(checkExtents(op.win));
@@ -116,7 +115,6 @@ Expected<WindowOp> poolOp(const ir::Node& node) {
 }
 
 bool isPool(const ir::Node& node) { return node.opType() != "Conv" && node.opType() != "ConvAct"; }
-
 
 ConvPlan planFor(const WindowOp& op, const CompileOptions& options) {
   return planConv(op.problem, options.target.tiles_per_ipu, options.tileBudget(), options.target.fp32_macs_per_cycle);
@@ -255,14 +253,16 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
             v.codelet = exec::Codelet::ConvPartial;
             const int64_t ins = split ? in_chs : p.in_channels;  // per group
             const int64_t w_count = out_chs * ins * K;
-            const uint64_t w_off = split ? l.operandRows(w, out_ch0 * p.in_channels * K + c0 * K, ins * K, out_chs, p.in_channels * K, tile)
-                                         : l.operandInScratch(w, out_ch0 * p.in_channels * K, w_count, tile);
+            const uint64_t w_off =
+                split ? l.operandRows(w, out_ch0 * p.in_channels * K + c0 * K, ins * K, out_chs, p.in_channels * K, tile)
+                      : l.operandInScratch(w, out_ch0 * p.in_channels * K, w_count, tile);
             v.fields = {out_field, {in_off, in_bytes}, {w_off, static_cast<uint64_t>(w_count) * es}};
             const bool bias = b && c0 == 0;  // added once, by the first partial
             if (bias) v.fields.push_back({l.operandInScratch(b, out_ch0, out_chs, tile), static_cast<uint64_t>(out_chs) * es});
             v.params = {rank, cb.groups, ins, cb.channels, bias ? 1 : 0};
           }
-          for (const Shape* s : std::initializer_list<const Shape*>{&in_dims, &out_dims, &win.kernel, &win.strides, &win.dilations, &starts})
+          for (const Shape* s :
+               std::initializer_list<const Shape*>{&in_dims, &out_dims, &win.kernel, &win.strides, &win.dilations, &starts})
             v.params.insert(v.params.end(), s->begin(), s->end());
           if (pool) {
             for (size_t d = 0; d < win.rank(); ++d)  // the end of the padded input, in the rows held
@@ -296,8 +296,9 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
                      [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
                        for (int64_t e = first; e < first + len;) {  // the slice's pieces of each output channel
                          const int64_t j_ch = e / run, end = std::min(first + len, (j_ch + 1) * run);
-                         addRegion((sb.n * op.out_channels + sb.out_ch0 + j_ch) * plane_out + sb.o0 * inner_out + (e - j_ch * run),
-                                   end - e, t, offset + static_cast<uint64_t>(e - first) * es);
+                         addRegion(
+                             (sb.n * op.out_channels + sb.out_ch0 + j_ch) * plane_out + sb.o0 * inner_out + (e - j_ch * run),
+                             end - e, t, offset + static_cast<uint64_t>(e - first) * es);
                          e = end;
                        }
                      });

@@ -33,12 +33,14 @@ Status lowerRearrange(Lowering& l, const ir::Node& node, const RearrangeMap& map
         }
         uint64_t offset = r.offset + static_cast<uint64_t>(i - r.begin) * esize;
         if (s.input < 0) {
-          l.computeSet().vertices.push_back({r.tile, exec::Codelet::Fill, y->type.dtype,
-                                             {{offset, static_cast<uint64_t>(j - i) * esize}}, {j - i},
+          l.computeSet().vertices.push_back({r.tile,
+                                             exec::Codelet::Fill,
+                                             y->type.dtype,
+                                             {{offset, static_cast<uint64_t>(j - i) * esize}},
+                                             {j - i},
                                              {static_cast<float>(map.fill_value)}});
         } else {
-          gatherElements(l.mapping(node.input(static_cast<size_t>(s.input))), s.element, j - i, esize, r.tile, offset,
-                         copies);
+          gatherElements(l.mapping(node.input(static_cast<size_t>(s.input))), s.element, j - i, esize, r.tile, offset, copies);
         }
         i = j;
       }

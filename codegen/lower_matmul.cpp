@@ -9,8 +9,8 @@
 #include "codegen/matmul_planner.h"
 #include "codegen/partial_sums.h"
 #include "lib/exec/codelets.h"
-#include "lib/ops/graphcore_ops.h"
 #include "lib/ops/broadcast.h"
+#include "lib/ops/graphcore_ops.h"
 
 namespace poprt::codegen {
 
@@ -49,7 +49,8 @@ MatMulPlan planMatMul(int64_t batches, int64_t M, int64_t K, int64_t N, uint32_t
                     static_cast<double>(rows * k_block + k_block * cols) * es / kExchangeBytesPerCycle;
       if (k_splits > 1) {
         const double slice = static_cast<double>(reductionSlice(rows * cols, k_splits)), parts = static_cast<double>(k_splits);
-        cost += kSyncCycles + slice * parts / kVectorWidth + static_cast<double>(kPartialBytes) * slice * (parts - 1) / kExchangeBytesPerCycle;
+        cost += kSyncCycles + slice * parts / kVectorWidth +
+                static_cast<double>(kPartialBytes) * slice * (parts - 1) / kExchangeBytesPerCycle;
       }
       const bool fits = bytes <= budget_bytes;
       const double rank = fits ? cost : 1e12 + static_cast<double>(bytes);  // over budget: the smallest, as a last resort
@@ -100,8 +101,8 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
   if (c) {
     Shape sc = c->type.staticShape();
     while (sc.size() < 2) sc.insert(sc.begin(), 1);
-    bias_mode = sc[0] == 1 ? (sc[1] == 1 ? exec::kBiasScalar : exec::kBiasRow)
-                           : (sc[1] == 1 ? exec::kBiasColumn : exec::kBiasFull);
+    bias_mode =
+        sc[0] == 1 ? (sc[1] == 1 ? exec::kBiasScalar : exec::kBiasRow) : (sc[1] == 1 ? exec::kBiasColumn : exec::kBiasFull);
   }
 
   if (M == 0 || N == 0 || batches == 0) {  // an empty output: nothing to compute
@@ -113,8 +114,8 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
   const uint64_t es = dtypeSize(dt);
   const MatMulPlan plan = planMatMul(batches, M, K, N, l.tileCount(), budget, es);
   if (!plan.fits)
-    return Error(node.describe() + ": no split of the " + std::to_string(M) + "x" + std::to_string(K) + "x" +
-                 std::to_string(N) + " matmul fits in " + std::to_string(budget) +
+    return Error(node.describe() + ": no split of the " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N) +
+                 " matmul fits in " + std::to_string(budget) +
                  " bytes per tile (hint: raise --available_memory_proportion or use more IPUs)");
 
   // GemmAct: the activation runs in the vertex, on each output as it is written.
@@ -169,31 +170,37 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
                                            : block(b, ob + n0 * K + k0, kb, cols, K);
           // A K block writes float32 partial sums, added up in the next superstep; else Y's block.
           const uint64_t outputs = static_cast<uint64_t>(rows * cols);
-          const exec::Field out_field = split ? exec::Field{l.scratch(tile, outputs * kPartialBytes), outputs * kPartialBytes,
-                                                            partialFieldDtype(dt)}
-                                              : exec::Field{l.allocator().allocate(tile, outputs * es), outputs * es};
+          const exec::Field out_field =
+              split ? exec::Field{l.scratch(tile, outputs * kPartialBytes), outputs * kPartialBytes, partialFieldDtype(dt)}
+                    : exec::Field{l.allocator().allocate(tile, outputs * es), outputs * es};
           const bool first = k0 == 0;  // Gemm's C is added once, by the first K block
-          exec::Vertex v{tile, exec::Codelet::MatMul, dt,
-                         {out_field, {a_off, static_cast<uint64_t>(rows * kb) * es}, {b_off, static_cast<uint64_t>(kb * cols) * es}},
-                         {rows, kb, cols, trans_a, trans_b, first ? bias_mode : exec::kBiasNone}, {alpha, beta}};
+          exec::Vertex v{
+              tile,
+              exec::Codelet::MatMul,
+              dt,
+              {out_field, {a_off, static_cast<uint64_t>(rows * kb) * es}, {b_off, static_cast<uint64_t>(kb * cols) * es}},
+              {rows, kb, cols, trans_a, trans_b, first ? bias_mode : exec::kBiasNone},
+              {alpha, beta}};
           if (!split) {  // a split block's activation waits for the sum
             v.params.insert(v.params.end(), act_params.begin(), act_params.end());
             v.fparams.insert(v.fparams.end(), act_fparams.begin(), act_fparams.end());
           }
           if (c && first) {
-            const uint64_t c_off = bias_mode == exec::kBiasScalar ? block(c, 0, 1, 1, 0)
-                                   : bias_mode == exec::kBiasRow  ? block(c, n0, cols, 1, 0)
+            const uint64_t c_off = bias_mode == exec::kBiasScalar   ? block(c, 0, 1, 1, 0)
+                                   : bias_mode == exec::kBiasRow    ? block(c, n0, cols, 1, 0)
                                    : bias_mode == exec::kBiasColumn ? block(c, m0, rows, 1, 0)
                                                                     : block(c, m0 * N + n0, cols, rows, N);
-            const int64_t count = bias_mode == exec::kBiasScalar ? 1
-                                  : bias_mode == exec::kBiasRow  ? cols
+            const int64_t count = bias_mode == exec::kBiasScalar   ? 1
+                                  : bias_mode == exec::kBiasRow    ? cols
                                   : bias_mode == exec::kBiasColumn ? rows
                                                                    : rows * cols;
             v.fields.push_back({c_off, static_cast<uint64_t>(count) * es});
           }
           l.computeSet().vertices.push_back(std::move(v));
-          if (split) split_blocks.back().partials.emplace_back(tile, out_field.offset);
-          else place(bi, m0, n0, cols, 0, rows * cols, tile, out_field.offset);
+          if (split)
+            split_blocks.back().partials.emplace_back(tile, out_field.offset);
+          else
+            place(bi, m0, n0, cols, 0, rows * cols, tile, out_field.offset);
           tile = l.nextTile(tile);
         }
       }
@@ -203,7 +210,9 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
     l.nextSuperstep();
     for (const SplitBlock& sb : split_blocks)
       reducePartials(l, sb.partials, sb.rows * sb.cols, dt, act_params, act_fparams,
-                     [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) { place(sb.bi, sb.m0, sb.n0, sb.cols, first, len, t, offset); });
+                     [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
+                       place(sb.bi, sb.m0, sb.n0, sb.cols, first, len, t, offset);
+                     });
   }
   std::sort(out.regions.begin(), out.regions.end(), [](const Region& x, const Region& y) { return x.begin < y.begin; });
   l.setMapping(y, std::move(out));

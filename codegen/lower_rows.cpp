@@ -90,11 +90,16 @@ struct ReduceOp {
 };
 
 Expected<ReduceOp> reduceOp(const ir::Node& node, int64_t opset) {
-  static const std::pair<const char*, exec::ReduceKind> kinds[] = {
-      {"ReduceSum", exec::kReduceSum},       {"ReduceMean", exec::kReduceMean},     {"ReduceMax", exec::kReduceMax},
-      {"ReduceMin", exec::kReduceMin},       {"ReduceProd", exec::kReduceProd},     {"ReduceL1", exec::kReduceL1},
-      {"ReduceL2", exec::kReduceL2},         {"ReduceLogSum", exec::kReduceLogSum}, {"ReduceLogSumExp", exec::kReduceLogSumExp},
-      {"ReduceSumSquare", exec::kReduceSumSquare}};
+  static const std::pair<const char*, exec::ReduceKind> kinds[] = {{"ReduceSum", exec::kReduceSum},
+                                                                   {"ReduceMean", exec::kReduceMean},
+                                                                   {"ReduceMax", exec::kReduceMax},
+                                                                   {"ReduceMin", exec::kReduceMin},
+                                                                   {"ReduceProd", exec::kReduceProd},
+                                                                   {"ReduceL1", exec::kReduceL1},
+                                                                   {"ReduceL2", exec::kReduceL2},
+                                                                   {"ReduceLogSum", exec::kReduceLogSum},
+                                                                   {"ReduceLogSumExp", exec::kReduceLogSumExp},
+                                                                   {"ReduceSumSquare", exec::kReduceSumSquare}};
   ReduceOp op;
   bool known = false;
   for (const auto& [name, kind] : kinds)
@@ -214,8 +219,8 @@ Status lowerReduce(Lowering& l, const ir::Node& node) {
     const uint64_t in = blockInput(l, node.input(0), v, b);
     const uint64_t y = blockOutput(l, v, b, 1, es, out);
     const uint64_t n = static_cast<uint64_t>(b.on * b.in);
-    l.computeSet().vertices.push_back({b.tile, exec::Codelet::Reduce, dt, {{y, n * es}, {in, n * v.extent * es}},
-                                       {op.kind, b.on, v.extent, b.in}, {}});
+    l.computeSet().vertices.push_back(
+        {b.tile, exec::Codelet::Reduce, dt, {{y, n * es}, {in, n * v.extent * es}}, {op.kind, b.on, v.extent, b.in}, {}});
   }
   sortRegions(out);
   l.setMapping(node.output(0), std::move(out));
@@ -249,8 +254,7 @@ Status lowerRowNorm(Lowering& l, const ir::Node& node) {
   TileMapping out;
   for (const RowBlock& b : rowBlocks(l, v, maxPositions(l, static_cast<uint64_t>(v.extent) * 8))) {
     const uint64_t bytes = static_cast<uint64_t>(b.on * v.extent) * es;
-    exec::Vertex vx{b.tile, exec::Codelet::Norm, dt, {}, {b.on, v.extent, op.per_row ? 1 : 0, op.channels, b.o0},
-                    {op.epsilon}};
+    exec::Vertex vx{b.tile, exec::Codelet::Norm, dt, {}, {b.on, v.extent, op.per_row ? 1 : 0, op.channels, b.o0}, {op.epsilon}};
     const uint64_t in = blockInput(l, node.input(0), v, b);
     vx.fields = {{blockOutput(l, v, b, v.extent, es, out), bytes}, {in, bytes}};
     for (const ir::Value* p : {op.scale, op.bias})
@@ -268,8 +272,7 @@ std::string rowsBlocker(const ir::Node& node, const Lowering& l) {
   const uint64_t budget = l.options().tileBudget();
   auto fits = [&](int64_t extent, int64_t copies) -> std::string {
     if (static_cast<uint64_t>(extent) * 4 * static_cast<uint64_t>(copies) > budget)
-      return "a row of " + std::to_string(extent) + " elements does not fit the " + std::to_string(budget) +
-             "-byte tile budget";
+      return "a row of " + std::to_string(extent) + " elements does not fit the " + std::to_string(budget) + "-byte tile budget";
     return "";
   };
   const auto family = ops::findOp(node.domain(), node.opType())->lowering;

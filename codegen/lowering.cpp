@@ -108,13 +108,14 @@ uint32_t Lowering::weightStream(const ir::Value* v) {
   return it->second;
 }
 
-std::optional<uint64_t> Lowering::residentWeight(const ir::Value* v, int64_t begin, int64_t count, int64_t reps,
-                                                 int64_t stride, uint32_t tile) {
+std::optional<uint64_t> Lowering::residentWeight(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride,
+                                                 uint32_t tile) {
   if (!v->isInitializer()) return std::nullopt;
   const auto key = std::make_tuple(v, begin, count, reps, stride, tile);
   if (auto hit = resident_.find(key); hit != resident_.end()) return hit->second;
   const uint64_t esize = dtypeSize(v->type.dtype), bytes = static_cast<uint64_t>(count * reps) * esize;
-  if (resident_bytes_[tile] + bytes > static_cast<uint64_t>(options_.resident_weight_share * static_cast<double>(target().bytes_per_tile)))
+  if (resident_bytes_[tile] + bytes >
+      static_cast<uint64_t>(options_.resident_weight_share * static_cast<double>(target().bytes_per_tile)))
     return std::nullopt;
   resident_bytes_[tile] += bytes;
   const uint64_t offset = mem_.allocator().allocatePersistent(tile, bytes);
@@ -153,8 +154,7 @@ uint64_t Lowering::operandInScratch(const ir::Value* v, int64_t begin, int64_t c
   return offset;
 }
 
-uint64_t Lowering::operandRows(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride,
-                               uint32_t tile) {
+uint64_t Lowering::operandRows(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile) {
   if (auto resident = residentWeight(v, begin, count, reps, stride, tile)) return *resident;
   const uint64_t row_bytes = static_cast<uint64_t>(count) * dtypeSize(v->type.dtype);
   const uint64_t offset = scratch(tile, row_bytes * static_cast<uint64_t>(reps));
@@ -172,7 +172,8 @@ void Lowering::gather(const ir::Value* v, int64_t begin, int64_t count, int64_t 
     for (const Region& r : mapping(v).regions) layout.regions.push_back({r.begin, r.count, r.tile, r.offset});
     exe_.layouts.push_back(std::move(layout));
   }
-  if (count > 0 && reps > 0) pending_exchange_.gathers.push_back({it->second, begin, count, reps, stride, tile, dst_offset, dst_stride});
+  if (count > 0 && reps > 0)
+    pending_exchange_.gathers.push_back({it->second, begin, count, reps, stride, tile, dst_offset, dst_stride});
 }
 
 std::vector<uint64_t> Lowering::finalizeMemory() {
@@ -252,7 +253,7 @@ std::vector<Lowering::Run> Lowering::elementwiseRuns(const TileMapping& out, siz
       weights = weights || v->isInitializer();
     }
   struct Open {
-    size_t run;                                // its index in `runs`
+    size_t run;                                 // its index in `runs`
     std::vector<std::optional<uint64_t>> next;  // where each operand's next element lies, if in place
   };
   std::vector<Run> runs;

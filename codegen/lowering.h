@@ -103,8 +103,8 @@ class Lowering {
   uint64_t operandRows(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile);
   // Appends to this node's exchange one gather of `v`: for r < reps, elements
   // [begin + r*stride, +count) to dst_offset + r*dst_stride bytes on `tile` (exec::Gather).
-  void gather(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile,
-              uint64_t dst_offset, uint64_t dst_stride);
+  void gather(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride, uint32_t tile, uint64_t dst_offset,
+              uint64_t dst_stride);
   // Ends the program (after the outputs stream out): places each tile's persistent region above
   // its main region's high-water mark, rewriting the provisional offsets of every vertex field,
   // copy, gather, layout and stream; returns the bytes each tile needs.
@@ -122,7 +122,7 @@ class Lowering {
   void setIpu(uint32_t ipu);
   uint32_t ipu() const { return ipu_; }
   uint32_t tileCount() const { return target().tiles_per_ipu; }  // on one IPU
-  uint32_t nextTile(uint32_t tile) const;                         // of the same IPU, wrapping
+  uint32_t nextTile(uint32_t tile) const;                        // of the same IPU, wrapping
   // The values with a mapping that are not weights (the live activations), by name.
   std::vector<const ir::Value*> liveActivations() const;
   // Moves `values` (live activations, none a weight) to the current IPU in one exchange step over
@@ -150,7 +150,7 @@ class Lowering {
   exec::ComputeSet pending_set_;
   std::map<std::tuple<const ir::Value*, int64_t, int64_t, uint32_t>, uint64_t> gathered_;
   std::unordered_map<const ir::Value*, uint32_t> layouts_;  // the exec::Layout of each value gathers read
-  std::string node_;  // the node being lowered
+  std::string node_;                                        // the node being lowered
   std::map<std::tuple<const ir::Value*, int64_t, int64_t, int64_t, int64_t, uint32_t>, uint64_t> resident_;
   std::vector<uint64_t> resident_bytes_;  // per tile
   std::unordered_map<const ir::Value*, uint32_t> weight_streams_;

@@ -53,7 +53,8 @@ void accesses(const exec::Executable& exe, const Superstep& s, std::vector<Acces
       it = std::upper_bound(it, layout.regions.end(), first,
                             [](int64_t e, const exec::LayoutRegion& r) { return e < r.begin + r.count; });
       for (; it != layout.regions.end() && it->begin < last; ++it)
-        out.push_back({Access::ExchangeRead, it->tile, it->offset, it->offset + static_cast<uint64_t>(it->count) * layout.elem_bytes});
+        out.push_back(
+            {Access::ExchangeRead, it->tile, it->offset, it->offset + static_cast<uint64_t>(it->count) * layout.elem_bytes});
     }
   }
   for (uint32_t c : s.compute_sets)
@@ -122,7 +123,8 @@ struct Footprint {
     };
     // Exchanges run at once, before any compute.
     return !hits(Access::ExchangeRead, {Access::ExchangeWrite, Access::ComputeWrite}) &&
-           !hits(Access::ExchangeWrite, {Access::ExchangeRead, Access::ExchangeWrite, Access::ComputeRead, Access::ComputeWrite}) &&
+           !hits(Access::ExchangeWrite,
+                 {Access::ExchangeRead, Access::ExchangeWrite, Access::ComputeRead, Access::ComputeWrite}) &&
            !hits(Access::ComputeRead, {Access::ComputeWrite}) &&
            !hits(Access::ComputeWrite, {Access::ComputeRead, Access::ComputeWrite});
   }

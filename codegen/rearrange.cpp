@@ -6,7 +6,7 @@ namespace poprt::codegen {
 namespace {
 
 constexpr int64_t kMaxElements = int64_t{1} << 24;  // index maps cost 8 bytes per element at compile time
-constexpr int kInputShift = 40;                       // index value = input << 40 | (element + 1); 0 = fill
+constexpr int kInputShift = 40;                     // index value = input << 40 | (element + 1); 0 = fill
 
 bool isDataInput(const ir::Node& node, size_t i) { return node.opType() == "Concat" || i == 0; }
 
@@ -80,8 +80,7 @@ Expected<RearrangeMap> rearrangeMap(const ir::Node& node, const ops::Opsets& ops
       int64_t input = code >> kInputShift;
       int64_t element = (code & ((int64_t{1} << kInputShift) - 1)) - 1;
       if (input < 0 || input >= static_cast<int64_t>(node.inputs().size()) || element < 0 ||
-          !isDataInput(node, static_cast<size_t>(input)) ||
-          element >= node.input(static_cast<size_t>(input))->type.numElements())
+          !isDataInput(node, static_cast<size_t>(input)) || element >= node.input(static_cast<size_t>(input))->type.numElements())
         return Error("the op computed new values; it is not a pure rearrangement");
       sources[e] = {static_cast<int32_t>(input), element};
     }

@@ -116,8 +116,8 @@ Expected<NodePlacement> placeNodes(const ir::Graph& graph, uint32_t num_ipus, co
       const uint32_t stage = e.stage < 0 ? e.device : static_cast<uint32_t>(e.stage);
       auto [sd, added] = stage_device.emplace(stage, e.device);
       if (!added && sd->second != e.device)
-        return Error(where + ": stage " + std::to_string(stage) + " is put on devices " + std::to_string(sd->second) +
-                     " and " + std::to_string(e.device) + "; a stage runs on one IPU");
+        return Error(where + ": stage " + std::to_string(stage) + " is put on devices " + std::to_string(sd->second) + " and " +
+                     std::to_string(e.device) + "; a stage runs on one IPU");
       claims.push_back({it->second, e.device, stage});
     }
     // Each listed node, in graph order, takes itself and its ancestors no earlier entry took;
@@ -154,8 +154,7 @@ Expected<NodePlacement> placeNodes(const ir::Graph& graph, uint32_t num_ipus, co
                      std::to_string(p.stage[*from]));
   if (options.strategy == exec::Strategy::Pipelined) {
     std::set<uint32_t> ipus(p.stage_ipu.begin(), p.stage_ipu.end());
-    if (ipus.size() != p.stage_ipu.size())
-      return Error(where + ": pipelined stages need an IPU each, and two stages share one");
+    if (ipus.size() != p.stage_ipu.size()) return Error(where + ": pipelined stages need an IPU each, and two stages share one");
   }
   p.order.resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) p.order[i] = i;

@@ -38,7 +38,8 @@ struct NodePlacement {
 
 // Placement of the graph's top-level nodes over `num_ipus` IPUs. Automatic placement cuts the
 // graph, in its order, into one stage per IPU holding about equal shares of the weight and
-// activation bytes plus the work (multiply-accumulates, elementwise operations). Errors name the config file and the node: an unknown node, a device outside
+// activation bytes plus the work (multiply-accumulates, elementwise operations). Errors name the config file and the node: an
+// unknown node, a device outside
 // --num_ipus, a stage on two IPUs, a node that reads a later stage's value, and (pipelined)
 // two stages on one IPU.
 Expected<NodePlacement> placeNodes(const ir::Graph& graph, uint32_t num_ipus, const ShardingOptions& options);

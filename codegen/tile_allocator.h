@@ -60,8 +60,8 @@ class TileAllocator {
  private:
   struct Tile {
     std::map<uint64_t, Block> live;
-    std::map<uint64_t, uint64_t> free;  // start -> bytes, below top, never adjacent to each other
-    uint64_t top = 0;                   // high-water mark: nothing was ever allocated above it
+    std::map<uint64_t, uint64_t> free;     // start -> bytes, below top, never adjacent to each other
+    uint64_t top = 0;                      // high-water mark: nothing was ever allocated above it
     std::map<uint64_t, Block> persistent;  // by offset in the persistent region
     uint64_t persistent_top = 0;
     std::vector<std::pair<uint64_t, uint64_t>> cooling;  // [start, end) freed since endCooling()

@@ -4,8 +4,8 @@
 
 namespace poprt::codegen {
 
-void gatherElements(const TileMapping& src, int64_t begin, int64_t count, size_t elem_size, uint32_t tile,
-                    uint64_t offset, std::vector<exec::TileCopy>& copies) {
+void gatherElements(const TileMapping& src, int64_t begin, int64_t count, size_t elem_size, uint32_t tile, uint64_t offset,
+                    std::vector<exec::TileCopy>& copies) {
   int64_t end = begin + count;
   auto it = std::upper_bound(src.regions.begin(), src.regions.end(), begin,
                              [](int64_t value, const Region& r) { return value < r.begin + r.count; });

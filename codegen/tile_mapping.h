@@ -21,7 +21,7 @@ struct TileMapping {
 
 // Appends to `copies` the tile-to-tile copies that gather elements [begin, begin+count) of a tensor
 // mapped by `src` into one contiguous buffer at (tile, offset).
-void gatherElements(const TileMapping& src, int64_t begin, int64_t count, size_t elem_size, uint32_t tile,
-                    uint64_t offset, std::vector<exec::TileCopy>& copies);
+void gatherElements(const TileMapping& src, int64_t begin, int64_t count, size_t elem_size, uint32_t tile, uint64_t offset,
+                    std::vector<exec::TileCopy>& copies);
 
 }  // namespace poprt::codegen

@@ -48,8 +48,8 @@ void TileMemory::holdMapping(const ir::Value* v, const TileMapping& m) {
   for (const Region& r : m.regions) {
     if (r.count == 0) continue;
     auto start = alloc_.blockAt(r.tile, r.offset);
-    POPRT_CHECK(start.has_value(), "the mapping of '" + v->name() + "' points at unallocated memory on tile " +
-                                       std::to_string(r.tile));
+    POPRT_CHECK(start.has_value(),
+                "the mapping of '" + v->name() + "' points at unallocated memory on tile " + std::to_string(r.tile));
     blocks.emplace_back(r.tile, *start);
   }
   if (!blocks.empty()) hold(v, std::move(blocks), label(v->name(), Kind::Activation));
@@ -140,8 +140,7 @@ std::string TileMemory::describePeak(uint32_t tile, size_t items) const {
       rest += p.contents[i].first;
     }
   }
-  if (p.contents.size() > items)
-    s += " and " + std::to_string(p.contents.size() - items) + " more, " + humanBytes(rest);
+  if (p.contents.size() > items) s += " and " + std::to_string(p.contents.size() - items) + " more, " + humanBytes(rest);
   return s;
 }
 

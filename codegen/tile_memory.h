@@ -70,7 +70,7 @@ class TileMemory {
   std::vector<Kind> label_kinds_{Kind::Activation};
   std::unordered_map<std::string, uint32_t> label_ids_;
   std::unordered_map<const ir::Value*, std::set<std::pair<uint32_t, uint64_t>>> held_;  // (tile, start)
-  std::vector<Peak> peaks_;  // per tile
+  std::vector<Peak> peaks_;                                                             // per tile
   // Live labelled main-region bytes per tile, [activations, exchange buffers].
   std::vector<std::array<uint64_t, 2>> live_;
   std::vector<exec::LivenessPoint> liveness_;

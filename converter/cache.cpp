@@ -29,9 +29,8 @@ std::string uniqueSuffix() {
 }
 
 bool isEntryName(const std::string& name) {
-  return name.size() == 64 && std::all_of(name.begin(), name.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return name.size() == 64 &&
+         std::all_of(name.begin(), name.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 uint64_t directoryBytes(const fs::path& dir) {
@@ -70,8 +69,8 @@ std::optional<CacheEntry> CompileCache::restore(const CacheKey& key, const Conve
   restored.summary.assign(summary->begin(), summary->end());
   // All the files renamed into place together, or none (a failed restore is a miss: it compiles).
   OutputFiles files;
-  for (const auto& [name, to, bytes] : {std::tuple{kEntryOnnx, dest.onnx, &restored.onnx},
-                                        std::tuple{kEntryPopef, dest.popef, &restored.popef}}) {
+  for (const auto& [name, to, bytes] :
+       {std::tuple{kEntryOnnx, dest.onnx, &restored.onnx}, std::tuple{kEntryPopef, dest.popef, &restored.popef}}) {
     if (to.empty()) continue;
     auto read = readFileBytes(entry / name);
     Status st = !read.ok() ? Status(read.error()) : write ? files.add(to, *read) : okStatus();
@@ -98,8 +97,8 @@ Status CompileCache::store(const CacheKey& key, const CacheEntry& entry) {
     return Error("cache " + dir_.string() + ": " + what);
   };
   if (!fs::create_directory(tmp, ec)) return fail("cannot create a temporary entry: " + ec.message());
-  for (const auto& [bytes, name] : {std::pair{&entry.onnx, kEntryOnnx}, std::pair{&entry.popef, kEntryPopef},
-                                    std::pair{&entry.summary, kEntrySummary}}) {
+  for (const auto& [bytes, name] :
+       {std::pair{&entry.onnx, kEntryOnnx}, std::pair{&entry.popef, kEntryPopef}, std::pair{&entry.summary, kEntrySummary}}) {
     if (bytes->empty() && name == kEntryPopef) continue;
     if (auto st = writeFileAtomic(tmp / name, *bytes); !st.ok()) return fail(st.error().message());
   }

@@ -15,8 +15,8 @@
 #include <optional>
 #include <string>
 
-#include "lib/support/status.h"
 #include "converter/cache_key.h"
+#include "lib/support/status.h"
 
 namespace poprt::converter {
 

@@ -70,8 +70,7 @@ struct ExternalCollector {
 int collectLibrary(struct dl_phdr_info* info, size_t, void* data) {
   std::string name = info->dlpi_name ? info->dlpi_name : "";
   std::string base = std::filesystem::path(name).filename().string();
-  if (base.rfind("libonnx", 0) == 0 || base.rfind("libprotobuf", 0) == 0)
-    static_cast<std::set<std::string>*>(data)->insert(name);
+  if (base.rfind("libonnx", 0) == 0 || base.rfind("libprotobuf", 0) == 0) static_cast<std::set<std::string>*>(data)->insert(name);
   return 0;
 }
 
@@ -87,8 +86,8 @@ const std::string& compilerMaterial() {
     dl_iterate_phdr(collectLibrary, &libs);
     for (const std::string& lib : libs) {
       auto digest = sha256File(lib);
-      text += "library " + std::filesystem::path(lib).filename().string() + " sha256 " +
-              (digest.ok() ? *digest : "unreadable") + "\n";
+      text += "library " + std::filesystem::path(lib).filename().string() + " sha256 " + (digest.ok() ? *digest : "unreadable") +
+              "\n";
     }
     return text;
   }();
@@ -100,9 +99,7 @@ const std::string& compilerMaterial() {
 Expected<std::string> keyText(const nlohmann::json& value, const std::string& what) {
   try {
     return value.dump();
-  } catch (const nlohmann::json::type_error&) {
-    return Error(what + ": not valid UTF-8, which the compile cache's key needs");
-  }
+  } catch (const nlohmann::json::type_error&) { return Error(what + ": not valid UTF-8, which the compile cache's key needs"); }
 }
 
 }  // namespace
@@ -117,8 +114,7 @@ Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
 Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
 
 void Sha256::update(std::span<const uint8_t> bytes) {
-  POPRT_CHECK(EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), bytes.data(), bytes.size()) == 1,
-              "OpenSSL SHA-256 update failed");
+  POPRT_CHECK(EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), bytes.data(), bytes.size()) == 1, "OpenSSL SHA-256 update failed");
 }
 
 void Sha256::update(const std::string& text) {
@@ -153,8 +149,7 @@ Expected<std::string> sha256File(const std::filesystem::path& path) {
   return sha.hexDigest();
 }
 
-std::vector<std::filesystem::path> externalDataFiles(const std::string& model_bytes,
-                                                     const std::filesystem::path& model_dir) {
+std::vector<std::filesystem::path> externalDataFiles(const std::string& model_bytes, const std::filesystem::path& model_dir) {
   // Every external tensor has a "location" entry: without that text there is nothing to parse for.
   if (model_bytes.find("location") == std::string::npos) return {};
   onnx::ModelProto proto;
@@ -168,10 +163,10 @@ std::vector<std::filesystem::path> externalDataFiles(const std::string& model_by
 
 bool optionAffectsOutput(const std::string& key) {
   static const std::set<std::string> outside = {
-      "input_model",     // replaced by the model's bytes
+      "input_model",                                      // replaced by the model's bytes
       "output_dir",      "output_model", "summary_json",  // where the files go
-      "logging_level",   "show",         "list_all_passes",
-      "cache_dir",       "cache_max_bytes", "remote_cache", "remote_cache_upload", "remote_cache_header_file"};
+      "logging_level",   "show",         "list_all_passes",     "cache_dir",
+      "cache_max_bytes", "remote_cache", "remote_cache_upload", "remote_cache_header_file"};
   return !outside.count(key);
 }
 
@@ -196,7 +191,8 @@ Expected<CacheKey> cacheKey(const ConvertOptions& o) {
   m += "model sha256 " + model_sha.hexDigest() + " bytes " + std::to_string(bytes.size()) + "\n";
   for (const auto& file : externalDataFiles(bytes, dir)) {
     POPRT_ASSIGN_OR_RETURN(std::string digest, sha256File(file));
-    POPRT_ASSIGN_OR_RETURN(std::string location, keyText(file.lexically_relative(dir).string(), o.input_model + ": external data location"));
+    POPRT_ASSIGN_OR_RETURN(std::string location,
+                           keyText(file.lexically_relative(dir).string(), o.input_model + ": external data location"));
     m += "external_data " + location + " sha256 " + digest + "\n";
     key.inputs.push_back(file);
   }

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/support/status.h"
 #include "converter/options.h"
+#include "lib/support/status.h"
 
 namespace poprt::converter {
 
@@ -40,12 +40,11 @@ Expected<std::string> sha256File(const std::filesystem::path& path);
 // initializers, Constant attributes, subgraphs, functions), resolved against the model's
 // directory, sorted and without duplicates. Locations the importer would refuse (absolute, with
 // '..') are returned as given: the key then fails to read them and the compile reports why.
-std::vector<std::filesystem::path> externalDataFiles(const std::string& model_bytes,
-                                                     const std::filesystem::path& model_dir);
+std::vector<std::filesystem::path> externalDataFiles(const std::string& model_bytes, const std::filesystem::path& model_dir);
 
 struct CacheKey {
-  std::string hex;       // SHA-256 of `material`
-  std::string material;  // the text that was hashed, one line per ingredient (kept in the entry)
+  std::string hex;                            // SHA-256 of `material`
+  std::string material;                       // the text that was hashed, one line per ingredient (kept in the entry)
   std::vector<std::filesystem::path> inputs;  // the files it read: the model and its external data
 };
 

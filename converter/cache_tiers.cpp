@@ -18,8 +18,10 @@ bool shallowJson(const std::string& text, int max_depth = 64) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -46,7 +48,8 @@ Expected<CacheTiers> CacheTiers::open(const ConvertOptions& o, bool& bypassed, s
     remote_cache = std::move(r);
   }
   if (o.precision_compare || !o.pipeline.print_ir_after.empty() || (o.export_popef && !reportDir(o.report).path.empty())) {
-    POPRT_LOG(Info, "cache: not used with --precision_compare, --print_ir_after or a report (they show what only a compile sees)");
+    POPRT_LOG(Info,
+              "cache: not used with --precision_compare, --print_ir_after or a report (they show what only a compile sees)");
     bypassed = true;
     return t;
   }
@@ -57,8 +60,10 @@ Expected<CacheTiers> CacheTiers::open(const ConvertOptions& o, bool& bypassed, s
   }
   if (!dir.empty()) {
     auto local = CompileCache::open(dir, static_cast<uint64_t>(o.cache_max_bytes));
-    if (local.ok()) t.local_ = std::move(local).value();
-    else warnings.push_back(local.error().message() + "; compiling without the local cache");
+    if (local.ok())
+      t.local_ = std::move(local).value();
+    else
+      warnings.push_back(local.error().message() + "; compiling without the local cache");
   }
   t.remote_ = std::move(remote_cache);
   t.write_files_ = o.write_files;

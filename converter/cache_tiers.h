@@ -37,8 +37,7 @@ class CacheTiers {
 
   // After a compile, before its files are written: uploads the entry (the converted ONNX, the
   // PopEF when there is one, the summary) with --remote_cache_upload.
-  void upload(const std::string& onnx, const std::string& popef, const std::string& summary,
-              std::vector<std::string>& warnings);
+  void upload(const std::string& onnx, const std::string& popef, const std::string& summary, std::vector<std::string>& warnings);
   // After a compile: stores its outputs in the local tier.
   void storeLocal(const std::string& onnx, const std::string& popef, const std::string& summary,
                   std::vector<std::string>& warnings);

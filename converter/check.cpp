@@ -2,9 +2,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "converter/value_check.h"
 #include "lib/onnx/onnx_io.h"
 #include "lib/ops/registry.h"
-#include "converter/value_check.h"
 
 namespace poprt::converter {
 namespace {
@@ -21,8 +21,7 @@ Status checkInputsUsable(const ir::Graph& g) {
     if (!t.hasStaticShape())
       return Error("--check: input '" + in->name() + "' has the dynamic shape " + t.toString() +
                    "; --check needs static input shapes (hint: --input_shape " + in->name() + "=D0,D1,...)");
-    if (t.dtype == DType::String || t.dtype == DType::Undefined || t.dtype == DType::Complex64 ||
-        t.dtype == DType::Complex128)
+    if (t.dtype == DType::String || t.dtype == DType::Undefined || t.dtype == DType::Complex64 || t.dtype == DType::Complex128)
       return Error("--check: input '" + in->name() + "' is of dtype " + std::string(dtypeName(t.dtype)) +
                    "; --check generates numeric and bool inputs only");
   }

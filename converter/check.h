@@ -21,7 +21,6 @@ struct CheckOptions {
 // shape is not static or that is not a numeric or bool tensor (--check generates the inputs).
 Expected<std::string> snapshotForCheck(const ir::Model& original);
 
-Status runCheck(const std::string& original_snapshot, const ir::Model& optimised, const CheckOptions& options,
-                std::ostream& out);
+Status runCheck(const std::string& original_snapshot, const ir::Model& optimised, const CheckOptions& options, std::ostream& out);
 
 }  // namespace poprt::converter

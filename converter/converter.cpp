@@ -61,12 +61,12 @@ std::string percent(uint64_t part, uint64_t whole) {
 void checkFp16Flags(const ConvertOptions& o) {
   const passes::Fp16Options& f = o.pipeline.fp16;
   if (o.precision != "fp16") {
-    const char* flag = !f.skip_op_types.empty()     ? "--fp16_skip_op_types"
-                       : !f.skip_node_names.empty() ? "--fp16_skip_node_names"
-                       : f.io                       ? "--fp16_io"
+    const char* flag = !f.skip_op_types.empty()             ? "--fp16_skip_op_types"
+                       : !f.skip_node_names.empty()         ? "--fp16_skip_node_names"
+                       : f.io                               ? "--fp16_io"
                        : !o.fp16_calibration_inputs.empty() ? "--fp16_calibration_input"
-                       : o.precision_compare        ? "--precision_compare"
-                                                    : nullptr;
+                       : o.precision_compare                ? "--precision_compare"
+                                                            : nullptr;
     if (flag) throw UsageError(std::string(flag) + " needs --precision fp16");
   }
   if (!o.fp16_calibration_inputs.empty() && !f.avoid_overflow_patterns)
@@ -93,9 +93,7 @@ Expected<std::vector<passes::PassReport>> runPasses(ir::Model& model, const pass
       POPRT_ASSIGN_OR_RETURN(auto r, passes::runPipeline(model, p));
       reports.insert(reports.end(), r.begin(), r.end());
     }
-    if (part == 0) {
-      POPRT_ASSIGN_OR_RETURN(*fp32_snapshot, onnxio::serializeModel(model));
-    }
+    if (part == 0) { POPRT_ASSIGN_OR_RETURN(*fp32_snapshot, onnxio::serializeModel(model)); }
   }
   return reports;
 }
@@ -113,8 +111,8 @@ Status reportCacheHit(const ConvertOptions& o, const CacheTiers& cache, const Co
                       const std::string& stored_summary, double seconds, ConvertResult& result, std::ostream& out) {
   nlohmann::ordered_json cache_json = cache.describe();
   cache_json["seconds"] = seconds;
-  std::string summary = summaryForCacheHit(stored_summary, o.input_model, files.onnx.string(), files.popef.string(),
-                                           o.summary_json, cache_json);
+  std::string summary =
+      summaryForCacheHit(stored_summary, o.input_model, files.onnx.string(), files.popef.string(), o.summary_json, cache_json);
   if (!o.summary_json.empty() && o.write_files) POPRT_TRY(writeOutputFile("--summary_json", o.summary_json, summary));
   result.summary = summary;
   if (o.write_files) result.files = files;
@@ -124,12 +122,12 @@ Status reportCacheHit(const ConvertOptions& o, const CacheTiers& cache, const Co
                                                            : "cache hit: " + cache_json["dir"].get<std::string>() + "/" +
                                                                  cache_json["key"].get<std::string>();
   out << "poprt-convert: " << o.input_model << " (" << where << ")\n"
-            << "  converted ONNX  " << files.onnx.string() << "\n";
+      << "  converted ONNX  " << files.onnx.string() << "\n";
   if (!files.popef.empty()) out << "  PopEF           " << files.popef.string() << "\n";
   if (j.is_object()) {
     if (j["check"].is_object())
       out << "  check           passed when the entry was made (rtol " << j["check"]["rtol"].dump() << ", atol "
-                << j["check"]["atol"].dump() << ")\n";
+          << j["check"]["atol"].dump() << ")\n";
     if (j["warnings"].is_array())
       for (const auto& w : j["warnings"]) {
         if (!w.is_string()) continue;
@@ -139,7 +137,8 @@ Status reportCacheHit(const ConvertOptions& o, const CacheTiers& cache, const Co
   }
   if (!o.summary_json.empty()) out << "  summary         " << o.summary_json << "\n";
   out << "  compile time    " << fixed3(seconds) << " s (cache hit";
-  if (j.is_object() && j["compile_seconds"].is_number()) out << "; the compile took " << fixed3(j["compile_seconds"].get<double>()) << " s";
+  if (j.is_object() && j["compile_seconds"].is_number())
+    out << "; the compile took " << fixed3(j["compile_seconds"].get<double>()) << " s";
   out << ")\n";
   return okStatus();
 }
@@ -150,12 +149,11 @@ void printConversion(const ConvertOptions& o, const ir::Model& model, size_t nod
                      const codegen::CompileResult* compiled, const exec::Target& target, std::ostream& out) {
   const std::filesystem::path& model_path = files.onnx;
   const std::filesystem::path& popef_path = files.popef;
-  out << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before
-            << " nodes, " << model.graph->numNodes() << " after optimisation)\n";
+  out << "poprt-convert: " << o.input_model << " (opset " << model.opsetVersion() << ", " << nodes_before << " nodes, "
+      << model.graph->numNodes() << " after optimisation)\n";
   for (const ir::Value* in : model.graph->inputs())
     if (!in->isInitializer()) out << "  input   " << in->name() << "  " << in->type.toString() << "\n";
-  for (const ir::Value* v : model.graph->outputs())
-    out << "  output  " << v->name() << "  " << v->type.toString() << "\n";
+  for (const ir::Value* v : model.graph->outputs()) out << "  output  " << v->name() << "  " << v->type.toString() << "\n";
   out << "  converted ONNX  " << model_path.string() << "\n";
   if (compiled) {
     const auto& tb = compiled->executable.tile_bytes;
@@ -168,17 +166,16 @@ void printConversion(const ConvertOptions& o, const ir::Model& model, size_t nod
     }
     const exec::Executable& exe = compiled->executable;
     out << "  PopEF           " << popef_path.string() << "\n"
-              << "  target          " << target.name << ": " << exe.target.num_ipus << " IPU(s) x " << target.tiles_per_ipu
-              << " tiles x " << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz";
+        << "  target          " << target.name << ": " << exe.target.num_ipus << " IPU(s) x " << target.tiles_per_ipu
+        << " tiles x " << humanBytes(target.bytes_per_tile) << ", " << target.clock_hz / 1e9 << " GHz";
     if (!exe.segments.empty())
       out << "; " << exe.segments.size() << " " << (exe.strategy == exec::Strategy::Pipelined ? "pipelined" : "sharded")
-                << " stage(s)";
+          << " stage(s)";
     out << "\n"
-              << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, "
-              << compiled->host_nodes.size() << " on the host (" << compiled->executable.host_programs.size()
-              << " host program(s))\n"
-              << "  tile memory     " << used << " tiles used, " << humanBytes(total) << " in all, busiest tile "
-              << humanBytes(worst) << " (" << percent(worst, target.bytes_per_tile) << " of a tile)\n";
+        << "  placement       " << compiled->device_nodes.size() << " node(s) on the device, " << compiled->host_nodes.size()
+        << " on the host (" << compiled->executable.host_programs.size() << " host program(s))\n"
+        << "  tile memory     " << used << " tiles used, " << humanBytes(total) << " in all, busiest tile " << humanBytes(worst)
+        << " (" << percent(worst, target.bytes_per_tile) << " of a tile)\n";
   }
   if (compiled && !compiled->host_nodes.empty()) {
     // The reasons nodes run on the host, most common first.
@@ -189,7 +186,9 @@ void printConversion(const ConvertOptions& o, const ir::Model& model, size_t nod
     std::sort(sorted.rbegin(), sorted.rend());
     for (size_t i = 0; i < sorted.size() && i < 5; ++i)
       out << "    on the host: " << sorted[i].first << " x " << sorted[i].second << "\n";
-    POPRT_LOG(Info, "host nodes: " << nlohmann::json(compiled->host_nodes).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    POPRT_LOG(
+        Info,
+        "host nodes: " << nlohmann::json(compiled->host_nodes).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
 }
 
@@ -244,7 +243,6 @@ Expected<Plan> planConversion(const ConvertOptions& o) {
   plan.report_dir = o.export_popef ? reportDir(o.report) : ReportDir{};
   POPRT_TRY(checkReportDir(plan.report_dir));
   return plan;
-
 }
 
 Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertResult& outcome, std::ostream& out) {
@@ -259,7 +257,8 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   const ReportDir& report_dir = plan.report_dir;
 
   // Before anything reads the model: the plugins' ops are then known to the importer.
-  if (auto st = plugin::loadPlugins(o.custom_library_so_paths); !st.ok()) return st.error().withContext("--custom_library_so_paths");
+  if (auto st = plugin::loadPlugins(o.custom_library_so_paths); !st.ok())
+    return st.error().withContext("--custom_library_so_paths");
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> warnings;
@@ -302,9 +301,7 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   const size_t nodes_before = model.graph->numNodes();
   const auto ops_before = countOps(*model.graph);
   std::string check_snapshot;
-  if (o.check) {
-    POPRT_ASSIGN_OR_RETURN(check_snapshot, snapshotForCheck(model));
-  }
+  if (o.check) { POPRT_ASSIGN_OR_RETURN(check_snapshot, snapshotForCheck(model)); }
   if (pipeline.fp16.enabled && pipeline.fp16.avoid_overflow_patterns) {
     std::string skipped;
     auto inputs = calibrationInputs(*model.graph, o.fp16_calibration_inputs, skipped);
@@ -395,7 +392,7 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
   };
   if (cache.active()) cache_json = cache.describe();
   std::string summary = makeSummary();  // also the cache entry's
-  if (cache.active()) {  // uploaded before the files are written; the summary says how it went
+  if (cache.active()) {                 // uploaded before the files are written; the summary says how it went
     cache.upload(result.onnx, result.popef, summary, warnings);
     cache_json = cache.describe();
     summary = makeSummary();

@@ -27,11 +27,11 @@ struct ConvertHooks {
 };
 
 struct ConvertResult {
-  std::string onnx;   // the converted model, serialized
-  std::string popef;  // the PopEF, with export_popef
+  std::string onnx;     // the converted model, serialized
+  std::string popef;    // the PopEF, with export_popef
   std::string summary;  // the --summary_json document
   std::vector<std::string> warnings;
-  std::string cache;  // "hit" (local), "remote hit", "miss", "bypassed", or "" without a cache
+  std::string cache;   // "hit" (local), "remote hit", "miss", "bypassed", or "" without a cache
   ConvertFiles files;  // the files written (empty paths when write_files is off)
 };
 

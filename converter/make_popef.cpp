@@ -67,10 +67,12 @@ popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ir::Mod
   // Readers refuse the PopEF by name when a plugin its ops come from is not loaded.
   if (auto plugins = plugin::pluginRecord(model); !plugins.is_null()) md.extra["plugins"] = std::move(plugins);
   file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
-  for (const ir::Value* w : compiled.weights) file.blobs.push_back(weightBlob(w->name(), *w->initializer(), o.precision == "fp16"));
+  for (const ir::Value* w : compiled.weights)
+    file.blobs.push_back(weightBlob(w->name(), *w->initializer(), o.precision == "fp16"));
   file.blobs.push_back({popef::BlobType::Opaque, "poprt.onnx", std::vector<uint8_t>(onnx_bytes.begin(), onnx_bytes.end())});
   // The compiler's memory profile for the reports (docs/REPORT.md): a few numbers per tile and node.
-  file.blobs.push_back({popef::BlobType::Opaque, exec::kMemoryProfileBlobName, exec::serializeMemoryProfile(compiled.memory_profile)});
+  file.blobs.push_back(
+      {popef::BlobType::Opaque, exec::kMemoryProfileBlobName, exec::serializeMemoryProfile(compiled.memory_profile)});
   return file;
 }
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "codegen/compiler.h"
-#include "popef/popef.h"
 #include "converter/options.h"
+#include "popef/popef.h"
 
 namespace poprt::converter {
 

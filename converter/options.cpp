@@ -22,9 +22,7 @@ std::string nonNegative(double v) { return std::isfinite(v) && v >= 0 ? "" : "mu
 std::string proportion(double v) { return v > 0 && v <= 1 ? "" : "must be a number in (0, 1]"; }
 std::string countRange(double v) { return v >= 1 && v <= 1024 ? "" : "must be from 1 to 1024"; }
 
-std::string opsetRange(double v) {
-  return v >= 7 && v <= 17 ? "" : "must be a default-domain opset from 7 to 17";
-}
+std::string opsetRange(double v) { return v >= 7 && v <= 17 ? "" : "must be a default-domain opset from 7 to 17"; }
 
 }  // namespace
 
@@ -108,10 +106,10 @@ const std::vector<OptionSpec>& optionTable() {
        [](ConvertOptions& o) -> FieldRef { return &o.show; }},
       {"check", "run the original and the optimised graph on the same generated inputs and compare the outputs",
        [](ConvertOptions& o) -> FieldRef { return &o.check; }},
-      {"check_rtol", "relative tolerance of --check (default 1e-3)",
-       [](ConvertOptions& o) -> FieldRef { return &o.check_rtol; }, false, nonNegative},
-      {"check_atol", "absolute tolerance of --check (default 1e-4)",
-       [](ConvertOptions& o) -> FieldRef { return &o.check_atol; }, false, nonNegative},
+      {"check_rtol", "relative tolerance of --check (default 1e-3)", [](ConvertOptions& o) -> FieldRef { return &o.check_rtol; },
+       false, nonNegative},
+      {"check_atol", "absolute tolerance of --check (default 1e-4)", [](ConvertOptions& o) -> FieldRef { return &o.check_atol; },
+       false, nonNegative},
       {"summary_json", "write a JSON summary of the conversion to this file",
        [](ConvertOptions& o) -> FieldRef { return &o.summary_json; }},
       {"report", "with --export_popef: write a profile report, DIR/profile.json and DIR/report.html (also POPRT_REPORT_DIR)",
@@ -331,15 +329,11 @@ Status applyMap(const std::set<std::string>& given, const std::string& where, co
 
 // models: [m.onnx, {input_model: n.onnx, input_shape: ...}, ...] -> o.models, each entry over a
 // copy of the options so far (the flags and the file's top-level keys).
-Status applyModels(const std::set<std::string>& given, const std::string& file, const YAML::Node& list,
-                   ConvertOptions& o) {
+Status applyModels(const std::set<std::string>& given, const std::string& file, const YAML::Node& list, ConvertOptions& o) {
   if (!list.IsSequence() || list.size() == 0)
-    return Error(file + ": key 'models': expected a non-empty list of model paths or maps of options, got " +
-                 describeNode(list));
-  if (given.count("input_model"))
-    return Error(file + ": key 'models' and --input_model both name the models: give them one way");
-  if (!o.input_models.empty())
-    return Error(file + ": keys 'models' and 'input_model' both name the models: give them one way");
+    return Error(file + ": key 'models': expected a non-empty list of model paths or maps of options, got " + describeNode(list));
+  if (given.count("input_model")) return Error(file + ": key 'models' and --input_model both name the models: give them one way");
+  if (!o.input_models.empty()) return Error(file + ": keys 'models' and 'input_model' both name the models: give them one way");
   // Each entry starts from the file's top-level options, without the entries before it (copying
   // those into each would grow as 2^n).
   ConvertOptions base = o;
@@ -383,9 +377,7 @@ Status applyConfigYaml(const std::set<std::string>& given, ConvertOptions& o) {
   try {
     POPRT_TRY(applyMap(given, file, root, false, o));
     if (root["models"]) POPRT_TRY(applyModels(given, file, root["models"], o));
-  } catch (const YAML::Exception& e) {
-    return Error(file + ": " + e.msg);
-  }
+  } catch (const YAML::Exception& e) { return Error(file + ": " + e.msg); }
   return okStatus();
 }
 
@@ -393,18 +385,14 @@ Status applyOptionsJson(const std::string& where, const std::string& json_object
   YAML::Node root;
   try {
     root = YAML::Load(json_object);  // JSON is YAML: one reader, the same type rules as a config file
-  } catch (const YAML::Exception& e) {
-    return Error(where + ": not a JSON object: " + e.msg);
-  }
+  } catch (const YAML::Exception& e) { return Error(where + ": not a JSON object: " + e.msg); }
   if (!root.IsMap()) return Error(where + ": expected a map of option: value, got " + describeNode(root));
   try {
     for (const auto& kv : root)
       if (kv.first.IsScalar() && (kv.first.Scalar() == "models" || kv.first.Scalar() == "config_yaml"))
         return Error(where + ": option '" + kv.first.Scalar() + "' is for poprt-convert's config files only");
     return applyMap({}, where, root, false, o);
-  } catch (const YAML::Exception& e) {
-    return Error(where + ": " + e.msg);
-  }
+  } catch (const YAML::Exception& e) { return Error(where + ": " + e.msg); }
 }
 
 std::vector<std::pair<std::string, nlohmann::json>> optionValues(const ConvertOptions& o) {

@@ -3,8 +3,8 @@
 // three always accept the same names. Flags given on the command line win over the config file.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -39,8 +39,8 @@ struct ConvertOptions {
   uint32_t num_ipus = 1;
   std::string execution_strategy = "sharded";  // with num_ipus > 1: sharded or pipelined
   std::string manual_sharding_config;          // YAML list of {node, device, stage}
-  uint32_t replication_factor = 1;  // recorded in the PopEF: the runtime runs that many replicas
-  uint32_t batches_per_step = 1;    // recorded in the PopEF: batches per host call
+  uint32_t replication_factor = 1;             // recorded in the PopEF: the runtime runs that many replicas
+  uint32_t batches_per_step = 1;               // recorded in the PopEF: batches per host call
   uint32_t tiles_per_ipu = 0;
   double available_memory_proportion = 0.6;
   std::string logging_level;
@@ -53,19 +53,19 @@ struct ConvertOptions {
   double check_rtol = 1e-3;
   double check_atol = 1e-4;
   std::string summary_json;
-  std::string report;  // --report DIR (or POPRT_REPORT_DIR): profile.json and report.html
+  std::string report;           // --report DIR (or POPRT_REPORT_DIR): profile.json and report.html
   int64_t convert_version = 0;  // 0: keep the model's opset
   std::string cache_dir;        // --cache_dir, else POPRT_CACHE_DIR; "" = no cache
   int64_t cache_max_bytes = 0;  // 0 = unlimited
   std::string remote_cache;     // --remote_cache URL, else POPRT_REMOTE_CACHE; "" = none
   bool remote_cache_upload = false;
-  std::string remote_cache_header_file;  // else POPRT_REMOTE_CACHE_HEADER_FILE
+  std::string remote_cache_header_file;              // else POPRT_REMOTE_CACHE_HEADER_FILE
   std::vector<std::string> custom_library_so_paths;  // custom-op plugins (lib/plugin), loaded first
   // Not options of the table, for callers of the library (the Python package):
-  bool write_files = true;   // off: the results stay in memory (ConvertResult), nothing is written
-  std::string model_bytes;   // non-empty: the model to convert, instead of reading input_model
-                             // (which then only names it in messages; external data is read
-                             // relative to the working directory)
+  bool write_files = true;  // off: the results stay in memory (ConvertResult), nothing is written
+  std::string model_bytes;  // non-empty: the model to convert, instead of reading input_model
+                            // (which then only names it in messages; external data is read
+                            // relative to the working directory)
 };
 
 using FieldRef = std::variant<std::string*, std::vector<std::string>*, bool*, int64_t*, uint32_t*, double*>;

@@ -9,13 +9,13 @@
 #include <map>
 #include <set>
 
+#include "converter/value_check.h"
 #include "lib/onnx/onnx_io.h"
 #include "lib/onnx/value_io.h"
 #include "lib/ops/op_util.h"
 #include "lib/ops/registry.h"
-#include "passes/fp16_ranges.h"
-#include "converter/value_check.h"
 #include "lib/support/file_io.h"
+#include "passes/fp16_ranges.h"
 
 namespace poprt::converter {
 namespace {
@@ -34,7 +34,6 @@ Expected<ir::Model> reimport(const std::string& bytes, const std::string& what) 
   if (!m.ok()) return m.error().withContext("--precision_compare");
   return m;
 }
-
 
 std::string fmtCosine(double v) {
   if (std::isnan(v)) return "nan";
@@ -111,12 +110,9 @@ ojson diffJson(const PrecisionDiff& d, bool layer) {
 
 // The model inputs, read from `files` (NAME=FILE, flag `flag`) where given, else generated like
 // --check's (seeded). Sets `dynamic` to the first input it cannot generate (no static shape).
-Expected<std::vector<std::pair<std::string, ops::RtValue>>> readOrGenerate(const ir::Graph& graph,
-                                                                          const std::vector<std::string>& file_args,
-                                                                          const std::string& flag, uint64_t seed,
-                                                                          std::vector<std::string>& from_files,
-                                                                          std::vector<std::string>& generated,
-                                                                          std::string& dynamic) {
+Expected<std::vector<std::pair<std::string, ops::RtValue>>> readOrGenerate(
+    const ir::Graph& graph, const std::vector<std::string>& file_args, const std::string& flag, uint64_t seed,
+    std::vector<std::string>& from_files, std::vector<std::string>& generated, std::string& dynamic) {
   std::map<std::string, std::string> files;
   for (const std::string& text : file_args) {
     auto kv = splitAssignment(text, flag);
@@ -157,8 +153,8 @@ Expected<std::vector<std::pair<std::string, ops::RtValue>>> readOrGenerate(const
 }  // namespace
 
 Expected<std::vector<std::pair<std::string, ops::RtValue>>> calibrationInputs(const ir::Graph& graph,
-                                                                             const std::vector<std::string>& files,
-                                                                             std::string& skipped) {
+                                                                              const std::vector<std::string>& files,
+                                                                              std::string& skipped) {
   std::vector<std::string> from_files, generated;
   std::string dynamic;
   POPRT_ASSIGN_OR_RETURN(auto inputs,
@@ -202,11 +198,13 @@ Expected<PrecisionReport> comparePrecision(const std::string& fp32_snapshot, con
 
   PrecisionReport report;
   std::string dynamic;
-  POPRT_ASSIGN_OR_RETURN(auto inputs, readOrGenerate(*ref.graph, o.inputs, "--precision_compare_input", o.seed, report.file_inputs,
-                                                     report.generated_inputs, dynamic));
+  POPRT_ASSIGN_OR_RETURN(auto inputs, readOrGenerate(*ref.graph, o.inputs, "--precision_compare_input", o.seed,
+                                                     report.file_inputs, report.generated_inputs, dynamic));
   if (!dynamic.empty())
-    return Error("--precision_compare: input '" + dynamic + "' has a dynamic shape; generated inputs need a static one (hint: "
-                 "--input_shape " + dynamic + "=D0,D1,... or --precision_compare_input " + dynamic + "=FILE.npy)");
+    return Error("--precision_compare: input '" + dynamic +
+                 "' has a dynamic shape; generated inputs need a static one (hint: "
+                 "--input_shape " +
+                 dynamic + "=D0,D1,... or --precision_compare_input " + dynamic + "=FILE.npy)");
 
   // The fp16 model reads the same values; a model input --fp16_io made float16 gets them rounded.
   std::vector<std::pair<std::string, ops::RtValue>> half_inputs;
@@ -228,8 +226,7 @@ Expected<PrecisionReport> comparePrecision(const std::string& fp32_snapshot, con
   auto b = ops::runGraph(*half.graph, half_inputs, ctx_half);
   if (!b.ok()) return b.error().withContext("--precision_compare: the float16 model fails");
 
-  for (size_t i = 0; i < model_outputs; ++i)
-    report.outputs.push_back(diffOf(ref.graph->outputs()[i]->name(), (*a)[i], (*b)[i]));
+  for (size_t i = 0; i < model_outputs; ++i) report.outputs.push_back(diffOf(ref.graph->outputs()[i]->name(), (*a)[i], (*b)[i]));
   if (o.per_layer) {
     std::map<std::string, size_t> half_index;
     for (size_t i = model_outputs; i < half.graph->outputs().size(); ++i) half_index[half.graph->outputs()[i]->name()] = i;
@@ -250,7 +247,8 @@ void printPrecisionReport(const PrecisionReport& r, std::ostream& out) {
   if (!r.generated_inputs.empty()) out << ", generated inputs (floats in [-1, 1), integers 0..3)";
   if (!r.file_inputs.empty()) out << ", " << r.file_inputs.size() << " input(s) from files";
   out << "\n";
-  std::vector<std::vector<std::string>> rows = {{"output", "fp16 dtype", "cosine", "max abs err", "max rel err", "fp32 max|x|", "NaN/Inf"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"output", "fp16 dtype", "cosine", "max abs err", "max rel err", "fp32 max|x|", "NaN/Inf"}};
   for (const PrecisionDiff& d : r.outputs) rows.push_back(row(d, false));
   printTable(rows, out);
   if (!r.layers.empty()) {
@@ -269,7 +267,8 @@ void printPrecisionReport(const PrecisionReport& r, std::ostream& out) {
         break;
       }
     out << "  per layer: " << r.layers.size() << " values compared; the " << shown << " with the lowest cosine:\n";
-    std::vector<std::vector<std::string>> lrows = {{"value", "op", "fp16 dtype", "cosine", "max abs err", "max rel err", "fp32 max|x|", "NaN/Inf"}};
+    std::vector<std::vector<std::string>> lrows = {
+        {"value", "op", "fp16 dtype", "cosine", "max abs err", "max rel err", "fp32 max|x|", "NaN/Inf"}};
     for (size_t i = 0; i < shown; ++i) lrows.push_back(row(*sorted[i], true));
     printTable(lrows, out);
   }

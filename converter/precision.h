@@ -51,8 +51,8 @@ Expected<PrecisionReport> comparePrecision(const std::string& fp32_snapshot, con
 // others generated as --check's are. When an input has no file and no static shape there is no
 // range check: returns none and says why in `skipped`.
 Expected<std::vector<std::pair<std::string, ops::RtValue>>> calibrationInputs(const ir::Graph& graph,
-                                                                             const std::vector<std::string>& files,
-                                                                             std::string& skipped);
+                                                                              const std::vector<std::string>& files,
+                                                                              std::string& skipped);
 
 // The readable tables (outputs, then the worst layers).
 void printPrecisionReport(const PrecisionReport& report, std::ostream& out);

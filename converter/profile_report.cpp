@@ -8,12 +8,11 @@
 #include <optional>
 #include <set>
 
+#include "converter/report_html.h"
+#include "converter/value_check.h"
 #include "lib/exec/memory_profile.h"
 #include "lib/support/file_io.h"
 #include "sim/codelets.h"
-#include "converter/report_html.h"
-#include "lib/support/file_io.h"
-#include "converter/value_check.h"
 
 namespace poprt::converter {
 namespace {
@@ -76,9 +75,8 @@ std::string opTypeOf(const std::string& name, const std::map<std::string, std::s
   }
 }
 
-std::vector<Row> cutRows(const exec::Executable& exe, const std::vector<sim::StepCycles>& cycles,
-                         const std::vector<double>& wall, const std::map<std::string, std::string>& op_types,
-                         std::vector<size_t>& row_of_step) {
+std::vector<Row> cutRows(const exec::Executable& exe, const std::vector<sim::StepCycles>& cycles, const std::vector<double>& wall,
+                         const std::map<std::string, std::string>& op_types, std::vector<size_t>& row_of_step) {
   std::vector<Row> rows;
   bool open_exchange = false;  // the last row is an exchange its node's compute set may join
   for (size_t i = 0; i < exe.main.steps.size(); ++i) {
@@ -240,8 +238,7 @@ ordered_json livenessJson(const exec::MemoryProfile* mp, const ordered_json& mem
                         {"busiest_tile", l.busiest_tile},
                         {"busiest_bytes", l.busiest_bytes}});
   const auto& totals = memory["totals"];
-  return {{"always_live_bytes", totals["weights"].get<uint64_t>() + totals["vertex_state"].get<uint64_t>()},
-          {"points", points}};
+  return {{"always_live_bytes", totals["weights"].get<uint64_t>() + totals["vertex_state"].get<uint64_t>()}, {"points", points}};
 }
 
 // Generated inputs for the traced run, as --check's; "" or why there can be no run.
@@ -298,8 +295,11 @@ ordered_json ipusJson(const sim::Engine& e, uint32_t batches_per_step) {
   }
   ordered_json timeline = ordered_json::array();
   for (const sim::StageSpan& s : e.schedule(batches_per_step))
-    timeline.push_back({{"stage", s.stage}, {"batch", s.batch}, {"kind", s.copies ? "copy" : "compute"},
-                        {"start_cycle", s.start}, {"cycles", s.cycles}});
+    timeline.push_back({{"stage", s.stage},
+                        {"batch", s.batch},
+                        {"kind", s.copies ? "copy" : "compute"},
+                        {"start_cycle", s.start},
+                        {"cycles", s.cycles}});
   return {{"num_ipus", t.num_ipus},
           {"execution_strategy", exe.strategy == exec::Strategy::Pipelined ? "pipelined" : "sharded"},
           {"batches_per_step", batches_per_step},

@@ -206,7 +206,8 @@ RemoteLookup RemoteCache::fetchEntry(const std::string& key) {
       return {Outcome::Corrupted, name + ": a malformed digest", {}};
     total += static_cast<uint64_t>(size);
   }
-  if (total > kMaxFileBytes) return {Outcome::Corrupted, "the entry's files are over " + std::to_string(kMaxFileBytes) + " bytes", {}};
+  if (total > kMaxFileBytes)
+    return {Outcome::Corrupted, "the entry's files are over " + std::to_string(kMaxFileBytes) + " bytes", {}};
   for (const auto& f : entry.output_files()) {
     const std::string& name = f.path();
     if (out.files.count(name)) return {Outcome::Corrupted, name + ": named twice", {}};
@@ -217,8 +218,10 @@ RemoteLookup RemoteCache::fetchEntry(const std::string& key) {
     if (s == 404) return {Outcome::Corrupted, name + ": the entry's blob is missing", {}};
     if (s != 200) return {Outcome::Corrupted, name + ": HTTP " + std::to_string(s), {}};
     if (blob.size() != static_cast<size_t>(size) || digest != f.digest().hash())
-      return {Outcome::Corrupted, name + ": the blob does not match its SHA-256 (" + std::to_string(blob.size()) + " of " +
-                                      std::to_string(size) + " bytes)", {}};
+      return {Outcome::Corrupted,
+              name + ": the blob does not match its SHA-256 (" + std::to_string(blob.size()) + " of " + std::to_string(size) +
+                  " bytes)",
+              {}};
     out.files[name] = std::move(blob);
   }
   if (!out.files.count(kEntryOnnx) || !out.files.count(kEntrySummary))
@@ -248,7 +251,8 @@ Status RemoteCache::store(const std::string& key, const EntryFiles& files) {
   }
   const std::string body = entry.SerializeAsString();
   auto put = impl_->call(
-      [&] { return impl_->client->Put(impl_->prefix + "/ac/" + key, body.data(), body.size(), "application/octet-stream"); }, why);
+      [&] { return impl_->client->Put(impl_->prefix + "/ac/" + key, body.data(), body.size(), "application/octet-stream"); },
+      why);
   if (!put || !*put) return Error("remote cache: upload: " + why);
   if ((*put)->status / 100 != 2) return Error("remote cache: upload of the entry: HTTP " + std::to_string((*put)->status));
   return okStatus();

@@ -41,7 +41,7 @@ using EntryFiles = std::map<std::string, std::string>;
 struct RemoteLookup {
   enum class Outcome { Hit, Miss, Corrupted, Unreachable };
   Outcome outcome = Outcome::Miss;
-  std::string why;  // Miss, Corrupted, Unreachable: one line for the summary and the warning
+  std::string why;   // Miss, Corrupted, Unreachable: one line for the summary and the warning
   EntryFiles files;  // Hit: every file checked against its digest
 };
 

@@ -2,8 +2,8 @@
 
 #include <string_view>
 
-#include "lib/support/status.h"
 #include "converter/report_template.h"  // generated from converter/report/report.html (converter/CMakeLists.txt)
+#include "lib/support/status.h"
 
 namespace poprt::converter {
 

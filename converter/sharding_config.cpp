@@ -19,8 +19,7 @@ Expected<int64_t> smallCount(const YAML::Node& n, const std::string& where) {
 
 Expected<std::vector<codegen::ShardEntry>> readShardingConfig(const std::string& path) {
   POPRT_ASSIGN_OR_RETURN(YAML::Node root, loadYamlFile(path));
-  if (!root.IsSequence() || root.size() == 0)
-    return Error(path + ": expected a list of {node, device, stage} entries");
+  if (!root.IsSequence() || root.size() == 0) return Error(path + ": expected a list of {node, device, stage} entries");
   std::vector<codegen::ShardEntry> entries;
   for (size_t i = 0; i < root.size(); ++i) {
     const YAML::Node& item = root[i];

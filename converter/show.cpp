@@ -16,7 +16,8 @@ IoEntry entryOf(const ir::Value& v, bool is_input) {
   e.dtype = t.dtype == DType::Undefined ? "?" : std::string(dtypeName(t.dtype));
   e.ranked = t.hasRank();
   if (t.dims)
-    for (const ir::Dim& d : *t.dims) e.dims.push_back(d.isStatic() ? std::to_string(d.value) : (d.symbol.empty() ? "?" : d.symbol));
+    for (const ir::Dim& d : *t.dims)
+      e.dims.push_back(d.isStatic() ? std::to_string(d.value) : (d.symbol.empty() ? "?" : d.symbol));
   return e;
 }
 

@@ -115,9 +115,8 @@ std::string summaryForCacheHit(const std::string& stored, const std::string& inp
   ojson j = ojson::parse(stored, nullptr, false);
   if (!j.is_object()) j = ojson::object();  // an entry from a damaged cache: the files are still right
   j["input_model"] = input_model;
-  j["files"] = ojson{{"onnx", onnx_path},
-                     {"popef", popef_path.empty() ? ojson(nullptr) : ojson(popef_path)},
-                     {"summary_json", summary_path}};
+  j["files"] = ojson{
+      {"onnx", onnx_path}, {"popef", popef_path.empty() ? ojson(nullptr) : ojson(popef_path)}, {"summary_json", summary_path}};
   j["cache"] = cache;
   return j.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";  // paths need not be UTF-8
 }

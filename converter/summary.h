@@ -31,7 +31,7 @@ struct ConvertSummary {
   std::optional<std::pair<double, double>> check;    // rtol, atol of a --check that passed
   std::string precision = "fp32";
   const nlohmann::ordered_json* precision_compare = nullptr;  // with --precision_compare
-  double seconds = 0;                                // the whole conversion
+  double seconds = 0;                                         // the whole conversion
   double codegen_seconds = 0;
   std::string onnx_path, popef_path, summary_path;
   const nlohmann::ordered_json* cache = nullptr;  // with a compile cache: {dir, key, hit}

@@ -117,8 +117,7 @@ Expected<Tensor> generateInput(DType dtype, const Shape& shape, uint64_t seed, s
   return t;
 }
 
-Status compareValues(const ops::RtValue& ref, const ops::RtValue& got, const Tolerance& tol, const DiffLabels& l,
-                     ValueDiff& d) {
+Status compareValues(const ops::RtValue& ref, const ops::RtValue& got, const Tolerance& tol, const DiffLabels& l, ValueDiff& d) {
   if (ref.kind != got.kind) {
     d.mismatch = std::string("is a ") + kindName(ref) + " " + l.ref_where + " but a " + kindName(got) + " " + l.got_where;
     return okStatus();
@@ -166,9 +165,9 @@ std::vector<std::string> diffTable(const std::vector<ValueDiff>& diffs, const st
   std::vector<std::vector<std::string>> rows = {{"output", "type", "max abs err", "max rel err", "cosine", "top1", "result"}};
   for (const ValueDiff& d : diffs) {
     std::string result = !d.mismatch.empty() ? "FAIL (" + d.mismatch + ")"
-                         : !d.over          ? "ok"
-                         : d.bad > 0        ? "FAIL (" + std::to_string(d.bad) + " of " + std::to_string(d.total) + " elements)"
-                                            : "FAIL";
+                         : !d.over           ? "ok"
+                         : d.bad > 0         ? "FAIL (" + std::to_string(d.bad) + " of " + std::to_string(d.total) + " elements)"
+                                             : "FAIL";
     char cosine[32], top1[32];
     std::snprintf(cosine, sizeof cosine, "%.6f", d.cosine);
     std::snprintf(top1, sizeof top1, "%.0f%%", 100 * d.top1);
@@ -204,8 +203,8 @@ Status worstDiff(const std::vector<ValueDiff>& diffs, const std::string& what, c
   std::string others = failing > 1 ? " (" + std::to_string(failing) + " outputs fail)" : "";
   if (!worst->mismatch.empty()) return Error(what + ": output '" + worst->name + "' " + worst->mismatch + others);
   if (tol.compare == "cosine")
-    return Error(what + ": output '" + worst->name + "' has cosine similarity " + std::to_string(worst->cosine) +
-                 ", below " + formatError(tol.min_cosine) + others);
+    return Error(what + ": output '" + worst->name + "' has cosine similarity " + std::to_string(worst->cosine) + ", below " +
+                 formatError(tol.min_cosine) + others);
   if (tol.compare == "top1")
     return Error(what + ": output '" + worst->name + "': the largest element is elsewhere in " +
                  formatError(100 * (1 - worst->top1)) + "% of the rows" + others);

@@ -35,14 +35,15 @@ int run(const std::string& popef, const std::string& in_dir, const std::string& 
   rt::ModelRunnerConfig config;
   config.ring_buffer_size = 4;
   rt::ModelRunner runner(popef, config);
-  std::cout << "model " << popef << ": " << runner.replicationFactor() << " replica(s), "
-            << runner.batchesPerStep() << " batch(es) per step\n";
+  std::cout << "model " << popef << ": " << runner.replicationFactor() << " replica(s), " << runner.batchesPerStep()
+            << " batch(es) per step\n";
 
   // Inputs stay in this program's memory; the runtime reads them in place.
   std::vector<std::vector<char>> inputs;
   rt::InputMemoryView in_view;
   for (const rt::DataDesc& d : runner.getExecuteInputs()) {
-    if (!d.fixedSize()) throw rt::ApplicationError("input '" + d.name + "' is not a plain tensor; this example feeds raw tensors only");
+    if (!d.fixedSize())
+      throw rt::ApplicationError("input '" + d.name + "' is not a plain tensor; this example feeds raw tensors only");
     inputs.push_back(readFile(in_dir + "/" + d.name + ".bin"));
     in_view[d.name] = {inputs.back().data(), inputs.back().size()};
     std::cout << "  input  " << d.name << "  " << d.dtype << shapeText(d.shape) << "\n";
@@ -63,7 +64,8 @@ int run(const std::string& popef, const std::string& in_dir, const std::string& 
   }
   for (auto& f : futures) f.get();
   for (int r = 1; r < kInFlight; ++r)
-    if (outputs[r] != outputs[0]) throw rt::ApplicationError("request " + std::to_string(r) + " gave other outputs than request 0");
+    if (outputs[r] != outputs[0])
+      throw rt::ApplicationError("request " + std::to_string(r) + " gave other outputs than request 0");
 
   // One more with outputs the runner allocates, written out.
   rt::OutputMemory result = runner.execute(in_view);
@@ -71,8 +73,8 @@ int run(const std::string& popef, const std::string& in_dir, const std::string& 
     const rt::TensorMemory& m = result.at(d.name);
     std::ofstream(out_dir + "/" + d.name + ".bin", std::ios::binary)
         .write(reinterpret_cast<const char*>(m.data.data()), static_cast<std::streamsize>(m.data.size()));
-    std::cout << "  output " << d.name << "  " << m.desc.dtype << shapeText(m.desc.shape) << "  -> " << out_dir << "/"
-              << d.name << ".bin\n";
+    std::cout << "  output " << d.name << "  " << m.desc.dtype << shapeText(m.desc.shape) << "  -> " << out_dir << "/" << d.name
+              << ".bin\n";
   }
   const rt::IpuEstimate e = runner.estimate();
   std::cout << "estimated IPU latency " << e.seconds() * 1e6 << " us per batch\n";

@@ -22,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!sim::verifyExecutable(*exe).ok()) return 0;
   // What was read is what gets written: the blob is deterministic.
   auto again = exec::deserialize(exec::serialize(*exe), "again");
-  fuzz::require(again.ok() && exec::serialize(*again) == exec::serialize(*exe), "an executable changes through a write and a read");
+  fuzz::require(again.ok() && exec::serialize(*again) == exec::serialize(*exe),
+                "an executable changes through a write and a read");
   fuzz::runSmall(*exe, nullptr);
   return 0;
 }

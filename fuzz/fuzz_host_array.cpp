@@ -77,7 +77,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = a.shape.size(); i-- > 0;) {
     a.strides[i] = step;
     // Wrapping, as a bogus itemsize may be anything.
-    step = static_cast<int64_t>(static_cast<uint64_t>(step) * static_cast<uint64_t>(a.shape[i] > 0 && a.shape[i] < 64 ? a.shape[i] : 1));
+    step = static_cast<int64_t>(static_cast<uint64_t>(step) *
+                                static_cast<uint64_t>(a.shape[i] > 0 && a.shape[i] < 64 ? a.shape[i] : 1));
   }
   const uint8_t changes = in.next() % 4;
   for (uint8_t c = 0; c < changes && !a.strides.empty(); ++c) a.strides[in.next() % a.strides.size()] = in.nextWide();
@@ -99,8 +100,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int64_t k = 0; k < elements; ++k) {
     int64_t offset = 0;
     for (size_t i = 0; i < index.size(); ++i) offset += index[i] * a.strides[i];
-    fuzz::require(offset == k * anchor_kind.itemsize, "element " + std::to_string(k) + " is at byte " +
-                                                          std::to_string(offset) + " of an array taken as contiguous");
+    fuzz::require(offset == k * anchor_kind.itemsize,
+                  "element " + std::to_string(k) + " is at byte " + std::to_string(offset) + " of an array taken as contiguous");
     for (size_t i = index.size(); i-- > 0;) {
       if (++index[i] < a.shape[i]) break;
       index[i] = 0;

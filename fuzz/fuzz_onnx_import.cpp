@@ -47,7 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   auto valid = ir::verify(*model->graph);
-  fuzz::require(valid.ok(), "the importer accepted a model whose IR does not verify: " + (valid.ok() ? "" : valid.error().message()));
+  fuzz::require(valid.ok(),
+                "the importer accepted a model whose IR does not verify: " + (valid.ok() ? "" : valid.error().message()));
   onnx::ModelProto proto;
   if (proto.ParseFromArray(data, static_cast<int>(size))) requireConfined(proto.graph());
   (void)onnxio::exportModelProto(*model);

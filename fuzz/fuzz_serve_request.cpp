@@ -60,7 +60,8 @@ const std::vector<ModelLayout>& layouts() {
 
 void checkAccepted(const InferCall& call, const ModelLayout& l) {
   const int64_t rows = call.request.rows;
-  fuzz::require(l.batchable ? rows >= 1 && rows <= l.batch : rows == 1, "accepted a request of " + std::to_string(rows) + " rows");
+  fuzz::require(l.batchable ? rows >= 1 && rows <= l.batch : rows == 1,
+                "accepted a request of " + std::to_string(rows) + " rows");
   fuzz::require(call.request.inputs.size() == l.inputs.size(), "accepted a request without every input");
   for (size_t i = 0; i < l.inputs.size(); ++i)
     fuzz::require(call.request.inputs[i].size() == l.bytesFor(l.inputs[i], rows),

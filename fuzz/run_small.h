@@ -40,8 +40,8 @@ inline void runSmall(const exec::Executable& exe, const std::map<std::string, Te
     }
   }
   auto engine = sim::Engine::create(exe, weights ? *weights : zeros, 1);
-  require(engine.ok(), "Engine::create refused an executable the verifier accepted: " +
-                           (engine.ok() ? "" : engine.error().message()));
+  require(engine.ok(),
+          "Engine::create refused an executable the verifier accepted: " + (engine.ok() ? "" : engine.error().message()));
   std::vector<const Tensor*> args;
   for (const Tensor& t : inputs) args.push_back(&t);
   auto out = (*engine)->runTensors(args);

@@ -17,8 +17,8 @@
 namespace poprt::passes {
 namespace {
 
-const std::set<std::string> kNondeterministic = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                                 "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+const std::set<std::string> kNondeterministic = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                                                 "Multinomial",  "Bernoulli",     "Dropout"};
 
 bool hasSubgraph(const ir::Node& n) {
   for (const auto& [name, attr] : n.attributes)

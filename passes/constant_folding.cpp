@@ -12,8 +12,8 @@ namespace poprt::passes {
 namespace {
 
 // Ops whose result is not a function of their inputs.
-const std::set<std::string> kNondeterministic = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                                 "RandomUniformLike", "Multinomial", "Bernoulli"};
+const std::set<std::string> kNondeterministic = {"RandomNormal",      "RandomUniform", "RandomNormalLike",
+                                                 "RandomUniformLike", "Multinomial",   "Bernoulli"};
 
 bool isConstant(const ir::Value* v) {
   // An initializer that is also a graph input is only a default: the caller may override it.

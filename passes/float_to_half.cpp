@@ -11,8 +11,9 @@
 // float32 output their schema does not type as their data, and, with
 // --enable_avoid_overflow_patterns, the overflow-prone paths of fp16_overflow.h and the nodes the
 // range check of fp16_ranges.h finds handling values beyond the float16 range on the calibration
-// inputs; with --fp16_keep_vector_regions, regions of vector ops only between float32 values. Control-flow nodes (If/Loop/Scan) keep their float32 results; their bodies convert like
-// the main graph, each casting its results back (not under a node a skip list names).
+// inputs; with --fp16_keep_vector_regions, regions of vector ops only between float32 values. Control-flow nodes (If/Loop/Scan)
+// keep their float32 results; their bodies convert like the main graph, each casting its results back (not under a node a skip
+// list names).
 //
 // Float32 constants that an fp16 op reads are converted (values beyond ±65504 clamped, with a
 // warning naming the constant); a constant only fp16 ops read is converted in place (it keeps its
@@ -156,8 +157,7 @@ class FloatToHalf : public Pass {
       }
       if (d.mode == Mode::Fp16)
         for (size_t i = 0; i < n->outputs().size(); ++i)
-          if (d.roles->outputs[i] == TypeRole::Data && isTensorOf(n->output(i), DType::Float))
-            will_be_half_.insert(n->output(i));
+          if (d.roles->outputs[i] == TypeRole::Data && isTensorOf(n->output(i), DType::Float)) will_be_half_.insert(n->output(i));
       std::string body_forced = forced_fp32;
       if (body_forced.empty() && skipped(*n)) body_forced = "in the body of " + n->describe() + ", which a skip list names";
       decisions_[n] = std::move(d);
@@ -204,7 +204,8 @@ class FloatToHalf : public Pass {
       const auto& roles = *decisions_[&n].roles;
       for (size_t k = 0; k < n.inputs().size(); ++k) {
         const ir::Value* v = n.input(k);
-        if (v && roles.inputs[k] == TypeRole::Data && isTensorOf(v, DType::Float) && !constantTensor(v) && !will_be_half_.count(v))
+        if (v && roles.inputs[k] == TypeRole::Data && isTensorOf(v, DType::Float) && !constantTensor(v) &&
+            !will_be_half_.count(v))
           cast_bounded[r] = true;
       }
       for (const ir::Value* v : n.outputs()) {
@@ -320,8 +321,10 @@ class FloatToHalf : public Pass {
     bool float_data = false, other_float = false;
     auto look = [&](const ir::Value* v, TypeRole role) {
       if (!v || role != TypeRole::Data || !v->type.isTensor()) return;
-      if (v->type.dtype == DType::Float) float_data = true;
-      else if (isFloatingPoint(v->type.dtype) && v->type.dtype != DType::Float16) other_float = true;
+      if (v->type.dtype == DType::Float)
+        float_data = true;
+      else if (isFloatingPoint(v->type.dtype) && v->type.dtype != DType::Float16)
+        other_float = true;
     };
     if (d.roles) {
       for (size_t i = 0; i < n.inputs().size(); ++i) look(n.input(i), d.roles->inputs[i]);
@@ -342,7 +345,8 @@ class FloatToHalf : public Pass {
     if (!def) return keep("kept_unknown_op", "the op registry does not know it");
     // Control flow: the node's own outputs stay float32 (each body casts its results back); the
     // bodies' nodes are decided on their own.
-    if (!n.subgraphs().empty()) return keep("control_flow", "a control-flow node (its bodies convert; their results are cast back)");
+    if (!n.subgraphs().empty())
+      return keep("control_flow", "a control-flow node (its bodies convert; their results are cast back)");
     if (!d.roles) return keep("kept_no_schema", "ONNX has no schema for it");
     for (const std::string& key : skipKeys(n))
       if (skip_types_.count(key)) return keep("kept_skip_op_type", "--fp16_skip_op_types " + key);
@@ -357,7 +361,8 @@ class FloatToHalf : public Pass {
     // inference does (GridSample-16's Y). Converting the input could change the output's type.
     for (size_t i = 0; i < n.outputs().size() && !fusion::isOp(&n, "Cast"); ++i)  // (Cast's `to` alone sets it)
       if (d.roles->outputs[i] == TypeRole::Fixed && isTensorOf(n.output(i), DType::Float))
-        return keep("kept_output_type", "its float32 output '" + n.output(i)->name() + "' is not typed by its schema as its data");
+        return keep("kept_output_type",
+                    "its float32 output '" + n.output(i)->name() + "' is not typed by its schema as its data");
     if (def->fp16 == ops::Fp16Policy::TypeAgnostic) {
       bool half_input = false;
       for (size_t i = 0; i < n.inputs().size(); ++i)
@@ -491,8 +496,7 @@ class FloatToHalf : public Pass {
     if (v->isGraphOutput()) return false;
     for (const ir::Use& u : v->uses()) {
       auto it = decisions_.find(u.node);
-      if (it == decisions_.end() || it->second.mode != Mode::Fp16 ||
-          it->second.roles->inputs[u.input_index] != TypeRole::Data)
+      if (it == decisions_.end() || it->second.mode != Mode::Fp16 || it->second.roles->inputs[u.input_index] != TypeRole::Data)
         return false;
     }
     return true;
@@ -511,8 +515,9 @@ class FloatToHalf : public Pass {
     if (h.flushed > 0) {
       ctx_->count("values_flushed_to_zero", h.flushed);
       if (h.flushed == h.nonzero)
-        ctx_->warn("constant '" + name + "': every non-zero value is below the float16 range and became 0 (--fp16_skip_node_names " +
-                   reader.name() + " keeps " + reader.describe() + " in float32)");
+        ctx_->warn("constant '" + name +
+                   "': every non-zero value is below the float16 range and became 0 (--fp16_skip_node_names " + reader.name() +
+                   " keeps " + reader.describe() + " in float32)");
     }
     return std::move(h.tensor);
   }
@@ -549,10 +554,10 @@ class FloatToHalf : public Pass {
   std::set<std::string> skip_types_, skip_names_;
   std::map<const ir::Node*, std::string> overflow_, out_of_range_;
   std::map<const ir::Node*, Decision> decisions_;
-  std::set<const ir::Value*> will_be_half_;      // float32 values the decided nodes make float16
+  std::set<const ir::Value*> will_be_half_;          // float32 values the decided nodes make float16
   std::map<const ir::Node*, bool> constant_layout_;  // constantLayoutOp, memoised
-  std::vector<ir::Graph*> bodies_;               // the subgraphs visited
-  std::set<ir::Value*> half_values_;              // float16 values this pass made
+  std::vector<ir::Graph*> bodies_;                   // the subgraphs visited
+  std::set<ir::Value*> half_values_;                 // float16 values this pass made
   std::map<const ir::Value*, ir::Value*> half_of_;   // float32 value -> its float16 version
   std::map<const ir::Value*, ir::Value*> float_of_;  // float16 value -> its float32 Cast
   int64_t weight_bytes_fp32_ = 0, weight_bytes_fp16_ = 0, clamped_constants_ = 0;

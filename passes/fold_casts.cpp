@@ -28,10 +28,14 @@ bool lossless(DType from, DType to) {
   if (from == to) return true;
   auto bits = [](DType t) -> int {
     switch (t) {
-      case DType::Int8: case DType::UInt8: return 8;
-      case DType::Int16: case DType::UInt16: return 16;
-      case DType::Int32: case DType::UInt32: return 32;
-      case DType::Int64: case DType::UInt64: return 64;
+      case DType::Int8:
+      case DType::UInt8: return 8;
+      case DType::Int16:
+      case DType::UInt16: return 16;
+      case DType::Int32:
+      case DType::UInt32: return 32;
+      case DType::Int64:
+      case DType::UInt64: return 64;
       default: return 0;
     }
   };
@@ -48,7 +52,11 @@ bool lossless(DType from, DType to) {
       return tb > fb;  // a wider type of the same signedness, or unsigned into a wider signed one
     }
     // Significand bits: float16 11, float32 24, float64 53 (bfloat16 8).
-    const int mantissa = to == DType::Float16 ? 11 : to == DType::Float ? 24 : to == DType::Double ? 53 : to == DType::BFloat16 ? 8 : 0;
+    const int mantissa = to == DType::Float16    ? 11
+                         : to == DType::Float    ? 24
+                         : to == DType::Double   ? 53
+                         : to == DType::BFloat16 ? 8
+                                                 : 0;
     return fb - (from_signed ? 1 : 0) <= mantissa;
   }
   return false;

@@ -61,8 +61,8 @@ std::string wideSource(const ir::Node& n) {
 // Does `n`, reading a wide value, return values back in range? (`wide` says which inputs are.)
 bool compresses(const ir::Node& n, const std::set<const ir::Value*>& wide) {
   if (!n.domain().empty()) return false;
-  static const std::set<std::string> kCompressing = {"Log",  "Sqrt", "Sigmoid",    "Tanh",     "Erf",  "Softmax",
-                                                     "LogSoftmax", "Sign", "Atan", "Softsign", "HardSigmoid"};
+  static const std::set<std::string> kCompressing = {"Log",        "Sqrt", "Sigmoid", "Tanh",     "Erf",        "Softmax",
+                                                     "LogSoftmax", "Sign", "Atan",    "Softsign", "HardSigmoid"};
   const std::string& op = n.opType();
   if (kCompressing.count(op)) return true;
   if (op == "Div") return wide.count(n.input(1)) != 0;  // a ratio of wide values, or x / wide

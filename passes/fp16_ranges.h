@@ -25,7 +25,7 @@ size_t exposeFloatValues(ir::Graph& g);
 
 // Node -> why it stays float32 ("makes values up to 2.1e+06 on the calibration inputs"). An
 // error when the model does not run on the inputs (the caller skips the check with a warning).
-Expected<std::map<const ir::Node*, std::string>> outOfRangeNodes(
-    const ir::Model& model, const std::vector<std::pair<std::string, ops::RtValue>>& inputs);
+Expected<std::map<const ir::Node*, std::string>> outOfRangeNodes(const ir::Model& model,
+                                                                 const std::vector<std::pair<std::string, ops::RtValue>>& inputs);
 
 }  // namespace poprt::passes

@@ -139,8 +139,8 @@ std::string traceHead(ir::Value* v, const Perm& want, Head& h, std::vector<ir::N
       auto in = dimsOf(p->input(0));
       if (!out || out->size() != 4 || !in || in->size() != 3) return "the head split is not a [B,S,E] -> [B,S,H,D] Reshape";
       const ir::Dim &hd = (*out)[2], &dd = (*out)[3], &e = (*in)[2];
-      if (!sameDim((*in)[0], (*out)[0]) || !sameDim((*in)[1], (*out)[1]) || !hd.isStatic() || !dd.isStatic() ||
-          !e.isStatic() || hd.value * dd.value != e.value)
+      if (!sameDim((*in)[0], (*out)[0]) || !sameDim((*in)[1], (*out)[1]) || !hd.isStatic() || !dd.isStatic() || !e.isStatic() ||
+          hd.value * dd.value != e.value)
         return "the head split is not a [B,S,E] -> [B,S,H,D] Reshape";
       if (acc != want) return "the heads are not transposed as attention needs";
       nodes.push_back(p);

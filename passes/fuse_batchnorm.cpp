@@ -17,7 +17,6 @@
 namespace poprt::passes {
 namespace {
 
-
 class FuseBatchNorm : public Pass {
  public:
   Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
@@ -27,8 +26,7 @@ class FuseBatchNorm : public Pass {
     for (const auto& n : graph.nodes()) nodes.push_back(n.get());
     std::set<ir::Node*> removed;
     for (ir::Node* n : nodes) {
-      if (removed.count(n) || n->opType() != "BatchNormalization" || !n->domain().empty())
-        continue;
+      if (removed.count(n) || n->opType() != "BatchNormalization" || !n->domain().empty()) continue;
       std::string why = tryFold(graph, *n, opset, ctx, removed);
       if (why.empty()) {
         changed = true;
@@ -71,8 +69,8 @@ class FuseBatchNorm : public Pass {
              ", whose channels are on axis " + std::to_string(c.axis);
     for (size_t i = 0; i < 4; ++i)
       if (params[i]->numElements() != c.channels)
-        return std::string(names[i]) + " of shape " + shapeToString(params[i]->shape()) + " does not have one value for each of the " +
-               std::to_string(c.channels) + " channels of " + c.op->describe();
+        return std::string(names[i]) + " of shape " + shapeToString(params[i]->shape()) +
+               " does not have one value for each of the " + std::to_string(c.channels) + " channels of " + c.op->describe();
     const double eps = bn.attrFloat("epsilon", 1e-5f);
     std::vector<double> scale(static_cast<size_t>(c.channels)), shift(scale.size());
     auto values = [&](size_t i) {

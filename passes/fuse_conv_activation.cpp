@@ -20,9 +20,7 @@ namespace {
 
 using namespace fusion;
 
-bool isActivation(const ir::Node* n) {
-  return n && n->domain().empty() && ops::graphcore::isFusableActivation(n->opType());
-}
+bool isActivation(const ir::Node* n) { return n && n->domain().empty() && ops::graphcore::isFusableActivation(n->opType()); }
 
 // The activation's parameters as ConvAct/GemmAct attributes, or an error text.
 std::string activationAttrs(const ir::Node& act, int64_t opset, std::map<std::string, ir::Attribute>& attrs) {
@@ -52,7 +50,7 @@ Gated gatedActivation(const ir::Value* y) {
     const ir::Node* gate = u.node;
     const char* activation = isOp(gate, "Sigmoid") ? "Swish"
                              : isOp(gate, "HardSigmoid") && near(gate->attrFloat("alpha", 0.2f), 1.0 / 6.0, 1e-6) &&
-                                       gate->attrFloat("beta", 0.5f) == 0.5f
+                                     gate->attrFloat("beta", 0.5f) == 0.5f
                                  ? "HardSwish"
                                  : nullptr;
     if (!activation || gate->input(0) != y) continue;
@@ -97,8 +95,10 @@ class FuseConvActivation : public Pass {
       const DType dt = y->type.dtype;
       if (dt != DType::Float && dt != DType::Float16) why = "its output is not float32 or float16";
       std::map<std::string, ir::Attribute> attrs = base->attributes;
-      if (why.empty() && gated.mul) attrs["activation"].value = std::string(gated.activation);
-      else if (why.empty()) why = activationAttrs(*act, opset, attrs);
+      if (why.empty() && gated.mul)
+        attrs["activation"].value = std::string(gated.activation);
+      else if (why.empty())
+        why = activationAttrs(*act, opset, attrs);
       if (!why.empty()) {
         ctx.nearMiss(*act, why);
         continue;

@@ -47,8 +47,8 @@ ir::Value* sixthOf(const ir::Node* n) {
 }
 
 bool sameFloatType(const ir::Value* a, const ir::Value* b) {
-  return a->type.isTensor() && isFloatingPoint(a->type.dtype) && b->type.dtype == a->type.dtype && a->type.dims &&
-         b->type.dims && a->type.dims->size() == b->type.dims->size();
+  return a->type.isTensor() && isFloatingPoint(a->type.dtype) && b->type.dtype == a->type.dtype && a->type.dims && b->type.dims &&
+         a->type.dims->size() == b->type.dims->size();
 }
 
 class FuseHardSigmoid : public Pass {

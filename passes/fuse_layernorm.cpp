@@ -39,7 +39,7 @@ struct Match {
   ir::Value* gamma = nullptr;
   ir::Value* beta = nullptr;
   std::optional<Tensor> scale, bias;  // gamma and beta as [C]
-  int64_t c = 0;                       // the normalised (last) dim
+  int64_t c = 0;                      // the normalised (last) dim
   double eps = 0;
   ir::Node* last = nullptr;
   std::vector<ir::Node*> nodes;

@@ -11,7 +11,6 @@
 namespace poprt::passes {
 namespace {
 
-
 class FuseMatMulAddIntoGemm : public Pass {
  public:
   Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
@@ -26,9 +25,7 @@ class FuseMatMulAddIntoGemm : public Pass {
       bool folded = false;
       for (size_t data = 0; data < 2 && !folded; ++data) {
         ir::Node* mm = n->input(data) ? n->input(data)->producer() : nullptr;
-        if (!mm || mm->graph() != &graph || mm->opType() != "MatMul" ||
-            !mm->domain().empty())
-          continue;
+        if (!mm || mm->graph() != &graph || mm->opType() != "MatMul" || !mm->domain().empty()) continue;
         std::string why = check(*n, *mm, data);
         if (!why.empty()) {
           if (first_why.empty()) first_why = why;
@@ -58,8 +55,7 @@ class FuseMatMulAddIntoGemm : public Pass {
     const ir::Value* a = mm.input(0);
     const ir::Value* bias = add.input(1 - data);
     if (out->isGraphOutput()) return "the output of " + mm.describe() + " is a graph output";
-    if (out->uses().size() != 1)
-      return "the output of " + mm.describe() + " has " + std::to_string(out->uses().size()) + " uses";
+    if (out->uses().size() != 1) return "the output of " + mm.describe() + " has " + std::to_string(out->uses().size()) + " uses";
     const Tensor* b = constantOf(mm.input(1));
     if (!b) return fusion::notConstant(mm.input(1), "B of " + mm.describe());
     if (b->shape().size() != 2) return "B of " + mm.describe() + " is not 2-D";
@@ -76,7 +72,9 @@ class FuseMatMulAddIntoGemm : public Pass {
     const ir::Dim& m_dim = (*a->type.dims)[0];
     const int64_t n_dim = b->shape()[1];
     const std::string bad = "the bias of shape " + shapeToString(cs) + " does not broadcast to [M, N] = [" +
-                            (m_dim.isStatic() ? std::to_string(m_dim.value) : m_dim.symbol.empty() ? "?" : m_dim.symbol) +
+                            (m_dim.isStatic()       ? std::to_string(m_dim.value)
+                             : m_dim.symbol.empty() ? "?"
+                                                    : m_dim.symbol) +
                             ", " + std::to_string(n_dim) + "] as Gemm's C";
     if (cs.size() > 2) return bad;
     if (!cs.empty() && cs.back() != 1 && cs.back() != n_dim) return bad;

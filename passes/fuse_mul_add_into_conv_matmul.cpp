@@ -18,7 +18,6 @@
 namespace poprt::passes {
 namespace {
 
-
 class FuseMulAddIntoConvMatMul : public Pass {
  public:
   Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
@@ -48,8 +47,7 @@ class FuseMulAddIntoConvMatMul : public Pass {
   enum class Outcome { Folded, NearMiss, NotCandidate };
 
   // Tries n = f(input `data`, constant input 1 - data) with the data input made by a linear op.
-  Outcome tryFold(ir::Graph& g, ir::Node& n, size_t data, PassContext& ctx, std::set<ir::Node*>& removed,
-                  std::string& why) {
+  Outcome tryFold(ir::Graph& g, ir::Node& n, size_t data, PassContext& ctx, std::set<ir::Node*>& removed, std::string& why) {
     const std::string& op = n.opType();
     ir::Value* x = n.input(data);
     const ir::Value* kv = n.input(1 - data);

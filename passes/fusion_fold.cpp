@@ -16,8 +16,6 @@ std::string notConstant(const ir::Value* v, const std::string& what) {
 
 namespace {
 
-
-
 std::vector<double> doubles(const Tensor& t) {
   auto v = ops::toDoubles(t);
   POPRT_CHECK(v.ok(), "fusion: reading a constant checked to be floating-point");
@@ -33,8 +31,7 @@ Tensor tensorOf(DType dtype, Shape shape, const std::vector<double>& values) {
 // The value's single use is `v` feeding one node, and it is not returned.
 std::string singleUseProblem(const ir::Value* v, const ir::Node& producer) {
   if (v->isGraphOutput()) return "the output of " + producer.describe() + " is a graph output";
-  if (v->uses().size() != 1)
-    return "the output of " + producer.describe() + " has " + std::to_string(v->uses().size()) + " uses";
+  if (v->uses().size() != 1) return "the output of " + producer.describe() + " has " + std::to_string(v->uses().size()) + " uses";
   return "";
 }
 
@@ -132,7 +129,8 @@ ChainMatch matchLinearChain(const ir::Graph& g, ir::Value* v) {
     std::string why;
     if (bt->dtype() != c.dtype) return {std::nullopt, c.bias_add->describe() + " adds a constant of another dtype"};
     auto values = perChannel(*bt, c, why);
-    if (!values) return {std::nullopt, c.bias_add->describe() + " after " + c.op->describe() + " is not a per-channel bias: " + why};
+    if (!values)
+      return {std::nullopt, c.bias_add->describe() + " after " + c.op->describe() + " is not a per-channel bias: " + why};
     c.add_bias = std::move(*values);
   }
   m.chain = std::move(c);
@@ -239,8 +237,8 @@ Status foldAffine(ir::Graph& g, const LinearChain& c, const std::vector<double>&
     if (const Tensor* b = constantOf(op.input(2))) bias = doubles(*b);
     for (size_t i = 0; i < C; ++i) bias[i] = (bias[i] + add_bias[i]) * scale[i] + shift[i];
     ir::Value* w2 = addConstant(g, w_value->name() + "_folded", tensorOf(c.dtype, ws, wv));
-    ir::Value* b2 = addConstant(g, (name.empty() ? w_value->name() : name) + "_bias_folded",
-                                tensorOf(c.dtype, {c.channels}, bias));
+    ir::Value* b2 =
+        addConstant(g, (name.empty() ? w_value->name() : name) + "_bias_folded", tensorOf(c.dtype, {c.channels}, bias));
     ir::Value* tmp = detach(g, y, remove);
     ir::Node* n = g.addNode(type, {x, w2, b2}, {y}, name, domain);
     n->attributes = attributes;

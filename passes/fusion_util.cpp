@@ -7,9 +7,7 @@
 
 namespace poprt::passes::fusion {
 
-bool isOp(const ir::Node* n, const char* op_type) {
-  return n && n->opType() == op_type && n->domain().empty();
-}
+bool isOp(const ir::Node* n, const char* op_type) { return n && n->opType() == op_type && n->domain().empty(); }
 
 std::optional<double> scalarOf(const ir::Value* v) {
   const Tensor* t = constantOf(v);
@@ -30,8 +28,7 @@ std::optional<double> scalarOperand(const ir::Node& n, const ir::Value* x) {
   const ir::Value* c = otherOperand(n, x);
   const Tensor* t = constantOf(c);
   if (!t || !x || !x->type.dims || t->shape().size() > x->type.dims->size()) return std::nullopt;
-  if (c->type.dtype != DType::Undefined && x->type.dtype != DType::Undefined && t->dtype() != x->type.dtype)
-    return std::nullopt;
+  if (c->type.dtype != DType::Undefined && x->type.dtype != DType::Undefined && t->dtype() != x->type.dtype) return std::nullopt;
   return scalarOf(c);
 }
 

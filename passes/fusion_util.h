@@ -76,11 +76,11 @@ bool isLinearOp(const ir::Node& n);  // Conv, ConvTranspose, Gemm or MatMul in t
 // computes; its only user is the node being folded into it.
 struct LinearChain {
   ir::Node* op = nullptr;
-  ir::Node* bias_add = nullptr;   // Add(op output, constant per-channel bias), or null
-  std::vector<double> add_bias;   // that bias per channel (empty without bias_add)
-  ir::Value* out = nullptr;       // op's output, or bias_add's
-  int64_t rank = 0;               // of `out`; -1 when unknown (a MatMul whose input has no rank yet)
-  int64_t axis = 0;               // the channel axis: 1 for Conv/ConvTranspose/Gemm, the last for MatMul (-1 if unknown rank)
+  ir::Node* bias_add = nullptr;  // Add(op output, constant per-channel bias), or null
+  std::vector<double> add_bias;  // that bias per channel (empty without bias_add)
+  ir::Value* out = nullptr;      // op's output, or bias_add's
+  int64_t rank = 0;              // of `out`; -1 when unknown (a MatMul whose input has no rank yet)
+  int64_t axis = 0;              // the channel axis: 1 for Conv/ConvTranspose/Gemm, the last for MatMul (-1 if unknown rank)
   int64_t channels = 0;
   DType dtype = DType::Undefined;  // of the weights
 };
@@ -107,8 +107,8 @@ bool allFinite(const std::vector<double>& values, const std::string& what, std::
 // its Value. A MatMul that needs a bias gets an Add of it, or becomes a Gemm when its input is 2-D.
 // New weights and biases are new initializers; the old ones are left for dead_code_elimination.
 // Leaves the graph out of topological order: call finishRewrites() when the pass is done.
-Status foldAffine(ir::Graph& g, const LinearChain& chain, const std::vector<double>& scale,
-                  const std::vector<double>& shift, ir::Node* last);
+Status foldAffine(ir::Graph& g, const LinearChain& chain, const std::vector<double>& scale, const std::vector<double>& shift,
+                  ir::Node* last);
 
 // Removes `remove` (the node producing `y` first, then the nodes feeding it; each one's outputs
 // used only by the nodes removed before it) and returns a placeholder holding y's uses and graph

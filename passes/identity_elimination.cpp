@@ -8,9 +8,7 @@
 namespace poprt::passes {
 namespace {
 
-const Tensor* constantInput(const ir::Node& n, size_t i) {
-  return ir::constantOf(n.input(i));
-}
+const Tensor* constantInput(const ir::Node& n, size_t i) { return ir::constantOf(n.input(i)); }
 
 bool sameStaticShape(const ir::Value* a, const ir::Value* b) {
   return a && b && a->type.isTensor() && b->type.isTensor() && a->type.hasStaticShape() && b->type.hasStaticShape() &&
@@ -46,7 +44,8 @@ std::string noOpReason(const ir::Node& n, int64_t opset) {
     if (opset < 7 && n.attrInt("is_test", 0) == 0) return "";
     return "dropout";
   }
-  if (op == "Cast") return x->type.dtype != DType::Undefined && x->type.dtype == static_cast<DType>(n.attrInt("to", 0)) ? "cast" : "";
+  if (op == "Cast")
+    return x->type.dtype != DType::Undefined && x->type.dtype == static_cast<DType>(n.attrInt("to", 0)) ? "cast" : "";
   if (op == "Reshape" || op == "Expand" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten")
     return sameStaticShape(x, y) ? "reshape" : "";
   if (op == "Transpose") return isIdentityPerm(transposePerm(n)) ? "transpose" : "";

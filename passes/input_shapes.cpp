@@ -66,8 +66,10 @@ Status applyBatchSize(ir::Model& model, int64_t batch_size, int64_t batch_axis) 
     if (static_cast<int64_t>(dims.size()) <= batch_axis) continue;
     ir::Dim& d = dims[static_cast<size_t>(batch_axis)];
     if (!d.isStatic()) d = ir::Dim::fixed(batch_size);
-    if (d.value == batch_size) taken = true;
-    else if (fixed.empty()) fixed = "input '" + in->name() + "' is " + in->type.toString();
+    if (d.value == batch_size)
+      taken = true;
+    else if (fixed.empty())
+      fixed = "input '" + in->name() + "' is " + in->type.toString();
   }
   if (!taken)
     return Error("--batch_size " + std::to_string(batch_size) + ": no input has a dynamic dim at axis " +
@@ -78,8 +80,7 @@ Status applyBatchSize(ir::Model& model, int64_t batch_size, int64_t batch_axis) 
 
 std::string firstDynamicTensor(const ir::Graph& g) {
   for (const ir::Value* in : g.inputs())
-    if (!in->type.hasStaticShape())
-      return "input '" + in->name() + "' has shape " + in->type.toString();
+    if (!in->type.hasStaticShape()) return "input '" + in->name() + "' has shape " + in->type.toString();
   for (const auto& n : g.nodes())
     for (const ir::Value* out : n->outputs())
       if (out && !out->type.hasStaticShape())

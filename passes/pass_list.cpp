@@ -30,8 +30,7 @@ const std::vector<PassInfo>& allPasses() {
       {"fuse_mul_add_into_conv_matmul",
        "fold a per-channel constant Mul/Div/Add/Sub after a Conv, ConvTranspose, Gemm or MatMul into its weights and bias",
        makeFuseMulAddIntoConvMatMul},
-      {"fuse_matmul_add_into_gemm", "MatMul of a 2-D input by a constant [K,N] weight + bias -> Gemm",
-       makeFuseMatMulAddIntoGemm},
+      {"fuse_matmul_add_into_gemm", "MatMul of a 2-D input by a constant [K,N] weight + bias -> Gemm", makeFuseMatMulAddIntoGemm},
       // Fusions into ai.graphcore ops (LayerNormalization itself from opset 17). Conv/Gemm +
       // activation last, after BatchNormalization and Mul/Add have been folded into the Conv.
       {"fuse_layernorm",
@@ -56,8 +55,7 @@ const std::vector<PassInfo>& allPasses() {
        "Casts through layout ops (widening ones down, narrowing ones up); counts the Casts left",
        makeFoldCasts},
       {"common_subexpression_elimination",
-       "merge initializers with equal contents, then nodes with the same op, attributes and inputs",
-       makeCommonSubexpressions},
+       "merge initializers with equal contents, then nodes with the same op, attributes and inputs", makeCommonSubexpressions},
       {"dead_code_elimination", "remove nodes and initializers nothing uses", makeDeadCode},
       {"infer_shapes_final", "re-infer types after the rewrites", makeInferShapes},
   };

@@ -7,9 +7,7 @@
 
 namespace poprt::passes {
 
-ops::Opsets PassContext::opsets() const {
-  return ops::opsetsOf(model);
-}
+ops::Opsets PassContext::opsets() const { return ops::opsetsOf(model); }
 
 const PassInfo* findPass(const std::string& name) {
   for (const auto& p : allPasses())
@@ -67,7 +65,8 @@ Expected<std::vector<PassReport>> runPipeline(ir::Model& model, const PipelineOp
     POPRT_LOG(Info, "pass " << name << ": " << (report.changed ? "changed" : "no change") << ", "
                             << static_cast<int64_t>(seconds * 1e6) << " us" << counters);
     for (const auto& miss : report.stats.near_misses) POPRT_LOG(Info, "  pass " << name << " did not fire on " << miss);
-    for (const auto& w : report.stats.warnings) POPRT_LOG(Info, "  pass " << name << " warns: " << w);  // poprt-convert prints them
+    for (const auto& w : report.stats.warnings)
+      POPRT_LOG(Info, "  pass " << name << " warns: " << w);  // poprt-convert prints them
     if (name == options.print_ir_after) report.ir_after = ir::print(*model.graph);
     reports.push_back(std::move(report));
   }

@@ -12,17 +12,15 @@ namespace poprt::popef {
 namespace {
 
 struct Frame {
-  uint64_t remaining;   // items still expected (definite length)
-  bool indefinite;      // ends with a 0xff break instead
-  int string_major;     // for indefinite strings: the major type the chunks must have, else -1
+  uint64_t remaining;  // items still expected (definite length)
+  bool indefinite;     // ends with a 0xff break instead
+  int string_major;    // for indefinite strings: the major type the chunks must have, else -1
 };
 
 Status scanCbor(std::span<const uint8_t> b) {
   size_t pos = 0;
   std::vector<Frame> stack;
-  auto fail = [&](const std::string& what) {
-    return Error("malformed CBOR at byte " + std::to_string(pos) + ": " + what);
-  };
+  auto fail = [&](const std::string& what) { return Error("malformed CBOR at byte " + std::to_string(pos) + ": " + what); };
   bool done = false;
   while (!done) {
     if (pos >= b.size()) return fail("unexpected end of data");
@@ -38,8 +36,7 @@ Status scanCbor(std::span<const uint8_t> b) {
       }
       stack.pop_back();
     } else {
-      if (!stack.empty() && stack.back().string_major >= 0 &&
-          (major != stack.back().string_major || ai == 31)) {
+      if (!stack.empty() && stack.back().string_major >= 0 && (major != stack.back().string_major || ai == 31)) {
         pos = item_start;
         return fail("indefinite-length string chunk of the wrong type");
       }
@@ -62,8 +59,7 @@ Status scanCbor(std::span<const uint8_t> b) {
       bool opened = false;
       switch (major) {
         case 0:
-        case 1:
-          break;
+        case 1: break;
         case 2:
         case 3:
           if (indefinite) {
@@ -94,9 +90,7 @@ Status scanCbor(std::span<const uint8_t> b) {
           }
           break;
         }
-        case 6:
-          pos = item_start;
-          return fail("CBOR tags are not allowed");
+        case 6: pos = item_start; return fail("CBOR tags are not allowed");
         case 7:
           if (ai < 20 || ai == 24) {
             pos = item_start;

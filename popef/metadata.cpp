@@ -49,8 +49,7 @@ Expected<int64_t> getInt(const json& j, const std::string& where) {
 
 Expected<int> getCount(const json& j, const std::string& where) {
   POPRT_ASSIGN_OR_RETURN(int64_t v, getInt(j, where));
-  if (v < 1 || v > kMaxCount)
-    return Error(where + ": " + std::to_string(v) + " is outside 1.." + std::to_string(kMaxCount));
+  if (v < 1 || v > kMaxCount) return Error(where + ": " + std::to_string(v) + " is outside 1.." + std::to_string(kMaxCount));
   return static_cast<int>(v);
 }
 
@@ -72,8 +71,7 @@ Expected<std::vector<std::string>> getStringList(const json& j, const std::strin
 
 Expected<Anchor> anchorFromJson(const json& j, size_t index) {
   std::string where = "anchors[" + std::to_string(index) + "]";
-  if (j.is_object() && j.contains("name") && j["name"].is_string())
-    where += " " + sq(j["name"].get<std::string>());
+  if (j.is_object() && j.contains("name") && j["name"].is_string()) where += " " + sq(j["name"].get<std::string>());
   POPRT_TRY(checkKeys(j, where, {"name", "handle", "dtype", "shape", "kind", "per_replica", "programs"}, {"value"}));
   Anchor a;
   POPRT_ASSIGN_OR_RETURN(a.name, getString(j["name"], where + ".name"));
@@ -85,8 +83,7 @@ Expected<Anchor> anchorFromJson(const json& j, size_t index) {
   const json& shape = j["shape"];
   if (!shape.is_array()) return Error(where + ".shape: expected an array of integers, got " + typeOf(shape));
   if (shape.size() > static_cast<size_t>(kMaxRank))
-    return Error(where + ".shape: rank " + std::to_string(shape.size()) + " exceeds the limit of " +
-                 std::to_string(kMaxRank));
+    return Error(where + ".shape: rank " + std::to_string(shape.size()) + " exceeds the limit of " + std::to_string(kMaxRank));
   for (size_t i = 0; i < shape.size(); ++i) {
     POPRT_ASSIGN_OR_RETURN(int64_t d, getInt(shape[i], where + ".shape[" + std::to_string(i) + "]"));
     a.shape.push_back(d);
@@ -111,8 +108,8 @@ Expected<Anchor> anchorFromJson(const json& j, size_t index) {
 
 Expected<Metadata> metadataFromJson(const json& j) {
   POPRT_TRY(checkKeys(j, "metadata",
-                      {"anchors", "program_flow", "replication_factor", "num_ipus", "ipu_version",
-                       "batches_per_step", "executable_name", "compile_options"},
+                      {"anchors", "program_flow", "replication_factor", "num_ipus", "ipu_version", "batches_per_step",
+                       "executable_name", "compile_options"},
                       {"extra"}));
   Metadata m;
   const json& anchors = j["anchors"];
@@ -165,8 +162,7 @@ Status validateMetadata(const Metadata& m) {
     if (!names.insert(a.name).second) return Error(where + ": duplicate anchor name");
     if (a.dtype == DType::Undefined || !dtypeFromOnnx(static_cast<int64_t>(a.dtype)))
       return Error(where + ": invalid dtype " + std::to_string(static_cast<int>(a.dtype)));
-    if (a.kind != Anchor::Kind::Input && a.kind != Anchor::Kind::Output)
-      return Error(where + ": invalid kind");
+    if (a.kind != Anchor::Kind::Input && a.kind != Anchor::Kind::Output) return Error(where + ": invalid kind");
     if (a.shape.size() > static_cast<size_t>(kMaxRank))
       return Error(where + ": rank " + std::to_string(a.shape.size()) + " exceeds the limit of 64");
     // -1 is a dim known only at run time (an output of a host op with a data-dependent shape).
@@ -176,8 +172,7 @@ Status validateMetadata(const Metadata& m) {
     auto n = checkedNumElements(known);
     if (!n.ok()) return n.error().withContext(where);
     for (const auto& p : a.programs)
-      if (!programs.count(p))
-        return Error(where + ": program " + sq(p) + " is not in program_flow (load, main or save)");
+      if (!programs.count(p)) return Error(where + ": program " + sq(p) + " is not in program_flow (load, main or save)");
   }
   return okStatus();
 }
@@ -197,8 +192,7 @@ std::vector<uint8_t> encodeMetadata(const Metadata& m) {
   json opts = json::object();
   for (const auto& [k, v] : m.compile_options) opts[k] = v;
   json j = {{"anchors", anchors},
-            {"program_flow",
-             {{"load", m.program_flow.load}, {"main", m.program_flow.main}, {"save", m.program_flow.save}}},
+            {"program_flow", {{"load", m.program_flow.load}, {"main", m.program_flow.main}, {"save", m.program_flow.save}}},
             {"replication_factor", m.replication_factor},
             {"num_ipus", m.num_ipus},
             {"ipu_version", m.ipu_version},

@@ -88,12 +88,10 @@ struct TensorHeader {
 
 // Parses and checks a tensor data payload without copying the data. Errors have no prefix.
 Expected<TensorHeader> parseTensorPayload(std::span<const uint8_t> p) {
-  if (p.size() < 8)
-    return Error("payload of " + std::to_string(p.size()) + " bytes is shorter than its 8-byte header length");
+  if (p.size() < 8) return Error("payload of " + std::to_string(p.size()) + " bytes is shorter than its 8-byte header length");
   uint64_t hlen = rd64(p, 0);
   if (hlen > kMaxTensorHeaderBytes)
-    return Error("header length " + std::to_string(hlen) + " exceeds the limit of " +
-                 std::to_string(kMaxTensorHeaderBytes));
+    return Error("header length " + std::to_string(hlen) + " exceeds the limit of " + std::to_string(kMaxTensorHeaderBytes));
   if (hlen > p.size() - 8)
     return Error("header length " + std::to_string(hlen) + " exceeds the " + std::to_string(p.size() - 8) +
                  " bytes that follow it");
@@ -125,12 +123,12 @@ Expected<TensorHeader> parseTensorPayload(std::span<const uint8_t> p) {
   // anyone allocate more than the file provides.
   auto n = checkedNumElements(shape, static_cast<int64_t>(data.size() / esize));
   if (!n.ok())
-    return Error("header: " + dname + shapeToString(shape) + " needs more than the " +
-                 std::to_string(data.size()) + " bytes of data in the payload (" + n.error().message() + ")");
+    return Error("header: " + dname + shapeToString(shape) + " needs more than the " + std::to_string(data.size()) +
+                 " bytes of data in the payload (" + n.error().message() + ")");
   uint64_t need = static_cast<uint64_t>(*n) * esize;
   if (need != data.size())
-    return Error("header says " + dname + shapeToString(shape) + " = " + std::to_string(need) +
-                 " bytes, but the payload holds " + std::to_string(data.size()) + " bytes of data");
+    return Error("header says " + dname + shapeToString(shape) + " = " + std::to_string(need) + " bytes, but the payload holds " +
+                 std::to_string(data.size()) + " bytes of data");
   return TensorHeader{*dtype, std::move(shape), data};
 }
 
@@ -177,8 +175,7 @@ Status validatePopef(const PopefFile& file) {
     std::string where = "blob " + std::to_string(i) + " (" + blobLabel(b.type, b.name) + ")";
     if (!isKnownBlobType(static_cast<uint16_t>(b.type)))
       return Error(where + ": unknown blob type " + std::to_string(static_cast<unsigned>(b.type)));
-    if (b.type == BlobType::Metadata)
-      return Error(where + ": metadata goes in PopefFile::metadata, not in blobs");
+    if (b.type == BlobType::Metadata) return Error(where + ": metadata goes in PopefFile::metadata, not in blobs");
     auto name_ok = checkBlobName(b.name);
     if (!name_ok.ok()) return name_ok.error().withContext(where);
     if (!seen.insert({b.type, b.name}).second)
@@ -241,8 +238,8 @@ Expected<PopefFile> parsePopef(std::span<const uint8_t> b, const std::string& fi
   if (std::memcmp(b.data(), kFileMagic, magic_len) != 0)
     return err("not a PopEF file: it does not start with the magic \"POPEF\\0\"");
   if (size < kFileHeaderSize)
-    return err("truncated at byte 0: the file header needs " + std::to_string(kFileHeaderSize) +
-               " bytes, only " + std::to_string(size) + " present");
+    return err("truncated at byte 0: the file header needs " + std::to_string(kFileHeaderSize) + " bytes, only " +
+               std::to_string(size) + " present");
   uint16_t version = rd16(b, 6);
   if (version > kFormatVersion)
     return err("PopEF format version " + std::to_string(version) + " is newer than this reader (" +
@@ -256,9 +253,8 @@ Expected<PopefFile> parsePopef(std::span<const uint8_t> b, const std::string& fi
   size_t pos = kFileHeaderSize;
   if (count == 0) return err("file header declares 0 blobs; a PopEF file needs a metadata blob");
   if (count > (size - pos) / kBlobHeaderFixedSize)
-    return err("truncated: the file header declares " + std::to_string(count) + " blobs, but only " +
-               std::to_string(size - pos) + " bytes follow (each blob takes at least " +
-               std::to_string(kBlobHeaderFixedSize) + ")");
+    return err("truncated: the file header declares " + std::to_string(count) + " blobs, but only " + std::to_string(size - pos) +
+               " bytes follow (each blob takes at least " + std::to_string(kBlobHeaderFixedSize) + ")");
 
   PopefFile out;
   bool have_metadata = false;
@@ -308,13 +304,13 @@ Expected<PopefFile> parsePopef(std::span<const uint8_t> b, const std::string& fi
     pos += static_cast<size_t>(psize);
     uint32_t actual_crc = crc32(payload);
     if (actual_crc != stored_crc)
-      return err("checksum mismatch in " + label + ": header says " + hex(stored_crc, 8) + ", payload has " +
-                 hex(actual_crc, 8) + "; the file is corrupt");
+      return err("checksum mismatch in " + label + ": header says " + hex(stored_crc, 8) + ", payload has " + hex(actual_crc, 8) +
+                 "; the file is corrupt");
 
     if (type == BlobType::Metadata) {
       if (have_metadata)
-        return err("duplicate metadata blob: " + where + " (the first is blob " + std::to_string(metadata_index) +
-                   " at byte " + std::to_string(metadata_offset) + "); a PopEF file has exactly one");
+        return err("duplicate metadata blob: " + where + " (the first is blob " + std::to_string(metadata_index) + " at byte " +
+                   std::to_string(metadata_offset) + "); a PopEF file has exactly one");
       auto md = decodeMetadata(payload);
       if (!md.ok()) return err("metadata blob (" + where + "): " + md.error().message());
       out.metadata = std::move(md).value();
@@ -348,9 +344,8 @@ Expected<PopefFile> readPopef(const std::filesystem::path& path) {
 bool tensorDataSupports(DType dtype) { return dtype != DType::String && dtypeSize(dtype) > 0; }
 
 Blob makeTensorDataBlob(const std::string& name, const Tensor& tensor, BlobType type) {
-  POPRT_CHECK(tensorDataSupports(tensor.dtype()),
-              "makeTensorDataBlob: dtype " + std::string(dtypeName(tensor.dtype())) + " of '" + name +
-                  "' cannot be stored as tensor data");
+  POPRT_CHECK(tensorDataSupports(tensor.dtype()), "makeTensorDataBlob: dtype " + std::string(dtypeName(tensor.dtype())) +
+                                                      " of '" + name + "' cannot be stored as tensor data");
   POPRT_CHECK(hasTensorPayload(type), "makeTensorDataBlob: type must be TensorData or FeedData");
   POPRT_CHECK(tensor.byteSize() == static_cast<size_t>(tensor.numElements()) * dtypeSize(tensor.dtype()),
               "makeTensorDataBlob: tensor byte size does not match its shape");
@@ -369,8 +364,7 @@ Blob makeTensorDataBlob(const std::string& name, const Tensor& tensor, BlobType 
 
 Expected<Tensor> tensorFromBlob(const Blob& blob) {
   const std::string prefix = std::string(blobTypeName(blob.type)) + " blob " + quoteForError(blob.name);
-  if (!hasTensorPayload(blob.type))
-    return Error(prefix + ": expected a tensor data or feed data blob");
+  if (!hasTensorPayload(blob.type)) return Error(prefix + ": expected a tensor data or feed data blob");
   auto h = parseTensorPayload(blob.payload);
   if (!h.ok()) return h.error().withContext(prefix);
   Tensor t(h->dtype, h->shape);

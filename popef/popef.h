@@ -20,23 +20,23 @@
 
 #include "lib/support/dtype.h"
 #include "lib/support/status.h"
-#include "lib/support/value_kind.h"
 #include "lib/support/tensor.h"
+#include "lib/support/value_kind.h"
 
 namespace poprt::popef {
 
 // ---- Format constants (docs/POPEF.md) -------------------------------------------------------
 
-inline constexpr uint16_t kFormatVersion = 1;       // file header version this code writes/reads
-inline constexpr uint16_t kBlobHeaderVersion = 1;   // blob header version this code writes/reads
+inline constexpr uint16_t kFormatVersion = 1;      // file header version this code writes/reads
+inline constexpr uint16_t kBlobHeaderVersion = 1;  // blob header version this code writes/reads
 inline constexpr size_t kFileHeaderSize = 16;
 inline constexpr size_t kBlobHeaderFixedSize = 24;  // before the name bytes
 inline constexpr uint32_t kBlobMagic = 0x424F4C42;  // bytes "BLOB" when written little-endian
 inline constexpr size_t kMaxBlobNameBytes = 4096;
 inline constexpr uint64_t kMaxTensorHeaderBytes = 64 * 1024;
-inline constexpr int kMaxCborDepth = 64;            // nesting limit for every CBOR item we decode
+inline constexpr int kMaxCborDepth = 64;  // nesting limit for every CBOR item we decode
 inline constexpr int kMaxRank = 64;
-inline constexpr int kMaxCount = 1024;              // replication_factor, num_ipus, batches_per_step
+inline constexpr int kMaxCount = 1024;  // replication_factor, num_ipus, batches_per_step
 
 enum class BlobType : uint16_t { Metadata = 1, Executable = 2, TensorData = 3, FeedData = 4, Opaque = 5 };
 
@@ -53,7 +53,7 @@ struct Anchor {
   std::vector<int64_t> shape;
   enum class Kind { Input, Output } kind = Kind::Input;
   bool per_replica = false;
-  std::vector<std::string> programs;  // programs that use the anchor; each must be in program_flow
+  std::vector<std::string> programs;    // programs that use the anchor; each must be in program_flow
   ValueKind value = ValueKind::Tensor;  // a sequence or optional holds tensors of `dtype`
 
   bool operator==(const Anchor&) const = default;
@@ -73,7 +73,7 @@ struct Metadata {
   int batches_per_step = 1;    // 1..1024
   std::string executable_name;
   std::map<std::string, std::string> compile_options;
-  nlohmann::json extra;        // free-form (e.g. a node placement summary); null when unused
+  nlohmann::json extra;  // free-form (e.g. a node placement summary); null when unused
 
   bool operator==(const Metadata&) const = default;
 };
@@ -125,8 +125,7 @@ Expected<PopefFile> readPopef(const std::filesystem::path& path);
 bool tensorDataSupports(DType dtype);  // every dtype with a fixed element size (not string)
 // The tensor's dtype must satisfy tensorDataSupports (InternalError otherwise). `type` may be
 // TensorData (weights) or FeedData (input data; the name is the anchor's), same payload format.
-Blob makeTensorDataBlob(const std::string& name, const Tensor& tensor,
-                        BlobType type = BlobType::TensorData);
+Blob makeTensorDataBlob(const std::string& name, const Tensor& tensor, BlobType type = BlobType::TensorData);
 // Accepts TensorData and FeedData blobs. Errors start with "tensor data blob 'NAME': " (or
 // "feed data blob 'NAME': ").
 Expected<Tensor> tensorFromBlob(const Blob& blob);

@@ -8,11 +8,11 @@
 #include <pybind11/stl.h>
 
 #include <future>
-#include <type_traits>
-#include <variant>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "converter/converter.h"
@@ -45,13 +45,9 @@ auto withoutGil(F&& body) -> decltype(body()) {
     raise(g_recoverable_error, e.what());
   } catch (const rt::UnrecoverableRuntimeError& e) {
     raise(g_unrecoverable_error, e.what());
-  } catch (const rt::ApplicationError& e) {
+  } catch (const rt::ApplicationError& e) { raise(g_application_error, e.what()); } catch (const poprt::UsageError& e) {
     raise(g_application_error, e.what());
-  } catch (const poprt::UsageError& e) {
-    raise(g_application_error, e.what());
-  } catch (const std::bad_alloc&) {
-    raise(g_unrecoverable_error, "out of memory");
-  }
+  } catch (const std::bad_alloc&) { raise(g_unrecoverable_error, "out of memory"); }
 }
 
 // ------------------------------------------------------------------------------- conversion
@@ -125,14 +121,22 @@ class Runner {
     rt::ModelRunnerConfig c;
     for (auto [k, v] : config) {
       const std::string key = k.cast<std::string>();
-      if (key == "timeout_ns") c.timeout_ns = v.cast<uint64_t>();
-      else if (key == "request_timeout_ns") c.request_timeout_ns = v.cast<uint64_t>();
-      else if (key == "batching_dim") c.batching_dim = v.cast<int>();
-      else if (key == "ring_buffer_size") c.ring_buffer_size = v.cast<size_t>();
-      else if (key == "validate_io") c.validate_io = v.cast<bool>();
-      else if (key == "device_wait_ns") c.device_wait_ns = v.cast<uint64_t>();
-      else if (key == "memory_limit_bytes") c.memory_limit_bytes = v.cast<uint64_t>();
-      else raise(g_application_error, "RuntimeConfig: unknown option '" + key + "'");
+      if (key == "timeout_ns")
+        c.timeout_ns = v.cast<uint64_t>();
+      else if (key == "request_timeout_ns")
+        c.request_timeout_ns = v.cast<uint64_t>();
+      else if (key == "batching_dim")
+        c.batching_dim = v.cast<int>();
+      else if (key == "ring_buffer_size")
+        c.ring_buffer_size = v.cast<size_t>();
+      else if (key == "validate_io")
+        c.validate_io = v.cast<bool>();
+      else if (key == "device_wait_ns")
+        c.device_wait_ns = v.cast<uint64_t>();
+      else if (key == "memory_limit_bytes")
+        c.memory_limit_bytes = v.cast<uint64_t>();
+      else
+        raise(g_application_error, "RuntimeConfig: unknown option '" + key + "'");
     }
     runner_ = withoutGil([&] { return std::make_unique<rt::ModelRunner>(popef, c); });
   }
@@ -251,7 +255,8 @@ PYBIND11_MODULE(_poprt, m) {
     g_application_error = std::move(app), g_recoverable_error = std::move(rec), g_unrecoverable_error = std::move(unrec);
   });
   // Custom-op plugins, for the conversion and the runtime alike (poprt/custom_op.h).
-  m.def("load_custom_ops", [](const std::string& path) { withoutGil([&] { rt::loadCustomOpLibrary(path); }); }, py::arg("path"));
+  m.def(
+      "load_custom_ops", [](const std::string& path) { withoutGil([&] { rt::loadCustomOpLibrary(path); }); }, py::arg("path"));
   m.def("convert", &convert, py::arg("options_json"), py::arg("input_model"), py::arg("model_bytes"));
   // The converter's option table: key, kind (flag, list, comma_list, int, float, str) and help,
   // for the command line poprt.cli builds.
@@ -262,20 +267,23 @@ PYBIND11_MODULE(_poprt, m) {
       std::string kind = std::visit(
           [&](auto* field) -> std::string {
             using T = std::remove_pointer_t<decltype(field)>;
-            if constexpr (std::is_same_v<T, bool>) return "flag";
-            else if constexpr (std::is_same_v<T, std::vector<std::string>>) return spec.comma_list ? "comma_list" : "list";
-            else if constexpr (std::is_same_v<T, double>) return "float";
-            else if constexpr (std::is_same_v<T, std::string>) return "str";
-            else return "int";
+            if constexpr (std::is_same_v<T, bool>)
+              return "flag";
+            else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+              return spec.comma_list ? "comma_list" : "list";
+            else if constexpr (std::is_same_v<T, double>)
+              return "float";
+            else if constexpr (std::is_same_v<T, std::string>)
+              return "str";
+            else
+              return "int";
           },
           spec.field(o));
       table.append(py::make_tuple(spec.key, kind, spec.help));
     }
     return table;
   });
-  py::class_<Pending, std::shared_ptr<Pending>>(m, "Pending")
-      .def("done", &Pending::done)
-      .def("result", &Pending::result);
+  py::class_<Pending, std::shared_ptr<Pending>>(m, "Pending").def("done", &Pending::done).def("result", &Pending::result);
   py::class_<Runner>(m, "Runner")
       .def(py::init<const std::string&, const py::dict&>())
       .def_property_readonly("inputs", &Runner::inputs)

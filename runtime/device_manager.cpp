@@ -26,10 +26,10 @@ std::vector<std::pair<std::string, unsigned>> parseSystem(const std::string& tex
     std::string version = item.substr(0, colon);
     char* end = nullptr;
     unsigned long count = colon == std::string::npos ? 0 : std::strtoul(item.c_str() + colon + 1, &end, 10);
-    if (version.empty() || colon == std::string::npos || end == item.c_str() + colon + 1 || *end != '\0' ||
-        count == 0 || count > kMaxIpusPerVersion)
-      throw ApplicationError(source + ": expected VERSION:COUNT,... with COUNT in 1.." +
-                             std::to_string(kMaxIpusPerVersion) + ", got '" + text + "'");
+    if (version.empty() || colon == std::string::npos || end == item.c_str() + colon + 1 || *end != '\0' || count == 0 ||
+        count > kMaxIpusPerVersion)
+      throw ApplicationError(source + ": expected VERSION:COUNT,... with COUNT in 1.." + std::to_string(kMaxIpusPerVersion) +
+                             ", got '" + text + "'");
     system.emplace_back(version, static_cast<unsigned>(count));
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -95,9 +95,8 @@ std::vector<DeviceInfo> DeviceManager::devices() const {
 
 std::shared_ptr<Device> DeviceManager::getDevice(const DeviceRequirements& req, std::chrono::nanoseconds wait) {
   const unsigned needed = req.totalIpus();
-  const std::string what = std::to_string(needed) + " " + req.ipu_version + " IPU(s) (num_ipus " +
-                           std::to_string(req.num_ipus) + " x replication_factor " +
-                           std::to_string(req.replication_factor) + ")";
+  const std::string what = std::to_string(needed) + " " + req.ipu_version + " IPU(s) (num_ipus " + std::to_string(req.num_ipus) +
+                           " x replication_factor " + std::to_string(req.replication_factor) + ")";
   std::unique_lock<std::mutex> lock(pool_->mutex);
   // Devices are listed smallest first, so the first fit is the smallest.
   std::vector<const DeviceInfo*> fits;

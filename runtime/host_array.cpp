@@ -38,8 +38,8 @@ std::string arrayMismatch(const HostArray& a, const DataDesc& d, const std::stri
   bool overflow = false;
   for (int64_t s : a.shape) overflow = overflow || __builtin_mul_overflow(bytes, s, &bytes);
   if (a.itemsize <= 0 || overflow || bytes != a.nbytes || static_cast<uint64_t>(a.nbytes) != d.size_in_bytes)
-    return where + ": the array holds " + std::to_string(a.nbytes) + " bytes of " + std::to_string(a.itemsize) +
-           " each, the " + what + " takes " + std::to_string(d.size_in_bytes);
+    return where + ": the array holds " + std::to_string(a.nbytes) + " bytes of " + std::to_string(a.itemsize) + " each, the " +
+           what + " takes " + std::to_string(d.size_in_bytes);
   if (what == "output" && !a.writeable) return where + ": the array is read-only";
   return "";
 }

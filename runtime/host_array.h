@@ -15,7 +15,7 @@ namespace poprt::runtime {
 
 // An array as numpy's array interface describes it.
 struct HostArray {
-  std::string dtype;             // numpy's name of the element type: float32, bool, >f4, object, ...
+  std::string dtype;  // numpy's name of the element type: float32, bool, >f4, object, ...
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;  // bytes, one per dim
   int64_t itemsize = 0;

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "lib/support/copy_bytes.h"
 #include "lib/onnx/value_io.h"
+#include "lib/support/copy_bytes.h"
 #include "sim/engine.h"
 
 namespace poprt::runtime {
@@ -34,9 +34,7 @@ DataDesc describeStream(const exec::HostStream& s) {
   return d;
 }
 
-std::string inputMismatch(const DataDesc& desc, const ops::RtValue& value) {
-  return sim::inputMismatch(value, streamOf(desc));
-}
+std::string inputMismatch(const DataDesc& desc, const ops::RtValue& value) { return sim::inputMismatch(value, streamOf(desc)); }
 
 Expected<ops::RtValue> decodeValue(const DataDesc& desc, std::span<const uint8_t> bytes, const std::string& source) {
   if (desc.format == DataFormat::OnnxProto) return onnxio::parseValueProto(bytes, streamOf(desc).kind, source);

@@ -78,7 +78,8 @@ struct ModelRunner::Impl {
     auto check = [&](const DataDesc& d, std::vector<size_t>& row_bytes) {
       const std::string where = "batching_dim " + std::to_string(dim) + ": anchor '" + d.name + "'";
       if (!d.fixedSize()) throw ApplicationError(where + " has no fixed size");
-      if (static_cast<int>(d.shape.size()) <= dim) throw ApplicationError(where + " has only " + std::to_string(d.shape.size()) + " dims");
+      if (static_cast<int>(d.shape.size()) <= dim)
+        throw ApplicationError(where + " has only " + std::to_string(d.shape.size()) + " dims");
       for (int i = 0; i < dim; ++i)
         if (d.shape[i] != 1) throw ApplicationError(where + ": the dims before it must be 1 so batches are contiguous");
       if (batch_rows < 0) batch_rows = d.shape[dim];
@@ -161,8 +162,8 @@ struct ModelRunner::Impl {
                                " bytes along batching_dim " + std::to_string(config.batching_dim));
       const int64_t r = static_cast<int64_t>(in[i].size / rb);
       if (rows >= 0 && r != rows)
-        throw ApplicationError("input '" + inputs[i].name + "' has " + std::to_string(r) + " rows, input '" +
-                               inputs[0].name + "' " + std::to_string(rows));
+        throw ApplicationError("input '" + inputs[i].name + "' has " + std::to_string(r) + " rows, input '" + inputs[0].name +
+                               "' " + std::to_string(rows));
       rows = r;
     }
     return rows;
@@ -241,11 +242,11 @@ struct ModelRunner::Impl {
       std::exception_ptr e =
           queues->outputQueue(0, r).closed()
               ? std::make_exception_ptr(ApplicationError("the model runner is stopping; the request was not run"))
-              : std::make_exception_ptr(RecoverableRuntimeError(
-                    "the request waited " + std::to_string(config.request_timeout_ns / 1000000.0) +
-                        " ms for room in replica " + std::to_string(r) + "'s queues (ring_buffer_size " +
-                        std::to_string(config.ring_buffer_size) + "); submit it again",
-                    RecoveryAction::Retry));
+              : std::make_exception_ptr(
+                    RecoverableRuntimeError("the request waited " + std::to_string(config.request_timeout_ns / 1000000.0) +
+                                                " ms for room in replica " + std::to_string(r) + "'s queues (ring_buffer_size " +
+                                                std::to_string(config.ring_buffer_size) + "); submit it again",
+                                            RecoveryAction::Retry));
       req->complete(e, items);
       return;
     }
@@ -258,7 +259,8 @@ struct ModelRunner::Impl {
       refused += into ? !queues->outputQueue(o, r).enqueue(into, done)
                       : !queues->outputQueue(o, r).enqueue(mem, outputs[o].size_in_bytes, done);
     }
-    if (refused) req->complete(std::make_exception_ptr(ApplicationError("the model runner is stopping; the request was not run")), refused);
+    if (refused)
+      req->complete(std::make_exception_ptr(ApplicationError("the model runner is stopping; the request was not run")), refused);
   }
 
   // Validates and enqueues a request (whose future the caller took already).
@@ -311,8 +313,7 @@ ModelRunner::ModelRunner(const std::string& popef_path, ModelRunnerConfig config
   // One device thread per replica: replicas run in parallel, as separate IPUs would.
   for (unsigned r = 0; r < m.replicas(); ++r)
     m.device_threads.emplace_back([session = m.session.get(), r] {
-      while (!session->runMainPrograms(r).closed) {
-      }
+      while (!session->runMainPrograms(r).closed) {}
     });
 }
 

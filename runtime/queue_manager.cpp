@@ -50,7 +50,8 @@ bool OutputQueue::enqueue(TensorMemory* into, Completion done, std::chrono::nano
 QueueManager::QueueManager(const std::vector<DataDesc>& inputs, const std::vector<DataDesc>& outputs, unsigned replicas,
                            size_t ring_size)
     : num_inputs_(inputs.size()), num_outputs_(outputs.size()), replicas_(replicas), ring_size_(ring_size) {
-  if (ring_size == 0 || ring_size > 4096) throw ApplicationError("ring buffer size must be in 1..4096, got " + std::to_string(ring_size));
+  if (ring_size == 0 || ring_size > 4096)
+    throw ApplicationError("ring buffer size must be in 1..4096, got " + std::to_string(ring_size));
   for (unsigned r = 0; r < replicas; ++r) {
     for (const auto& d : inputs) inputs_.push_back(std::make_unique<InputQueue>(d, r, ring_size));
     for (const auto& d : outputs) outputs_.push_back(std::make_unique<OutputQueue>(d, r, ring_size));
@@ -62,11 +63,11 @@ QueueManager::~QueueManager() = default;
 namespace {
 
 template <class Queue>
-Queue& find(std::vector<std::unique_ptr<Queue>>& queues, size_t per_replica, unsigned replicas,
-            const std::string& anchor, unsigned replica, const char* what) {
+Queue& find(std::vector<std::unique_ptr<Queue>>& queues, size_t per_replica, unsigned replicas, const std::string& anchor,
+            unsigned replica, const char* what) {
   if (replica >= replicas)
-    throw ApplicationError("replica " + std::to_string(replica) + " does not exist (the model has " +
-                           std::to_string(replicas) + ")");
+    throw ApplicationError("replica " + std::to_string(replica) + " does not exist (the model has " + std::to_string(replicas) +
+                           ")");
   std::string names;
   for (size_t i = 0; i < per_replica; ++i) {
     Queue& q = *queues[replica * per_replica + i];

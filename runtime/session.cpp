@@ -69,9 +69,8 @@ struct Session::Impl {
     const DeviceRequirements req = requirementsOf(md);
     const DeviceInfo& info = dev->info();
     if (info.ipu_version != req.ipu_version || info.num_ipus < req.totalIpus())
-      throw ApplicationError(path + ": needs " + std::to_string(req.totalIpus()) + " " + req.ipu_version +
-                             " IPU(s), device " + std::to_string(info.id) + " has " + std::to_string(info.num_ipus) +
-                             " " + info.ipu_version);
+      throw ApplicationError(path + ": needs " + std::to_string(req.totalIpus()) + " " + req.ipu_version + " IPU(s), device " +
+                             std::to_string(info.id) + " has " + std::to_string(info.num_ipus) + " " + info.ipu_version);
     device = std::move(dev);
     exe = std::make_shared<const exec::Executable>(std::move(model.executable));
     target_name = exe->target.name;
@@ -88,7 +87,8 @@ struct Session::Impl {
     const uint64_t limit = memoryLimit(config.memory_limit_bytes);
     if (per_replica > limit / static_cast<uint64_t>(md.replication_factor))
       throw ApplicationError(path + ": " + std::to_string(md.replication_factor) + " replica(s) need " +
-                             std::to_string(per_replica / (1 << 20)) + " MiB of simulated device memory each (tiles and host programs), more than the " +
+                             std::to_string(per_replica / (1 << 20)) +
+                             " MiB of simulated device memory each (tiles and host programs), more than the " +
                              std::to_string(limit >> 20) + " MiB limit (POPRT_SIM_MEMORY_LIMIT)");
   }
 
@@ -117,8 +117,8 @@ struct Session::Impl {
       closed = order[i]->ring_.closed() && order[i]->ring_.empty();
       if (i == 0) return std::nullopt;
       // Closed half-way through a request: it can never complete.
-      auto error = std::make_exception_ptr(ApplicationError(
-          "request incomplete: anchor '" + order[i]->desc().name + "' had no data when the queues closed"));
+      auto error = std::make_exception_ptr(
+          ApplicationError("request incomplete: anchor '" + order[i]->desc().name + "' had no data when the queues closed"));
       for (auto& it : items)
         if (it.done) it.done(error);
       return std::nullopt;
@@ -196,7 +196,8 @@ struct Session::Impl {
       m.desc = outputs[o];
       if (out_values[o].isTensor()) m.desc.shape = out_values[o].tensor.shape();
       auto bytes = encodeValue(m.desc, out_values[o]);
-      if (!bytes.ok()) return std::make_exception_ptr(ApplicationError("replica " + std::to_string(r) + ": " + bytes.error().message()));
+      if (!bytes.ok())
+        return std::make_exception_ptr(ApplicationError("replica " + std::to_string(r) + ": " + bytes.error().message()));
       m.data = std::move(bytes).value();
       m.desc.size_in_bytes = m.data.size();
     }
@@ -222,8 +223,9 @@ struct Session::Impl {
             rep.engine->scramble(++rep.faults);
             Status st = rep.engine->reload(model.weights);
             if (!st.ok()) throw std::runtime_error("reloading the weights failed: " + st.error().message());
-            error = std::make_exception_ptr(RecoverableRuntimeError(
-                who + " lost its memory (simulated fault); it was cleared and its weights reloaded", RecoveryAction::ReplicaReset));
+            error = std::make_exception_ptr(
+                RecoverableRuntimeError(who + " lost its memory (simulated fault); it was cleared and its weights reloaded",
+                                        RecoveryAction::ReplicaReset));
           } else {
             rep.online = false;
             error = std::make_exception_ptr(UnrecoverableRuntimeError(who + " failed (simulated fault) and is out of service"));
@@ -275,9 +277,7 @@ Session::Session(const std::string& popef_path, DeviceManager& devices, std::chr
   std::shared_ptr<Device> device;
   try {
     device = devices.getDevice(requirementsOf(impl_->model.metadata), wait);
-  } catch (const ApplicationError& e) {
-    throw ApplicationError(popef_path + ": " + e.what());
-  }
+  } catch (const ApplicationError& e) { throw ApplicationError(popef_path + ": " + e.what()); }
   impl_->init(std::move(device));
 }
 
@@ -285,9 +285,7 @@ Session::~Session() {
   if (impl_ && impl_->queues) impl_->queues->close();
 }
 
-DeviceRequirements Session::requirements(const std::string& popef_path) {
-  return requirementsOf(readModel(popef_path).metadata);
-}
+DeviceRequirements Session::requirements(const std::string& popef_path) { return requirementsOf(readModel(popef_path).metadata); }
 
 const std::vector<DataDesc>& Session::inputs() const { return impl_->inputs; }
 const std::vector<DataDesc>& Session::outputs() const { return impl_->outputs; }

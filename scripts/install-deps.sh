@@ -2,7 +2,8 @@
 # Installs the build and test dependencies from Debian 12's packages. Idempotent: does nothing
 # when everything is already installed. Uses sudo when not run as root.
 # --clang: also clang with its sanitizer and libFuzzer runtimes and llvm-symbolizer, for the
-# sanitizer and fuzzing builds (scripts/test.sh --sanitize, scripts/fuzz.sh).
+# sanitizer and fuzzing builds (scripts/test.sh --sanitize, scripts/fuzz.sh), and clang-format
+# (their test run includes format_check, scripts/check_format.sh).
 set -euo pipefail
 
 packages=(
@@ -20,7 +21,7 @@ packages=(
   chromium fonts-dejavu-core  # the profile report's page test (tests/e2e/test_profile_report.py)
 )
 if [ "${1:-}" = "--clang" ]; then
-  packages+=(clang libclang-rt-14-dev llvm)
+  packages+=(clang libclang-rt-14-dev llvm clang-format-14)
 fi
 
 missing=()

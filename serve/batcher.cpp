@@ -21,19 +21,14 @@ ServeResult failedBatch() {
     throw;
   } catch (const runtime::ApplicationError& e) {
     return failed(400, e.what());
-  } catch (const runtime::RecoverableRuntimeError& e) {
-    return failed(503, e.what());
-  } catch (const std::bad_alloc&) {
+  } catch (const runtime::RecoverableRuntimeError& e) { return failed(503, e.what()); } catch (const std::bad_alloc&) {
     return failed(500, "out of memory");
-  } catch (const std::exception& e) {
-    return failed(500, e.what());
-  }
+  } catch (const std::exception& e) { return failed(500, e.what()); }
 }
 
 }  // namespace
 
-Batcher::Batcher(runtime::ModelRunner& runner, const ModelLayout& layout, BatcherOptions options,
-                 ModelMetrics& metrics)
+Batcher::Batcher(runtime::ModelRunner& runner, const ModelLayout& layout, BatcherOptions options, ModelMetrics& metrics)
     : runner_(runner), layout_(layout), options_(options), metrics_(metrics) {
   for (unsigned i = 0; i < runner.replicationFactor(); ++i) workers_.emplace_back([this] { work(); });
 }

@@ -30,13 +30,14 @@ Expected<std::vector<uint8_t>> pack(const Values& values, size_t count, const st
 }
 
 size_t elementsIn(const Contents& c) {
-  return static_cast<size_t>(c.bool_contents_size() + c.int_contents_size() + c.int64_contents_size() +
-                             c.uint_contents_size() + c.uint64_contents_size() + c.fp32_contents_size() +
-                             c.fp64_contents_size() + c.bytes_contents_size());
+  return static_cast<size_t>(c.bool_contents_size() + c.int_contents_size() + c.int64_contents_size() + c.uint_contents_size() +
+                             c.uint64_contents_size() + c.fp32_contents_size() + c.fp64_contents_size() +
+                             c.bytes_contents_size());
 }
 
 // An input's bytes from its typed contents: the field of its datatype, and no other.
-Expected<std::vector<uint8_t>> typedContents(const Contents& c, const InferRequestBuilder::Input& in, const std::string& datatype) {
+Expected<std::vector<uint8_t>> typedContents(const Contents& c, const InferRequestBuilder::Input& in,
+                                             const std::string& datatype) {
   const size_t count = in.bytes / dtypeSize(in.dtype);
   auto from = [&](auto tag, const auto& field, const char* name) -> std::pair<Expected<std::vector<uint8_t>>, size_t> {
     return {pack<decltype(tag)>(field, count, in.where, name), static_cast<size_t>(field.size())};
@@ -54,12 +55,10 @@ Expected<std::vector<uint8_t>> typedContents(const Contents& c, const InferReque
     case DType::UInt64: packed = from(uint64_t{}, c.uint64_contents(), "uint64_contents"); break;
     case DType::Float: packed = from(float{}, c.fp32_contents(), "fp32_contents"); break;
     case DType::Double: packed = from(double{}, c.fp64_contents(), "fp64_contents"); break;
-    default:
-      return Error(in.where + datatype + " has no typed contents field: send it in raw_input_contents");
+    default: return Error(in.where + datatype + " has no typed contents field: send it in raw_input_contents");
   }
   auto& [bytes, used] = packed;
-  if (bytes.ok() && elementsIn(c) != used)
-    return Error(in.where + "contents in a field other than the one for " + datatype);
+  if (bytes.ok() && elementsIn(c) != used) return Error(in.where + "contents in a field other than the one for " + datatype);
   return std::move(bytes);
 }
 
@@ -101,8 +100,7 @@ Expected<InferCall> parseInferRequest(const inference::ModelInferRequest& reques
                            builder.declare(t.name(), t.datatype().empty() ? nullptr : &t.datatype(), &shape));
     POPRT_TRY(checkParameters(t.parameters(), in.where));
     if (raw) {
-      if (t.has_contents() && elementsIn(t.contents()) > 0)
-        return Error(in.where + "contents and raw_input_contents both given");
+      if (t.has_contents() && elementsIn(t.contents()) > 0) return Error(in.where + "contents and raw_input_contents both given");
       const std::string& bytes = request.raw_input_contents(i);
       POPRT_TRY(builder.setData(in, std::vector<uint8_t>(bytes.begin(), bytes.end())));
     } else {
@@ -117,8 +115,8 @@ Expected<InferCall> parseInferRequest(const inference::ModelInferRequest& reques
   return builder.finish(request.id(), true);
 }
 
-void fillInferResponse(const ModelId& model, const InferCall& call, const ModelLayout& layout,
-                       const ServeResult& result, inference::ModelInferResponse& response) {
+void fillInferResponse(const ModelId& model, const InferCall& call, const ModelLayout& layout, const ServeResult& result,
+                       inference::ModelInferResponse& response) {
   response.set_model_name(model.name);
   response.set_model_version(model.version);
   response.set_id(call.id);

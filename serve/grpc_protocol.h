@@ -7,8 +7,8 @@
 #include <string>
 
 #include "kserve.pb.h"
-#include "model_config.pb.h"
 #include "lib/support/status.h"
+#include "model_config.pb.h"
 #include "serve/infer_request.h"
 #include "serve/layout.h"
 #include "serve/metrics.h"
@@ -24,8 +24,8 @@ int grpcCode(int http_status);
 Expected<InferCall> parseInferRequest(const inference::ModelInferRequest& request, const ModelLayout& layout);
 
 // The reply to `call` (outputs as raw contents, in the order asked for); `result` must be a success.
-void fillInferResponse(const ModelId& model, const InferCall& call, const ModelLayout& layout,
-                       const ServeResult& result, inference::ModelInferResponse& response);
+void fillInferResponse(const ModelId& model, const InferCall& call, const ModelLayout& layout, const ServeResult& result,
+                       inference::ModelInferResponse& response);
 
 void fillModelStatistics(const ModelId& model, const Statistics& s, inference::ModelStatistics& out);
 

@@ -29,8 +29,7 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
  public:
   explicit InferenceService(ModelRepository& models) : models_(models) {}
 
-  grpc::Status ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
-                          inference::ServerLiveResponse* r) override {
+  grpc::Status ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*, inference::ServerLiveResponse* r) override {
     r->set_live(true);
     return grpc::Status::OK;
   }
@@ -117,9 +116,9 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
     return infer(*q, *r);
   }
 
-  grpc::Status ModelStreamInfer(grpc::ServerContext*,
-                                grpc::ServerReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest>* stream)
-      override {
+  grpc::Status ModelStreamInfer(
+      grpc::ServerContext*,
+      grpc::ServerReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest>* stream) override {
     inference::ModelInferRequest q;
     while (stream->Read(&q)) {
       inference::ModelStreamInferResponse reply;
@@ -144,8 +143,9 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
 
   grpc::Status loadOrUnload(const std::string& repository, const std::string& name, int parameters, bool load) {
     if (!models_.hasRepository() || models_.mode() != ControlMode::Explicit)
-      return failure(400, "models are loaded and unloaded on request only with --model_repository and "
-                          "--model_control_mode explicit");
+      return failure(400,
+                     "models are loaded and unloaded on request only with --model_repository and "
+                     "--model_control_mode explicit");
     if (!repository.empty()) return failure(400, "repository_name: popef-serve has one repository (give \"\")");
     if (parameters > 0) return failure(400, "load parameters (a config or files) are not supported");
     const Status st = load ? models_.load(name) : models_.unload(name);
@@ -178,8 +178,8 @@ struct GrpcServer::Impl {
   std::unique_ptr<grpc::Server> server;
 };
 
-Expected<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string& host, int port, ModelRepository& models,
-                                                        int threads, size_t max_message_bytes) {
+Expected<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string& host, int port, ModelRepository& models, int threads,
+                                                        size_t max_message_bytes) {
   gpr_set_log_function(grpcLog);
   std::unique_ptr<GrpcServer> s(new GrpcServer());
   s->impl_ = std::make_unique<Impl>(models);

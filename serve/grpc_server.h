@@ -15,8 +15,8 @@ namespace poprt::serve {
 class GrpcServer {
  public:
   // Listens on host:port (0: a free port) and starts serving. `models` outlive the server.
-  static Expected<std::unique_ptr<GrpcServer>> start(const std::string& host, int port, ModelRepository& models,
-                                                     int threads, size_t max_message_bytes);
+  static Expected<std::unique_ptr<GrpcServer>> start(const std::string& host, int port, ModelRepository& models, int threads,
+                                                     size_t max_message_bytes);
   ~GrpcServer();
 
   int port() const { return port_; }

@@ -14,8 +14,7 @@ using json = nlohmann::json;
 
 // An optional member of an object, which must have `check`'s JSON type when present.
 template <class Check>
-Expected<const json*> member(const json& object, const char* key, const std::string& where, Check check,
-                             const char* expected) {
+Expected<const json*> member(const json& object, const char* key, const std::string& where, Check check, const char* expected) {
   auto it = object.find(key);
   if (it == object.end()) return static_cast<const json*>(nullptr);
   if (!check(*it)) return Error(where + "\"" + key + "\" must be " + expected);
@@ -81,7 +80,7 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
   try {
     request = json::parse(text);
   } catch (const json::exception& e) {  // a parse error, or a number beyond a double (1e999)
-    std::string what = e.what();  // without the library's "[json.exception.parse_error.101] " tag
+    std::string what = e.what();        // without the library's "[json.exception.parse_error.101] " tag
     if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos) what.erase(0, what.find("] ") + 2);
     return Error("the request is not valid JSON: " + what);
   }
@@ -112,9 +111,7 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
     const std::string datatype = dt_j ? dt_j->get<std::string>() : "";
     auto shape_it = in.find("shape");
     std::optional<Shape> shape;
-    if (shape_it != in.end()) {
-      POPRT_ASSIGN_OR_RETURN(shape, parseShape(*shape_it, where));
-    }
+    if (shape_it != in.end()) { POPRT_ASSIGN_OR_RETURN(shape, parseShape(*shape_it, where)); }
     POPRT_ASSIGN_OR_RETURN(InferRequestBuilder::Input declared,
                            builder.declare(name, dt_j ? &datatype : nullptr, shape ? &*shape : nullptr));
 
@@ -128,11 +125,10 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
     auto data = in.find("data");
     if (size_j && data != in.end()) return Error(where + "both \"data\" and binary_data_size");
     if (size_j) {
-      if (header_length.empty())
-        return Error(where + "binary_data_size without an " + kHeaderLengthHeader + " header");
+      if (header_length.empty()) return Error(where + "binary_data_size without an " + kHeaderLengthHeader + " header");
       if (!size_j->is_number_unsigned() || size_j->get<uint64_t>() != declared.bytes)
-        return Error(where + "binary_data_size " + size_j->dump() + ", its shape " + shapeToString(*shape) + " of " +
-                     datatype + " is " + std::to_string(declared.bytes) + " bytes");
+        return Error(where + "binary_data_size " + size_j->dump() + ", its shape " + shapeToString(*shape) + " of " + datatype +
+                     " is " + std::to_string(declared.bytes) + " bytes");
       if (binary.size() - binary_used < declared.bytes)
         return Error(where + "binary_data_size " + std::to_string(declared.bytes) + " runs past the end of the body (" +
                      std::to_string(binary.size() - binary_used) + " bytes left)");
@@ -158,12 +154,11 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
       if (!name_j) return Error("an output has no \"name\"");
       const std::string name = name_j->get<std::string>();
       bool binary_out = binary_default;
-      POPRT_ASSIGN_OR_RETURN(const json* out_params,
-                             member(out, "parameters", "output '" + name + "': ", isObject, "an object"));
+      POPRT_ASSIGN_OR_RETURN(const json* out_params, member(out, "parameters", "output '" + name + "': ", isObject, "an object"));
       if (out_params) {
         POPRT_TRY(onlyParameters(*out_params, {"binary_data"}, "output '" + name + "': "));
-        POPRT_ASSIGN_OR_RETURN(const json* b,
-                               member(*out_params, "binary_data", "output '" + name + "': parameters: ", isBool, "true or false"));
+        POPRT_ASSIGN_OR_RETURN(
+            const json* b, member(*out_params, "binary_data", "output '" + name + "': parameters: ", isBool, "true or false"));
         if (b) binary_out = b->get<bool>();
       }
       POPRT_TRY(builder.chooseOutput(name, binary_out));
@@ -172,8 +167,7 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
   return builder.finish(std::move(id), binary_default);
 }
 
-HttpReply inferReply(const ModelId& model, const InferCall& call, const ModelLayout& layout,
-                     const ServeResult& result) {
+HttpReply inferReply(const ModelId& model, const InferCall& call, const ModelLayout& layout, const ServeResult& result) {
   if (result.status != 200) return errorReply(result.status, result.error);
   json reply = {{"model_name", model.name}, {"model_version", model.version}};
   if (!call.id.empty()) reply["id"] = call.id;

@@ -41,8 +41,7 @@ Expected<InferCall> parseInfer(std::string_view body, const std::string& header_
 
 // The reply to `call`: {"model_name", "model_version", "id", "outputs": [...]} with binary outputs
 // after the JSON, or the result's error.
-HttpReply inferReply(const ModelId& model, const InferCall& call, const ModelLayout& layout,
-                     const ServeResult& result);
+HttpReply inferReply(const ModelId& model, const InferCall& call, const ModelLayout& layout, const ServeResult& result);
 
 // One model's entry of GET /v2/models[/NAME]/stats (Triton's statistics extension): name, version,
 // last_inference, inference_count, execution_count, inference_stats and batch_stats, each duration
@@ -55,7 +54,6 @@ nlohmann::json modelMetadata(const ModelId& model, const ModelLayout& layout);
 // GET /v2/models/NAME/config, in Triton's terms: max_batch_size (0 when the model does not batch),
 // input and output (name, data_type TYPE_FP32..., dims without the batch axis), instance_group
 // (count: the replicas), dynamic_batching; also batch_axis and replicas.
-nlohmann::json modelConfig(const ModelId& model, const ModelLayout& layout, const BatcherOptions& options,
-                           unsigned replicas);
+nlohmann::json modelConfig(const ModelId& model, const ModelLayout& layout, const BatcherOptions& options, unsigned replicas);
 
 }  // namespace poprt::serve

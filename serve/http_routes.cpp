@@ -62,9 +62,8 @@ void addRoutes(httplib::Server& server, ModelRepository& models, ServerMetrics& 
                               {"extensions", {"binary_tensor_data", "model_configuration", "statistics", "model_repository"}}}));
   });
   server.Get("/v2/health/live", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
-  server.Get("/v2/health/ready", [&models](const httplib::Request&, httplib::Response& res) {
-    res.status = models.ready() ? 200 : 503;
-  });
+  server.Get("/v2/health/ready",
+             [&models](const httplib::Request&, httplib::Response& res) { res.status = models.ready() ? 200 : 503; });
   // (Before the model routes, whose pattern would take "stats" for a model's name.)
   server.Get("/v2/models/stats", [&models](const httplib::Request&, httplib::Response& res) {
     json all = json::array();
@@ -87,26 +86,26 @@ void addRoutes(httplib::Server& server, ModelRepository& models, ServerMetrics& 
   });
   // The body is read here, whatever its Content-Type: the library would parse a form-urlencoded one
   // (curl -d's default) as a form and refuse it past 8 KB. Bodies are bounded by the payload limit.
-  server.Post(kModel + "/infer", [&models, max_body_bytes](const httplib::Request& req, httplib::Response& res,
-                                           const httplib::ContentReader& read) {
-    if (req.is_multipart_form_data()) {
-      send(res, errorReply(415, "a multipart body: send the request as JSON (binary tensors after it)"));
-      return;
-    }
-    // The library bounds a body by its Content-Length only: a chunked one is bounded here.
-    std::string body;
-    bool too_large = false;
-    read([&body, &too_large, max_body_bytes](const char* data, size_t n) {
-      if (n > max_body_bytes - body.size()) return !(too_large = true);
-      body.append(data, n);
-      return true;
-    });
-    if (too_large) {
-      send(res, errorReply(413, "the request body is over " + std::to_string(max_body_bytes) + " bytes"));
-      return;
-    }
-    if (auto m = lookup(models, req, res)) infer(*m, req, res, body);
-  });
+  server.Post(kModel + "/infer",
+              [&models, max_body_bytes](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
+                if (req.is_multipart_form_data()) {
+                  send(res, errorReply(415, "a multipart body: send the request as JSON (binary tensors after it)"));
+                  return;
+                }
+                // The library bounds a body by its Content-Length only: a chunked one is bounded here.
+                std::string body;
+                bool too_large = false;
+                read([&body, &too_large, max_body_bytes](const char* data, size_t n) {
+                  if (n > max_body_bytes - body.size()) return !(too_large = true);
+                  body.append(data, n);
+                  return true;
+                });
+                if (too_large) {
+                  send(res, errorReply(413, "the request body is over " + std::to_string(max_body_bytes) + " bytes"));
+                  return;
+                }
+                if (auto m = lookup(models, req, res)) infer(*m, req, res, body);
+              });
   // The model repository extension: the index, and loads and unloads in explicit control mode.
   server.Post("/v2/repository/index", [&models](const httplib::Request&, httplib::Response& res) {
     json list = json::array();
@@ -150,9 +149,7 @@ void addRoutes(httplib::Server& server, ModelRepository& models, ServerMetrics& 
     std::string what = "unknown exception";
     try {
       std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
+    } catch (const std::exception& e) { what = e.what(); } catch (...) {
     }
     send(res, errorReply(500, "internal error: " + what));
   });

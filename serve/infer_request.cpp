@@ -16,10 +16,9 @@ size_t find(const std::vector<AnchorLayout>& anchors, const std::string& name) {
 // The rows a request's input of shape `s` carries, checked against the model's input `a`.
 Expected<int64_t> rowsOf(const Shape& s, const AnchorLayout& a, const ModelLayout& layout, const std::string& where) {
   const Shape& compiled = a.desc.shape;
-  const std::string takes = ", the model takes " + shapeToString(layout.batchable ? layout.shapeFor(a, -1) : compiled) +
-                            (layout.batchable ? " with 1.." + std::to_string(layout.batch) + " rows along axis " +
-                                                    std::to_string(layout.axis)
-                                              : "");
+  const std::string takes =
+      ", the model takes " + shapeToString(layout.batchable ? layout.shapeFor(a, -1) : compiled) +
+      (layout.batchable ? " with 1.." + std::to_string(layout.batch) + " rows along axis " + std::to_string(layout.axis) : "");
   if (s.size() != compiled.size()) return Error(where + "shape " + shapeToString(s) + takes);
   for (size_t i = 0; i < s.size(); ++i)
     if (s[i] != compiled[i] && !(layout.batchable && static_cast<int>(i) == layout.axis))
@@ -58,8 +57,8 @@ Expected<InferRequestBuilder::Input> InferRequestBuilder::declare(const std::str
   if (!shape) return Error(in.where + "no \"shape\"");
   POPRT_ASSIGN_OR_RETURN(int64_t r, rowsOf(*shape, a, layout_, in.where));
   if (rows_ && *rows_ != r)
-    return Error(in.where + std::to_string(r) + " rows along axis " + std::to_string(layout_.axis) + ", input '" +
-                 rows_from_ + "' has " + std::to_string(*rows_));
+    return Error(in.where + std::to_string(r) + " rows along axis " + std::to_string(layout_.axis) + ", input '" + rows_from_ +
+                 "' has " + std::to_string(*rows_));
   rows_ = r;
   rows_from_ = name;
   in.bytes = layout_.bytesFor(a, r);
@@ -69,11 +68,12 @@ Expected<InferRequestBuilder::Input> InferRequestBuilder::declare(const std::str
 
 Status InferRequestBuilder::setData(const Input& in, std::vector<uint8_t> bytes) {
   if (bytes.size() != in.bytes)
-    return Error(in.where + std::to_string(bytes.size()) + " bytes of data, its shape of " + datatypeOf(layout_.inputs[in.index]) +
-                 " holds " + std::to_string(in.bytes));
+    return Error(in.where + std::to_string(bytes.size()) + " bytes of data, its shape of " +
+                 datatypeOf(layout_.inputs[in.index]) + " holds " + std::to_string(in.bytes));
   if (in.dtype == DType::Bool)
     for (size_t i = 0; i < bytes.size(); ++i)
-      if (bytes[i] > 1) return Error(in.where + "BOOL byte " + std::to_string(i) + " is " + std::to_string(bytes[i]) + ", not 0 or 1");
+      if (bytes[i] > 1)
+        return Error(in.where + "BOOL byte " + std::to_string(i) + " is " + std::to_string(bytes[i]) + ", not 0 or 1");
   given_[in.index] = std::move(bytes);
   return okStatus();
 }

@@ -41,8 +41,8 @@ class InferRequestBuilder {
 
   // An input the request declares.
   struct Input {
-    size_t index = 0;   // the model input's
-    size_t bytes = 0;   // what its data must hold
+    size_t index = 0;  // the model input's
+    size_t bytes = 0;  // what its data must hold
     DType dtype = DType::Undefined;
     std::string where;  // "input 'NAME': ", to start messages about it
   };

@@ -45,8 +45,8 @@ size_t ModelLayout::bytesFor(const AnchorLayout& a, int64_t rows) const {
   return static_cast<size_t>(a.outer) * static_cast<size_t>(rows) * a.row_bytes;
 }
 
-Expected<ModelLayout> planLayout(const std::vector<runtime::DataDesc>& inputs,
-                                 const std::vector<runtime::DataDesc>& outputs, int axis) {
+Expected<ModelLayout> planLayout(const std::vector<runtime::DataDesc>& inputs, const std::vector<runtime::DataDesc>& outputs,
+                                 int axis) {
   ModelLayout m;
   m.axis = axis;
   for (const auto& d : inputs) {
@@ -67,8 +67,8 @@ Expected<ModelLayout> planLayout(const std::vector<runtime::DataDesc>& inputs,
   m.batch = static_cast<int>(first.shape.size()) > axis ? first.shape[static_cast<size_t>(axis)] : 0;
   if (m.batch < 1) {
     m.batch = 1;
-    m.why_not_batchable = "input '" + first.name + "' " + shapeToString(first.shape) + " has no rows along axis " +
-                          std::to_string(axis);
+    m.why_not_batchable =
+        "input '" + first.name + "' " + shapeToString(first.shape) + " has no rows along axis " + std::to_string(axis);
     return m;
   }
   for (const auto* list : {&inputs, &outputs})

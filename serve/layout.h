@@ -20,13 +20,13 @@ namespace poprt::serve {
 struct AnchorLayout {
   runtime::DataDesc desc;  // as the runtime describes it (compiled shape)
   DType dtype = DType::Undefined;
-  int64_t outer = 1;       // product of the dims before the batch axis
-  size_t row_bytes = 0;    // bytes of one row: product of the dims after the batch axis x element size
+  int64_t outer = 1;     // product of the dims before the batch axis
+  size_t row_bytes = 0;  // bytes of one row: product of the dims after the batch axis x element size
 };
 
 struct ModelLayout {
-  int axis = 0;            // the batch axis
-  int64_t batch = 1;       // rows of a compiled batch
+  int axis = 0;       // the batch axis
+  int64_t batch = 1;  // rows of a compiled batch
   // Every input and output has `batch` rows along `axis`, so a request may carry 1..batch rows.
   // Otherwise a request must give the compiled shapes exactly and runs alone; `why_not_batchable`
   // says why (for the start-up log).
@@ -43,8 +43,8 @@ struct ModelLayout {
 // The layout of a model with these anchors, batched along `axis`. Errors (naming the anchor) for
 // anchors popef-serve cannot serve: sequences, optionals, strings and dtypes without a KServe
 // datatype; inputs whose shape is known only at run time.
-Expected<ModelLayout> planLayout(const std::vector<runtime::DataDesc>& inputs,
-                                 const std::vector<runtime::DataDesc>& outputs, int axis);
+Expected<ModelLayout> planLayout(const std::vector<runtime::DataDesc>& inputs, const std::vector<runtime::DataDesc>& outputs,
+                                 int axis);
 
 // Copies the `rows` rows of `src` (laid out [outer][rows][row]) to rows [at, at + rows) of `dst`
 // (laid out [outer][batch][row]).

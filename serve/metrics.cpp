@@ -163,10 +163,9 @@ std::string ServerMetrics::render() const {
   };
   const HistogramDef histograms[] = {
       {"poprt_inference_queue_duration_seconds", "Time a request waited for its batch to start.", &ModelMetrics::queue_s},
-      {"poprt_inference_compute_duration_seconds",
-       "Time a batch ran on the device (host-to-device, compute, device-to-host).", &ModelMetrics::compute_s},
-      {"poprt_inference_request_duration_seconds", "Time from receiving a request to its reply.",
-       &ModelMetrics::request_s},
+      {"poprt_inference_compute_duration_seconds", "Time a batch ran on the device (host-to-device, compute, device-to-host).",
+       &ModelMetrics::compute_s},
+      {"poprt_inference_request_duration_seconds", "Time from receiving a request to its reply.", &ModelMetrics::request_s},
   };
   for (const HistogramDef& h : histograms) {
     header(out, h.name, "histogram", h.help);
@@ -182,11 +181,9 @@ std::string ServerMetrics::render() const {
   const TritonDef triton[] = {
       {"nv_inference_request_success", "Number of successful inference requests.",
        [](const Statistics& s) { return s.success.count; }},
-      {"nv_inference_request_failure", "Number of failed inference requests.",
-       [](const Statistics& s) { return s.fail.count; }},
+      {"nv_inference_request_failure", "Number of failed inference requests.", [](const Statistics& s) { return s.fail.count; }},
       {"nv_inference_count", "Number of inferences performed (rows).", [](const Statistics& s) { return s.inference_count; }},
-      {"nv_inference_exec_count", "Number of model executions (batches).",
-       [](const Statistics& s) { return s.execution_count; }},
+      {"nv_inference_exec_count", "Number of model executions (batches).", [](const Statistics& s) { return s.execution_count; }},
       {"nv_inference_request_duration_us", "Cumulative inference request duration in microseconds.",
        [](const Statistics& s) { return (s.success.ns + s.fail.ns) / 1000; }},
       {"nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds.",

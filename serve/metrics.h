@@ -20,7 +20,7 @@ namespace poprt::serve {
 class Histogram {
  public:
   static constexpr std::array<double, 16> kBounds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                                     0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
+                                                     0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
   void observe(double seconds);
   // The _bucket (cumulative, le="+Inf" last), _sum and _count lines of `name` with `labels`
   // ("model=\"x\"", without braces).
@@ -69,8 +69,7 @@ struct ModelMetrics {
   void requestDone(bool ok, std::chrono::nanoseconds since_receipt);
   void requestRefused(std::chrono::nanoseconds since_receipt);  // did not fit the model: never queued
   void queued(std::chrono::nanoseconds waited);
-  void batchRun(int64_t rows, std::chrono::nanoseconds input, std::chrono::nanoseconds infer,
-                std::chrono::nanoseconds output);
+  void batchRun(int64_t rows, std::chrono::nanoseconds input, std::chrono::nanoseconds infer, std::chrono::nanoseconds output);
   Statistics statistics() const;
 
  private:

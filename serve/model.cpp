@@ -36,9 +36,7 @@ Expected<std::unique_ptr<ServedModel>> ServedModel::load(const ModelId& id, cons
   config.timeout_ns = 0;
   try {
     m->runner_ = std::make_unique<runtime::ModelRunner>(popef, config);
-  } catch (const runtime::Error& e) {
-    return Error(e.what());
-  }
+  } catch (const runtime::Error& e) { return Error(e.what()); }
   POPRT_ASSIGN_OR_RETURN(int axis, batchAxis(popef));
   auto layout = planLayout(m->runner_->getExecuteInputs(), m->runner_->getExecuteOutputs(), axis);
   if (!layout.ok()) return layout.error().withContext(popef);

@@ -19,8 +19,8 @@ class ServedModel {
  public:
   // Loads `popef` as `id`. The batch axis is the PopEF's compile option batch_axis (what
   // poprt-convert --batch_axis set), 0 when it has none. Errors start with the file name.
-  static Expected<std::unique_ptr<ServedModel>> load(const ModelId& id, const std::string& popef,
-                                                     const BatcherOptions& options, ServerMetrics& metrics);
+  static Expected<std::unique_ptr<ServedModel>> load(const ModelId& id, const std::string& popef, const BatcherOptions& options,
+                                                     ServerMetrics& metrics);
   ~ServedModel();
 
   const std::string& name() const { return id_.name; }

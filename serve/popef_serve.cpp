@@ -8,9 +8,9 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 #include <csignal>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include "lib/support/file_io.h"
@@ -55,10 +55,11 @@ void printModels(const ServeOptions& o, const ModelRepository& models) {
     const ModelLayout& l = m->layout();
     const std::string what = "popef-serve: model '" + m->name() + "' version " + m->id().version + " (" + m->popef() + "): ";
     if (l.batchable)
-      std::printf("%sbatches of %lld rows along axis %d, %s\n", what.c_str(), static_cast<long long>(l.batch), l.axis,
-                  m->options().dynamic_batching
-                      ? ("dynamic batching, max queue delay " + std::to_string(m->options().max_queue_delay.count()) + " us").c_str()
-                      : "each request runs alone");
+      std::printf(
+          "%sbatches of %lld rows along axis %d, %s\n", what.c_str(), static_cast<long long>(l.batch), l.axis,
+          m->options().dynamic_batching
+              ? ("dynamic batching, max queue delay " + std::to_string(m->options().max_queue_delay.count()) + " us").c_str()
+              : "each request runs alone");
     else
       std::printf("%srequests give the compiled shapes (%s)\n", what.c_str(), l.why_not_batchable.c_str());
   }
@@ -182,10 +183,11 @@ Status serve(const ServeOptions& o) {
     poller.join();
   }
   if (grpc) grpc->shutdown();  // (after a failed listen, the watcher did not)
-  models.clear();  // each batcher runs what it holds, then its runner detaches the device
+  models.clear();              // each batcher runs what it holds, then its runner detaches the device
   std::printf("popef-serve: stopped\n");
   std::fflush(stdout);
-  if (!signalled && !listened) return Error("--host " + o.host + " --port " + std::to_string(port) + ": the server stopped listening");
+  if (!signalled && !listened)
+    return Error("--host " + o.host + " --port " + std::to_string(port) + ": the server stopped listening");
   return okStatus();
 }
 

@@ -24,9 +24,8 @@ constexpr uint64_t kMaxQueueDelayUs = 60'000'000;  // as --max_queue_delay_us
 // path (".", "..").
 bool validModelName(const std::string& name) {
   if (name.empty() || name.size() > 200 || name == "." || name == "..") return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-  });
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'; });
 }
 
 // The highest numbered version directory of `model_dir` holding a model.popef, or "".
@@ -36,8 +35,7 @@ std::string latestVersion(const fs::path& model_dir) {
   std::error_code ec;
   for (fs::directory_iterator it(model_dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string v = it->path().filename().string();
-    if (v.empty() || v.size() > 18 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      continue;
+    if (v.empty() || v.size() > 18 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
     const uint64_t n = std::stoull(v);
     std::error_code fe;
     if (n > 0 && (best.empty() || n > best_n) && fs::is_regular_file(it->path() / "model.popef", fe)) {
@@ -88,7 +86,8 @@ Status checkConfig(const ModelConfig& c, const std::string& name, const ServedMo
   if (!c.name().empty() && c.name() != name) return Error(file + ": name '" + c.name() + "', the directory is '" + name + "'");
   if (!c.platform().empty() && c.platform() != "poprt_popef")
     return Error(file + ": platform '" + c.platform() + "': popef-serve serves poprt_popef");
-  if (!c.backend().empty() && c.backend() != "poprt") return Error(file + ": backend '" + c.backend() + "': popef-serve is poprt");
+  if (!c.backend().empty() && c.backend() != "poprt")
+    return Error(file + ": backend '" + c.backend() + "': popef-serve is poprt");
   const int64_t batch = l.batchable ? l.batch : 0;
   if (c.max_batch_size() > 0 && c.max_batch_size() != batch)
     return Error(file + ": max_batch_size " + std::to_string(c.max_batch_size()) + ", the PopEF is compiled for " +

@@ -16,9 +16,9 @@ struct DatatypeName {
   std::string_view name;
 };
 constexpr DatatypeName kDatatypes[] = {
-    {DType::Bool, "BOOL"},     {DType::UInt8, "UINT8"},     {DType::UInt16, "UINT16"}, {DType::UInt32, "UINT32"},
-    {DType::UInt64, "UINT64"}, {DType::Int8, "INT8"},       {DType::Int16, "INT16"},   {DType::Int32, "INT32"},
-    {DType::Int64, "INT64"},   {DType::Float16, "FP16"},    {DType::BFloat16, "BF16"}, {DType::Float, "FP32"},
+    {DType::Bool, "BOOL"},     {DType::UInt8, "UINT8"},  {DType::UInt16, "UINT16"}, {DType::UInt32, "UINT32"},
+    {DType::UInt64, "UINT64"}, {DType::Int8, "INT8"},    {DType::Int16, "INT16"},   {DType::Int32, "INT32"},
+    {DType::Int64, "INT64"},   {DType::Float16, "FP16"}, {DType::BFloat16, "BF16"}, {DType::Float, "FP32"},
     {DType::Double, "FP64"},
 };
 

@@ -12,7 +12,7 @@
 
 namespace poprt::sim {
 
-inline constexpr uint64_t kVertexOverheadCycles = 20;  // call, field loads, loop setup
+inline constexpr uint64_t kVertexOverheadCycles = 20;     // call, field loads, loop setup
 inline constexpr int64_t kProductCap = int64_t{1} << 50;  // no field is that large; products beyond it are refused
 
 // Hot loops are compiled for several x86 levels and the best one is picked at load time (GCC's
@@ -29,7 +29,9 @@ inline float* f32(uint8_t* mem, const exec::Field& f) { return reinterpret_cast<
 
 // A vertex's activation: its kind (a param, checked by isActivationKind) and fparams
 // [first, first + 4) as alpha, beta, min, max.
-inline bool isActivationKind(int64_t kind) { return kind >= 0 && kind <= static_cast<int64_t>(ops::graphcore::kLastActivationKind); }
+inline bool isActivationKind(int64_t kind) {
+  return kind >= 0 && kind <= static_cast<int64_t>(ops::graphcore::kLastActivationKind);
+}
 inline ops::graphcore::Activation vertexActivation(int64_t kind, const std::vector<float>& fparams, size_t first) {
   return {static_cast<ops::graphcore::ActivationKind>(kind), fparams[first], fparams[first + 1], fparams[first + 2],
           fparams[first + 3]};

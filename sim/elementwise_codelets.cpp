@@ -188,7 +188,8 @@ Status checkActivation(const exec::Vertex& v) {
   const auto& p = v.params;
   if (p.size() != 2 || v.fparams.size() != 4 || p[0] < 0 || !isActivationKind(p[1]))
     return Error("Activation vertex has bad params");
-  if (!fieldHolds(v.fields[0], p[0]) || !fieldHolds(v.fields[1], p[0])) return Error("Activation vertex field sizes do not match its count");
+  if (!fieldHolds(v.fields[0], p[0]) || !fieldHolds(v.fields[1], p[0]))
+    return Error("Activation vertex field sizes do not match its count");
   return okStatus();
 }
 

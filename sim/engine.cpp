@@ -8,10 +8,10 @@
 #include <map>
 #include <tuple>
 
-#include "lib/support/copy_bytes.h"
-#include "lib/support/log.h"
 #include "lib/onnx/onnx_io.h"
 #include "lib/ops/registry.h"
+#include "lib/support/copy_bytes.h"
+#include "lib/support/log.h"
 #include "sim/codelets.h"
 #include "sim/thread_pool.h"
 #include "sim/verify_popef.h"
@@ -19,7 +19,6 @@
 namespace poprt::sim {
 
 using Role = exec::HostStream::Role;
-
 
 Engine::Engine(std::shared_ptr<const exec::Executable> exe) : shared_exe_(std::move(exe)), exe_(*shared_exe_) {}
 Engine::~Engine() = default;
@@ -142,8 +141,8 @@ Status Engine::runHostProgram(uint32_t index, RunState& state) {
       for (size_t d = 0; match && d < s.shape.size(); ++d) match = s.shape[d] < 0 || s.shape[d] == v.tensor.shape()[d];
       if (!match)
         return Error("host program '" + hp.name + "' produced " + std::string(dtypeName(v.tensor.dtype())) +
-                     shapeToString(v.tensor.shape()) + " for '" + s.name + "', compiled for " +
-                     std::string(dtypeName(s.dtype)) + shapeToString(s.shape));
+                     shapeToString(v.tensor.shape()) + " for '" + s.name + "', compiled for " + std::string(dtypeName(s.dtype)) +
+                     shapeToString(s.shape));
     }
     state.buffers[hp.outputs[i]] = std::move(v);
   }
@@ -165,9 +164,8 @@ Status Engine::runStep(const exec::Step& step, RunState& state, bool split) {
         src = buffer.tensor.bytes().data();
       }
       for (const auto& c : s.copies)
-        exec::forEachStreamPiece(c, [&](uint64_t host, uint64_t tile, uint64_t n) {
-          copyBytes(tiles_.tile(c.tile) + tile, src + host, n);
-        });
+        exec::forEachStreamPiece(
+            c, [&](uint64_t host, uint64_t tile, uint64_t n) { copyBytes(tiles_.tile(c.tile) + tile, src + host, n); });
       break;
     }
     case exec::StepKind::StreamOut: {
@@ -184,19 +182,13 @@ Status Engine::runStep(const exec::Step& step, RunState& state, bool split) {
         dst = buffer.tensor.bytes().data();
       }
       for (const auto& c : s.copies)
-        exec::forEachStreamPiece(c, [&](uint64_t host, uint64_t tile, uint64_t n) {
-          copyBytes(dst + host, tiles_.tile(c.tile) + tile, n);
-        });
+        exec::forEachStreamPiece(
+            c, [&](uint64_t host, uint64_t tile, uint64_t n) { copyBytes(dst + host, tiles_.tile(c.tile) + tile, n); });
       break;
     }
-    case exec::StepKind::Exchange:
-      runExchange(step.index, split);
-      break;
-    case exec::StepKind::Compute:
-      runComputeSet(step.index, split);
-      break;
-    case exec::StepKind::HostCall:
-      return runHostProgram(step.index, state);
+    case exec::StepKind::Exchange: runExchange(step.index, split); break;
+    case exec::StepKind::Compute: runComputeSet(step.index, split); break;
+    case exec::StepKind::HostCall: return runHostProgram(step.index, state);
   }
   return okStatus();
 }
@@ -412,8 +404,7 @@ Status Engine::runPipelined(std::span<const Batch> batches, RunTimes* times) {
     const unsigned workers = pool_->workers();
     pool_->run([&](unsigned w) {
       for (size_t s = w; s < stages; s += workers)
-        if (active(s) && failed[s].ok())
-          failed[s] = runSteps(segments[s].begin, segments[s].copies, states[phase - s], false);
+        if (active(s) && failed[s].ok()) failed[s] = runSteps(segments[s].begin, segments[s].copies, states[phase - s], false);
     });
     for (const Status& st : failed) POPRT_TRY(st);
     for (size_t s = stages; s-- > 0;)

@@ -25,10 +25,10 @@ struct CycleEstimate {
 
 // The cost model's figures for one step of the main program (CycleEstimate sums them).
 struct StepCycles {
-  uint64_t compute = 0;   // a compute set: its busiest tile's cycles
-  uint64_t exchange = 0;  // an exchange or stream copy: its busiest tile's transfer cycles
-  uint64_t sync = 0;      // the sync ending a device step (host calls have none)
-  uint64_t bytes = 0;     // bytes received from other tiles (exchange) or moved to/from the host (streams)
+  uint64_t compute = 0;     // a compute set: its busiest tile's cycles
+  uint64_t exchange = 0;    // an exchange or stream copy: its busiest tile's transfer cycles
+  uint64_t sync = 0;        // the sync ending a device step (host calls have none)
+  uint64_t bytes = 0;       // bytes received from other tiles (exchange) or moved to/from the host (streams)
   uint64_t link_bytes = 0;  // of those, bytes that crossed the IPU-Links from another IPU
   uint64_t total() const { return compute + exchange + sync; }
 };
@@ -82,8 +82,8 @@ class Engine {
   // Runs verifyExecutable (sim/verify_popef.h) and prepares the tile memories. `weights` holds
   // the data of each Weight stream, by name. Supersteps with enough work are split between
   // `workers` threads (0: ThreadPool::defaultWorkers()).
-  static Expected<std::unique_ptr<Engine>> create(exec::Executable exe,
-                                                  const std::map<std::string, Tensor>& weights, unsigned workers = 0);
+  static Expected<std::unique_ptr<Engine>> create(exec::Executable exe, const std::map<std::string, Tensor>& weights,
+                                                  unsigned workers = 0);
   // The same for an executable the verifier already accepted (a VerifiedPopef's), shared between
   // engines (the runtime's replicas): it is not verified again.
   // `vertices`: another engine's resolvedVertices() for the same executable object (the runtime's
@@ -167,7 +167,7 @@ class Engine {
   const exec::Executable& exe_;  // *shared_exe_
   TileArena tiles_;
   std::shared_ptr<const ResolvedVertices> vertices_;
-  std::vector<ir::Model> host_models_;         // the imported host programs
+  std::vector<ir::Model> host_models_;  // the imported host programs
   std::vector<std::map<std::string, int64_t>> host_opsets_;
   CycleEstimate estimate_;
   std::vector<StepCycles> step_cycles_;

@@ -93,7 +93,8 @@ void Engine::computeEstimate() {
         first_reader.clear();
         for (const auto& g : ex.gathers) {
           const exec::Layout& layout = exe_.layouts[g.layout];
-          const auto emplaced = first_reader.try_emplace(std::make_tuple(g.layout, g.begin, g.count, g.reps, g.stride), g.dst_tile);
+          const auto emplaced =
+              first_reader.try_emplace(std::make_tuple(g.layout, g.begin, g.count, g.reps, g.stride), g.dst_tile);
           const bool first_read = emplaced.second;
           const uint32_t first_dst = emplaced.first->second;
           exec::forEachGatherPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t) {
@@ -125,8 +126,7 @@ void Engine::computeEstimate() {
         parallel_compute_[step.index] = cs.vertices.size() > 1 && total >= kParallelCycles;
         break;
       }
-      case exec::StepKind::HostCall:
-        continue;  // host time is measured, not estimated; no device sync
+      case exec::StepKind::HostCall: continue;  // host time is measured, not estimated; no device sync
     }
     c.sync = t.sync_cycles;
   }

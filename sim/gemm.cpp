@@ -62,13 +62,15 @@ template <int J, int V, class Rows>
 POPRT_V4 void columns512(const float* a, int64_t K, Rows b, int64_t q, int64_t n, float* out, int64_t ldo) {
   for (; q + 16 * V <= n; q += 16 * V) tile512<J, V, Rows>(a, K, b, q, out + q, ldo, 0xFFFF);
   if (q >= n) return;
-  if constexpr (V > 1) columns512<J, V / 2, Rows>(a, K, b, q, n, out, ldo);
-  else tile512<J, 1, Rows>(a, K, b, q, out + q, ldo, static_cast<__mmask16>((1u << (n - q)) - 1));
+  if constexpr (V > 1)
+    columns512<J, V / 2, Rows>(a, K, b, q, n, out, ldo);
+  else
+    tile512<J, 1, Rows>(a, K, b, q, out + q, ldo, static_cast<__mmask16>((1u << (n - q)) - 1));
 }
 
 template <class Rows>
-__attribute__((target("avx512f,fma"))) void gemmAvx512(const float* a, int64_t M, int64_t K, Rows b,
-                                                        int64_t N, float* out, int64_t ldo) {
+__attribute__((target("avx512f,fma"))) void gemmAvx512(const float* a, int64_t M, int64_t K, Rows b, int64_t N, float* out,
+                                                       int64_t ldo) {
   // Tiles of 8 rows by 32 columns, a column block at a time: its rows of b stay in cache for all
   // the row tiles.
   const int64_t whole = M / 8 * 8;
@@ -134,13 +136,15 @@ POPRT_V3 __m256i mask256(int64_t n) {  // the first n of 8 lanes
 }
 
 template <class Rows>
-__attribute__((target("avx2,fma"))) void gemmAvx2(const float* a, int64_t M, int64_t K, Rows b,
-                                                    int64_t N, float* out, int64_t ldo) {
+__attribute__((target("avx2,fma"))) void gemmAvx2(const float* a, int64_t M, int64_t K, Rows b, int64_t N, float* out,
+                                                  int64_t ldo) {
   int64_t q = 0;
   for (; q + 16 <= N; q += 16) rows256<6, 2, Rows>(a, M, K, b, q, out + q, ldo, mask256(8));
   const int64_t left = N - q;
-  if (left > 8) rows256<6, 2, Rows>(a, M, K, b, q, out + q, ldo, mask256(left - 8));
-  else if (left > 0) rows256<6, 1, Rows>(a, M, K, b, q, out + q, ldo, mask256(left));
+  if (left > 8)
+    rows256<6, 2, Rows>(a, M, K, b, q, out + q, ldo, mask256(left - 8));
+  else if (left > 0)
+    rows256<6, 1, Rows>(a, M, K, b, q, out + q, ldo, mask256(left));
 }
 
 #endif
@@ -189,8 +193,7 @@ void gemmWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* b,
   gemmAny(isa, a, M, K, StridedRows{b, ldb}, N, out, ldo);
 }
 
-void gemmRowsWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out,
-                  int64_t ldo) {
+void gemmRowsWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo) {
   gemmAny(isa, a, M, K, PointerRows{b}, N, out, ldo);
 }
 

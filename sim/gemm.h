@@ -17,9 +17,7 @@ void gemmRows(const float* a, int64_t M, int64_t K, const float* const* b, int64
 // The versions: gemm runs the last one this CPU has.
 enum class GemmIsa { Portable, Avx2, Avx512 };
 std::vector<GemmIsa> availableGemmIsas();  // Portable first
-void gemmWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out,
-              int64_t ldo);
-void gemmRowsWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out,
-                  int64_t ldo);
+void gemmWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo);
+void gemmRowsWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo);
 
 }  // namespace poprt::sim

@@ -24,10 +24,8 @@ const float* untransposed(const float* m, int64_t rows, int64_t cols, std::vecto
 Status checkMatMul(const exec::Vertex& v) {
   const auto& p = v.params;
   const bool act = p.size() == 7;
-  if (!(p.size() == 6 && v.fparams.size() == 2) && !(act && v.fparams.size() == 6))
-    return Error("MatMul vertex has bad params");
-  if (act && !isActivationKind(p[6]))
-    return Error("MatMul vertex has an unknown activation");
+  if (!(p.size() == 6 && v.fparams.size() == 2) && !(act && v.fparams.size() == 6)) return Error("MatMul vertex has bad params");
+  if (act && !isActivationKind(p[6])) return Error("MatMul vertex has an unknown activation");
   POPRT_TRY(expectFloatFields(v, p[5] == exec::kBiasNone ? 3 : 4, "MatMul"));
   int64_t rows = p[0], K = p[1], cols = p[2];
   const int64_t limit = int64_t{1} << 24;
@@ -54,8 +52,7 @@ void runMatMul(const exec::Vertex& v, uint8_t* mem) {
   const float* bias = bias_mode != exec::kBiasNone ? f32(mem, v.fields[3]) : nullptr;
   const bool has_act = v.params.size() == 7;
   ops::graphcore::Activation act;
-  if (has_act)
-    act = vertexActivation(v.params[6], v.fparams, 2);
+  if (has_act) act = vertexActivation(v.params[6], v.fparams, 2);
   thread_local std::vector<float> a_rows, b_rows;
   if (ta) a = untransposed(a, rows, K, a_rows);
   if (tb) b = untransposed(b, K, cols, b_rows);
@@ -66,8 +63,8 @@ void runMatMul(const exec::Vertex& v, uint8_t* mem) {
     for (int64_t c = 0; c < cols; ++c) {
       float x = alpha * o[c];
       if (bias) {
-        float bv = bias_mode == exec::kBiasScalar ? bias[0]
-                   : bias_mode == exec::kBiasRow  ? bias[c]
+        float bv = bias_mode == exec::kBiasScalar   ? bias[0]
+                   : bias_mode == exec::kBiasRow    ? bias[c]
                    : bias_mode == exec::kBiasColumn ? bias[r]
                                                     : bias[r * cols + c];
         x += beta * bv;

@@ -26,7 +26,8 @@ struct Rows3 {
 };
 
 Expected<Rows3> readRows3(const exec::Vertex& v, const char* what, size_t extra_params = 0) {
-  if (v.params.size() != 4 + extra_params) return Error(std::string(what) + " vertex expects " + std::to_string(4 + extra_params) + " params");
+  if (v.params.size() != 4 + extra_params)
+    return Error(std::string(what) + " vertex expects " + std::to_string(4 + extra_params) + " params");
   Rows3 r{v.params[1], v.params[2], v.params[3]};
   if (r.inSize() < 0) return Error(std::string(what) + " vertex has bad sizes");
   return r;
@@ -46,8 +47,7 @@ Status checkReduce(const exec::Vertex& v) {
   POPRT_ASSIGN_OR_RETURN(Rows3 r, readRows3(v, "Reduce", act ? 1 : 0));
   if (v.params[0] < exec::kReduceSum || v.params[0] > exec::kLastReduceKind) return Error("Reduce vertex has an unknown kind");
   if (v.fparams.size() != (act ? 4u : 0u)) return Error("Reduce vertex has bad fparams");
-  if (act && !isActivationKind(v.params[4]))
-    return Error("Reduce vertex has an unknown activation");
+  if (act && !isActivationKind(v.params[4])) return Error("Reduce vertex has an unknown activation");
   if (!fieldHolds(v.fields[0], r.outSize()) || !fieldHolds(v.fields[1], r.inSize()))
     return Error("Reduce vertex field sizes do not match its shape");
   return okStatus();
@@ -93,9 +93,7 @@ void runReduce(const exec::Vertex& v, uint8_t* mem) {
       switch (kind) {
         case exec::kReduceSum:
         case exec::kReduceMean:
-        case exec::kReduceLogSum:
-          addRow(acc.data(), row, inner);
-          break;
+        case exec::kReduceLogSum: addRow(acc.data(), row, inner); break;
         case exec::kReduceProd:
           for (int64_t i = 0; i < inner; ++i) acc[i] *= row[i];
           break;
@@ -134,7 +132,9 @@ void runReduce(const exec::Vertex& v, uint8_t* mem) {
 uint64_t cyclesReduce(const exec::Vertex& v, const exec::Target& t) {
   const uint64_t n = static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[2]) * static_cast<uint64_t>(v.params[3]);
   const uint64_t per = v.params[0] == exec::kReduceLogSumExp ? kTranscendentalCycles : 1;
-  const uint64_t act = reduceHasActivation(v) ? ceilDiv(static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[3]), t.vector_width_fp32) : 0;
+  const uint64_t act = reduceHasActivation(v)
+                           ? ceilDiv(static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[3]), t.vector_width_fp32)
+                           : 0;
   return kVertexOverheadCycles + per * ceilDiv(n, t.vector_width_fp32) + act;
 }
 
@@ -195,7 +195,8 @@ Status checkNorm(const exec::Vertex& v) {
   if (capMul(rows, N) < 0 || (per_row != 0 && per_row != 1) || channels < 1 || channels > kProductCap || row_begin < 0 ||
       row_begin > kProductCap)
     return Error("Norm vertex has bad sizes");
-  if (!fieldHolds(v.fields[0], rows * N) || !fieldHolds(v.fields[1], rows * N)) return Error("Norm vertex field sizes do not match its shape");
+  if (!fieldHolds(v.fields[0], rows * N) || !fieldHolds(v.fields[1], rows * N))
+    return Error("Norm vertex field sizes do not match its shape");
   const int64_t affine = per_row ? channels : N;
   for (size_t f = 2; f < v.fields.size(); ++f)
     if (!fieldHolds(v.fields[f], affine)) return Error("Norm vertex scale or bias size does not match its mode");
@@ -247,7 +248,8 @@ Status checkBatchNorm(const exec::Vertex& v) {
   for (int64_t x : p)
     if (x < 0 || x > kProductCap) return Error("BatchNorm vertex has bad sizes");
   if (channels < 1 || inner < 1 || c0 + cn > channels) return Error("BatchNorm vertex has bad sizes");
-  if (!fieldHolds(v.fields[0], count) || !fieldHolds(v.fields[1], count)) return Error("BatchNorm vertex field sizes do not match its count");
+  if (!fieldHolds(v.fields[0], count) || !fieldHolds(v.fields[1], count))
+    return Error("BatchNorm vertex field sizes do not match its count");
   for (size_t f = 2; f < 6; ++f)
     if (!fieldHolds(v.fields[f], cn)) return Error("BatchNorm vertex per-channel fields do not hold its channel slice");
   // Every element's channel must lie in the slice: all channels, or a range that does not wrap.
@@ -324,7 +326,8 @@ void runAttention(const exec::Vertex& v, uint8_t* mem) {
 uint64_t cyclesAttention(const exec::Vertex& v, const exec::Target& t) {
   const uint64_t rows = static_cast<uint64_t>(v.params[0]), keys = static_cast<uint64_t>(v.params[1]);
   const uint64_t macs = rows * keys * static_cast<uint64_t>(v.params[2] + v.params[3]);
-  return kVertexOverheadCycles + ceilDiv(macs, t.fp32_macs_per_cycle) + kTranscendentalCycles * ceilDiv(rows * keys, t.vector_width_fp32);
+  return kVertexOverheadCycles + ceilDiv(macs, t.fp32_macs_per_cycle) +
+         kTranscendentalCycles * ceilDiv(rows * keys, t.vector_width_fp32);
 }
 
 uint64_t flopsAttention(const exec::Vertex& v) {  // the two matmuls' multiply-adds, then the softmax

@@ -36,8 +36,10 @@ std::vector<std::vector<Range>> writtenRanges(const exec::Executable& exe) {
     std::sort(ranges.begin(), ranges.end());
     std::vector<Range> merged;
     for (const Range& r : ranges) {
-      if (!merged.empty() && r.begin <= merged.back().end) merged.back().end = std::max(merged.back().end, r.end);
-      else merged.push_back(r);
+      if (!merged.empty() && r.begin <= merged.back().end)
+        merged.back().end = std::max(merged.back().end, r.end);
+      else
+        merged.push_back(r);
     }
     ranges = std::move(merged);
   }
@@ -65,8 +67,7 @@ std::vector<std::vector<WeightCopy>> weightCopies(const exec::Executable& exe) {
   for (uint32_t s = 0; s < exe.streams.size(); ++s)
     if (exe.streams[s].role == Role::Weight)
       for (const auto& c : exe.streams[s].copies)
-        if (c.bytes > 0 && c.reps > 0)
-          copies[c.tile].push_back({c.tile_offset, c.tile_offset + c.tileBytes(), s, &c, true});
+        if (c.bytes > 0 && c.reps > 0) copies[c.tile].push_back({c.tile_offset, c.tile_offset + c.tileBytes(), s, &c, true});
   for (uint32_t t = 0; t < copies.size(); ++t) {
     auto& list = copies[t];
     std::sort(list.begin(), list.end());

@@ -25,7 +25,7 @@ struct ResolvedVertices {
   // read) missed the cache on small vertices: resnet20_cifar ran 7-9% slower, for a popef-run peak
   // of 950 rather than 1019 MB on light_densenet121 (826 MB with no copies).
   std::vector<std::vector<exec::Vertex>> sets;
-  const exec::Executable* exe = nullptr;  // resolved for
+  const exec::Executable* exe = nullptr;         // resolved for
   uint64_t shared_fields = 0, shared_bytes = 0;  // fields pointed at another copy, and their bytes
 };
 

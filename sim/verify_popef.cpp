@@ -49,9 +49,9 @@ Status checkGathers(const exec::Executable& exe) {
       if (g.reps <= 1) continue;
       const uint64_t row = static_cast<uint64_t>(g.count) * exe.layouts[g.layout].elem_bytes;  // validated: < 2^53
       if (g.count == 0 || g.dst_stride < row)
-        return Error("exchange " + q(e.name) + ", gather " + std::to_string(i) + ": " + std::to_string(g.reps) +
-                     " repeats of " + std::to_string(row) + " bytes with a destination stride of " +
-                     std::to_string(g.dst_stride) + " overlap or are empty");
+        return Error("exchange " + q(e.name) + ", gather " + std::to_string(i) + ": " + std::to_string(g.reps) + " repeats of " +
+                     std::to_string(row) + " bytes with a destination stride of " + std::to_string(g.dst_stride) +
+                     " overlap or are empty");
     }
   return okStatus();
 }
@@ -68,7 +68,8 @@ Status checkMainDataflow(const exec::Executable& exe) {
     switch (step.kind) {
       case StepKind::StreamIn: {
         const auto& s = streams[step.index];
-        if (s.role == Role::Weight) return Error(where + " streams " + streamLabel(s) + " in; weights belong to the load program");
+        if (s.role == Role::Weight)
+          return Error(where + " streams " + streamLabel(s) + " in; weights belong to the load program");
         if (s.kind != ValueKind::Tensor || s.dtype == DType::String || hasRunTimeDim(s))
           return Error(where + " streams " + streamLabel(s) + " in, but it is not a tensor of fixed size");
         if (!filled[step.index]) return Error(where + " streams " + streamLabel(s) + " in before anything wrote it");
@@ -86,17 +87,19 @@ Status checkMainDataflow(const exec::Executable& exe) {
       case StepKind::HostCall: {
         const auto& hp = exe.host_programs[step.index];
         for (uint32_t i : hp.inputs)
-          if (!filled[i]) return Error(where + " runs host program " + q(hp.name) + ", which reads " + streamLabel(streams[i]) + " before anything wrote it");
+          if (!filled[i])
+            return Error(where + " runs host program " + q(hp.name) + ", which reads " + streamLabel(streams[i]) +
+                         " before anything wrote it");
         for (uint32_t o : hp.outputs) {
           if (streams[o].role != Role::Output && streams[o].role != Role::Host)
-            return Error("host program " + q(hp.name) + " writes " + streamLabel(streams[o]) + "; only output and host streams can be");
+            return Error("host program " + q(hp.name) + " writes " + streamLabel(streams[o]) +
+                         "; only output and host streams can be");
           filled[o] = true;
         }
         break;
       }
       case StepKind::Exchange:
-      case StepKind::Compute:
-        break;
+      case StepKind::Compute: break;
     }
   }
   for (size_t i = 0; i < streams.size(); ++i)
@@ -147,8 +150,7 @@ Status checkHostProgram(const exec::Executable& exe, const exec::HostProgram& hp
     const ir::TensorType& t = v->type;
     if (t.dtype != DType::Undefined && (t.kind != s.kind || t.dtype != s.dtype))
       return Error(label + ": " + std::string(valueKindName(t.kind)) + " '" + v->name() + "' of " +
-                   std::string(dtypeName(t.dtype)) + " is bound to " + streamLabel(s) + " of " +
-                   std::string(dtypeName(s.dtype)));
+                   std::string(dtypeName(t.dtype)) + " is bound to " + streamLabel(s) + " of " + std::string(dtypeName(s.dtype)));
     return okStatus();
   };
   for (size_t i = 0; i < inputs.size(); ++i) POPRT_TRY(agree(inputs[i], exe.streams[hp.inputs[i]]));
@@ -205,8 +207,7 @@ Expected<std::map<std::string, Tensor>> collectWeights(const popef::PopefFile& f
   for (const auto& b : file.blobs) {
     if (b.type == popef::BlobType::TensorData) {
       auto it = weight_streams.find(b.name);
-      if (it == weight_streams.end())
-        return Error("tensor data blob " + q(b.name) + " is not a weight of the executable");
+      if (it == weight_streams.end()) return Error("tensor data blob " + q(b.name) + " is not a weight of the executable");
       POPRT_ASSIGN_OR_RETURN(Tensor t, popef::tensorFromBlob(b));
       const exec::HostStream& s = *it->second;
       if (t.dtype() == DType::Float16 && s.dtype == DType::Float && t.shape() == s.shape) t = widenToFloat(t);
@@ -272,8 +273,9 @@ Status checkPipelineStages(const exec::Executable& exe) {
           bool ok = true;
           for (const auto& gather : ex.gathers) {
             ok = ok && t.ipuOf(gather.dst_tile) == dst_ipu;
-            exec::forEachGatherPiece(exe.layouts[gather.layout], gather,
-                                     [&](const exec::LayoutRegion& r, int64_t, int64_t, uint64_t) { ok = ok && t.ipuOf(r.tile) == src_ipu; });
+            exec::forEachGatherPiece(
+                exe.layouts[gather.layout], gather,
+                [&](const exec::LayoutRegion& r, int64_t, int64_t, uint64_t) { ok = ok && t.ipuOf(r.tile) == src_ipu; });
             if (!ok) return fail();
           }
           break;
@@ -308,8 +310,7 @@ Expected<VerifiedPopef> verifyPopef(const popef::PopefFile& file, const std::str
   const popef::Metadata& md = file.metadata;
   const popef::Blob* blob = file.find(popef::BlobType::Executable, md.executable_name);
   // find() with an empty name takes any executable; the metadata must name the one it means.
-  if (!blob || blob->name != md.executable_name)
-    return Error(source + ": no executable blob named " + q(md.executable_name));
+  if (!blob || blob->name != md.executable_name) return Error(source + ": no executable blob named " + q(md.executable_name));
   auto exe = exec::deserialize(blob->payload, source + ": executable");
   if (!exe.ok()) return exe.error();
   if (static_cast<uint64_t>(md.num_ipus) != exe->target.num_ipus || md.ipu_version != exe->target.ipu_version)

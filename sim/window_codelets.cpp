@@ -57,12 +57,11 @@ Status checkWindow(const Window3& w, const char* what) {
   return okStatus();
 }
 
-
 // The outputs o in [lo, hi) of one dim whose tap (offset `tap` = k * dilation) falls inside the input.
 void validOutputs(const Window3& w, int d, int64_t tap, int64_t& lo, int64_t& hi) {
-  const int64_t first = -w.start[d] - tap;                 // o * stride >= first
-  const int64_t last = w.in[d] - 1 - w.start[d] - tap;     // o * stride <= last
-  if (w.stride[d] == 1) {  // most convs: no division
+  const int64_t first = -w.start[d] - tap;              // o * stride >= first
+  const int64_t last = w.in[d] - 1 - w.start[d] - tap;  // o * stride <= last
+  if (w.stride[d] == 1) {                               // most convs: no division
     lo = std::max<int64_t>(0, first);
     hi = last < 0 ? 0 : std::min<int64_t>(w.out[d], last + 1);
   } else {
@@ -83,12 +82,10 @@ void tapOutputRanges(const Window3& w, std::vector<std::pair<int64_t, int64_t>> 
   }
 }
 
-constexpr size_t kConvFixed = 5;   // rank, groups, in_channels, out_channels, has_bias
-constexpr size_t kPoolFixed = 4;   // rank, channels, kind, count_include_pad
+constexpr size_t kConvFixed = 5;  // rank, groups, in_channels, out_channels, has_bias
+constexpr size_t kPoolFixed = 4;  // rank, channels, kind, count_include_pad
 
-bool convHasActivation(const exec::Vertex& v) {
-  return v.params.size() == kConvFixed + 6 * static_cast<size_t>(v.params[0]) + 1;
-}
+bool convHasActivation(const exec::Vertex& v) { return v.params.size() == kConvFixed + 6 * static_cast<size_t>(v.params[0]) + 1; }
 
 // Per output index of dim d: the input position of tap 0, the taps [lo, hi) inside the input,
 // and the taps inside the padded input (for count_include_pad).
@@ -124,7 +121,8 @@ void im2colByOutput(const Window3& w, const float* x, int64_t channels, int64_t 
       for (int64_t c = 0; c < channels; ++c)
         for (int64_t kz = tz.lo; kz < tz.hi; ++kz)
           for (int64_t ky = ty.lo; ky < ty.hi; ++ky) {
-            const float* row = x + c * Pin + ((tz.first + kz * w.dil[0]) * w.in[1] + ty.first + ky * w.dil[1]) * w.in[2] + tx.first;
+            const float* row =
+                x + c * Pin + ((tz.first + kz * w.dil[0]) * w.in[1] + ty.first + ky * w.dil[1]) * w.in[2] + tx.first;
             float* dst = col + (c * K + (kz * w.kernel[1] + ky) * w.kernel[2]) * pc + q;
             for (int64_t kx = tx.lo; kx < tx.hi; ++kx) dst[kx * pc] = row[kx * w.dil[2]];
           }
@@ -206,7 +204,8 @@ POPRT_VECTOR_CLONES void convDirect(const Window3& w, const float* x, const floa
               for (int64_t oy = lo[1]; oy < hi[1]; ++oy) {
                 const int64_t iz = w.start[0] + oz * w.stride[0] + kz * w.dil[0];
                 const int64_t iy = w.start[1] + oy * w.stride[1] + ky * w.dil[1];
-                const float* src = x + c * Pin + (iz * w.in[1] + iy) * w.in[2] + (w.start[2] + lo[2] * w.stride[2] + kx * w.dil[2]);
+                const float* src =
+                    x + c * Pin + (iz * w.in[1] + iy) * w.in[2] + (w.start[2] + lo[2] * w.stride[2] + kx * w.dil[2]);
                 float* dst = out + j * P + (oz * w.out[1] + oy) * w.out[2];
                 for (int64_t ox = lo[2]; ox < hi[2]; ++ox) dst[ox] += wv * src[(ox - lo[2]) * w.stride[2]];
               }
@@ -261,7 +260,8 @@ void convPadded(const Window3& w, const float* x, const float* wts, int64_t Cg, 
           if (iy < 0 || iy >= w.in[1] || x1 <= x0) continue;
           const float* src = x + (c * w.in[1] + iy) * w.in[2];  // the input row; column xx reads first + xx*s2
           float* dst = q + yy * qw;
-          if (s2 == 1) std::copy(src + first + x0, src + first + x1, dst + x0);
+          if (s2 == 1)
+            std::copy(src + first + x0, src + first + x1, dst + x0);
           else
             for (int64_t xx = x0; xx < x1; ++xx) dst[xx] = src[first + xx * s2];
         }
@@ -293,8 +293,7 @@ Status checkConvPartial(const exec::Vertex& v) {
   const bool act = p.size() == base + 1;
   if (!(p.size() == base && v.fparams.empty()) && !(act && v.fparams.size() == 4))
     return Error("ConvPartial vertex has bad params");
-  if (act && !isActivationKind(p[base]))
-    return Error("ConvPartial vertex has an unknown activation");
+  if (act && !isActivationKind(p[base])) return Error("ConvPartial vertex has an unknown activation");
   const int64_t groups = p[1], in_ch = p[2], out_ch = p[3];
   if (p[4] != 0 && p[4] != 1) return Error("ConvPartial vertex has a bad bias flag");
   POPRT_TRY(expectFloatFields(v, p[4] ? 4 : 3, "ConvPartial"));
@@ -304,8 +303,7 @@ Status checkConvPartial(const exec::Vertex& v) {
   const Window3 w = readWindow(p, kConvFixed, rank, 6);
   POPRT_TRY(checkWindow(w, "ConvPartial"));
   const int64_t oc = capMul(groups, out_ch);
-  if (!fieldHolds(v.fields[0], capMul(oc, w.outSize())) ||
-      !fieldHolds(v.fields[1], capMul(capMul(groups, in_ch), w.inSize())) ||
+  if (!fieldHolds(v.fields[0], capMul(oc, w.outSize())) || !fieldHolds(v.fields[1], capMul(capMul(groups, in_ch), w.inSize())) ||
       !fieldHolds(v.fields[2], capMul(capMul(oc, in_ch), w.kernelSize())) || (p[4] && !fieldHolds(v.fields[3], oc)))
     return Error("ConvPartial vertex field sizes do not match its shape");
   return okStatus();
@@ -329,10 +327,11 @@ void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
   const int64_t line_floats = capMul(rows, width);
   const int64_t chunk = line_floats < 0 ? 0 : line_floats > 0 ? std::min(lines, kScratchFloats / line_floats) : lines;
   // The padded copy and the product it feeds, within the same scratch budget.
-  const bool padded = paddedProductPays(w, Cg, Mb) &&
-                      capMul(capMul(Cg, capMul(w.stride[1], w.stride[2])),
-                             capMul(w.out[1] + (w.kernel[1] - 1) * w.dil[1] / w.stride[1] + 1, 2 * width + 1)) <= kScratchFloats &&
-                      capMul(Mb, capMul(w.out[1], 2 * width + 1)) <= kScratchFloats;
+  const bool padded =
+      paddedProductPays(w, Cg, Mb) &&
+      capMul(capMul(Cg, capMul(w.stride[1], w.stride[2])),
+             capMul(w.out[1] + (w.kernel[1] - 1) * w.dil[1] / w.stride[1] + 1, 2 * width + 1)) <= kScratchFloats &&
+      capMul(Mb, capMul(w.out[1], 2 * width + 1)) <= kScratchFloats;
   thread_local std::vector<float> col;
   for (int64_t g = 0; g < groups; ++g) {
     float* og = out + g * Mb * P;
@@ -350,16 +349,17 @@ void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
       col.resize(static_cast<size_t>(rows * chunk * width));
       for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
         const int64_t l1 = std::min(lines, l0 + chunk), pc = (l1 - l0) * width;
-        if (w.kernel[2] > width) im2colByOutput(w, x, Cg, l0, l1, col.data());
-        else im2col(w, x, Cg, l0, l1, col.data());
+        if (w.kernel[2] > width)
+          im2colByOutput(w, x, Cg, l0, l1, col.data());
+        else
+          im2col(w, x, Cg, l0, l1, col.data());
         gemm(wg, Mb, rows, col.data(), pc, pc, og + l0 * width, P);
       }
     }
   }
   const bool has_act = convHasActivation(v);
   ops::graphcore::Activation act;
-  if (has_act)
-    act = vertexActivation(p.back(), v.fparams, 0);
+  if (has_act) act = vertexActivation(p.back(), v.fparams, 0);
   if (!bias && !has_act) return;
   for (int64_t c = 0; c < groups * Mb; ++c) {
     float* o = out + c * P;
@@ -367,8 +367,7 @@ void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
       const float b = bias[c];
       for (int64_t i = 0; i < P; ++i) o[i] += b;
     }
-    if (has_act)
-      activate(act, o, o, P);
+    if (has_act) activate(act, o, o, P);
   }
 }
 
@@ -396,8 +395,7 @@ Status checkPool(const exec::Vertex& v) {
   const auto& p = v.params;
   if (p.size() < kPoolFixed) return Error("Pool vertex has too few params");
   const int64_t rank = p[0];
-  if (rank < 0 || rank > exec::kMaxWindowRank || p.size() != kPoolFixed + 7 * static_cast<size_t>(rank) ||
-      !v.fparams.empty())
+  if (rank < 0 || rank > exec::kMaxWindowRank || p.size() != kPoolFixed + 7 * static_cast<size_t>(rank) || !v.fparams.empty())
     return Error("Pool vertex has bad params");
   POPRT_TRY(expectFloatFields(v, 2, "Pool"));
   if (p[1] < 0 || p[1] > exec::kMaxWindowExtent) return Error("Pool vertex has a bad channel count");
@@ -452,9 +450,9 @@ void runPool(const exec::Vertex& v, uint8_t* mem) {
           if (is_max) {
             result = saw_nan ? nan : acc;
           } else {
-            const double count = include_pad ? static_cast<double>(tz.padded) * static_cast<double>(ty.padded) *
-                                                   static_cast<double>(tx.padded)
-                                             : static_cast<double>((tz.hi - tz.lo) * (ty.hi - ty.lo) * (tx.hi - tx.lo));
+            const double count =
+                include_pad ? static_cast<double>(tz.padded) * static_cast<double>(ty.padded) * static_cast<double>(tx.padded)
+                            : static_cast<double>((tz.hi - tz.lo) * (ty.hi - ty.lo) * (tx.hi - tx.lo));
             result = static_cast<float>(static_cast<double>(acc) / count);
           }
           o[(oz * w.out[1] + oy) * w.out[2] + ox] = result;

@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
     std::vector<char> x{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     rt::OutputMemory out = runner.execute({{"x", {x.data(), x.size()}}});
     const rt::TensorMemory& y = out.at("y");
-    std::ofstream(argv[4], std::ios::binary).write(reinterpret_cast<const char*>(y.data.data()), static_cast<std::streamsize>(y.data.size()));
+    std::ofstream(argv[4], std::ios::binary)
+        .write(reinterpret_cast<const char*>(y.data.data()), static_cast<std::streamsize>(y.data.size()));
     std::cout << "y: " << y.data.size() / sizeof(float) << " float32 values -> " << argv[4] << "\n";
     return 0;
   } catch (const rt::Error& e) {

@@ -132,14 +132,22 @@ inline IndexSpan broadcastSpan(const int64_t* dims, const int64_t* strides, int6
 // These numbers are stored in PopEFs (vertex params): they never change, new values take the next
 // number (tests/unit/sim/format_pins_test.cpp).
 enum ReduceKind : int64_t {
-  kReduceSum = 0, kReduceMean = 1, kReduceMax = 2, kReduceMin = 3, kReduceProd = 4, kReduceL1 = 5, kReduceL2 = 6,
-  kReduceLogSum = 7, kReduceLogSumExp = 8, kReduceSumSquare = 9,
+  kReduceSum = 0,
+  kReduceMean = 1,
+  kReduceMax = 2,
+  kReduceMin = 3,
+  kReduceProd = 4,
+  kReduceL1 = 5,
+  kReduceL2 = 6,
+  kReduceLogSum = 7,
+  kReduceLogSumExp = 8,
+  kReduceSumSquare = 9,
 };
 inline constexpr int64_t kLastReduceKind = kReduceSumSquare;
 enum BinaryOperandMode : int64_t { kAligned = 0, kBroadcast = 1 };
 enum BiasMode : int64_t { kBiasNone = 0, kBiasScalar = 1, kBiasRow = 2, kBiasColumn = 3, kBiasFull = 4 };
 enum PoolKind : int64_t { kPoolMax = 0, kPoolAvg = 1 };
-inline constexpr int64_t kMaxWindowRank = 3;           // spatial dims of ConvPartial and Pool vertices
+inline constexpr int64_t kMaxWindowRank = 3;                   // spatial dims of ConvPartial and Pool vertices
 inline constexpr int64_t kMaxWindowExtent = int64_t{1} << 24;  // cap on each dim, kernel, stride, dilation
 inline constexpr int64_t kMaxWindowStart = int64_t{1} << 40;   // cap on |starts| and padded_ends
 

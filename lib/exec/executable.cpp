@@ -81,22 +81,38 @@ Status readTuple(cbor::Reader& r, uint64_t n) {
 
 Status readTarget(cbor::Reader& r, Target& t) {
   return r.map({"bytes_per_tile", "clock_hz", "exchange_bytes_per_cycle", "fp16_macs_per_cycle", "fp32_macs_per_cycle",
-                "ipu_version", "link_bytes_per_cycle", "link_latency_cycles", "name", "num_ipus", "sync_cycles", "tiles_per_ipu", "vector_width_fp32", "workers_per_tile"},
+                "ipu_version", "link_bytes_per_cycle", "link_latency_cycles", "name", "num_ipus", "sync_cycles", "tiles_per_ipu",
+                "vector_width_fp32", "workers_per_tile"},
                [&](std::string_view k) -> Status {
-                 if (k == "bytes_per_tile") { POPRT_ASSIGN_OR_RETURN(t.bytes_per_tile, r.uint()); }
-                 else if (k == "clock_hz") { POPRT_ASSIGN_OR_RETURN(t.clock_hz, r.real()); }
-                 else if (k == "exchange_bytes_per_cycle") { POPRT_ASSIGN_OR_RETURN(t.exchange_bytes_per_cycle, u32(r)); }
-                 else if (k == "fp16_macs_per_cycle") { POPRT_ASSIGN_OR_RETURN(t.fp16_macs_per_cycle, u32(r)); }
-                 else if (k == "fp32_macs_per_cycle") { POPRT_ASSIGN_OR_RETURN(t.fp32_macs_per_cycle, u32(r)); }
-                 else if (k == "ipu_version") { POPRT_ASSIGN_OR_RETURN(t.ipu_version, r.text()); }
-                 else if (k == "name") { POPRT_ASSIGN_OR_RETURN(t.name, r.text()); }
-                 else if (k == "link_bytes_per_cycle") { POPRT_ASSIGN_OR_RETURN(t.link_bytes_per_cycle, u32(r)); }
-                 else if (k == "link_latency_cycles") { POPRT_ASSIGN_OR_RETURN(t.link_latency_cycles, u32(r)); }
-                 else if (k == "num_ipus") { POPRT_ASSIGN_OR_RETURN(t.num_ipus, u32(r)); }
-                 else if (k == "sync_cycles") { POPRT_ASSIGN_OR_RETURN(t.sync_cycles, u32(r)); }
-                 else if (k == "tiles_per_ipu") { POPRT_ASSIGN_OR_RETURN(t.tiles_per_ipu, u32(r)); }
-                 else if (k == "vector_width_fp32") { POPRT_ASSIGN_OR_RETURN(t.vector_width_fp32, u32(r)); }
-                 else { POPRT_ASSIGN_OR_RETURN(t.workers_per_tile, u32(r)); }
+                 if (k == "bytes_per_tile") {
+                   POPRT_ASSIGN_OR_RETURN(t.bytes_per_tile, r.uint());
+                 } else if (k == "clock_hz") {
+                   POPRT_ASSIGN_OR_RETURN(t.clock_hz, r.real());
+                 } else if (k == "exchange_bytes_per_cycle") {
+                   POPRT_ASSIGN_OR_RETURN(t.exchange_bytes_per_cycle, u32(r));
+                 } else if (k == "fp16_macs_per_cycle") {
+                   POPRT_ASSIGN_OR_RETURN(t.fp16_macs_per_cycle, u32(r));
+                 } else if (k == "fp32_macs_per_cycle") {
+                   POPRT_ASSIGN_OR_RETURN(t.fp32_macs_per_cycle, u32(r));
+                 } else if (k == "ipu_version") {
+                   POPRT_ASSIGN_OR_RETURN(t.ipu_version, r.text());
+                 } else if (k == "name") {
+                   POPRT_ASSIGN_OR_RETURN(t.name, r.text());
+                 } else if (k == "link_bytes_per_cycle") {
+                   POPRT_ASSIGN_OR_RETURN(t.link_bytes_per_cycle, u32(r));
+                 } else if (k == "link_latency_cycles") {
+                   POPRT_ASSIGN_OR_RETURN(t.link_latency_cycles, u32(r));
+                 } else if (k == "num_ipus") {
+                   POPRT_ASSIGN_OR_RETURN(t.num_ipus, u32(r));
+                 } else if (k == "sync_cycles") {
+                   POPRT_ASSIGN_OR_RETURN(t.sync_cycles, u32(r));
+                 } else if (k == "tiles_per_ipu") {
+                   POPRT_ASSIGN_OR_RETURN(t.tiles_per_ipu, u32(r));
+                 } else if (k == "vector_width_fp32") {
+                   POPRT_ASSIGN_OR_RETURN(t.vector_width_fp32, u32(r));
+                 } else {
+                   POPRT_ASSIGN_OR_RETURN(t.workers_per_tile, u32(r));
+                 }
                  return okStatus();
                });
 }
@@ -135,11 +151,15 @@ Status readStream(cbor::Reader& r, HostStream& hs) {
         hs.copies.push_back(c);
         return okStatus();
       });
-    if (k == "dtype") { POPRT_ASSIGN_OR_RETURN(dtype, r.text()); }
-    else if (k == "kind") { POPRT_ASSIGN_OR_RETURN(kind, u32(r)); }
-    else if (k == "name") { POPRT_ASSIGN_OR_RETURN(hs.name, r.text()); }
-    else if (k == "role") { POPRT_ASSIGN_OR_RETURN(role, u32(r)); }
-    else {
+    if (k == "dtype") {
+      POPRT_ASSIGN_OR_RETURN(dtype, r.text());
+    } else if (k == "kind") {
+      POPRT_ASSIGN_OR_RETURN(kind, u32(r));
+    } else if (k == "name") {
+      POPRT_ASSIGN_OR_RETURN(hs.name, r.text());
+    } else if (k == "role") {
+      POPRT_ASSIGN_OR_RETURN(role, u32(r));
+    } else {
       return readArray(r, [&]() -> Status {
         POPRT_ASSIGN_OR_RETURN(int64_t d, r.sint());
         hs.shape.push_back(d);
@@ -324,7 +344,8 @@ std::vector<uint8_t> serialize(const Executable& exe) {
   for (const auto& e : exe.exchanges) {
     w.map(3);
     w.text("copies"), w.array(e.copies.size());
-    for (const auto& c : e.copies) w.array(5), w.uint(c.src_tile), w.uint(c.src_offset), w.uint(c.dst_tile), w.uint(c.dst_offset), w.uint(c.bytes);
+    for (const auto& c : e.copies)
+      w.array(5), w.uint(c.src_tile), w.uint(c.src_offset), w.uint(c.dst_tile), w.uint(c.dst_offset), w.uint(c.bytes);
     w.text("gathers"), w.array(e.gathers.size());
     for (const auto& g : e.gathers) {
       w.array(8);
@@ -379,50 +400,68 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
   Executable exe;
   cbor::Reader r(bytes);
   uint64_t version = 0;
-  Status st = r.map(
-      {"compute_sets", "exchanges", "host_programs", "layouts", "load", "main", "segments", "strategy", "streams", "target",
-       "tile_bytes", "version"},
-      [&](std::string_view k) -> Status {
-        if (k == "version") {
-          POPRT_ASSIGN_OR_RETURN(version, r.uint());
-          if (version != kExecutableVersion)
-            return Error("executable format version " + std::to_string(version) + " is not supported (expected " +
-                         std::to_string(kExecutableVersion) + ")");
-          return okStatus();
-        }
-        if (k == "target") return readTarget(r, exe.target);
-        if (k == "load") return readProgram(r, exe.load);
-        if (k == "main") return readProgram(r, exe.main);
-        if (k == "tile_bytes")
-          return readArray(r, [&]() -> Status {
-            POPRT_ASSIGN_OR_RETURN(uint64_t b, r.uint());
-            exe.tile_bytes.push_back(b);
-            return okStatus();
-          });
-        if (k == "streams") return readArray(r, [&] { exe.streams.emplace_back(); return readStream(r, exe.streams.back()); });
-        if (k == "segments")
-          return readArray(r, [&]() -> Status {
-            POPRT_TRY(readTuple(r, 4));
-            Segment g;
-            POPRT_ASSIGN_OR_RETURN(g.ipu, u32(r));
-            POPRT_ASSIGN_OR_RETURN(g.begin, u32(r));
-            POPRT_ASSIGN_OR_RETURN(g.copies, u32(r));
-            POPRT_ASSIGN_OR_RETURN(g.end, u32(r));
-            exe.segments.push_back(g);
-            return okStatus();
-          });
-        if (k == "strategy") {
-          POPRT_ASSIGN_OR_RETURN(uint32_t strategy, u32(r));
-          if (strategy > static_cast<uint32_t>(Strategy::Pipelined)) return Error("unknown strategy " + std::to_string(strategy));
-          exe.strategy = static_cast<Strategy>(strategy);
-          return okStatus();
-        }
-        if (k == "layouts") return readArray(r, [&] { exe.layouts.emplace_back(); return readLayout(r, exe.layouts.back()); });
-        if (k == "exchanges") return readArray(r, [&] { exe.exchanges.emplace_back(); return readExchange(r, exe.exchanges.back()); });
-        if (k == "host_programs")
-          return readArray(r, [&] { exe.host_programs.emplace_back(); return readHostProgram(r, exe.host_programs.back()); });
-        return readArray(r, [&] { exe.compute_sets.emplace_back(); return readComputeSet(r, exe.compute_sets.back()); });
-      });
+  Status st = r.map({"compute_sets", "exchanges", "host_programs", "layouts", "load", "main", "segments", "strategy", "streams",
+                     "target", "tile_bytes", "version"},
+                    [&](std::string_view k) -> Status {
+                      if (k == "version") {
+                        POPRT_ASSIGN_OR_RETURN(version, r.uint());
+                        if (version != kExecutableVersion)
+                          return Error("executable format version " + std::to_string(version) + " is not supported (expected " +
+                                       std::to_string(kExecutableVersion) + ")");
+                        return okStatus();
+                      }
+                      if (k == "target") return readTarget(r, exe.target);
+                      if (k == "load") return readProgram(r, exe.load);
+                      if (k == "main") return readProgram(r, exe.main);
+                      if (k == "tile_bytes")
+                        return readArray(r, [&]() -> Status {
+                          POPRT_ASSIGN_OR_RETURN(uint64_t b, r.uint());
+                          exe.tile_bytes.push_back(b);
+                          return okStatus();
+                        });
+                      if (k == "streams")
+                        return readArray(r, [&] {
+                          exe.streams.emplace_back();
+                          return readStream(r, exe.streams.back());
+                        });
+                      if (k == "segments")
+                        return readArray(r, [&]() -> Status {
+                          POPRT_TRY(readTuple(r, 4));
+                          Segment g;
+                          POPRT_ASSIGN_OR_RETURN(g.ipu, u32(r));
+                          POPRT_ASSIGN_OR_RETURN(g.begin, u32(r));
+                          POPRT_ASSIGN_OR_RETURN(g.copies, u32(r));
+                          POPRT_ASSIGN_OR_RETURN(g.end, u32(r));
+                          exe.segments.push_back(g);
+                          return okStatus();
+                        });
+                      if (k == "strategy") {
+                        POPRT_ASSIGN_OR_RETURN(uint32_t strategy, u32(r));
+                        if (strategy > static_cast<uint32_t>(Strategy::Pipelined))
+                          return Error("unknown strategy " + std::to_string(strategy));
+                        exe.strategy = static_cast<Strategy>(strategy);
+                        return okStatus();
+                      }
+                      if (k == "layouts")
+                        return readArray(r, [&] {
+                          exe.layouts.emplace_back();
+                          return readLayout(r, exe.layouts.back());
+                        });
+                      if (k == "exchanges")
+                        return readArray(r, [&] {
+                          exe.exchanges.emplace_back();
+                          return readExchange(r, exe.exchanges.back());
+                        });
+                      if (k == "host_programs")
+                        return readArray(r, [&] {
+                          exe.host_programs.emplace_back();
+                          return readHostProgram(r, exe.host_programs.back());
+                        });
+                      return readArray(r, [&] {
+                        exe.compute_sets.emplace_back();
+                        return readComputeSet(r, exe.compute_sets.back());
+                      });
+                    });
   if (st.ok() && !r.atEnd()) st = Error("trailing bytes after the executable");
   if (!st.ok()) return st.error().withContext(source + ": malformed executable");
   if (auto valid = validate(exe); !valid.ok()) return valid.error().withContext(source);
@@ -492,8 +531,8 @@ Status validate(const Executable& exe) {
         return Error("exchange '" + e.name + "' gathers to a missing tile " + std::to_string(g.dst_tile));
       if (g.reps == 0 || g.count == 0) continue;
       using u128 = unsigned __int128;
-      const u128 last = static_cast<u128>(g.begin) + static_cast<u128>(g.reps - 1) * static_cast<u128>(g.stride) +
-                        static_cast<u128>(g.count);
+      const u128 last =
+          static_cast<u128>(g.begin) + static_cast<u128>(g.reps - 1) * static_cast<u128>(g.stride) + static_cast<u128>(g.count);
       if (last > static_cast<u128>(l.numel())) return Error("exchange '" + e.name + "' gathers outside its layout");
       const u128 end = static_cast<u128>(g.dst_offset) + static_cast<u128>(g.reps - 1) * g.dst_stride +
                        static_cast<u128>(g.count) * l.elem_bytes;
@@ -514,8 +553,8 @@ Status validate(const Executable& exe) {
         if (i >= exe.streams.size()) return Error("host program '" + h.name + "' refers to a missing stream");
   for (const Program* p : {&exe.load, &exe.main})
     for (const Step& s : p->steps) {
-      size_t limit = s.kind == StepKind::Exchange  ? exe.exchanges.size()
-                     : s.kind == StepKind::Compute ? exe.compute_sets.size()
+      size_t limit = s.kind == StepKind::Exchange   ? exe.exchanges.size()
+                     : s.kind == StepKind::Compute  ? exe.compute_sets.size()
                      : s.kind == StepKind::HostCall ? exe.host_programs.size()
                                                     : exe.streams.size();
       if (s.index >= limit) return Error("program '" + p->name + "' refers to a missing step " + std::to_string(s.index));

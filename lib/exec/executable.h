@@ -21,8 +21,8 @@ inline constexpr uint32_t kExecutableVersion = 3;
 
 // The machine a program was compiled for (see codegen/target.h for the presets).
 struct Target {
-  std::string name;                 // ipu1, ipu2, ipu21, or "<name>-<tiles>t" for small test targets
-  std::string ipu_version;          // ipu1 | ipu2 | ipu21
+  std::string name;         // ipu1, ipu2, ipu21, or "<name>-<tiles>t" for small test targets
+  std::string ipu_version;  // ipu1 | ipu2 | ipu21
   uint32_t num_ipus = 1;
   uint32_t tiles_per_ipu = 0;
   uint64_t bytes_per_tile = 0;
@@ -32,9 +32,9 @@ struct Target {
   uint32_t sync_cycles = 0;               // one BSP sync across the IPU
   uint32_t fp32_macs_per_cycle = 0;       // AMP throughput per tile
   uint32_t fp16_macs_per_cycle = 0;
-  uint32_t vector_width_fp32 = 2;         // elements per cycle for elementwise float work
-  uint32_t link_bytes_per_cycle = 48;     // IPU-Link bandwidth between two IPUs, each direction
-  uint32_t link_latency_cycles = 1500;    // one copy between IPUs: the cross-IPU sync and link latency
+  uint32_t vector_width_fp32 = 2;       // elements per cycle for elementwise float work
+  uint32_t link_bytes_per_cycle = 48;   // IPU-Link bandwidth between two IPUs, each direction
+  uint32_t link_latency_cycles = 1500;  // one copy between IPUs: the cross-IPU sync and link latency
   uint32_t numTiles() const { return num_ipus * tiles_per_ipu; }
   uint32_t ipuOf(uint32_t tile) const { return tile / tiles_per_ipu; }
 };
@@ -44,9 +44,22 @@ struct Target {
 // simulator's table of each kind's check, run, cycle estimate and FLOP count (sim/codelet_kinds.h),
 // which the compiler fails to link until the new kind's sim/ file defines them. Each kind's
 // fields and params: lib/exec/codelets.h.
-#define POPRT_CODELETS(X)                                                                                       \
-  X(Unary, 1) X(Binary, 2) X(MatMul, 3) X(Fill, 4) X(ConvPartial, 5) X(Pool, 6) X(Activation, 7) X(Reduce, 8) \
-      X(Softmax, 9) X(Norm, 10) X(BatchNorm, 11) X(Attention, 12) X(Cast, 13)
+// clang-format off
+#define POPRT_CODELETS(X) \
+  X(Unary, 1)         \
+  X(Binary, 2)        \
+  X(MatMul, 3)        \
+  X(Fill, 4)          \
+  X(ConvPartial, 5)   \
+  X(Pool, 6)          \
+  X(Activation, 7)    \
+  X(Reduce, 8)        \
+  X(Softmax, 9)       \
+  X(Norm, 10)         \
+  X(BatchNorm, 11)    \
+  X(Attention, 12)    \
+  X(Cast, 13)
+// clang-format on
 
 enum class Codelet : uint32_t {
 #define POPRT_CODELET_ENUM(name, id) name = id,
@@ -235,7 +248,7 @@ enum class Strategy : uint32_t { Sharded = 0, Pipelined = 1 };
 struct Executable {
   Target target;
   Strategy strategy = Strategy::Sharded;
-  std::vector<Segment> segments;  // empty: the whole main program on IPU 0
+  std::vector<Segment> segments;     // empty: the whole main program on IPU 0
   std::vector<uint64_t> tile_bytes;  // bytes each tile's memory needs (one entry per tile)
   std::vector<HostStream> streams;
   std::vector<Layout> layouts;  // read by exchange gathers

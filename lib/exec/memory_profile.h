@@ -30,8 +30,8 @@ struct TilePeak {
 // Live main-region bytes when a node's step ends (nothing is freed during a step, so this is the
 // step's peak). Weights live in the persistent region for the whole program and are not in here.
 struct LivenessPoint {
-  std::string node;           // the node lowered ("" for the final stream-outs)
-  uint32_t program_steps = 0;  // main-program steps emitted by then: the node's last step is program_steps - 1
+  std::string node;               // the node lowered ("" for the final stream-outs)
+  uint32_t program_steps = 0;     // main-program steps emitted by then: the node's last step is program_steps - 1
   uint64_t activations = 0;       // summed over the tiles
   uint64_t exchange_buffers = 0;  // summed over the tiles
   uint32_t busiest_tile = 0;      // the tile with the most live main-region bytes (the lowest on a tie)

@@ -172,8 +172,8 @@ std::string Graph::uniqueName(const std::string& base) const {
   }
 }
 
-Node* Graph::addNode(const std::string& op_type, const std::vector<Value*>& inputs,
-                     const std::vector<Value*>& outputs, const std::string& name, const std::string& domain) {
+Node* Graph::addNode(const std::string& op_type, const std::vector<Value*>& inputs, const std::vector<Value*>& outputs,
+                     const std::string& name, const std::string& domain) {
   auto node = std::make_unique<Node>();
   node->op_type_ = op_type;
   node->domain_ = canonicalDomain(domain);

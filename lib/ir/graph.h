@@ -3,8 +3,8 @@
 // bodies) are Graphs owned by a node attribute; their nodes may use Values of enclosing graphs.
 #pragma once
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <list>
 #include <map>
 #include <memory>
@@ -90,14 +90,16 @@ class Value {
 
 // The tensor of a constant value: an initializer that is not also a graph input (a graph input's
 // initializer is only a default the caller may override); nullptr otherwise, and for null.
-inline const Tensor* constantOf(const Value* v) { return v && v->isInitializer() && !v->isGraphInput() ? v->initializer() : nullptr; }
+inline const Tensor* constantOf(const Value* v) {
+  return v && v->isInitializer() && !v->isGraphInput() ? v->initializer() : nullptr;
+}
 
 using GraphPtr = std::shared_ptr<Graph>;
 
 // An attribute value; each alternative is one ONNX attribute kind (TensorType = TYPE_PROTO).
-using AttributeValue = std::variant<float, int64_t, std::string, Tensor, GraphPtr, std::vector<float>,
-                                    std::vector<int64_t>, std::vector<std::string>, std::vector<Tensor>,
-                                    std::vector<GraphPtr>, TensorType, std::vector<TensorType>>;
+using AttributeValue =
+    std::variant<float, int64_t, std::string, Tensor, GraphPtr, std::vector<float>, std::vector<int64_t>,
+                 std::vector<std::string>, std::vector<Tensor>, std::vector<GraphPtr>, TensorType, std::vector<TensorType>>;
 
 struct Attribute {
   AttributeValue value;
@@ -175,9 +177,8 @@ class Graph {
 
   // Nodes in program order (kept topological by the importer and passes; see topoSort()). The
   // domain is kept canonical: ONNX's default domain is "" (never "ai.onnx").
-  Node* addNode(const std::string& op_type, const std::vector<Value*>& inputs,
-                const std::vector<Value*>& outputs, const std::string& name = "",
-                const std::string& domain = "");
+  Node* addNode(const std::string& op_type, const std::vector<Value*>& inputs, const std::vector<Value*>& outputs,
+                const std::string& name = "", const std::string& domain = "");
   void removeNode(Node* node);  // the node's outputs must be unused (or already made constants)
   // Makes `node` produce `v` (a value of this graph without a producer) as its output i. The value
   // it produced before keeps its name, type and uses but has no producer until a new node makes

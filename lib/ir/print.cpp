@@ -12,18 +12,30 @@ std::string attrToString(const AttributeValue& v) {
     for (size_t i = 0; i < xs.size(); ++i) s << (i ? "," : "") << xs[i];
     s << "]";
   };
-  if (auto* f = std::get_if<float>(&v)) s << *f;
-  else if (auto* i = std::get_if<int64_t>(&v)) s << *i;
-  else if (auto* str = std::get_if<std::string>(&v)) s << '"' << *str << '"';
-  else if (auto* t = std::get_if<Tensor>(&v)) s << "tensor<" << dtypeName(t->dtype()) << shapeToString(t->shape()) << ">";
-  else if (auto* g = std::get_if<GraphPtr>(&v)) s << "graph<" << (*g ? (*g)->name() : "") << ">";
-  else if (auto* fs = std::get_if<std::vector<float>>(&v)) list(*fs);
-  else if (auto* is = std::get_if<std::vector<int64_t>>(&v)) list(*is);
-  else if (auto* ss = std::get_if<std::vector<std::string>>(&v)) list(*ss);
-  else if (auto* ts = std::get_if<std::vector<Tensor>>(&v)) s << "tensors<" << ts->size() << ">";
-  else if (auto* gs = std::get_if<std::vector<GraphPtr>>(&v)) s << "graphs<" << gs->size() << ">";
-  else if (auto* tp = std::get_if<TensorType>(&v)) s << "type<" << tp->toString() << ">";
-  else if (auto* tps = std::get_if<std::vector<TensorType>>(&v)) s << "types<" << tps->size() << ">";
+  if (auto* f = std::get_if<float>(&v))
+    s << *f;
+  else if (auto* i = std::get_if<int64_t>(&v))
+    s << *i;
+  else if (auto* str = std::get_if<std::string>(&v))
+    s << '"' << *str << '"';
+  else if (auto* t = std::get_if<Tensor>(&v))
+    s << "tensor<" << dtypeName(t->dtype()) << shapeToString(t->shape()) << ">";
+  else if (auto* g = std::get_if<GraphPtr>(&v))
+    s << "graph<" << (*g ? (*g)->name() : "") << ">";
+  else if (auto* fs = std::get_if<std::vector<float>>(&v))
+    list(*fs);
+  else if (auto* is = std::get_if<std::vector<int64_t>>(&v))
+    list(*is);
+  else if (auto* ss = std::get_if<std::vector<std::string>>(&v))
+    list(*ss);
+  else if (auto* ts = std::get_if<std::vector<Tensor>>(&v))
+    s << "tensors<" << ts->size() << ">";
+  else if (auto* gs = std::get_if<std::vector<GraphPtr>>(&v))
+    s << "graphs<" << gs->size() << ">";
+  else if (auto* tp = std::get_if<TensorType>(&v))
+    s << "type<" << tp->toString() << ">";
+  else if (auto* tps = std::get_if<std::vector<TensorType>>(&v))
+    s << "types<" << tps->size() << ">";
   return s.str();
 }
 
@@ -41,8 +53,7 @@ void printGraph(const Graph& g, std::ostringstream& s, const std::string& indent
     s << indent << "  %" << init->name() << ": " << init->type.toString() << " = initializer\n";
   for (const auto& n : g.nodes()) {
     s << indent << "  " << values(n->outputs()) << " = " << n->opType() << "(";
-    for (size_t i = 0; i < n->inputs().size(); ++i)
-      s << (i ? ", " : "") << (n->inputs()[i] ? "%" + n->inputs()[i]->name() : "_");
+    for (size_t i = 0; i < n->inputs().size(); ++i) s << (i ? ", " : "") << (n->inputs()[i] ? "%" + n->inputs()[i]->name() : "_");
     s << ")";
     bool first = true;
     for (const auto& [name, attr] : n->attributes) {

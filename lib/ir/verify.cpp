@@ -25,8 +25,7 @@ Status verifyGraph(const Graph& graph, std::unordered_set<const Value*>& visible
     for (size_t i = 0; i < node->inputs().size(); ++i) {
       const Value* in = node->inputs()[i];
       if (!in) continue;
-      if (!visible.count(in))
-        return Error(where(*node) + ": input '" + in->name() + "' is not defined before it is used");
+      if (!visible.count(in)) return Error(where(*node) + ": input '" + in->name() + "' is not defined before it is used");
       bool listed = false;
       for (const Use& u : in->uses()) listed |= (u.node == node.get() && u.input_index == i);
       if (!listed) return Error(where(*node) + ": use list of '" + in->name() + "' is missing this node");

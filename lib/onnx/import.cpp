@@ -17,11 +17,9 @@
 namespace poprt::onnxio {
 namespace {
 
-
 class Importer {
  public:
-  Importer(const std::filesystem::path& model_dir, std::string source)
-      : model_dir_(model_dir), source_(std::move(source)) {}
+  Importer(const std::filesystem::path& model_dir, std::string source) : model_dir_(model_dir), source_(std::move(source)) {}
 
   Status importGraph(const onnx::GraphProto& gp, ir::Graph& g) {
     g.setName(gp.name().empty() ? g.name() : gp.name());
@@ -41,8 +39,7 @@ class Importer {
         return Error(where(g) + ": initializer '" + tp.name() + "' is declared twice");
       g.addInitializer(tp.name(), std::move(tensor).value());
     }
-    if (gp.sparse_initializer_size() > 0)
-      return Error(where(g) + ": sparse initializers are not supported");
+    if (gp.sparse_initializer_size() > 0) return Error(where(g) + ": sparse initializers are not supported");
     // Outputs of all nodes first, so nodes listed out of order still connect; topoSort fixes order.
     for (const auto& np : gp.node()) {
       for (const auto& out : np.output()) {
@@ -120,9 +117,7 @@ class Importer {
       }
       case onnx::AttributeProto::FLOATS: attr.value = std::vector<float>(ap.floats().begin(), ap.floats().end()); break;
       case onnx::AttributeProto::INTS: attr.value = std::vector<int64_t>(ap.ints().begin(), ap.ints().end()); break;
-      case onnx::AttributeProto::STRINGS:
-        attr.value = std::vector<std::string>(ap.strings().begin(), ap.strings().end());
-        break;
+      case onnx::AttributeProto::STRINGS: attr.value = std::vector<std::string>(ap.strings().begin(), ap.strings().end()); break;
       case onnx::AttributeProto::TENSORS: {
         std::vector<Tensor> ts;
         for (const auto& tp : ap.tensors()) {
@@ -148,8 +143,7 @@ class Importer {
         attr.value = std::move(types);
         break;
       }
-      default:
-        return Error("attribute kind " + onnx::AttributeProto::AttributeType_Name(ap.type()) + " is not supported");
+      default: return Error("attribute kind " + onnx::AttributeProto::AttributeType_Name(ap.type()) + " is not supported");
     }
     return attr;
   }
@@ -162,18 +156,15 @@ class Importer {
 // not import), reported together. Ops of other domains the registry knows (ai.graphcore's fused
 // ops) are accepted when the model imports their domain.
 void collectUnknownOps(const onnx::GraphProto& gp, const std::unordered_map<std::string, int>& opsets,
-                       const std::set<std::pair<std::string, std::string>>& functions,
-                       std::vector<std::string>& unknown) {
+                       const std::set<std::pair<std::string, std::string>>& functions, std::vector<std::string>& unknown) {
   for (const auto& np : gp.node()) {
     std::string domain = ir::canonicalDomain(np.domain());
     auto it = opsets.find(domain);
     bool known = functions.count({np.domain(), np.op_type()}) != 0;
-    if (!known && it != opsets.end())
-      known = onnx::OpSchemaRegistry::Schema(np.op_type(), it->second, domain) != nullptr;
+    if (!known && it != opsets.end()) known = onnx::OpSchemaRegistry::Schema(np.op_type(), it->second, domain) != nullptr;
     if (!known && it != opsets.end() && !domain.empty() && domain != "ai.onnx.ml")
       known = ops::findOp(domain, np.op_type()) != nullptr;
-    if (!known)
-      unknown.push_back("node '" + np.name() + "' (" + (domain.empty() ? "" : domain + ".") + np.op_type() + ")");
+    if (!known) unknown.push_back("node '" + np.name() + "' (" + (domain.empty() ? "" : domain + ".") + np.op_type() + ")");
     for (const auto& ap : np.attribute()) {
       if (ap.has_g()) collectUnknownOps(ap.g(), opsets, functions, unknown);
       for (const auto& sub : ap.graphs()) collectUnknownOps(sub, opsets, functions, unknown);
@@ -201,9 +192,7 @@ Status runChecker(const onnx::ModelProto& proto, const std::string& source, cons
       onnx::checker::check_model(source);
     else
       onnx::checker::check_model(proto);
-  } catch (const std::exception& e) {
-    return Error(source + ": ONNX checker: " + oneLine(e.what()));
-  }
+  } catch (const std::exception& e) { return Error(source + ": ONNX checker: " + oneLine(e.what())); }
   return okStatus();
 }
 
@@ -221,8 +210,8 @@ Expected<ir::Model> importModel(const std::filesystem::path& path, const ImportO
   return importModelProto(proto, dir, path.string(), options);
 }
 
-Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesystem::path& model_dir,
-                                     const std::string& source, const ImportOptions& options) {
+Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesystem::path& model_dir, const std::string& source,
+                                     const ImportOptions& options) {
   if (!proto.has_graph()) return Error(source + ": not an ONNX model (no graph)");
   POPRT_TRY(checkTextFields(proto, source));
   std::unordered_map<std::string, int> opsets;
@@ -255,16 +244,15 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
   }
   if (opset < kMinOpset || opset > kMaxOpset)
     return Error(source + ": default-domain opset " + std::to_string(opset) + " is outside the supported range " +
-                 std::to_string(kMinOpset) + "-" + std::to_string(kMaxOpset) +
-                 " (hint: convert it with onnx.version_converter)");
+                 std::to_string(kMinOpset) + "-" + std::to_string(kMaxOpset) + " (hint: convert it with onnx.version_converter)");
 
   std::set<std::pair<std::string, std::string>> functions;
   for (const auto& f : proto.functions()) functions.insert({f.domain(), f.name()});
   std::vector<std::string> unknown;
   collectUnknownOps(proto.graph(), opsets, functions, unknown);
   if (!unknown.empty()) {
-    std::string msg = source + ": " + std::to_string(unknown.size()) + " node(s) use ops unknown at opset " +
-                      std::to_string(opset) + ": ";
+    std::string msg =
+        source + ": " + std::to_string(unknown.size()) + " node(s) use ops unknown at opset " + std::to_string(opset) + ": ";
     for (size_t i = 0; i < unknown.size() && i < 20; ++i) msg += (i ? ", " : "") + unknown[i];
     if (unknown.size() > 20) msg += ", ... (" + std::to_string(unknown.size() - 20) + " more)";
     return Error(msg);

@@ -5,11 +5,11 @@
 #include <onnx/defs/schema.h>
 
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 
-#include "lib/ops/graphcore_ops.h"
 #include "lib/onnx/graph_walk.h"
+#include "lib/ops/graphcore_ops.h"
 #include "lib/support/tensor_proto.h"
 #include "lib/support/text.h"
 
@@ -28,8 +28,10 @@ Status checkType(const onnx::TypeProto& t, const std::string& what) {
     if (!d.has_dim_value()) continue;
     const int64_t v = d.dim_value();
     if (v < 0) return Error(what + " has the negative dimension " + std::to_string(v));
-    if (v != 0 && n > INT64_MAX / v) overflow = true;
-    else n *= v;
+    if (v != 0 && n > INT64_MAX / v)
+      overflow = true;
+    else
+      n *= v;
   }
   if (overflow) return Error(what + " declares a shape whose element count does not fit in 64 bits");
   return okStatus();
@@ -43,9 +45,11 @@ struct CustomOp {
 
 const std::map<std::string, CustomOp>& customOps() {
   static const std::map<std::string, CustomOp> ops = [] {
-    const std::map<std::string, Attr::AttributeType> act = {
-        {"activation", Attr::STRING}, {"activation_alpha", Attr::FLOAT}, {"activation_beta", Attr::FLOAT},
-        {"activation_min", Attr::FLOAT}, {"activation_max", Attr::FLOAT}};
+    const std::map<std::string, Attr::AttributeType> act = {{"activation", Attr::STRING},
+                                                            {"activation_alpha", Attr::FLOAT},
+                                                            {"activation_beta", Attr::FLOAT},
+                                                            {"activation_min", Attr::FLOAT},
+                                                            {"activation_max", Attr::FLOAT}};
     return std::map<std::string, CustomOp>{
         {"Gelu", {1, 1, {{"approximate", Attr::STRING}}}},
         {"LayerNorm", {2, 3, {{"axis", Attr::INT}, {"epsilon", Attr::FLOAT}}}},
@@ -102,42 +106,44 @@ Status checkGraphStructure(const onnx::GraphProto& graph, const std::string& sou
   return checkNames(graph, source + ": graph '" + graph.name() + "'", {});
 }
 
-Status checkExternalLocations(const onnx::GraphProto& graph, const std::filesystem::path& model_dir,
-                              const std::string& source) {
-  return forEachGraph(graph, source + ": graph '" + graph.name() + "'", [&](const onnx::GraphProto& g, const std::string& where) -> Status {
-    auto check = [&](const onnx::TensorProto& t, const std::string& what) -> Status {
-      if (t.data_location() != onnx::TensorProto::EXTERNAL) return okStatus();
-      auto file = externalDataFile(t, model_dir);
-      if (!file.ok()) return file.error().withContext(where + ": " + what);
-      return okStatus();
-    };
-    for (const auto& t : g.initializer()) POPRT_TRY(check(t, "initializer '" + t.name() + "'"));
-    for (const auto& n : g.node())
-      for (const auto& a : n.attribute()) {
-        const std::string attr = "node '" + n.name() + "' (" + n.op_type() + "): attribute '" + a.name() + "'";
-        if (a.has_t()) POPRT_TRY(check(a.t(), attr));
-        for (const auto& t : a.tensors()) POPRT_TRY(check(t, attr));
-      }
-    return okStatus();
-  });
+Status checkExternalLocations(const onnx::GraphProto& graph, const std::filesystem::path& model_dir, const std::string& source) {
+  return forEachGraph(
+      graph, source + ": graph '" + graph.name() + "'", [&](const onnx::GraphProto& g, const std::string& where) -> Status {
+        auto check = [&](const onnx::TensorProto& t, const std::string& what) -> Status {
+          if (t.data_location() != onnx::TensorProto::EXTERNAL) return okStatus();
+          auto file = externalDataFile(t, model_dir);
+          if (!file.ok()) return file.error().withContext(where + ": " + what);
+          return okStatus();
+        };
+        for (const auto& t : g.initializer()) POPRT_TRY(check(t, "initializer '" + t.name() + "'"));
+        for (const auto& n : g.node())
+          for (const auto& a : n.attribute()) {
+            const std::string attr = "node '" + n.name() + "' (" + n.op_type() + "): attribute '" + a.name() + "'";
+            if (a.has_t()) POPRT_TRY(check(a.t(), attr));
+            for (const auto& t : a.tensors()) POPRT_TRY(check(t, attr));
+          }
+        return okStatus();
+      });
 }
 
 Status checkDeclaredShapes(const onnx::GraphProto& graph, const std::string& source) {
-  return forEachGraph(graph, source + ": graph '" + graph.name() + "'", [](const onnx::GraphProto& g, const std::string& where) -> Status {
-    for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
-      for (const auto& v : *list) POPRT_TRY(checkType(v.type(), where + ": value '" + v.name() + "'"));
-    for (const auto& t : g.initializer())
-      if (auto st = checkTensorDeclaration(t); !st.ok()) return st.error().withContext(where + ": initializer '" + t.name() + "'");
-    for (const auto& n : g.node())
-      for (const auto& a : n.attribute()) {
-        const std::string attr = where + ": node '" + n.name() + "' (" + n.op_type() + "): attribute '" + a.name() + "'";
-        if (a.has_t())
-          if (auto st = checkTensorDeclaration(a.t()); !st.ok()) return st.error().withContext(attr);
-        for (const auto& t : a.tensors())
-          if (auto st = checkTensorDeclaration(t); !st.ok()) return st.error().withContext(attr);
-      }
-    return okStatus();
-  });
+  return forEachGraph(
+      graph, source + ": graph '" + graph.name() + "'", [](const onnx::GraphProto& g, const std::string& where) -> Status {
+        for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+          for (const auto& v : *list) POPRT_TRY(checkType(v.type(), where + ": value '" + v.name() + "'"));
+        for (const auto& t : g.initializer())
+          if (auto st = checkTensorDeclaration(t); !st.ok())
+            return st.error().withContext(where + ": initializer '" + t.name() + "'");
+        for (const auto& n : g.node())
+          for (const auto& a : n.attribute()) {
+            const std::string attr = where + ": node '" + n.name() + "' (" + n.op_type() + "): attribute '" + a.name() + "'";
+            if (a.has_t())
+              if (auto st = checkTensorDeclaration(a.t()); !st.ok()) return st.error().withContext(attr);
+            for (const auto& t : a.tensors())
+              if (auto st = checkTensorDeclaration(t); !st.ok()) return st.error().withContext(attr);
+          }
+        return okStatus();
+      });
 }
 
 namespace {
@@ -156,8 +162,8 @@ std::string firstNonUtf8(const google::protobuf::Message& m, const std::string& 
     for (int i = 0; i < n; ++i) {
       const std::string at = f->is_repeated() ? name + "[" + std::to_string(i) + "]" : name;
       if (f->type() == FD::TYPE_STRING) {
-        const std::string& s = f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch)
-                                                : r->GetStringReference(m, f, &scratch);
+        const std::string& s =
+            f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch) : r->GetStringReference(m, f, &scratch);
         if (!isValidUtf8(s)) return at;
       } else if (f->cpp_type() == FD::CPPTYPE_MESSAGE) {
         const auto& sub = f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f);
@@ -181,71 +187,74 @@ Status checkWindowAttributes(const onnx::GraphProto& graph, const std::string& s
   // count elements of a window: ONNX wants them positive, and libonnx's shape inference divides
   // by strides and dilations unchecked. The cap keeps its products and sums inside int64.
   constexpr int64_t kMaxWindowValue = int64_t{1} << 31;
-  return forEachGraph(graph, source + ": graph '" + graph.name() + "'", [&](const onnx::GraphProto& g, const std::string& where) -> Status {
-    for (const auto& n : g.node())
-      for (const auto& a : n.attribute()) {
-        if (a.name() != "strides" && a.name() != "dilations" && a.name() != "kernel_shape") continue;
-        for (int64_t v : a.ints())
-          if (v < 1 || v > kMaxWindowValue)
-            return Error(where + ": node '" + n.name() + "' (" + n.op_type() + "): attribute '" + a.name() + "' has " +
-                         std::to_string(v) + "; each value must be from 1 to 2^31");
-      }
-    return okStatus();
-  });
+  return forEachGraph(graph, source + ": graph '" + graph.name() + "'",
+                      [&](const onnx::GraphProto& g, const std::string& where) -> Status {
+                        for (const auto& n : g.node())
+                          for (const auto& a : n.attribute()) {
+                            if (a.name() != "strides" && a.name() != "dilations" && a.name() != "kernel_shape") continue;
+                            for (int64_t v : a.ints())
+                              if (v < 1 || v > kMaxWindowValue)
+                                return Error(where + ": node '" + n.name() + "' (" + n.op_type() + "): attribute '" + a.name() +
+                                             "' has " + std::to_string(v) + "; each value must be from 1 to 2^31");
+                          }
+                        return okStatus();
+                      });
 }
 
 Status checkForVersionConverter(const onnx::GraphProto& graph, const std::string& source) {
-  return forEachGraph(graph, source + ": graph '" + graph.name() + "'", [](const onnx::GraphProto& g, const std::string& where) -> Status {
-    std::map<std::string, int> ranks;  // declared (or initializer) ranks; -1: declared without a shape
-    auto declare = [&](const onnx::ValueInfoProto& v) {
-      const auto& t = v.type();
-      ranks[v.name()] = t.has_tensor_type() && t.tensor_type().has_shape() ? t.tensor_type().shape().dim_size() : -1;
-    };
-    for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
-      for (const auto& v : *list) declare(v);
-    for (const auto& t : g.initializer()) ranks[t.name()] = t.dims_size();
-    for (const auto& n : g.node()) {
-      const std::string node = where + ": node '" + n.name() + "' (" + n.op_type() + ")";
-      if (n.op_type() == "ConstantFill")
-        return Error(node + ": the ONNX version converter cannot convert ConstantFill (an experimental op)");
-      if (n.op_type() != "Gemm" || !n.domain().empty()) continue;
-      for (int i = 0; i < 2 && i < n.input_size(); ++i) {
-        auto it = ranks.find(n.input(i));
-        if (it == ranks.end() || it->second != 2)
-          return Error(node + ": the ONNX version converter needs input '" + n.input(i) +
-                       "' declared as a 2-D tensor (in the graph's inputs, initializers or value_info)" +
-                       (it == ranks.end() || it->second < 0 ? "" : ", not " + std::to_string(it->second) + "-D"));
-      }
-    }
-    return okStatus();
-  });
+  return forEachGraph(
+      graph, source + ": graph '" + graph.name() + "'", [](const onnx::GraphProto& g, const std::string& where) -> Status {
+        std::map<std::string, int> ranks;  // declared (or initializer) ranks; -1: declared without a shape
+        auto declare = [&](const onnx::ValueInfoProto& v) {
+          const auto& t = v.type();
+          ranks[v.name()] = t.has_tensor_type() && t.tensor_type().has_shape() ? t.tensor_type().shape().dim_size() : -1;
+        };
+        for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+          for (const auto& v : *list) declare(v);
+        for (const auto& t : g.initializer()) ranks[t.name()] = t.dims_size();
+        for (const auto& n : g.node()) {
+          const std::string node = where + ": node '" + n.name() + "' (" + n.op_type() + ")";
+          if (n.op_type() == "ConstantFill")
+            return Error(node + ": the ONNX version converter cannot convert ConstantFill (an experimental op)");
+          if (n.op_type() != "Gemm" || !n.domain().empty()) continue;
+          for (int i = 0; i < 2 && i < n.input_size(); ++i) {
+            auto it = ranks.find(n.input(i));
+            if (it == ranks.end() || it->second != 2)
+              return Error(node + ": the ONNX version converter needs input '" + n.input(i) +
+                           "' declared as a 2-D tensor (in the graph's inputs, initializers or value_info)" +
+                           (it == ranks.end() || it->second < 0 ? "" : ", not " + std::to_string(it->second) + "-D"));
+          }
+        }
+        return okStatus();
+      });
 }
 
 Status checkCustomOps(const onnx::GraphProto& graph, int64_t opset, const std::string& source) {
-  return forEachGraph(graph, source + ": graph '" + graph.name() + "'", [&](const onnx::GraphProto& g, const std::string& where) -> Status {
-    for (const auto& n : g.node()) {
-      if (n.domain() != ops::graphcore::kDomain) continue;
-      auto it = customOps().find(n.op_type());
-      if (it == customOps().end()) continue;  // the importer reports ops it does not know
-      const CustomOp& op = it->second;
-      const std::string node = where + ": node '" + n.name() + "' (" + n.domain() + "." + n.op_type() + ")";
-      // Trailing empty names are omitted optional inputs, as in ONNX.
-      int inputs = n.input_size();
-      while (inputs > 0 && n.input(inputs - 1).empty()) --inputs;
-      if (inputs < op.min_inputs || inputs > op.max_inputs)
-        return Error(node + " has " + std::to_string(inputs) + " inputs, expected " + std::to_string(op.min_inputs) +
-                     (op.max_inputs != op.min_inputs ? " to " + std::to_string(op.max_inputs) : ""));
-      if (n.output_size() != 1) return Error(node + " has " + std::to_string(n.output_size()) + " outputs, expected 1");
-      for (const auto& a : n.attribute()) {
-        auto type = attrType(op, a.name(), opset);
-        if (!type) return Error(node + " has an unknown attribute '" + a.name() + "'");
-        if (a.type() != *type)
-          return Error(node + ": attribute '" + a.name() + "' is " + Attr::AttributeType_Name(a.type()) + ", expected " +
-                       Attr::AttributeType_Name(*type));
-      }
-    }
-    return okStatus();
-  });
+  return forEachGraph(
+      graph, source + ": graph '" + graph.name() + "'", [&](const onnx::GraphProto& g, const std::string& where) -> Status {
+        for (const auto& n : g.node()) {
+          if (n.domain() != ops::graphcore::kDomain) continue;
+          auto it = customOps().find(n.op_type());
+          if (it == customOps().end()) continue;  // the importer reports ops it does not know
+          const CustomOp& op = it->second;
+          const std::string node = where + ": node '" + n.name() + "' (" + n.domain() + "." + n.op_type() + ")";
+          // Trailing empty names are omitted optional inputs, as in ONNX.
+          int inputs = n.input_size();
+          while (inputs > 0 && n.input(inputs - 1).empty()) --inputs;
+          if (inputs < op.min_inputs || inputs > op.max_inputs)
+            return Error(node + " has " + std::to_string(inputs) + " inputs, expected " + std::to_string(op.min_inputs) +
+                         (op.max_inputs != op.min_inputs ? " to " + std::to_string(op.max_inputs) : ""));
+          if (n.output_size() != 1) return Error(node + " has " + std::to_string(n.output_size()) + " outputs, expected 1");
+          for (const auto& a : n.attribute()) {
+            auto type = attrType(op, a.name(), opset);
+            if (!type) return Error(node + " has an unknown attribute '" + a.name() + "'");
+            if (a.type() != *type)
+              return Error(node + ": attribute '" + a.name() + "' is " + Attr::AttributeType_Name(a.type()) + ", expected " +
+                           Attr::AttributeType_Name(*type));
+          }
+        }
+        return okStatus();
+      });
 }
 
 }  // namespace poprt::onnxio

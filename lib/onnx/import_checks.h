@@ -19,8 +19,7 @@ Status checkTextFields(const onnx::ModelProto& model, const std::string& source)
 
 // Every external tensor's location is confined to `model_dir` (tensor_proto.h's
 // externalDataFile). Run before the checker, which would otherwise open the files it names.
-Status checkExternalLocations(const onnx::GraphProto& graph, const std::filesystem::path& model_dir,
-                              const std::string& source);
+Status checkExternalLocations(const onnx::GraphProto& graph, const std::filesystem::path& model_dir, const std::string& source);
 
 // The graph's names connect: nodes in topological order, each input defined before the node that
 // reads it (by a graph input, an initializer, an earlier node, or the enclosing graphs for a

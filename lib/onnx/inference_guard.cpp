@@ -22,13 +22,23 @@ std::optional<std::vector<int64_t>> intValues(const onnx::TensorProto* t) {
   };
   if (t->data_type() == onnx::TensorProto::INT64) {
     if (t->has_raw_data()) {
-      if (!raw(8, [](const char* p) { int64_t x; std::memcpy(&x, p, 8); return x; })) return std::nullopt;
+      if (!raw(8, [](const char* p) {
+            int64_t x;
+            std::memcpy(&x, p, 8);
+            return x;
+          }))
+        return std::nullopt;
     } else {
       v.assign(t->int64_data().begin(), t->int64_data().end());
     }
   } else if (t->data_type() == onnx::TensorProto::INT32) {
     if (t->has_raw_data()) {
-      if (!raw(4, [](const char* p) { int32_t x; std::memcpy(&x, p, 4); return int64_t{x}; })) return std::nullopt;
+      if (!raw(4, [](const char* p) {
+            int32_t x;
+            std::memcpy(&x, p, 4);
+            return int64_t{x};
+          }))
+        return std::nullopt;
     } else {
       v.assign(t->int32_data().begin(), t->int32_data().end());
     }
@@ -72,9 +82,7 @@ class PropagationInputs final : public RuleInputs {
     }
     return v;
   }
-  const onnx::TensorShapeProto* propagated(size_t i) const override {
-    return i < count() ? ctx_.getInputData(i) : nullptr;
-  }
+  const onnx::TensorShapeProto* propagated(size_t i) const override { return i < count() ? ctx_.getInputData(i) : nullptr; }
   bool propagating() const override { return true; }
 
  private:

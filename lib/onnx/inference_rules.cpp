@@ -92,7 +92,8 @@ const Rules& rules() {
       if (!eq || eq->s().find("->") != std::string::npos) return "";
       for (char c : eq->s())
         if (!(c >= 'a' && c <= 'z') && c != ',' && c != '.' && c != ' ')
-          return "equation '" + eq->s() + "' has no '->' and a character other than a-z, ',' and '.' (hint: give the "
+          return "equation '" + eq->s() +
+                 "' has no '->' and a character other than a-z, ',' and '.' (hint: give the "
                  "output's letters after '->')";
       return "";
     };
@@ -173,8 +174,8 @@ std::optional<std::string> checkRule(const InferenceRule& rule, const RuleInputs
       if (attr->has_i()) values.push_back(attr->i());
       for (int64_t v : values)
         if (v < r.min || v > r.max)
-          return "attribute '" + std::string(r.attribute) + "' has " + std::to_string(v) + ", outside [" +
-                 std::to_string(r.min) + ", " + std::to_string(r.max) + "]";
+          return "attribute '" + std::string(r.attribute) + "' has " + std::to_string(v) + ", outside [" + std::to_string(r.min) +
+                 ", " + std::to_string(r.max) + "]";
     }
   for (int i : rule.need_inputs)
     if (!inputs.type(static_cast<size_t>(i))) return "input " + std::to_string(i) + " is missing or untyped";
@@ -199,9 +200,8 @@ std::optional<std::string> checkRule(const InferenceRule& rule, const RuleInputs
     const int64_t lo = a.non_negative ? 0 : -rank, hi = a.end_inclusive ? rank : rank - 1;
     for (int64_t v : values)
       if (v < lo || v > hi)
-        return "attribute '" + std::string(a.attribute) + "' has " + std::to_string(v) + ", outside [" +
-               std::to_string(lo) + ", " + std::to_string(hi) + "] for input " + std::to_string(a.input) + " of rank " +
-               std::to_string(rank);
+        return "attribute '" + std::string(a.attribute) + "' has " + std::to_string(v) + ", outside [" + std::to_string(lo) +
+               ", " + std::to_string(hi) + "] for input " + std::to_string(a.input) + " of rank " + std::to_string(rank);
   }
   if (rule.extra)
     if (std::string broken = rule.extra(inputs); !broken.empty()) return broken;

@@ -23,8 +23,8 @@ struct ImportOptions {
 
 Expected<ir::Model> importModel(const std::filesystem::path& path, const ImportOptions& options = {});
 // `source` names the model in errors; `model_dir` is where external data may live ("" = none).
-Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesystem::path& model_dir,
-                                     const std::string& source, const ImportOptions& options = {});
+Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesystem::path& model_dir, const std::string& source,
+                                     const ImportOptions& options = {});
 
 // Converts the model to default-domain opset `opset` (kMinOpset..kMaxOpset) with libonnx's version
 // converter and re-imports it; `source` names the model in errors (one line, e.g. an op the

@@ -104,14 +104,11 @@ std::string inferenceMessage(const std::string& what) {
 
 Status runOnnxShapeInference(onnx::ModelProto& proto, InferenceStrictness strictness) {
   try {
-    onnx::shape_inference::InferShapes(
-        proto, &guardedSchemas(),
-        onnx::ShapeInferenceOptions(strictness.check_types, strictness.strict ? 1 : 0, true));
+    onnx::shape_inference::InferShapes(proto, &guardedSchemas(),
+                                       onnx::ShapeInferenceOptions(strictness.check_types, strictness.strict ? 1 : 0, true));
   } catch (const onnx::InferenceError& e) {
     return Error("ONNX shape inference: " + inferenceMessage(e.what()));
-  } catch (const std::exception& e) {
-    return Error("ONNX shape inference: " + libraryFailure(e));
-  }
+  } catch (const std::exception& e) { return Error("ONNX shape inference: " + libraryFailure(e)); }
   return okStatus();
 }
 

@@ -29,8 +29,7 @@ std::optional<NodeTypeRoles> typeRoles(const ir::Node& node, int64_t opset) {
     return roles;
   }
   const std::string& domain = node.domain();
-  const onnx::OpSchema* schema =
-      onnx::OpSchemaRegistry::Schema(node.opType(), static_cast<int>(opset), domain);
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.opType(), static_cast<int>(opset), domain);
   if (!schema) return std::nullopt;
 
   // The type parameters (T, T1...) that admit float: a Where's bool condition is never data.

@@ -36,8 +36,7 @@ template <class Proto>
 Status parse(Proto& proto, std::span<const uint8_t> bytes, const std::string& source, const char* what) {
   if (bytes.size() > static_cast<size_t>(INT_MAX))
     return Error(source + ": is " + std::to_string(bytes.size()) + " bytes, above protobuf's 2 GiB message limit");
-  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return Error(source + ": not a valid ONNX " + what);
+  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return Error(source + ": not a valid ONNX " + what);
   return okStatus();
 }
 

@@ -14,8 +14,8 @@ using cf::kindName;
 // The empty scan output of a body output that never ran: [0] (at `axis`) + the declared dims,
 // unknown dims taken as 0; float when the dtype is unknown.
 Expected<Tensor> emptyScanOutput(const ir::Value* body_out, int64_t axis_or_minus1) {
-  DType dtype = body_out && body_out->type.isTensor() && body_out->type.dtype != DType::Undefined ? body_out->type.dtype
-                                                                                                : DType::Float;
+  DType dtype =
+      body_out && body_out->type.isTensor() && body_out->type.dtype != DType::Undefined ? body_out->type.dtype : DType::Float;
   Shape elem;
   if (body_out && body_out->type.isTensor() && body_out->type.dims)
     for (const ir::Dim& d : *body_out->type.dims) elem.push_back(d.isStatic() ? d.value : 0);
@@ -54,8 +54,8 @@ Expected<std::vector<RtValue>> evalLoop(const ir::Node& node, const std::vector<
   if (in.size() < 2) return Error("expects inputs M and cond (each may be empty)");
   const size_t n_carried = in.size() - 2;
   if (body->inputs().size() != n_carried + 2)
-    return Error("body takes " + std::to_string(body->inputs().size()) + " inputs, expected " +
-                 std::to_string(n_carried + 2) + " (iteration number, condition and the loop-carried values)");
+    return Error("body takes " + std::to_string(body->inputs().size()) + " inputs, expected " + std::to_string(n_carried + 2) +
+                 " (iteration number, condition and the loop-carried values)");
   if (body->outputs().size() < n_carried + 1)
     return Error("body has " + std::to_string(body->outputs().size()) + " outputs, expected at least " +
                  std::to_string(n_carried + 1));
@@ -149,8 +149,8 @@ Expected<ScanRun> runScanSteps(const ir::Graph& body, std::vector<RtValue> state
       if (!v.isTensor()) return Error("scan output " + std::to_string(k) + " must be a tensor, got a " + kindName(v));
       if (!run.outputs[k].empty() &&
           (run.outputs[k][0].shape() != v.tensor.shape() || run.outputs[k][0].dtype() != v.tensor.dtype()))
-        return Error("scan output " + std::to_string(k) + " changed from " + shapeToString(run.outputs[k][0].shape()) +
-                     " to " + shapeToString(v.tensor.shape()) + " between iterations");
+        return Error("scan output " + std::to_string(k) + " changed from " + shapeToString(run.outputs[k][0].shape()) + " to " +
+                     shapeToString(v.tensor.shape()) + " between iterations");
       elements += v.tensor.numElements() + 1;
       if (elements > kMaxElements) return Error("scan outputs grew too large");
       run.outputs[k].push_back(std::move(v.tensor));
@@ -195,7 +195,8 @@ Expected<std::vector<RtValue>> evalScan9(const ir::Node& node, const std::vector
     scan_inputs.push_back(std::move(x));
   }
   if (steps > cf::maxIterations()) return Error("scan runs more than " + std::to_string(cf::maxIterations()) + " steps");
-  POPRT_ASSIGN_OR_RETURN(ScanRun run, runScanSteps(*body, std::move(states), scan_inputs, in_axes, in_dirs, steps, n_scan_out, ctx));
+  POPRT_ASSIGN_OR_RETURN(ScanRun run,
+                         runScanSteps(*body, std::move(states), scan_inputs, in_axes, in_dirs, steps, n_scan_out, ctx));
 
   std::vector<RtValue> results = std::move(run.states);
   for (size_t k = 0; k < n_scan_out; ++k) {
@@ -259,10 +260,11 @@ Expected<std::vector<RtValue>> evalScan8(const ir::Node& node, const std::vector
     if (static_cast<int64_t>(lens.size()) != batch)
       return Error("'sequence_lens' has " + std::to_string(lens.size()) + " values for batch size " + std::to_string(batch));
     for (int64_t l : lens)
-      if (l < 0 || l > max_len) return Error("sequence length " + std::to_string(l) + " is outside 0.." + std::to_string(max_len));
+      if (l < 0 || l > max_len)
+        return Error("sequence length " + std::to_string(l) + " is outside 0.." + std::to_string(max_len));
   }
 
-  std::vector<std::vector<Tensor>> state_items(n_state);    // [i][b]
+  std::vector<std::vector<Tensor>> state_items(n_state);           // [i][b]
   std::vector<std::vector<std::vector<Tensor>>> outs(n_scan_out);  // [k][b][t]
   std::vector<int64_t> axes0(n_scan_in, 0);
   for (int64_t b = 0; b < batch; ++b) {
@@ -338,8 +340,7 @@ Expected<std::vector<RtValue>> evalSequenceMap(const ir::Node& node, const std::
     if (!in[i]) return Error("input " + std::to_string(i) + " is missing");
     if (in[i]->kind == RtValue::Kind::None) return Error("input " + std::to_string(i) + " is an empty optional");
     if (in[i]->kind == RtValue::Kind::Sequence && in[i]->sequence.size() != len)
-      return Error("input sequences differ in length: " + std::to_string(len) + " and " +
-                   std::to_string(in[i]->sequence.size()));
+      return Error("input sequences differ in length: " + std::to_string(len) + " and " + std::to_string(in[i]->sequence.size()));
   }
   const size_t n_out = body->outputs().size();
   std::vector<std::vector<Tensor>> items(n_out);

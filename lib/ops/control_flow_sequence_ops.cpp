@@ -17,7 +17,8 @@ std::vector<RtValue> one(RtValue v) {
 
 Expected<const RtValue*> sequenceInput(const Values& in, size_t i) {
   if (i >= in.size() || !in[i]) return Error("input " + std::to_string(i) + " (a sequence) is required");
-  if (in[i]->kind != RtValue::Kind::Sequence) return Error("input " + std::to_string(i) + " must be a sequence, got a " + kindName(*in[i]));
+  if (in[i]->kind != RtValue::Kind::Sequence)
+    return Error("input " + std::to_string(i) + " must be a sequence, got a " + kindName(*in[i]));
   return in[i];
 }
 

@@ -48,8 +48,7 @@ Expected<Tensor> stackAxis(const std::vector<Tensor>& items, int64_t axis) {
     if (t.dtype() != first.dtype())
       return Error("items to stack differ in dtype: " + std::string(dtypeName(first.dtype())) + " and " +
                    std::string(dtypeName(t.dtype())));
-    if (t.shape() != s)
-      return Error("items to stack differ in shape: " + shapeToString(s) + " and " + shapeToString(t.shape()));
+    if (t.shape() != s) return Error("items to stack differ in shape: " + shapeToString(s) + " and " + shapeToString(t.shape()));
   }
   Shape out_shape = s;
   out_shape.insert(out_shape.begin() + axis, static_cast<int64_t>(items.size()));
@@ -74,8 +73,8 @@ Expected<Tensor> concatAxis(const std::vector<Tensor>& items, int64_t axis) {
     bool ok = t.shape().size() == s.size();
     for (size_t d = 0; ok && d < s.size(); ++d) ok = static_cast<int64_t>(d) == axis || t.shape()[d] == s[d];
     if (!ok)
-      return Error("items to concatenate differ in shape off axis " + std::to_string(axis) + ": " + shapeToString(s) +
-                   " and " + shapeToString(t.shape()));
+      return Error("items to concatenate differ in shape off axis " + std::to_string(axis) + ": " + shapeToString(s) + " and " +
+                   shapeToString(t.shape()));
     total += t.shape()[axis];
     if (total > kMaxElements) return Error("concatenation is too large");
   }

@@ -31,7 +31,10 @@ struct BinaryEntry {
   BinaryFn fn;
 };
 constexpr BinaryEntry kBinary[] = {
-    {"Add", BinaryFn::Add}, {"Sub", BinaryFn::Sub}, {"Mul", BinaryFn::Mul}, {"Div", BinaryFn::Div},
+    {"Add", BinaryFn::Add},
+    {"Sub", BinaryFn::Sub},
+    {"Mul", BinaryFn::Mul},
+    {"Div", BinaryFn::Div},
 };
 
 Expected<std::vector<Tensor>> evalUnary(UnaryFn fn, const std::vector<const Tensor*>& in) {
@@ -45,8 +48,7 @@ Expected<std::vector<Tensor>> evalUnary(UnaryFn fn, const std::vector<const Tens
     using T = decltype(tag);
     auto src = x.data<T>();
     auto dst = y.data<T>();
-    for (size_t i = 0; i < src.size(); ++i)
-      dst[i] = castFromDouble<T>(applyUnary(fn, static_cast<double>(toCompute(src[i]))));
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = castFromDouble<T>(applyUnary(fn, static_cast<double>(toCompute(src[i]))));
   }));
   return single(std::move(y));
 }
@@ -68,25 +70,26 @@ Expected<std::vector<Tensor>> evalBinary(BinaryFn fn, const std::vector<const Te
   POPRT_TRY(dispatchNumeric(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using C = typename ComputeType<T>::type;
-    if constexpr (std::is_same_v<T, bool>) return;  // rejected above
+    if constexpr (std::is_same_v<T, bool>)
+      return;  // rejected above
     else {
-    auto pa = a.data<T>();
-    auto pb = b.data<T>();
-    auto py = y.data<T>();
-    std::vector<int64_t> index(rank, 0);
-    int64_t ia = 0, ib = 0;
-    for (size_t i = 0; i < py.size(); ++i) {
-      py[i] = fromCompute<T>(applyBinary<C>(fn, toCompute(pa[ia]), toCompute(pb[ib])));
-      // Odometer increment of the output index, moving both input offsets along.
-      for (size_t d = rank; d-- > 0;) {
-        ia += sa[d];
-        ib += sb[d];
-        if (++index[d] < out_shape[d]) break;
-        ia -= sa[d] * out_shape[d];
-        ib -= sb[d] * out_shape[d];
-        index[d] = 0;
+      auto pa = a.data<T>();
+      auto pb = b.data<T>();
+      auto py = y.data<T>();
+      std::vector<int64_t> index(rank, 0);
+      int64_t ia = 0, ib = 0;
+      for (size_t i = 0; i < py.size(); ++i) {
+        py[i] = fromCompute<T>(applyBinary<C>(fn, toCompute(pa[ia]), toCompute(pb[ib])));
+        // Odometer increment of the output index, moving both input offsets along.
+        for (size_t d = rank; d-- > 0;) {
+          ia += sa[d];
+          ib += sb[d];
+          if (++index[d] < out_shape[d]) break;
+          ia -= sa[d] * out_shape[d];
+          ib -= sb[d] * out_shape[d];
+          index[d] = 0;
+        }
       }
-    }
     }
   }));
   return single(std::move(y));
@@ -134,7 +137,8 @@ Expected<BinaryArgs> binaryArgs(const std::vector<const Tensor*>& in, bool same_
   POPRT_TRY(checkStorage(*in[0]));
   POPRT_TRY(checkStorage(*in[1]));
   if (same_dtype && in[0]->dtype() != in[1]->dtype())
-    return Error("input dtypes differ: " + std::string(dtypeName(in[0]->dtype())) + " and " + std::string(dtypeName(in[1]->dtype())));
+    return Error("input dtypes differ: " + std::string(dtypeName(in[0]->dtype())) + " and " +
+                 std::string(dtypeName(in[1]->dtype())));
   POPRT_ASSIGN_OR_RETURN(Shape out, broadcastShapes(in[0]->shape(), in[1]->shape()));
   POPRT_TRY(checkedElementCount(out));
   return BinaryArgs{in[0], in[1], std::move(out)};
@@ -279,9 +283,7 @@ Expected<std::vector<Tensor>> evalPow(const std::vector<const Tensor*>& in, Eval
   if (!ew::isNumeric(et)) return Error(ew::typeError(et));
   POPRT_ASSIGN_OR_RETURN(std::vector<double> exp_d, toDoubles(*args.b));
   std::vector<int64_t> exp_i;
-  if (isInteger(et)) {
-    POPRT_ASSIGN_OR_RETURN(exp_i, toInt64s(*args.b));
-  }
+  if (isInteger(et)) { POPRT_ASSIGN_OR_RETURN(exp_i, toInt64s(*args.b)); }
   Tensor y(dt, args.out);
   POPRT_TRY(dispatchNumeric(dt, [&](auto tag) {
     using T = decltype(tag);
@@ -354,9 +356,12 @@ Expected<std::vector<Tensor>> evalVariadic(Var v, const std::vector<const Tensor
         Acc acc = static_cast<Acc>(toCompute(src[0][o[0]]));
         for (size_t k = 1; k < src.size(); ++k) {
           Acc x = static_cast<Acc>(toCompute(src[k][o[k]]));
-          if (v == Var::Sum || v == Var::Mean) acc = ew::wrapAdd(acc, x);
-          else if (ew::isNaNValue(acc)) continue;
-          else if (ew::isNaNValue(x) || (v == Var::Max ? x > acc : x < acc)) acc = x;
+          if (v == Var::Sum || v == Var::Mean)
+            acc = ew::wrapAdd(acc, x);
+          else if (ew::isNaNValue(acc))
+            continue;
+          else if (ew::isNaNValue(x) || (v == Var::Max ? x > acc : x < acc))
+            acc = x;
         }
         if constexpr (std::is_floating_point_v<Acc>) {
           py[i] = castFromDouble<T>(v == Var::Mean ? acc / n : acc);
@@ -382,9 +387,8 @@ Expected<std::vector<Tensor>> evalWhere(const std::vector<const Tensor*>& in) {
   POPRT_ASSIGN_OR_RETURN(Tensor y, makeOutput(x.dtype(), out));
   auto pc = c.data<uint8_t>();
   if (x.dtype() == DType::String) {
-    ew::forEachBroadcast(out, shapes, [&](int64_t i, const int64_t* o) {
-      y.strings()[i] = pc[o[0]] ? x.strings()[o[1]] : z.strings()[o[2]];
-    });
+    ew::forEachBroadcast(out, shapes,
+                         [&](int64_t i, const int64_t* o) { y.strings()[i] = pc[o[0]] ? x.strings()[o[1]] : z.strings()[o[2]]; });
   } else {
     const size_t es = dtypeSize(x.dtype());
     if (es == 0) return Error(ew::typeError(x.dtype()));
@@ -462,8 +466,12 @@ struct HostEntry {
   Eval eval;
 };
 
-#define POPRT_EVAL(body) [](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) \
-    -> Expected<std::vector<Tensor>> { (void)node; (void)ctx; return body; }
+#define POPRT_EVAL(body)                                                                                              \
+  [](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) -> Expected<std::vector<Tensor>> { \
+    (void)node;                                                                                                       \
+    (void)ctx;                                                                                                        \
+    return body;                                                                                                      \
+  }
 
 const HostEntry kHost[] = {
     {"Not", Fp16Policy::TypeAgnostic, POPRT_EVAL(evalNot(in))},
@@ -492,17 +500,18 @@ const HostEntry kHost[] = {
 };
 #undef POPRT_EVAL
 
-
 }  // namespace
 
 void registerElementwiseOps(std::vector<OpDef>& ops) {
   for (const auto& u : kUnary)
     if (*u.op_type)
-      ops.push_back({u.op_type, u.fp16, LoweringFamily::Unary,
-                   [fn = u.fn](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalUnary(fn, in); }});
+      ops.push_back(
+          {u.op_type, u.fp16, LoweringFamily::Unary,
+           [fn = u.fn](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalUnary(fn, in); }});
   for (const auto& b : kBinary)
-    ops.push_back({b.op_type, Fp16Policy::Convert, LoweringFamily::Binary,
-                   [fn = b.fn](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalBinary(fn, in); }});
+    ops.push_back(
+        {b.op_type, Fp16Policy::Convert, LoweringFamily::Binary,
+         [fn = b.fn](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalBinary(fn, in); }});
   registerElementwiseMathOps(ops);
   for (const auto& h : kHost) ops.push_back({h.op_type, h.fp16, ew::loweringOf(h.op_type), h.eval});
 }

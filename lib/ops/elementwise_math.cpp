@@ -103,8 +103,9 @@ Expected<std::vector<Tensor>> evalMath(const MathEntry& e, const ir::Node& node,
 
 void registerElementwiseMathOps(std::vector<OpDef>& ops) {
   for (const auto& m : kMath)
-    ops.push_back({m.op_type, m.fp16, ew::loweringOf(m.op_type),
-                   [e = &m](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) { return evalMath(*e, node, in); }});
+    ops.push_back(
+        {m.op_type, m.fp16, ew::loweringOf(m.op_type),
+         [e = &m](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) { return evalMath(*e, node, in); }});
 }
 
 }  // namespace poprt::ops

@@ -24,8 +24,10 @@ inline std::string typeError(DType t) { return "dtype " + std::string(dtypeName(
 
 template <class C>
 bool isNaNValue(C v) {
-  if constexpr (std::is_floating_point_v<C>) return std::isnan(v);
-  else return false;
+  if constexpr (std::is_floating_point_v<C>)
+    return std::isnan(v);
+  else
+    return false;
 }
 
 // Integer + and * modulo 2^bits (no signed-overflow UB); plain operators for floats.
@@ -52,9 +54,7 @@ A wrapMul(A a, A b) {
 // The broadcast shape of several shapes.
 inline Expected<Shape> broadcastAll(const std::vector<Shape>& shapes) {
   Shape out;
-  for (const Shape& s : shapes) {
-    POPRT_ASSIGN_OR_RETURN(out, broadcastShapes(out, s));
-  }
+  for (const Shape& s : shapes) { POPRT_ASSIGN_OR_RETURN(out, broadcastShapes(out, s)); }
   return out;
 }
 
@@ -87,9 +87,12 @@ struct AxisSplit {
 inline AxisSplit splitAt(const Shape& shape, int64_t axis) {
   AxisSplit s;
   for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < axis) s.outer *= shape[d];
-    else if (d == axis) s.len = shape[d];
-    else s.inner *= shape[d];
+    if (d < axis)
+      s.outer *= shape[d];
+    else if (d == axis)
+      s.len = shape[d];
+    else
+      s.inner *= shape[d];
   }
   return s;
 }

@@ -16,18 +16,20 @@ namespace poprt::ops {
 namespace graphcore {
 
 std::optional<ActivationKind> activationKind(const std::string& op_type) {
-  static const std::pair<const char*, ActivationKind> kinds[] = {
-      {"Relu", ActivationKind::Relu},           {"Clip", ActivationKind::Clip},
-      {"LeakyRelu", ActivationKind::LeakyRelu}, {"Sigmoid", ActivationKind::Sigmoid},
-      {"HardSigmoid", ActivationKind::HardSigmoid}, {"HardSwish", ActivationKind::HardSwish},
-      {"Tanh", ActivationKind::Tanh},           {"Swish", ActivationKind::Swish}};
+  static const std::pair<const char*, ActivationKind> kinds[] = {{"Relu", ActivationKind::Relu},
+                                                                 {"Clip", ActivationKind::Clip},
+                                                                 {"LeakyRelu", ActivationKind::LeakyRelu},
+                                                                 {"Sigmoid", ActivationKind::Sigmoid},
+                                                                 {"HardSigmoid", ActivationKind::HardSigmoid},
+                                                                 {"HardSwish", ActivationKind::HardSwish},
+                                                                 {"Tanh", ActivationKind::Tanh},
+                                                                 {"Swish", ActivationKind::Swish}};
   for (const auto& [name, kind] : kinds)
     if (op_type == name) return kind;
   return std::nullopt;
 }
 
 namespace {
-
 
 // ---- Gelu -------------------------------------------------------------------------------------
 
@@ -66,8 +68,8 @@ Expected<std::vector<Tensor>> evalAttention(const ir::Node& node, const std::vec
     return Error("Q, K, V and Mask must have the same dtype");
   const Shape &qs = qt->shape(), &ks = kt->shape(), &vs = vt->shape();
   if (qs.size() != 3 || ks.size() != 3 || vs.size() != 3)
-    return Error("Q, K and V must be [batch, sequence, hidden], got " + shapeToString(qs) + ", " + shapeToString(ks) +
-                 ", " + shapeToString(vs));
+    return Error("Q, K and V must be [batch, sequence, hidden], got " + shapeToString(qs) + ", " + shapeToString(ks) + ", " +
+                 shapeToString(vs));
   const int64_t H = node.attrInt("num_heads", 0);
   if (H < 1) return Error("num_heads must be >= 1");
   const int64_t B = qs[0], Sq = qs[1], Sk = ks[1];
@@ -121,8 +123,8 @@ Expected<Activation> activationOf(const ir::Node& node) {
   const std::string name = node.attrString("activation", "");
   auto kind = activationKind(name);
   if (!kind)
-    return Error("activation must be one of Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Swish; got \"" +
-                 name + "\"");
+    return Error("activation must be one of Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Swish; got \"" + name +
+                 "\"");
   Activation act;
   act.kind = *kind;
   const float default_alpha = act.kind == ActivationKind::LeakyRelu ? 0.01f : 0.2f;
@@ -200,16 +202,22 @@ void registerGraphcoreOps(std::vector<OpDef>& ops) {
   ops.push_back({"Gelu", Fp16Policy::Convert, LoweringFamily::Unary, evalGelu, {}, d});
   ops.push_back({"LayerNorm", Fp16Policy::AccumulateFp32, LoweringFamily::Norm, evalLayerNorm, {}, d});
   ops.push_back({"MultiHeadAttention", Fp16Policy::AccumulateFp32, LoweringFamily::Attention, evalAttention, {}, d});
-  ops.push_back({"ConvAct", Fp16Policy::AccumulateFp32, LoweringFamily::Conv,
+  ops.push_back({"ConvAct",
+                 Fp16Policy::AccumulateFp32,
+                 LoweringFamily::Conv,
                  [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext& ctx) {
                    return evalWithActivation("Conv", n, in, ctx);
                  },
-                 {}, d});
-  ops.push_back({"GemmAct", Fp16Policy::AccumulateFp32, LoweringFamily::MatMul,
+                 {},
+                 d});
+  ops.push_back({"GemmAct",
+                 Fp16Policy::AccumulateFp32,
+                 LoweringFamily::MatMul,
                  [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext& ctx) {
                    return evalWithActivation("Gemm", n, in, ctx);
                  },
-                 {}, d});
+                 {},
+                 d});
 }
 
 }  // namespace poprt::ops

@@ -50,9 +50,9 @@
 #include <cstdint>
 #include <optional>
 
+#include <string>
 #include "lib/ir/graph.h"
 #include "lib/ops/scalar_math.h"
-#include <string>
 
 namespace poprt::ops::graphcore {
 

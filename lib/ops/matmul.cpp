@@ -97,7 +97,8 @@ Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<c
   std::vector<int64_t> sc;
   if (c) {
     POPRT_ASSIGN_OR_RETURN(Shape bc, broadcastShapes(c->shape(), out_shape));
-    if (bc != out_shape) return Error("C of shape " + shapeToString(c->shape()) + " does not broadcast to " + shapeToString(out_shape));
+    if (bc != out_shape)
+      return Error("C of shape " + shapeToString(c->shape()) + " does not broadcast to " + shapeToString(out_shape));
     sc = broadcastStrides(c->shape(), out_shape);
   }
   POPRT_ASSIGN_OR_RETURN(Tensor y, makeOutput(a.dtype(), out_shape));

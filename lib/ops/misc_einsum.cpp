@@ -151,7 +151,8 @@ Expected<std::vector<Tensor>> evalEinsum(const ir::Node& node, const std::vector
     const int64_t rank = static_cast<int64_t>(in[i]->shape().size());
     const int64_t letters = static_cast<int64_t>(t.letters_before.size() + t.letters_after.size());
     if (t.has_ellipsis ? letters > rank : letters != rank)
-      return Error("term '" + term_strs[i] + "' does not match input " + std::to_string(i) + " of shape " + shapeToString(in[i]->shape()));
+      return Error("term '" + term_strs[i] + "' does not match input " + std::to_string(i) + " of shape " +
+                   shapeToString(in[i]->shape()));
     ell_rank[i] = rank - letters;
     E = std::max(E, ell_rank[i]);
     parsed.push_back(std::move(t));
@@ -177,7 +178,8 @@ Expected<std::vector<Tensor>> evalEinsum(const ir::Node& node, const std::vector
       local[l] = d;
       auto [it, fresh] = sizes.emplace(l, d);
       if (!fresh && it->second != d) {
-        if (it->second != 1 && d != 1) return Error("dimensions of a label differ: " + std::to_string(it->second) + " and " + std::to_string(d));
+        if (it->second != 1 && d != 1)
+          return Error("dimensions of a label differ: " + std::to_string(it->second) + " and " + std::to_string(d));
         it->second = std::max(it->second, d);
       }
     }

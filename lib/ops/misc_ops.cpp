@@ -38,7 +38,8 @@ Expected<std::vector<Tensor>> evalLoss(const ir::Node& node, const std::vector<c
   std::vector<double> w;
   if (weight) {
     POPRT_TRY(requireFloat(*weight, "weight"));
-    if (weight->shape() != Shape{C}) return Error("weight must have shape [" + std::to_string(C) + "], got " + shapeToString(weight->shape()));
+    if (weight->shape() != Shape{C})
+      return Error("weight must have shape [" + std::to_string(C) + "], got " + shapeToString(weight->shape()));
     POPRT_ASSIGN_OR_RETURN(w, toDoubles(*weight));
   }
   const std::string reduction = node.attrString("reduction", "mean");
@@ -157,7 +158,8 @@ Expected<OptimizerArgs> readOptimizerArgs(const std::vector<const Tensor*>& in, 
   args.t = t[0];
   const int64_t rest = static_cast<int64_t>(in.size()) - 2;
   if (rest <= 0 || rest % groups != 0)
-    return Error("expects R, T and " + std::to_string(groups) + " lists of equal length, got " + std::to_string(in.size()) + " inputs");
+    return Error("expects R, T and " + std::to_string(groups) + " lists of equal length, got " + std::to_string(in.size()) +
+                 " inputs");
   args.n = rest / groups;
   args.lists.resize(static_cast<size_t>(groups));
   for (int64_t g = 0; g < groups; ++g)
@@ -167,7 +169,8 @@ Expected<OptimizerArgs> readOptimizerArgs(const std::vector<const Tensor*>& in, 
       POPRT_TRY(requireFloat(*p, "input " + std::to_string(idx)));
       const Tensor& x = *in[static_cast<size_t>(2 + i)];
       if (p->shape() != x.shape())
-        return Error("input " + std::to_string(idx) + " has shape " + shapeToString(p->shape()) + ", expected " + shapeToString(x.shape()));
+        return Error("input " + std::to_string(idx) + " has shape " + shapeToString(p->shape()) + ", expected " +
+                     shapeToString(x.shape()));
       POPRT_ASSIGN_OR_RETURN(std::vector<double> v, toDoubles(*p));
       args.lists[static_cast<size_t>(g)].push_back(std::move(v));
     }
@@ -197,7 +200,8 @@ Expected<std::vector<Tensor>> evalAdagrad(const ir::Node& node, const std::vecto
   const double r = a.r / (1.0 + static_cast<double>(a.t) * decay);
   std::vector<std::vector<std::vector<double>>> out(2);
   for (int64_t i = 0; i < a.n; ++i) {
-    const auto &x = a.lists[0][static_cast<size_t>(i)], &g = a.lists[1][static_cast<size_t>(i)], &h = a.lists[2][static_cast<size_t>(i)];
+    const auto &x = a.lists[0][static_cast<size_t>(i)], &g = a.lists[1][static_cast<size_t>(i)],
+               &h = a.lists[2][static_cast<size_t>(i)];
     std::vector<double> xn(x.size()), hn(x.size());
     for (size_t k = 0; k < x.size(); ++k) {
       const double gr = norm * x[k] + g[k];
@@ -269,19 +273,43 @@ Expected<std::vector<Tensor>> evalMomentum(const ir::Node& node, const std::vect
 }  // namespace
 
 void registerMiscOps(std::vector<OpDef>& ops) {
-  ops.push_back({"NegativeLogLikelihoodLoss", Fp16Policy::AccumulateFp32, LoweringFamily::None,
-                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext&) { return evalLoss(n, in, false); }, {}, ""});
-  ops.push_back({"SoftmaxCrossEntropyLoss", Fp16Policy::AccumulateFp32, LoweringFamily::None,
-                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext&) { return evalLoss(n, in, true); }, {}, ""});
-  ops.push_back({"Det", Fp16Policy::KeepFp32, LoweringFamily::None,
-                 [](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalDet(in); }, {}, ""});
+  ops.push_back({"NegativeLogLikelihoodLoss",
+                 Fp16Policy::AccumulateFp32,
+                 LoweringFamily::None,
+                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext&) { return evalLoss(n, in, false); },
+                 {},
+                 ""});
+  ops.push_back({"SoftmaxCrossEntropyLoss",
+                 Fp16Policy::AccumulateFp32,
+                 LoweringFamily::None,
+                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext&) { return evalLoss(n, in, true); },
+                 {},
+                 ""});
+  ops.push_back({"Det",
+                 Fp16Policy::KeepFp32,
+                 LoweringFamily::None,
+                 [](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalDet(in); },
+                 {},
+                 ""});
   const std::string training = "ai.onnx.preview.training";
-  ops.push_back({"Adagrad", Fp16Policy::KeepFp32, LoweringFamily::None,
-                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext&) { return evalAdagrad(n, in); }, {}, training});
-  ops.push_back({"Adam", Fp16Policy::KeepFp32, LoweringFamily::None,
-                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext&) { return evalAdam(n, in); }, {}, training});
-  ops.push_back({"Momentum", Fp16Policy::KeepFp32, LoweringFamily::None,
-                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext&) { return evalMomentum(n, in); }, {}, training});
+  ops.push_back({"Adagrad",
+                 Fp16Policy::KeepFp32,
+                 LoweringFamily::None,
+                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext&) { return evalAdagrad(n, in); },
+                 {},
+                 training});
+  ops.push_back({"Adam",
+                 Fp16Policy::KeepFp32,
+                 LoweringFamily::None,
+                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext&) { return evalAdam(n, in); },
+                 {},
+                 training});
+  ops.push_back({"Momentum",
+                 Fp16Policy::KeepFp32,
+                 LoweringFamily::None,
+                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext&) { return evalMomentum(n, in); },
+                 {},
+                 training});
   misc::registerEinsumOps(ops);
   misc::registerStringOps(ops);
   misc::registerRandomOps(ops);

@@ -77,7 +77,8 @@ Expected<std::vector<Tensor>> evalRandom(const ir::Node& node, EvalContext& ctx,
   return single(std::move(y));
 }
 
-Expected<std::vector<Tensor>> evalRandomLike(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx, Dist dist) {
+Expected<std::vector<Tensor>> evalRandomLike(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx,
+                                             Dist dist) {
   POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   POPRT_ASSIGN_OR_RETURN(DType dtype, dtypeAttr(node, x->dtype()));
   POPRT_ASSIGN_OR_RETURN(Tensor y, sample(node, ctx, dist, dtype, x->shape()));
@@ -113,7 +114,8 @@ Expected<std::vector<Tensor>> evalMultinomial(const ir::Node& node, const std::v
       total += std::isnan(row[c]) || mx == -INFINITY ? 0.0 : std::exp(row[c] - mx);
       cum[static_cast<size_t>(c)] = total;
     }
-    if (samples > 0 && !(total > 0 && std::isfinite(total))) return Error("row " + std::to_string(b) + " has no finite probabilities");
+    if (samples > 0 && !(total > 0 && std::isfinite(total)))
+      return Error("row " + std::to_string(b) + " has no finite probabilities");
     for (int64_t s = 0; s < samples; ++s) {
       const double u = rng.uniform() * total;
       int64_t c = 0;
@@ -143,16 +145,36 @@ Expected<std::vector<Tensor>> evalBernoulli(const ir::Node& node, const std::vec
 }  // namespace
 
 void registerRandomOps(std::vector<OpDef>& ops) {
-  ops.push_back({"RandomNormal", Fp16Policy::Convert, LoweringFamily::None,
-                 [](const ir::Node& n, const std::vector<const Tensor*>&, EvalContext& ctx) { return evalRandom(n, ctx, Dist::Normal); }, {}, ""});
-  ops.push_back({"RandomUniform", Fp16Policy::Convert, LoweringFamily::None,
-                 [](const ir::Node& n, const std::vector<const Tensor*>&, EvalContext& ctx) { return evalRandom(n, ctx, Dist::Uniform); }, {}, ""});
-  ops.push_back({"RandomNormalLike", Fp16Policy::Convert, LoweringFamily::None,
-                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext& ctx) { return evalRandomLike(n, in, ctx, Dist::Normal); },
-                 {}, ""});
-  ops.push_back({"RandomUniformLike", Fp16Policy::Convert, LoweringFamily::None,
-                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext& ctx) { return evalRandomLike(n, in, ctx, Dist::Uniform); },
-                 {}, ""});
+  ops.push_back(
+      {"RandomNormal",
+       Fp16Policy::Convert,
+       LoweringFamily::None,
+       [](const ir::Node& n, const std::vector<const Tensor*>&, EvalContext& ctx) { return evalRandom(n, ctx, Dist::Normal); },
+       {},
+       ""});
+  ops.push_back(
+      {"RandomUniform",
+       Fp16Policy::Convert,
+       LoweringFamily::None,
+       [](const ir::Node& n, const std::vector<const Tensor*>&, EvalContext& ctx) { return evalRandom(n, ctx, Dist::Uniform); },
+       {},
+       ""});
+  ops.push_back({"RandomNormalLike",
+                 Fp16Policy::Convert,
+                 LoweringFamily::None,
+                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext& ctx) {
+                   return evalRandomLike(n, in, ctx, Dist::Normal);
+                 },
+                 {},
+                 ""});
+  ops.push_back({"RandomUniformLike",
+                 Fp16Policy::Convert,
+                 LoweringFamily::None,
+                 [](const ir::Node& n, const std::vector<const Tensor*>& in, EvalContext& ctx) {
+                   return evalRandomLike(n, in, ctx, Dist::Uniform);
+                 },
+                 {},
+                 ""});
   ops.push_back({"Multinomial", Fp16Policy::KeepFp32, LoweringFamily::None, evalMultinomial, {}, ""});
   ops.push_back({"Bernoulli", Fp16Policy::Convert, LoweringFamily::None, evalBernoulli, {}, ""});
 }

@@ -17,8 +17,7 @@ uint32_t upperOf(uint32_t c) {
   if (c >= 'a' && c <= 'z') return c - 0x20;
   if (c >= 0xE0 && c <= 0xFE && c != 0xF7) return c - 0x20;
   if (c == 0xFF) return 0x178;
-  if ((c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) || (c >= 0x14A && c <= 0x177))
-    return (c % 2 == 1) ? c - 1 : c;
+  if ((c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return (c % 2 == 1) ? c - 1 : c;
   if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 0) ? c - 1 : c;
   if (c >= 0x3B1 && c <= 0x3C9) return c == 0x3C2 ? 0x3A3 : c - 0x20;
   if (c >= 0x430 && c <= 0x44F) return c - 0x20;
@@ -30,8 +29,7 @@ uint32_t lowerOf(uint32_t c) {
   if (c >= 'A' && c <= 'Z') return c + 0x20;
   if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 0x20;
   if (c == 0x178) return 0xFF;
-  if ((c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) || (c >= 0x14A && c <= 0x177))
-    return (c % 2 == 0) ? c + 1 : c;
+  if ((c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return (c % 2 == 0) ? c + 1 : c;
   if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 1) ? c + 1 : c;
   if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 0x20;
   if (c >= 0x410 && c <= 0x42F) return c + 0x20;
@@ -74,7 +72,8 @@ std::string mapCase(const std::string& s, F f) {
       c = (c << 6) | (b & 0x3Fu);
     }
     // Overlong forms and out-of-range values are not valid either.
-    if (valid && ((len == 2 && c < 0x80) || (len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10FFFF)))) valid = false;
+    if (valid && ((len == 2 && c < 0x80) || (len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10FFFF))))
+      valid = false;
     if (!valid) {
       out += s[i];
       ++i;
@@ -184,7 +183,8 @@ Expected<std::vector<Tensor>> evalTfIdf(const ir::Node& node, const std::vector<
     const int64_t begin = ngram_counts[i];
     const int64_t end = i + 1 < ngram_counts.size() ? ngram_counts[i + 1] : pool_size;
     if (begin < 0 || end < begin || end > pool_size) return Error("ngram_counts do not fit the pool");
-    if ((end - begin) % n != 0) return Error("the pool's " + std::to_string(n) + "-grams are not a multiple of " + std::to_string(n) + " items");
+    if ((end - begin) % n != 0)
+      return Error("the pool's " + std::to_string(n) + "-grams are not a multiple of " + std::to_string(n) + " items");
     for (int64_t at = begin; at < end; at += n, ++gram) {
       if (gram >= static_cast<int64_t>(ngram_indexes.size())) return Error("ngram_indexes is shorter than the pool");
       const int64_t idx = ngram_indexes[static_cast<size_t>(gram)];
@@ -201,9 +201,7 @@ Expected<std::vector<Tensor>> evalTfIdf(const ir::Node& node, const std::vector<
   const int64_t skip = std::min(max_skip, cols);  // larger skips cannot fit in a row
   const int64_t top = std::min(max_n, levels);
   std::vector<int64_t> ints;
-  if (!strings) {
-    POPRT_ASSIGN_OR_RETURN(ints, toInt64s(x));
-  }
+  if (!strings) { POPRT_ASSIGN_OR_RETURN(ints, toInt64s(x)); }
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<double> counts(static_cast<size_t>(out_size), 0.0);
     if (strings) {

@@ -99,8 +99,8 @@ Expected<std::vector<Tensor>> evalConv(const ir::Node& node, const std::vector<c
     return Error("X " + shapeToString(xs) + " and W " + shapeToString(ws) + " do not match group " + std::to_string(G));
   if (a.b && (a.b->shape().size() != 1 || a.b->shape()[0] != M))
     return Error("B must have shape [" + std::to_string(M) + "], got " + shapeToString(a.b->shape()));
-  POPRT_ASSIGN_OR_RETURN(Window win, windowGeometry(node, Shape(xs.begin() + 2, xs.end()), Shape(ws.begin() + 2, ws.end()),
-                                                    false));
+  POPRT_ASSIGN_OR_RETURN(Window win,
+                         windowGeometry(node, Shape(xs.begin() + 2, xs.end()), Shape(ws.begin() + 2, ws.end()), false));
   Shape ys{N, M};
   ys.insert(ys.end(), win.out.begin(), win.out.end());
   POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedElementCount(ys));

@@ -136,9 +136,7 @@ Expected<std::vector<Tensor>> evalLayerNorm(const ir::Node& node, const std::vec
   const int64_t outer = shapeProduct(xs, 0, static_cast<size_t>(axis)), inner = shapeProduct(norm_shape, 0, norm_shape.size());
   POPRT_ASSIGN_OR_RETURN(std::vector<double> scale, broadcastTo(*st, norm_shape, "Scale"));
   std::vector<double> bias(static_cast<size_t>(inner), 0.0);
-  if (bt) {
-    POPRT_ASSIGN_OR_RETURN(bias, broadcastTo(*bt, norm_shape, "B"));
-  }
+  if (bt) { POPRT_ASSIGN_OR_RETURN(bias, broadcastTo(*bt, norm_shape, "B")); }
   POPRT_ASSIGN_OR_RETURN(std::vector<double> x, toDoubles(*xt));
   std::vector<double> y(x.size()), means(static_cast<size_t>(outer)), inv_std(static_cast<size_t>(outer));
   for (int64_t o = 0; o < outer; ++o) {

@@ -108,9 +108,7 @@ PoolResult pool(const std::vector<double>& x, int64_t planes, const Window& w, c
           res.values[out] = acc;
           res.indices[out] = best < 0 ? -1 : pl * plane_in + best;
           break;
-        case PoolKind::Avg:
-          res.values[out] = acc / (spec.count_include_pad ? count_pad : static_cast<double>(count));
-          break;
+        case PoolKind::Avg: res.values[out] = acc / (spec.count_include_pad ? count_pad : static_cast<double>(count)); break;
         case PoolKind::Lp: res.values[out] = std::pow(acc, 1.0 / spec.p); break;
       }
       for (size_t d = r; d-- > 0;) {
@@ -149,17 +147,14 @@ Expected<std::vector<Tensor>> evalPool(PoolKind kind, const ir::Node& node, cons
   int64_t storage_order = node.attrInt("storage_order", 0);
   if (storage_order != 0 && storage_order != 1) return Error("storage_order must be 0 or 1");
   spec.column_major_indices = storage_order == 1;
-  if (kind == PoolKind::Lp) {
-    POPRT_ASSIGN_OR_RETURN(spec.p, lpOrder(node));
-  }
+  if (kind == PoolKind::Lp) { POPRT_ASSIGN_OR_RETURN(spec.p, lpOrder(node)); }
   POPRT_ASSIGN_OR_RETURN(Window w, windowGeometry(node, Shape(xs.begin() + 2, xs.end()), kernel, ceil_mode));
   Shape ys{xs[0], xs[1]};
   ys.insert(ys.end(), w.out.begin(), w.out.end());
   POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedElementCount(ys));
   // Work: every output element visits its window's taps inside the input.
   double work = static_cast<double>(xs[0]) * static_cast<double>(xs[1]);
-  for (size_t d = 0; d < r; ++d)
-    work *= static_cast<double>(w.out[d]) * static_cast<double>(std::min(w.kernel[d], w.in[d]));
+  for (size_t d = 0; d < r; ++d) work *= static_cast<double>(w.out[d]) * static_cast<double>(std::min(w.kernel[d], w.in[d]));
   if (ny > 0 && work > kMaxWork) return Error("pooling windows are too large (more than 2^36 taps in total)");
   POPRT_ASSIGN_OR_RETURN(std::vector<double> xv, toDoubles(*x));
   PoolResult res = pool(xv, xs[0] * xs[1], w, spec);
@@ -176,9 +171,7 @@ Expected<std::vector<Tensor>> evalGlobalPool(PoolKind kind, const ir::Node& node
   const Shape& xs = x->shape();
   if (xs.size() < 2) return Error("X must have rank >= 2 (N, C, spatial...), got " + shapeToString(xs));
   double p = 2;
-  if (kind == PoolKind::Lp) {
-    POPRT_ASSIGN_OR_RETURN(p, lpOrder(node));
-  }
+  if (kind == PoolKind::Lp) { POPRT_ASSIGN_OR_RETURN(p, lpOrder(node)); }
   int64_t plane = 1;
   for (size_t d = 2; d < xs.size(); ++d) plane *= xs[d];
   const int64_t planes = xs[0] * xs[1];

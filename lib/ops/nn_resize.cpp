@@ -170,29 +170,45 @@ Expected<Tensor> resize(const Tensor& x, const Shape& out_shape, const std::vect
 Expected<ResizeSpec> resizeSpec(const ir::Node& node, int64_t opset, bool legacy) {
   ResizeSpec spec;
   const std::string mode = node.attrString("mode", "nearest");
-  if (mode == "nearest") spec.mode = Mode::Nearest;
-  else if (mode == "linear" || mode == "bilinear" || mode == "trilinear") spec.mode = Mode::Linear;
-  else if (mode == "cubic" && !legacy) spec.mode = Mode::Cubic;
-  else return Error("mode '" + mode + "' is not supported");
+  if (mode == "nearest")
+    spec.mode = Mode::Nearest;
+  else if (mode == "linear" || mode == "bilinear" || mode == "trilinear")
+    spec.mode = Mode::Linear;
+  else if (mode == "cubic" && !legacy)
+    spec.mode = Mode::Cubic;
+  else
+    return Error("mode '" + mode + "' is not supported");
   if (legacy) {  // Upsample and Resize-10: asymmetric coordinates, nearest rounds down (up when shrinking)
     spec.coord = Coord::Asymmetric;
     spec.rounding = Rounding::Simple;
     return spec;
   }
   const std::string coord = node.attrString("coordinate_transformation_mode", "half_pixel");
-  if (coord == "half_pixel") spec.coord = Coord::HalfPixel;
-  else if (coord == "pytorch_half_pixel") spec.coord = Coord::PytorchHalfPixel;
-  else if (coord == "align_corners") spec.coord = Coord::AlignCorners;
-  else if (coord == "asymmetric") spec.coord = Coord::Asymmetric;
-  else if (coord == "tf_half_pixel_for_nn" && opset < 13) spec.coord = Coord::TfHalfPixelForNN;
-  else if (coord == "tf_crop_and_resize") spec.coord = Coord::TfCropAndResize;
-  else return Error("coordinate_transformation_mode '" + coord + "' is not supported");
+  if (coord == "half_pixel")
+    spec.coord = Coord::HalfPixel;
+  else if (coord == "pytorch_half_pixel")
+    spec.coord = Coord::PytorchHalfPixel;
+  else if (coord == "align_corners")
+    spec.coord = Coord::AlignCorners;
+  else if (coord == "asymmetric")
+    spec.coord = Coord::Asymmetric;
+  else if (coord == "tf_half_pixel_for_nn" && opset < 13)
+    spec.coord = Coord::TfHalfPixelForNN;
+  else if (coord == "tf_crop_and_resize")
+    spec.coord = Coord::TfCropAndResize;
+  else
+    return Error("coordinate_transformation_mode '" + coord + "' is not supported");
   const std::string nearest = node.attrString("nearest_mode", "round_prefer_floor");
-  if (nearest == "round_prefer_floor") spec.rounding = Rounding::RoundPreferFloor;
-  else if (nearest == "round_prefer_ceil") spec.rounding = Rounding::RoundPreferCeil;
-  else if (nearest == "floor") spec.rounding = Rounding::Floor;
-  else if (nearest == "ceil") spec.rounding = Rounding::Ceil;
-  else return Error("nearest_mode '" + nearest + "' is not supported");
+  if (nearest == "round_prefer_floor")
+    spec.rounding = Rounding::RoundPreferFloor;
+  else if (nearest == "round_prefer_ceil")
+    spec.rounding = Rounding::RoundPreferCeil;
+  else if (nearest == "floor")
+    spec.rounding = Rounding::Floor;
+  else if (nearest == "ceil")
+    spec.rounding = Rounding::Ceil;
+  else
+    return Error("nearest_mode '" + nearest + "' is not supported");
   spec.cubic_a = node.attrFloat("cubic_coeff_a", -0.75f);
   spec.exclude_outside = node.attrInt("exclude_outside", 0) != 0;
   spec.extrapolation = node.attrFloat("extrapolation_value", 0.0f);
@@ -318,16 +334,24 @@ Expected<std::vector<Tensor>> evalGridSample(const ir::Node& node, const std::ve
     return Error("grid of shape " + shapeToString(gs) + " does not match X " + shapeToString(xs));
   const std::string mode = node.attrString("mode", "bilinear");
   Mode m;
-  if (mode == "bilinear" || mode == "linear") m = Mode::Linear;
-  else if (mode == "nearest") m = Mode::Nearest;
-  else if (mode == "bicubic" || mode == "cubic") m = Mode::Cubic;
-  else return Error("mode '" + mode + "' is not supported");
+  if (mode == "bilinear" || mode == "linear")
+    m = Mode::Linear;
+  else if (mode == "nearest")
+    m = Mode::Nearest;
+  else if (mode == "bicubic" || mode == "cubic")
+    m = Mode::Cubic;
+  else
+    return Error("mode '" + mode + "' is not supported");
   const std::string pm = node.attrString("padding_mode", "zeros");
   Padding padding;
-  if (pm == "zeros") padding = Padding::Zeros;
-  else if (pm == "border") padding = Padding::Border;
-  else if (pm == "reflection") padding = Padding::Reflection;
-  else return Error("padding_mode '" + pm + "' is not supported");
+  if (pm == "zeros")
+    padding = Padding::Zeros;
+  else if (pm == "border")
+    padding = Padding::Border;
+  else if (pm == "reflection")
+    padding = Padding::Reflection;
+  else
+    return Error("padding_mode '" + pm + "' is not supported");
   const bool align = node.attrInt("align_corners", 0) != 0;
   const int64_t N = xs[0], C = xs[1];
   Shape ys{N, C};
@@ -367,8 +391,7 @@ Expected<std::vector<Tensor>> evalGridSample(const ir::Node& node, const std::ve
           add(c0 + 1, t);
         } else {
           const double c0 = std::floor(c), t = c - c0;
-          for (int k = -1; k <= 2; ++k)
-            add(padCoordinate(c0 + k, size, padding, align), cubicWeight(t - k, -0.75));
+          for (int k = -1; k <= 2; ++k) add(padCoordinate(c0 + k, size, padding, align), cubicWeight(t - k, -0.75));
         }
       }
       // The product of the per-axis taps: flat offsets in the plane and weights.

@@ -17,7 +17,8 @@ Expected<std::vector<int64_t>> batchIndices(const Tensor& t, int64_t rois, int64
   if (t.shape() != Shape{rois}) return Error("batch_indices must have shape [" + std::to_string(rois) + "]");
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> b, toInt64s(t));
   for (int64_t v : b)
-    if (v < 0 || v >= batch) return Error("batch index " + std::to_string(v) + " is out of range [0, " + std::to_string(batch) + ")");
+    if (v < 0 || v >= batch)
+      return Error("batch index " + std::to_string(v) + " is out of range [0, " + std::to_string(batch) + ")");
   return b;
 }
 
@@ -40,7 +41,8 @@ Expected<std::vector<Tensor>> evalRoiAlign(const ir::Node& node, const std::vect
   if (oh < 1 || ow < 1 || oh > kMaxDim || ow > kMaxDim) return Error("output_height and output_width must be >= 1");
   if (sampling < 0 || sampling > kMaxSamplesPerBin) return Error("sampling_ratio is out of range");
   const double spatial_scale = node.attrFloat("spatial_scale", 1.0f);
-  const std::string ctm = node.attrString("coordinate_transformation_mode", ctx.opset() >= 16 ? "half_pixel" : "output_half_pixel");
+  const std::string ctm =
+      node.attrString("coordinate_transformation_mode", ctx.opset() >= 16 ? "half_pixel" : "output_half_pixel");
   if (ctm != "half_pixel" && ctm != "output_half_pixel")
     return Error("coordinate_transformation_mode '" + ctm + "' is not supported");
   const bool half_pixel = ctm == "half_pixel";
@@ -66,7 +68,8 @@ Expected<std::vector<Tensor>> evalRoiAlign(const ir::Node& node, const std::vect
     const double bin_h = rh / static_cast<double>(oh), bin_w = rw / static_cast<double>(ow);
     const int64_t gh = sampling > 0 ? sampling : static_cast<int64_t>(std::ceil(std::max(rh, 0.0) / static_cast<double>(oh)));
     const int64_t gw = sampling > 0 ? sampling : static_cast<int64_t>(std::ceil(std::max(rw, 0.0) / static_cast<double>(ow)));
-    if (gh > kMaxSamplesPerBin || gw > kMaxSamplesPerBin || gh * gw > kMaxSamplesPerBin) return Error("roi is too large for adaptive sampling");
+    if (gh > kMaxSamplesPerBin || gw > kMaxSamplesPerBin || gh * gw > kMaxSamplesPerBin)
+      return Error("roi is too large for adaptive sampling");
     const double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
     for (int64_t c = 0; c < C; ++c) {
       const double* img = xv.data() + (batch[r] * C + c) * H * W;

@@ -8,17 +8,20 @@
 namespace poprt::ops {
 
 Expected<Tensor> makeOutput(DType dtype, const Shape& shape) {
-  if (dtype != DType::String && dtypeSize(dtype) == 0) return Error("dtype " + std::string(dtypeName(dtype)) + " is not supported");
+  if (dtype != DType::String && dtypeSize(dtype) == 0)
+    return Error("dtype " + std::string(dtypeName(dtype)) + " is not supported");
   POPRT_TRY(checkedElementCount(shape));
   return Tensor(dtype, shape);
 }
 
 Status checkStorage(const Tensor& t) {
   POPRT_ASSIGN_OR_RETURN(int64_t n, checkedNumElements(t.shape()));
-  bool ok = t.dtype() == DType::String ? static_cast<int64_t>(t.strings().size()) == n
-                                       : dtypeSize(t.dtype()) != 0 && t.byteSize() == static_cast<size_t>(n) * dtypeSize(t.dtype());
-  if (!ok) return Error("tensor of shape " + shapeToString(t.shape()) + " and dtype " + std::string(dtypeName(t.dtype())) +
-                        " has inconsistent storage");
+  bool ok = t.dtype() == DType::String
+                ? static_cast<int64_t>(t.strings().size()) == n
+                : dtypeSize(t.dtype()) != 0 && t.byteSize() == static_cast<size_t>(n) * dtypeSize(t.dtype());
+  if (!ok)
+    return Error("tensor of shape " + shapeToString(t.shape()) + " and dtype " + std::string(dtypeName(t.dtype())) +
+                 " has inconsistent storage");
   return okStatus();
 }
 

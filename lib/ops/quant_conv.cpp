@@ -26,7 +26,8 @@ Expected<ConvResult> convInteger(const ir::Node& node, const Tensor& x, int64_t 
   if (Cg * group != C)
     return Error("w has " + std::to_string(Cg) + " input channels per group, x has " + std::to_string(C) + " channels in " +
                  std::to_string(group) + " groups");
-  if (M % group != 0) return Error("output channels " + std::to_string(M) + " are not divisible by group " + std::to_string(group));
+  if (M % group != 0)
+    return Error("output channels " + std::to_string(M) + " are not divisible by group " + std::to_string(group));
   Shape kernel(ws.begin() + 2, ws.end());
   for (int64_t k : kernel)
     if (k < 1 || k > kMaxAttr) return Error("w has an invalid kernel shape " + shapeToString(ws));
@@ -119,7 +120,8 @@ namespace {
 Expected<int64_t> scalarZeroPoint(const Tensor* zp, DType want, const std::string& what) {
   if (!zp) return int64_t{0};
   if (zp->dtype() != want)
-    return Error(what + " dtype " + std::string(dtypeName(zp->dtype())) + " differs from its input's " + std::string(dtypeName(want)));
+    return Error(what + " dtype " + std::string(dtypeName(zp->dtype())) + " differs from its input's " +
+                 std::string(dtypeName(want)));
   if (zp->numElements() != 1) return Error(what + " must be a scalar, got shape " + shapeToString(zp->shape()));
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> v, toInt64s(*zp, what));
   return v[0];
@@ -128,7 +130,8 @@ Expected<int64_t> scalarZeroPoint(const Tensor* zp, DType want, const std::strin
 Expected<std::vector<int64_t>> channelZeroPoints(const Tensor* zp, DType want, const std::string& what) {
   if (!zp) return std::vector<int64_t>{0};
   if (zp->dtype() != want)
-    return Error(what + " dtype " + std::string(dtypeName(zp->dtype())) + " differs from its input's " + std::string(dtypeName(want)));
+    return Error(what + " dtype " + std::string(dtypeName(zp->dtype())) + " differs from its input's " +
+                 std::string(dtypeName(want)));
   if (zp->shape().size() > 1) return Error(what + " must be a scalar or 1-D, got shape " + shapeToString(zp->shape()));
   return toInt64s(*zp, what);
 }
@@ -168,7 +171,8 @@ Expected<std::vector<Tensor>> evalQLinearConv(const ir::Node& node, const std::v
   std::vector<int64_t> bias(static_cast<size_t>(M), 0);
   if (const Tensor* b = optionalInput(in, 8)) {
     if (b->dtype() != DType::Int32) return Error("B must be int32, got " + std::string(dtypeName(b->dtype())));
-    if (b->shape() != Shape{M}) return Error("B has shape " + shapeToString(b->shape()) + ", expected [" + std::to_string(M) + "]");
+    if (b->shape() != Shape{M})
+      return Error("B has shape " + shapeToString(b->shape()) + ", expected [" + std::to_string(M) + "]");
     POPRT_ASSIGN_OR_RETURN(bias, toInt64s(*b, "B"));
   }
   int64_t per_m = 1;  // output elements per (n, m)

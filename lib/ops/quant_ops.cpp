@@ -84,9 +84,7 @@ Expected<std::vector<Tensor>> evalQuantizeLinear(const ir::Node& node, const std
   if (out_type == DType::Int32) return Error("y_zero_point must be int8 or uint8, got int32");
   POPRT_ASSIGN_OR_RETURN(Range range, rangeOf(out_type, "y_zero_point"));
   std::vector<int64_t> z(s.size(), 0);
-  if (zp) {
-    POPRT_ASSIGN_OR_RETURN(z, toInt64s(*zp, "y_zero_point"));
-  }
+  if (zp) { POPRT_ASSIGN_OR_RETURN(z, toInt64s(*zp, "y_zero_point")); }
   if (z.size() != s.size()) return Error("zero point and scale differ in size");
   std::vector<int64_t> y(static_cast<size_t>(x->numElements()));
   if (isFloatingPoint(x->dtype()) && x->dtype() != DType::Double) {
@@ -97,8 +95,10 @@ Expected<std::vector<Tensor>> evalQuantizeLinear(const ir::Node& node, const std
     }
   } else if (x->dtype() == DType::Double || x->dtype() == DType::Int32) {
     std::vector<double> xv;
-    if (x->dtype() == DType::Double) xv.assign(x->data<double>().begin(), x->data<double>().end());
-    else xv.assign(x->data<int32_t>().begin(), x->data<int32_t>().end());
+    if (x->dtype() == DType::Double)
+      xv.assign(x->data<double>().begin(), x->data<double>().end());
+    else
+      xv.assign(x->data<int32_t>().begin(), x->data<int32_t>().end());
     for (size_t i = 0; i < xv.size(); ++i) {
       const int64_t c = ch.of(static_cast<int64_t>(i));
       y[i] = quantizeValue(xv[i] / static_cast<double>(s[static_cast<size_t>(c)]), z[static_cast<size_t>(c)], range);
@@ -121,9 +121,7 @@ Expected<std::vector<Tensor>> evalDequantizeLinear(const ir::Node& node, const s
   POPRT_ASSIGN_OR_RETURN(Channels ch, channelsOf(node, *x, *scale, zp, ctx));
   POPRT_ASSIGN_OR_RETURN(std::vector<float> s, floats(*scale, "x_scale"));
   std::vector<int64_t> z(s.size(), 0);
-  if (zp) {
-    POPRT_ASSIGN_OR_RETURN(z, toInt64s(*zp, "x_zero_point"));
-  }
+  if (zp) { POPRT_ASSIGN_OR_RETURN(z, toInt64s(*zp, "x_zero_point")); }
   if (z.size() != s.size()) return Error("zero point and scale differ in size");
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> xv, toInt64s(*x, "x"));
   std::vector<double> y(xv.size());  // float products, held exactly
@@ -185,7 +183,8 @@ Expected<MatMulResult> matmulInteger(const Tensor& a, const Tensor* a_zp, const 
   if (b_vec) sb.push_back(1);
   MatMulResult r;
   const int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
-  if (sb[sb.size() - 2] != K) return Error("inner dimensions differ: " + shapeToString(a.shape()) + " x " + shapeToString(b.shape()));
+  if (sb[sb.size() - 2] != K)
+    return Error("inner dimensions differ: " + shapeToString(a.shape()) + " x " + shapeToString(b.shape()));
   Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
   POPRT_ASSIGN_OR_RETURN(Shape batch, broadcastShapes(batch_a, batch_b));
   r.shape = batch;
@@ -195,12 +194,8 @@ Expected<MatMulResult> matmulInteger(const Tensor& a, const Tensor* a_zp, const 
   r.M = M;
   r.N = N;
   std::vector<int64_t> azp{0}, bzp{0};
-  if (a_zp) {
-    POPRT_ASSIGN_OR_RETURN(azp, toInt64s(*a_zp, "a_zero_point"));
-  }
-  if (b_zp) {
-    POPRT_ASSIGN_OR_RETURN(bzp, toInt64s(*b_zp, "b_zero_point"));
-  }
+  if (a_zp) { POPRT_ASSIGN_OR_RETURN(azp, toInt64s(*a_zp, "a_zero_point")); }
+  if (b_zp) { POPRT_ASSIGN_OR_RETURN(bzp, toInt64s(*b_zp, "b_zero_point")); }
   POPRT_ASSIGN_OR_RETURN(azp, perChannel(std::move(azp), M, "a_zero_point (per row of A)"));
   POPRT_ASSIGN_OR_RETURN(bzp, perChannel(std::move(bzp), N, "b_zero_point (per column of B)"));
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> av, toInt64s(a, "A"));
@@ -236,9 +231,7 @@ Expected<std::vector<Tensor>> evalMatMulInteger(const ir::Node&, const std::vect
 Expected<std::vector<Tensor>> evalQLinearMatMul(const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) {
   static const char* kNames[] = {"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"};
   std::vector<const Tensor*> t(8);
-  for (size_t i = 0; i < 8; ++i) {
-    POPRT_ASSIGN_OR_RETURN(t[i], requireInput(in, i, kNames[i]));
-  }
+  for (size_t i = 0; i < 8; ++i) { POPRT_ASSIGN_OR_RETURN(t[i], requireInput(in, i, kNames[i])); }
   POPRT_ASSIGN_OR_RETURN(MatMulResult r, matmulInteger(*t[0], t[2], *t[3], t[5]));
   POPRT_ASSIGN_OR_RETURN(std::vector<float> as, floats(*t[1], "a_scale"));
   POPRT_ASSIGN_OR_RETURN(std::vector<float> bs, floats(*t[4], "b_scale"));

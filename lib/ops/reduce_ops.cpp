@@ -21,9 +21,15 @@ struct ReduceEntry {
   int64_t axes_input_since;
 };
 constexpr ReduceEntry kReduce[] = {
-    {"ReduceSum", Red::Sum, 13},         {"ReduceMean", Red::Mean, 18},   {"ReduceMax", Red::Max, 18},
-    {"ReduceMin", Red::Min, 18},         {"ReduceProd", Red::Prod, 18},   {"ReduceL1", Red::L1, 18},
-    {"ReduceL2", Red::L2, 18},           {"ReduceLogSum", Red::LogSum, 18}, {"ReduceLogSumExp", Red::LogSumExp, 18},
+    {"ReduceSum", Red::Sum, 13},
+    {"ReduceMean", Red::Mean, 18},
+    {"ReduceMax", Red::Max, 18},
+    {"ReduceMin", Red::Min, 18},
+    {"ReduceProd", Red::Prod, 18},
+    {"ReduceL1", Red::L1, 18},
+    {"ReduceL2", Red::L2, 18},
+    {"ReduceLogSum", Red::LogSum, 18},
+    {"ReduceLogSumExp", Red::LogSumExp, 18},
     {"ReduceSumSquare", Red::SumSquare, 18},
 };
 
@@ -117,8 +123,10 @@ void reduceTyped(Red kind, const Tensor& x, const std::vector<int64_t>& ostrides
     } else if (kind == Red::LogSum) {
       dst[o] = castFromDouble<T>(std::log(static_cast<double>(a)));
     } else if (kind == Red::Mean) {
-      if constexpr (kFloat) dst[o] = castFromDouble<T>(a / static_cast<double>(count));  // 0/0 = NaN when empty
-      else dst[o] = count == 0 ? T(0) : static_cast<T>(a / static_cast<Acc>(count));
+      if constexpr (kFloat)
+        dst[o] = castFromDouble<T>(a / static_cast<double>(count));  // 0/0 = NaN when empty
+      else
+        dst[o] = count == 0 ? T(0) : static_cast<T>(a / static_cast<Acc>(count));
     } else if constexpr (kFloat) {
       dst[o] = castFromDouble<T>(a);
     } else {
@@ -192,9 +200,12 @@ Expected<std::vector<Tensor>> evalArg(bool is_max, const ir::Node& node, const s
   const bool last = node.attrInt("select_last_index", 0) != 0;
   ew::AxisSplit s = ew::splitAt(x.shape(), axis);
   Shape out = x.shape();
-  if (keepdims) out[axis] = 1;
-  else out.erase(out.begin() + axis);
-  if (s.len == 0 && s.outer * s.inner != 0) return Error("cannot take the arg" + std::string(is_max ? "max" : "min") + " of an empty axis");
+  if (keepdims)
+    out[axis] = 1;
+  else
+    out.erase(out.begin() + axis);
+  if (s.len == 0 && s.outer * s.inner != 0)
+    return Error("cannot take the arg" + std::string(is_max ? "max" : "min") + " of an empty axis");
   Tensor y(DType::Int64, out);
   auto dst = y.data<int64_t>();
   POPRT_TRY(dispatchNumeric(x.dtype(), [&](auto tag) {
@@ -308,8 +319,10 @@ Expected<std::vector<Tensor>> evalCumSum(const ir::Node& node, const std::vector
             const int64_t at = (o * s.len + k) * s.inner + i;
             Acc v = static_cast<Acc>(toCompute(src[at]));
             if (!exclusive) acc = ew::wrapAdd(acc, v);
-            if constexpr (std::is_floating_point_v<Acc>) dst[at] = castFromDouble<T>(acc);
-            else dst[at] = static_cast<T>(acc);
+            if constexpr (std::is_floating_point_v<Acc>)
+              dst[at] = castFromDouble<T>(acc);
+            else
+              dst[at] = static_cast<T>(acc);
             if (exclusive) acc = ew::wrapAdd(acc, v);
           }
         }
@@ -387,10 +400,12 @@ void registerReduceOps(std::vector<OpDef>& ops) {
                    [e = &r](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
                      return evalReduce(*e, node, in, ctx);
                    }});
-  ops.push_back({"ArgMax", Fp16Policy::Convert, LoweringFamily::None,
-                 [](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) { return evalArg(true, node, in); }});
-  ops.push_back({"ArgMin", Fp16Policy::Convert, LoweringFamily::None,
-                 [](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) { return evalArg(false, node, in); }});
+  ops.push_back(
+      {"ArgMax", Fp16Policy::Convert, LoweringFamily::None,
+       [](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) { return evalArg(true, node, in); }});
+  ops.push_back(
+      {"ArgMin", Fp16Policy::Convert, LoweringFamily::None,
+       [](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) { return evalArg(false, node, in); }});
   const std::pair<const char*, SoftKind> soft[] = {
       {"Softmax", SoftKind::Softmax}, {"LogSoftmax", SoftKind::LogSoftmax}, {"Hardmax", SoftKind::Hardmax}};
   for (const auto& [name, kind] : soft)

@@ -7,7 +7,6 @@
 namespace poprt::ops {
 namespace {
 
-
 // The built-in ops, then the custom ops plugins add at run time (a deque: adding one never moves
 // the OpDefs callers hold pointers to).
 struct Registry {
@@ -160,9 +159,7 @@ Expected<std::vector<RtValue>> runNode(const ir::Node& node, const std::vector<c
     std::vector<RtValue> values;
     for (auto& t : *result) values.push_back(RtValue::of(std::move(t)));
     return values;
-  } catch (const std::bad_alloc&) {
-    return Error(node.describe() + ": out of memory in the reference evaluator");
-  }
+  } catch (const std::bad_alloc&) { return Error(node.describe() + ": out of memory in the reference evaluator"); }
 }
 
 Expected<std::vector<RtValue>> runGraph(const ir::Graph& graph, const std::vector<std::pair<std::string, RtValue>>& inputs,

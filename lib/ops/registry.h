@@ -41,7 +41,22 @@ enum class Fp16Policy {
 //             ai.graphcore LayerNorm: row statistics on the device.
 //  Attention: ai.graphcore MultiHeadAttention: one vertex per (batch, head, block of queries).
 //  Cast:      Cast between float32 and float16: Cast vertices over the output's mapping.
-enum class LoweringFamily { None, Unary, Binary, MatMul, View, Rearrange, Conv, Pool, Activation, Reduce, Softmax, Norm, Attention, Cast };
+enum class LoweringFamily {
+  None,
+  Unary,
+  Binary,
+  MatMul,
+  View,
+  Rearrange,
+  Conv,
+  Pool,
+  Activation,
+  Reduce,
+  Softmax,
+  Norm,
+  Attention,
+  Cast
+};
 
 using Opsets = std::map<std::string, int64_t>;  // domain ("" = ai.onnx) -> version
 // The opsets a model imports, "ai.onnx" written "".
@@ -77,9 +92,9 @@ struct OpDef {
   std::string op_type;
   Fp16Policy fp16 = Fp16Policy::Convert;
   LoweringFamily lowering = LoweringFamily::None;
-  EvalFn eval;              // set for tensor ops
-  ValueEvalFn value_eval;   // set for sequence/optional/control-flow ops
-  std::string domain;       // "" = ai.onnx
+  EvalFn eval;             // set for tensor ops
+  ValueEvalFn value_eval;  // set for sequence/optional/control-flow ops
+  std::string domain;      // "" = ai.onnx
 };
 
 // nullptr if the registry has no entry for (domain, op_type).
@@ -107,7 +122,7 @@ void registerElementwiseOps(std::vector<OpDef>& ops);  // and, from it, register
 void registerElementwiseMathOps(std::vector<OpDef>& ops);
 void registerMatMulOps(std::vector<OpDef>& ops);
 void registerReduceOps(std::vector<OpDef>& ops);
-void registerTensorOps(std::vector<OpDef>& ops);        // and, from it, registerTensorMakingOps
+void registerTensorOps(std::vector<OpDef>& ops);  // and, from it, registerTensorMakingOps
 void registerTensorMakingOps(std::vector<OpDef>& ops);
 void registerNnOps(std::vector<OpDef>& ops);
 void registerRnnOps(std::vector<OpDef>& ops);

@@ -49,7 +49,8 @@ struct Activation {
 
 // The activations of every direction (nf per direction, direction-major). activation_alpha and
 // activation_beta are consumed in order by the functions that take them.
-Expected<std::vector<Activation>> parseActivations(const ir::Node& node, int64_t num_dirs, const std::vector<std::string>& defaults) {
+Expected<std::vector<Activation>> parseActivations(const ir::Node& node, int64_t num_dirs,
+                                                   const std::vector<std::string>& defaults) {
   std::vector<std::string> names;
   if (auto it = node.attributes.find("activations"); it != node.attributes.end()) {
     auto* v = std::get_if<std::vector<std::string>>(&it->second.value);
@@ -71,18 +72,39 @@ Expected<std::vector<Activation>> parseActivations(const ir::Node& node, int64_t
     std::string n;
     for (char c : raw) n.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
     Activation a;
-    if (n == "relu") a.kind = Activation::Relu;
-    else if (n == "tanh") a.kind = Activation::Tanh;
-    else if (n == "sigmoid") a.kind = Activation::Sigmoid;
-    else if (n == "affine") { a.kind = Activation::Affine; a.alpha = alpha(1.0); a.beta = beta(0.0); }
-    else if (n == "leakyrelu") { a.kind = Activation::LeakyRelu; a.alpha = alpha(0.01); }
-    else if (n == "thresholdedrelu") { a.kind = Activation::ThresholdedRelu; a.alpha = alpha(1.0); }
-    else if (n == "scaledtanh") { a.kind = Activation::ScaledTanh; a.alpha = alpha(1.0); a.beta = beta(1.0); }
-    else if (n == "hardsigmoid") { a.kind = Activation::HardSigmoid; a.alpha = alpha(0.2); a.beta = beta(0.5); }
-    else if (n == "elu") { a.kind = Activation::Elu; a.alpha = alpha(1.0); }
-    else if (n == "softsign") a.kind = Activation::Softsign;
-    else if (n == "softplus") a.kind = Activation::Softplus;
-    else return Error("unknown activation function '" + raw + "'");
+    if (n == "relu")
+      a.kind = Activation::Relu;
+    else if (n == "tanh")
+      a.kind = Activation::Tanh;
+    else if (n == "sigmoid")
+      a.kind = Activation::Sigmoid;
+    else if (n == "affine") {
+      a.kind = Activation::Affine;
+      a.alpha = alpha(1.0);
+      a.beta = beta(0.0);
+    } else if (n == "leakyrelu") {
+      a.kind = Activation::LeakyRelu;
+      a.alpha = alpha(0.01);
+    } else if (n == "thresholdedrelu") {
+      a.kind = Activation::ThresholdedRelu;
+      a.alpha = alpha(1.0);
+    } else if (n == "scaledtanh") {
+      a.kind = Activation::ScaledTanh;
+      a.alpha = alpha(1.0);
+      a.beta = beta(1.0);
+    } else if (n == "hardsigmoid") {
+      a.kind = Activation::HardSigmoid;
+      a.alpha = alpha(0.2);
+      a.beta = beta(0.5);
+    } else if (n == "elu") {
+      a.kind = Activation::Elu;
+      a.alpha = alpha(1.0);
+    } else if (n == "softsign")
+      a.kind = Activation::Softsign;
+    else if (n == "softplus")
+      a.kind = Activation::Softplus;
+    else
+      return Error("unknown activation function '" + raw + "'");
     out.push_back(a);
   }
   return out;
@@ -95,13 +117,13 @@ struct Recurrence {
   int64_t T = 0, B = 0, I = 0, H = 0, D = 1, gates = 1;
   bool layout1 = false;
   DType dtype = DType::Float;
-  std::vector<double> X;        // [T][B][I] whatever the layout
-  std::vector<double> W, R;     // [D][gates*H][I], [D][gates*H][H]
-  std::vector<double> Wb, Rb;   // [D][gates*H] each (zeros without B)
-  std::vector<int64_t> lens;    // [B]
-  std::vector<double> h0, c0;   // [D][B][H] (zeros when absent)
-  std::vector<bool> reverse;    // per direction
-  std::vector<Activation> acts; // [D][nf]
+  std::vector<double> X;         // [T][B][I] whatever the layout
+  std::vector<double> W, R;      // [D][gates*H][I], [D][gates*H][H]
+  std::vector<double> Wb, Rb;    // [D][gates*H] each (zeros without B)
+  std::vector<int64_t> lens;     // [B]
+  std::vector<double> h0, c0;    // [D][B][H] (zeros when absent)
+  std::vector<bool> reverse;     // per direction
+  std::vector<Activation> acts;  // [D][nf]
   size_t nf = 1;
   bool has_clip = false;
   double clip = 0;
@@ -150,10 +172,14 @@ Expected<Recurrence> readRecurrence(const ir::Node& node, const std::vector<cons
   if (layout != 0 && layout != 1) return Error("attribute 'layout' must be 0 or 1, got " + std::to_string(layout));
   r.layout1 = layout == 1;
   const std::string direction = node.attrString("direction", "forward");
-  if (direction == "forward") r.reverse = {false};
-  else if (direction == "reverse") r.reverse = {true};
-  else if (direction == "bidirectional") r.reverse = {false, true};
-  else return Error("attribute 'direction' must be forward, reverse or bidirectional, got '" + direction + "'");
+  if (direction == "forward")
+    r.reverse = {false};
+  else if (direction == "reverse")
+    r.reverse = {true};
+  else if (direction == "bidirectional")
+    r.reverse = {false, true};
+  else
+    return Error("attribute 'direction' must be forward, reverse or bidirectional, got '" + direction + "'");
   r.D = static_cast<int64_t>(r.reverse.size());
   if (x.shape().size() != 3) return Error("X must be 3-D, got shape " + shapeToString(x.shape()));
   r.T = r.layout1 ? x.shape()[1] : x.shape()[0];
@@ -176,7 +202,8 @@ Expected<Recurrence> readRecurrence(const ir::Node& node, const std::vector<cons
     r.X.resize(xv.size());
     for (int64_t b = 0; b < r.B; ++b)
       for (int64_t t = 0; t < r.T; ++t)
-        std::copy_n(xv.data() + static_cast<size_t>((b * r.T + t) * r.I), r.I, r.X.data() + static_cast<size_t>((t * r.B + b) * r.I));
+        std::copy_n(xv.data() + static_cast<size_t>((b * r.T + t) * r.I), r.I,
+                    r.X.data() + static_cast<size_t>((t * r.B + b) * r.I));
   } else {
     r.X = std::move(xv);
   }
@@ -202,7 +229,8 @@ Expected<Recurrence> readRecurrence(const ir::Node& node, const std::vector<cons
     if (sl->dtype() != DType::Int32 && sl->dtype() != DType::Int64)
       return Error("sequence_lens must be int32 or int64, got " + std::string(dtypeName(sl->dtype())));
     for (int64_t b = 0; b < r.B; ++b) {
-      int64_t l = sl->dtype() == DType::Int32 ? sl->data<int32_t>()[static_cast<size_t>(b)] : sl->data<int64_t>()[static_cast<size_t>(b)];
+      int64_t l =
+          sl->dtype() == DType::Int32 ? sl->data<int32_t>()[static_cast<size_t>(b)] : sl->data<int64_t>()[static_cast<size_t>(b)];
       if (l < 0 || l > r.T) return Error("sequence length " + std::to_string(l) + " is outside 0.." + std::to_string(r.T));
       r.lens[static_cast<size_t>(b)] = l;
     }
@@ -262,7 +290,8 @@ Expected<std::vector<Tensor>> runRecurrence(const Recurrence& r, const StepFn& s
     for (int64_t t = 0; t < T; ++t)
       for (int64_t d = 0; d < D; ++d)
         for (int64_t b = 0; b < B; ++b)
-          std::copy_n(Y.data() + static_cast<size_t>(((t * D + d) * B + b) * H), H, y1.data() + static_cast<size_t>(((b * T + t) * D + d) * H));
+          std::copy_n(Y.data() + static_cast<size_t>(((t * D + d) * B + b) * H), H,
+                      y1.data() + static_cast<size_t>(((b * T + t) * D + d) * H));
     for (int64_t d = 0; d < D; ++d)
       for (int64_t b = 0; b < B; ++b) {
         std::copy_n(Yh.data() + static_cast<size_t>((d * B + b) * H), H, yh1.data() + static_cast<size_t>((b * D + d) * H));

@@ -21,22 +21,24 @@ namespace poprt::ops {
 // cost:      device cycles per float32 vector (sim/elementwise_codelets.cpp): transcendentals 4;
 // value:     the result at `x` of type T (double in the evaluator, float in the codelet).
 // A new unary op is one row here plus its test (tests/unit/sim/scalar_table_test.cpp sweeps them all).
-#define POPRT_UNARY_FUNCTIONS(X)                                      \
-  X(Relu, 0, "Relu", Convert, 1, scalar::relu(x))                     \
-  X(Neg, 1, "Neg", Convert, 1, -x)                                    \
-  X(Abs, 2, "Abs", Convert, 1, std::fabs(x))                          \
-  X(Exp, 3, "Exp", KeepFp32, 4, std::exp(x))                          \
-  X(Log, 4, "Log", KeepFp32, 4, std::log(x))                          \
-  X(Sqrt, 5, "Sqrt", Convert, 1, std::sqrt(x))                        \
-  X(Sigmoid, 6, "Sigmoid", Convert, 4, scalar::sigmoid(x))            \
-  X(Tanh, 7, "Tanh", Convert, 4, std::tanh(x))                        \
-  X(Reciprocal, 8, "Reciprocal", Convert, 1, T(1) / x)                \
-  X(Floor, 9, "Floor", Convert, 1, std::floor(x))                     \
-  X(Ceil, 10, "Ceil", Convert, 1, std::ceil(x))                       \
-  X(Gelu, 11, "", Convert, 4, static_cast<T>(scalar::gelu(x)))        \
-  X(GeluTanh, 12, "", Convert, 4, static_cast<T>(scalar::geluTanh(x))) \
+// clang-format off
+#define POPRT_UNARY_FUNCTIONS(X)                                               \
+  X(Relu, 0, "Relu", Convert, 1, scalar::relu(x))                              \
+  X(Neg, 1, "Neg", Convert, 1, -x)                                             \
+  X(Abs, 2, "Abs", Convert, 1, std::fabs(x))                                   \
+  X(Exp, 3, "Exp", KeepFp32, 4, std::exp(x))                                   \
+  X(Log, 4, "Log", KeepFp32, 4, std::log(x))                                   \
+  X(Sqrt, 5, "Sqrt", Convert, 1, std::sqrt(x))                                 \
+  X(Sigmoid, 6, "Sigmoid", Convert, 4, scalar::sigmoid(x))                     \
+  X(Tanh, 7, "Tanh", Convert, 4, std::tanh(x))                                 \
+  X(Reciprocal, 8, "Reciprocal", Convert, 1, T(1) / x)                         \
+  X(Floor, 9, "Floor", Convert, 1, std::floor(x))                              \
+  X(Ceil, 10, "Ceil", Convert, 1, std::ceil(x))                                \
+  X(Gelu, 11, "", Convert, 4, static_cast<T>(scalar::gelu(x)))                 \
+  X(GeluTanh, 12, "", Convert, 4, static_cast<T>(scalar::geluTanh(x)))         \
   X(Softsign, 13, "Softsign", Convert, 2, static_cast<T>(scalar::softsign(x))) \
   X(Softplus, 14, "Softplus", KeepFp32, 4, static_cast<T>(scalar::softplus(x)))
+// clang-format on
 
 enum class UnaryFn : int32_t {
 #define POPRT_UNARY_ENUM(name, id, op_type, fp16, cost, value) name = id,
@@ -99,7 +101,9 @@ T clip(T x, T lo, T hi) {
 inline double elu(double x, double alpha) { return x < 0 ? alpha * std::expm1(x) : x; }
 inline double selu(double x, double alpha, double gamma) { return x > 0 ? gamma * x : gamma * (alpha * std::exp(x) - alpha); }
 // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
-inline double celu(double x, double alpha) { return std::max(0.0, x) + std::min(0.0, alpha * std::expm1(x / alpha)) + (x == x ? 0.0 : x); }
+inline double celu(double x, double alpha) {
+  return std::max(0.0, x) + std::min(0.0, alpha * std::expm1(x / alpha)) + (x == x ? 0.0 : x);
+}
 // log(1 + exp(x)) without overflowing for large x.
 inline double softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
 inline double softsign(double x) { return x / (1 + std::fabs(x)); }

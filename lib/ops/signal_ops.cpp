@@ -237,7 +237,8 @@ Expected<std::vector<Tensor>> evalWindow(const ir::Node& node, const std::vector
     }
     double v = 0, sign = 1;
     for (size_t k = 0; k < coeffs.size(); ++k, sign = -sign)
-      v += sign * coeffs[k] * std::cos(2.0 * std::numbers::pi * static_cast<double>(k) * static_cast<double>(n) / static_cast<double>(denom));
+      v += sign * coeffs[k] *
+           std::cos(2.0 * std::numbers::pi * static_cast<double>(k) * static_cast<double>(n) / static_cast<double>(denom));
     ys[static_cast<size_t>(n)] = v;
   }
   POPRT_ASSIGN_OR_RETURN(Tensor y, fromDoubles(dtype, {size}, ys));
@@ -296,7 +297,8 @@ Expected<std::vector<Tensor>> evalMelWeightMatrix(const ir::Node& node, const st
 }
 
 EvalFn windowOp(std::vector<double> coeffs) {
-  return [coeffs](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) { return evalWindow(node, in, coeffs); };
+  return
+      [coeffs](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) { return evalWindow(node, in, coeffs); };
 }
 
 }  // namespace

@@ -154,12 +154,12 @@ Expected<F> parseFloat(std::string_view text) {
   }
   F v{};
   auto r = std::from_chars(s.data(), s.data() + s.size(), v, std::chars_format::general);
-  if (s.empty() || s.front() == '+' || s.front() == '-' || r.ec == std::errc::invalid_argument ||
-      r.ptr != s.data() + s.size())
+  if (s.empty() || s.front() == '+' || s.front() == '-' || r.ec == std::errc::invalid_argument || r.ptr != s.data() + s.size())
     return Error("cannot parse '" + std::string(text) + "' as a number");
   if (r.ec == std::errc::result_out_of_range) {  // from_chars leaves v alone: let strtod give inf or 0
     const std::string tmp(s);
-    v = std::is_same_v<F, float> ? static_cast<F>(std::strtof(tmp.c_str(), nullptr)) : static_cast<F>(std::strtod(tmp.c_str(), nullptr));
+    v = std::is_same_v<F, float> ? static_cast<F>(std::strtof(tmp.c_str(), nullptr))
+                                 : static_cast<F>(std::strtod(tmp.c_str(), nullptr));
   }
   return neg ? -v : v;
 }

@@ -26,9 +26,7 @@ Outputs evalGather(const ir::Node& node, const Inputs& in, EvalContext&) {
   POPRT_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrInt("axis", 0), r));
   POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> idx, toInt64s(*ind, "indices"));
   const int64_t dim = dimOf(*data, axis);
-  for (auto& i : idx) {
-    POPRT_ASSIGN_OR_RETURN(i, wrapIndex(i, dim));
-  }
+  for (auto& i : idx) { POPRT_ASSIGN_OR_RETURN(i, wrapIndex(i, dim)); }
   Shape shape(data->shape().begin(), data->shape().begin() + axis);
   shape.insert(shape.end(), ind->shape().begin(), ind->shape().end());
   shape.insert(shape.end(), data->shape().begin() + axis + 1, data->shape().end());
@@ -38,7 +36,8 @@ Outputs evalGather(const ir::Node& node, const Inputs& in, EvalContext&) {
   const int64_t n = static_cast<int64_t>(idx.size());
   Tensor y(data->dtype(), shape);
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < n; ++j) copyBlock(*data, (o * dim + idx[static_cast<size_t>(j)]) * inner, y, (o * n + j) * inner, inner);
+    for (int64_t j = 0; j < n; ++j)
+      copyBlock(*data, (o * dim + idx[static_cast<size_t>(j)]) * inner, y, (o * n + j) * inner, inner);
   return single(std::move(y));
 }
 
@@ -306,7 +305,8 @@ Outputs evalCompress(const ir::Node& node, const Inputs& in, EvalContext&) {
   Tensor y(x->dtype(), shape);
   const int64_t kept = static_cast<int64_t>(keep.size());
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < kept; ++j) copyBlock(*x, (o * dim + keep[static_cast<size_t>(j)]) * inner, y, (o * kept + j) * inner, inner);
+    for (int64_t j = 0; j < kept; ++j)
+      copyBlock(*x, (o * dim + keep[static_cast<size_t>(j)]) * inner, y, (o * kept + j) * inner, inner);
   return single(std::move(y));
 }
 
@@ -376,7 +376,8 @@ Outputs evalUnique(const ir::Node& node, const Inputs& in, EvalContext&) {
   if (!sorted) {
     std::vector<int64_t> by_first(static_cast<size_t>(u));
     std::iota(by_first.begin(), by_first.end(), 0);
-    std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) { return first[static_cast<size_t>(a)] < first[static_cast<size_t>(b)]; });
+    std::sort(by_first.begin(), by_first.end(),
+              [&](int64_t a, int64_t b) { return first[static_cast<size_t>(a)] < first[static_cast<size_t>(b)]; });
     for (int64_t p = 0; p < u; ++p) rank[static_cast<size_t>(by_first[static_cast<size_t>(p)])] = p;
   }
   std::vector<int64_t> out_first(static_cast<size_t>(u)), out_counts(static_cast<size_t>(u)), inverse(static_cast<size_t>(m));
@@ -389,7 +390,8 @@ Outputs evalUnique(const ir::Node& node, const Inputs& in, EvalContext&) {
   y_shape[static_cast<size_t>(axis)] = u;
   Tensor y(x->dtype(), y_shape);
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t p = 0; p < u; ++p) copyBlock(*x, (o * m + out_first[static_cast<size_t>(p)]) * inner, y, (o * u + p) * inner, inner);
+    for (int64_t p = 0; p < u; ++p)
+      copyBlock(*x, (o * m + out_first[static_cast<size_t>(p)]) * inner, y, (o * u + p) * inner, inner);
   std::vector<Tensor> outs;
   outs.push_back(std::move(y));
   outs.push_back(int64Tensor(out_first, {u}));
@@ -412,7 +414,8 @@ Outputs evalReverseSequence(const ir::Node& node, const Inputs& in, EvalContext&
   if (lt->shape().size() != 1 || static_cast<int64_t>(lens.size()) != batch)
     return Error("sequence_lens must be 1-D with " + std::to_string(batch) + " entries");
   for (int64_t l : lens)
-    if (l < 0 || l > steps) return Error("sequence length " + std::to_string(l) + " is out of range [0, " + std::to_string(steps) + "]");
+    if (l < 0 || l > steps)
+      return Error("sequence length " + std::to_string(l) + " is out of range [0, " + std::to_string(steps) + "]");
   const std::vector<int64_t> strides = contiguousStrides(x->shape());
   const int64_t n = x->numElements();
   std::vector<int64_t> src(static_cast<size_t>(n)), idx;

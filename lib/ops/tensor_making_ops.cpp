@@ -107,9 +107,7 @@ Outputs evalTrilu(const ir::Node& node, const Inputs& in, EvalContext&) {
   const int64_t r = rankOf(*x);
   if (r < 2) return Error("input must have rank >= 2");
   int64_t k = 0;
-  if (const Tensor* kt = optionalInput(in, 1)) {
-    POPRT_ASSIGN_OR_RETURN(k, scalarInt(*kt, "k"));
-  }
+  if (const Tensor* kt = optionalInput(in, 1)) { POPRT_ASSIGN_OR_RETURN(k, scalarInt(*kt, "k")); }
   const bool upper = node.attrInt("upper", 1) != 0;
   const int64_t rows = x->shape()[static_cast<size_t>(r - 2)], cols = x->shape()[static_cast<size_t>(r - 1)];
   const int64_t n = x->numElements();
@@ -241,7 +239,6 @@ Outputs evalDropout(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
   outs.push_back(std::move(mask));
   return outs;
 }
-
 
 }  // namespace
 

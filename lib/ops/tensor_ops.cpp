@@ -21,7 +21,6 @@ namespace {
 
 using namespace tensor_detail;
 
-
 // ---- Constant, Identity ------------------------------------------------------------------
 
 Outputs evalConstant(const ir::Node& node, const Inputs&, EvalContext&) {
@@ -30,8 +29,10 @@ Outputs evalConstant(const ir::Node& node, const Inputs&, EvalContext&) {
   for (const auto& [name, attr] : node.attributes) {
     const auto& v = attr.value;
     if (name == "value") {
-      if (auto* t = std::get_if<Tensor>(&v)) found.push_back(*t);
-      else return Error("attribute 'value' must be a tensor");
+      if (auto* t = std::get_if<Tensor>(&v))
+        found.push_back(*t);
+      else
+        return Error("attribute 'value' must be a tensor");
     } else if (name == "value_float") {
       auto* f = std::get_if<float>(&v);
       if (!f) return Error("attribute 'value_float' must be a float");
@@ -102,8 +103,7 @@ Outputs evalReshape(const ir::Node& node, const Inputs& in, EvalContext&) {
     Shape known = shape;
     known[static_cast<size_t>(infer)] = 1;
     POPRT_ASSIGN_OR_RETURN(int64_t k, checkedElementCount(known));
-    if (x->numElements() % k != 0)
-      return Error("cannot reshape " + shapeToString(x->shape()) + " to " + shapeToString(shape));
+    if (x->numElements() % k != 0) return Error("cannot reshape " + shapeToString(x->shape()) + " to " + shapeToString(shape));
     shape[static_cast<size_t>(infer)] = x->numElements() / k;
   }
   POPRT_ASSIGN_OR_RETURN(Tensor y, reshaped(*x, shape));
@@ -144,7 +144,8 @@ Outputs evalSqueeze(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
     POPRT_ASSIGN_OR_RETURN(std::vector<int64_t> ax, normalizeAxes(*axes, r));
     for (int64_t a : ax) {
       if (x->shape()[static_cast<size_t>(a)] != 1)
-        return Error("cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(x->shape()[static_cast<size_t>(a)]));
+        return Error("cannot squeeze axis " + std::to_string(a) + " of size " +
+                     std::to_string(x->shape()[static_cast<size_t>(a)]));
       drop[static_cast<size_t>(a)] = true;
     }
   } else {
@@ -251,7 +252,8 @@ Outputs evalSplit(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
     }
     if (sum != dim) return Error("split sums to " + std::to_string(sum) + ", not the axis size " + std::to_string(dim));
   } else {
-    if (dim % n != 0) return Error("axis size " + std::to_string(dim) + " does not split into " + std::to_string(n) + " equal parts");
+    if (dim % n != 0)
+      return Error("axis size " + std::to_string(dim) + " does not split into " + std::to_string(n) + " equal parts");
     parts.assign(static_cast<size_t>(n), dim / n);
   }
   std::vector<Tensor> outs;

@@ -48,11 +48,13 @@ Expected<Tensor> transposeTensor(const Tensor& in, const std::vector<int64_t>& p
     return Error("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(rank));
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t p : perm) {
-    if (p < 0 || p >= rank || seen[static_cast<size_t>(p)]) return Error("perm is not a permutation of 0.." + std::to_string(rank - 1));
+    if (p < 0 || p >= rank || seen[static_cast<size_t>(p)])
+      return Error("perm is not a permutation of 0.." + std::to_string(rank - 1));
     seen[static_cast<size_t>(p)] = true;
   }
   Shape out_shape(static_cast<size_t>(rank));
-  for (int64_t i = 0; i < rank; ++i) out_shape[static_cast<size_t>(i)] = in.shape()[static_cast<size_t>(perm[static_cast<size_t>(i)])];
+  for (int64_t i = 0; i < rank; ++i)
+    out_shape[static_cast<size_t>(i)] = in.shape()[static_cast<size_t>(perm[static_cast<size_t>(i)])];
   const std::vector<int64_t> in_strides = contiguousStrides(in.shape());
   const std::vector<int64_t> out_strides = contiguousStrides(out_shape);
   const int64_t n = in.numElements();
@@ -61,7 +63,8 @@ Expected<Tensor> transposeTensor(const Tensor& in, const std::vector<int64_t>& p
   for (int64_t i = 0; i < n; ++i) {
     unravel(i, out_strides, idx);
     int64_t off = 0;
-    for (int64_t d = 0; d < rank; ++d) off += idx[static_cast<size_t>(d)] * in_strides[static_cast<size_t>(perm[static_cast<size_t>(d)])];
+    for (int64_t d = 0; d < rank; ++d)
+      off += idx[static_cast<size_t>(d)] * in_strides[static_cast<size_t>(perm[static_cast<size_t>(d)])];
     src[static_cast<size_t>(i)] = off;
   }
   return takeElements(in, out_shape, src);

@@ -16,8 +16,8 @@
 namespace poprt::plugin {
 
 struct Plugin {
-  std::string path;     // as loaded (canonical)
-  std::string name;     // the plugin's own name and version
+  std::string path;  // as loaded (canonical)
+  std::string name;  // the plugin's own name and version
   std::string version;
   std::vector<std::pair<std::string, std::string>> ops;  // (domain, op_type)
 };

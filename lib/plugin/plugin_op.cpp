@@ -47,9 +47,7 @@ const T* attribute(const poprt_node* node, const char* name) {
   try {
     const ir::AttributeValue* v = node->find(name);
     return v ? std::get_if<T>(v) : nullptr;
-  } catch (...) {
-    return nullptr;
-  }
+  } catch (...) { return nullptr; }
 }
 
 int attrInt(const poprt_node* node, const char* name, int64_t* value) {
@@ -101,10 +99,11 @@ poprt_tensor_type unknownType() {
 }
 
 Expected<poprt_tensor_type> typeOfTensor(const Tensor& x, size_t index) {
-  if (x.dtype() == DType::String) return Error("input " + std::to_string(index) + " is a string tensor, which plugins cannot take");
+  if (x.dtype() == DType::String)
+    return Error("input " + std::to_string(index) + " is a string tensor, which plugins cannot take");
   if (x.shape().size() > POPRT_MAX_RANK)
-    return Error("input " + std::to_string(index) + " has rank " + std::to_string(x.shape().size()) + ", above the plugin ABI's " +
-                 std::to_string(POPRT_MAX_RANK));
+    return Error("input " + std::to_string(index) + " has rank " + std::to_string(x.shape().size()) +
+                 ", above the plugin ABI's " + std::to_string(POPRT_MAX_RANK));
   poprt_tensor_type t = unknownType();
   t.dtype = static_cast<int32_t>(x.dtype());
   t.rank = static_cast<int32_t>(x.shape().size());
@@ -161,9 +160,7 @@ class OpAdapter {
     try {
       rc = op_.infer(&node, static_cast<int32_t>(inputs.size()), inputs.data(), op_.num_outputs, outputs.data(), error.data(),
                      error.size());
-    } catch (...) {
-      return Error(where() + ": its inference threw an exception");
-    }
+    } catch (...) { return Error(where() + ": its inference threw an exception"); }
     if (rc != 0) return Error(where() + ": " + pluginReason(error));
     for (size_t i = 0; i < outputs.size(); ++i)
       if (auto st = checkOutputType(outputs[i], i, complete); !st.ok()) return st.error().withContext(where());
@@ -195,7 +192,8 @@ class OpAdapter {
       const auto dtype = static_cast<DType>(out_types[i].dtype);
       Shape shape(out_types[i].dims, out_types[i].dims + out_types[i].rank);
       auto count = checkedNumElements(shape, static_cast<int64_t>(max_bytes / dtypeSize(dtype)));
-      if (!count.ok()) return Error(where() + ": output " + std::to_string(i) + " would be too large (" + count.error().message() + ")");
+      if (!count.ok())
+        return Error(where() + ": output " + std::to_string(i) + " would be too large (" + count.error().message() + ")");
       results.emplace_back(dtype, shape);
     }
     for (size_t i = 0; i < results.size(); ++i) outputs.push_back({out_types[i], results[i].bytes().data()});
@@ -204,9 +202,7 @@ class OpAdapter {
     try {
       rc = op_.compute(&pn, static_cast<int32_t>(inputs.size()), inputs.data(), static_cast<int32_t>(outputs.size()),
                        outputs.data(), error.data(), error.size());
-    } catch (...) {
-      return Error(where() + ": its kernel threw an exception");
-    }
+    } catch (...) { return Error(where() + ": its kernel threw an exception"); }
     if (rc != 0) return Error(where() + ": " + pluginReason(error));
     return results;
   }
@@ -239,8 +235,8 @@ class OpAdapter {
  private:
   Status checkArity(size_t inputs, size_t outputs) const {
     if (inputs < static_cast<size_t>(op_.min_inputs) || inputs > static_cast<size_t>(op_.max_inputs))
-      return Error("takes " + std::to_string(op_.min_inputs) + " to " + std::to_string(op_.max_inputs) + " inputs, the node has " +
-                   std::to_string(inputs));
+      return Error("takes " + std::to_string(op_.min_inputs) + " to " + std::to_string(op_.max_inputs) +
+                   " inputs, the node has " + std::to_string(inputs));
     if (outputs != static_cast<size_t>(op_.num_outputs))
       return Error("has " + std::to_string(op_.num_outputs) + " outputs, the node has " + std::to_string(outputs));
     return okStatus();
@@ -276,8 +272,7 @@ onnx::OpSchema makeSchema(const poprt_custom_op& op, const std::string& library)
   schema.SetDomain(op.domain).SinceVersion(1).SetDoc("custom op of plugin " + library);
   for (int32_t i = 0; i < op.max_inputs; ++i) {
     const std::string type = "T" + std::to_string(i);
-    schema.Input(i, "input" + std::to_string(i), "", type,
-                 i < op.min_inputs ? onnx::OpSchema::Single : onnx::OpSchema::Optional);
+    schema.Input(i, "input" + std::to_string(i), "", type, i < op.min_inputs ? onnx::OpSchema::Single : onnx::OpSchema::Optional);
     schema.TypeConstraint(type, onnx::OpSchema::all_tensor_types(), "");
   }
   for (int32_t i = 0; i < op.num_outputs; ++i) {

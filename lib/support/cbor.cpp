@@ -135,7 +135,8 @@ Expected<uint64_t> Reader::array() {
 
 Status Reader::map(const std::vector<std::string_view>& keys, const std::function<Status(std::string_view)>& on_key) {
   POPRT_ASSIGN_OR_RETURN(uint64_t n, head(5, "a map"));
-  if (n != keys.size()) return fail("a map with " + std::to_string(n) + " keys where " + std::to_string(keys.size()) + " were expected");
+  if (n != keys.size())
+    return fail("a map with " + std::to_string(n) + " keys where " + std::to_string(keys.size()) + " were expected");
   std::vector<bool> seen(keys.size(), false);
   for (uint64_t i = 0; i < n; ++i) {
     POPRT_ASSIGN_OR_RETURN(std::string key, text());

@@ -52,17 +52,19 @@ std::optional<DType> dtypeFromOnnx(int64_t value) {
   return static_cast<DType>(value);
 }
 
-bool isFloatingPoint(DType t) {
-  return t == DType::Float || t == DType::Float16 || t == DType::BFloat16 || t == DType::Double;
-}
+bool isFloatingPoint(DType t) { return t == DType::Float || t == DType::Float16 || t == DType::BFloat16 || t == DType::Double; }
 
 bool isInteger(DType t) {
   switch (t) {
-    case DType::UInt8: case DType::Int8: case DType::UInt16: case DType::Int16:
-    case DType::Int32: case DType::Int64: case DType::UInt32: case DType::UInt64:
-      return true;
-    default:
-      return false;
+    case DType::UInt8:
+    case DType::Int8:
+    case DType::UInt16:
+    case DType::Int16:
+    case DType::Int32:
+    case DType::Int64:
+    case DType::UInt32:
+    case DType::UInt64: return true;
+    default: return false;
   }
 }
 

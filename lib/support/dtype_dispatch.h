@@ -33,9 +33,18 @@ Status dispatchNumeric(DType t, F&& f) {
 }
 
 // The type arithmetic happens in: float for the 16-bit floats, the type itself otherwise.
-template <class T> struct ComputeType { using type = T; };
-template <> struct ComputeType<Half> { using type = float; };
-template <> struct ComputeType<BFloat16> { using type = float; };
+template <class T>
+struct ComputeType {
+  using type = T;
+};
+template <>
+struct ComputeType<Half> {
+  using type = float;
+};
+template <>
+struct ComputeType<BFloat16> {
+  using type = float;
+};
 
 template <class T>
 typename ComputeType<T>::type toCompute(T v) {

@@ -1,21 +1,19 @@
 #include "lib/support/file_io.h"
 
+#include <unistd.h>
 #include <cstring>
 #include <fstream>
 #include <system_error>
-#include <unistd.h>
 
 namespace poprt {
 
 Expected<std::vector<uint8_t>> readFileBytes(const std::filesystem::path& path, uint64_t max_bytes) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    return Error(path.string() + ": no such file (or not a regular file)");
+  if (!std::filesystem::is_regular_file(path, ec)) return Error(path.string() + ": no such file (or not a regular file)");
   uint64_t size = std::filesystem::file_size(path, ec);
   if (ec) return Error(path.string() + ": cannot read size: " + ec.message());
   if (size > max_bytes)
-    return Error(path.string() + ": file is " + std::to_string(size) + " bytes, above the limit of " +
-                 std::to_string(max_bytes));
+    return Error(path.string() + ": file is " + std::to_string(size) + " bytes, above the limit of " + std::to_string(max_bytes));
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error(path.string() + ": cannot open: " + std::strerror(errno));
   std::vector<uint8_t> bytes(size);
@@ -122,7 +120,8 @@ Status checkOutputFile(const std::string& flag, const std::string& file) {
   if (std::filesystem::is_directory(p, ec)) return Error(flag + " " + file + ": is a directory");
   for (std::filesystem::path dir = p.parent_path();; dir = dir.parent_path()) {
     if (std::filesystem::exists(dir, ec)) {
-      if (!std::filesystem::is_directory(dir, ec)) return Error(flag + " " + file + ": '" + dir.string() + "' is not a directory");
+      if (!std::filesystem::is_directory(dir, ec))
+        return Error(flag + " " + file + ": '" + dir.string() + "' is not a directory");
       return okStatus();
     }
     if (dir == dir.parent_path()) return okStatus();

@@ -62,9 +62,7 @@ inline uint16_t floatToBFloat16Bits(float f) {
   return static_cast<uint16_t>((x + rounding) >> 16);
 }
 
-inline float bfloat16BitsToFloat(uint16_t b) {
-  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
-}
+inline float bfloat16BitsToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
 // Storage types so templates can tell half and bfloat16 from uint16_t.
 struct Half {

@@ -32,8 +32,8 @@ void initLogLevelFromEnv() {
   if (auto level = parseLogLevel(env))
     setLogLevel(*level);
   else
-    logMessage(LogLevel::Warn, std::string("ignoring unknown POPRT_LOG_LEVEL '") + env +
-                                   "' (expected OFF, ERR, WARN, INFO, DEBUG or TRACE)");
+    logMessage(LogLevel::Warn,
+               std::string("ignoring unknown POPRT_LOG_LEVEL '") + env + "' (expected OFF, ERR, WARN, INFO, DEBUG or TRACE)");
 }
 
 namespace {

@@ -30,11 +30,11 @@ void setLogSink(LogSink sink);
 
 }  // namespace poprt
 
-#define POPRT_LOG(level, expr)                                          \
-  do {                                                                  \
-    if (::poprt::logLevel() >= ::poprt::LogLevel::level) {              \
-      std::ostringstream poprt_log_stream_;                             \
-      poprt_log_stream_ << expr;                                        \
+#define POPRT_LOG(level, expr)                                                \
+  do {                                                                        \
+    if (::poprt::logLevel() >= ::poprt::LogLevel::level) {                    \
+      std::ostringstream poprt_log_stream_;                                   \
+      poprt_log_stream_ << expr;                                              \
       ::poprt::logMessage(::poprt::LogLevel::level, poprt_log_stream_.str()); \
-    }                                                                   \
+    }                                                                         \
   } while (0)

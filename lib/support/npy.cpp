@@ -81,9 +81,7 @@ class HeaderParser {
   }
 
  private:
-  Error fail(const std::string& what) const {
-    return Error("bad header: " + what + " at offset " + std::to_string(pos_));
-  }
+  Error fail(const std::string& what) const { return Error("bad header: " + what + " at offset " + std::to_string(pos_)); }
   char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
   bool consume(char c) {
     if (pos_ >= s_.size() || s_[pos_] != c) return false;
@@ -91,8 +89,7 @@ class HeaderParser {
     return true;
   }
   void skipSpace() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
-      ++pos_;
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
   }
 
   Expected<std::string> parseString(const std::string& what) {
@@ -176,10 +173,21 @@ struct DescrCode {
   DType dtype;
 };
 constexpr std::array<DescrCode, 15> kDescrCodes = {{
-    {"f2", DType::Float16}, {"f4", DType::Float}, {"f8", DType::Double},
-    {"i1", DType::Int8}, {"i2", DType::Int16}, {"i4", DType::Int32}, {"i8", DType::Int64},
-    {"u1", DType::UInt8}, {"u2", DType::UInt16}, {"u4", DType::UInt32}, {"u8", DType::UInt64},
-    {"b1", DType::Bool}, {"?", DType::Bool}, {"c8", DType::Complex64}, {"c16", DType::Complex128},
+    {"f2", DType::Float16},
+    {"f4", DType::Float},
+    {"f8", DType::Double},
+    {"i1", DType::Int8},
+    {"i2", DType::Int16},
+    {"i4", DType::Int32},
+    {"i8", DType::Int64},
+    {"u1", DType::UInt8},
+    {"u2", DType::UInt16},
+    {"u4", DType::UInt32},
+    {"u8", DType::UInt64},
+    {"b1", DType::Bool},
+    {"?", DType::Bool},
+    {"c8", DType::Complex64},
+    {"c16", DType::Complex128},
 }};
 
 // Maps a numpy dtype string ('<f4', '>i8', '|b1', '?') to a DType and byte order.
@@ -192,7 +200,7 @@ std::optional<DescrInfo> parseDescr(std::string_view descr) {
   for (const auto& c : kDescrCodes) {
     if (c.code != descr) continue;
     if (dtypeSize(c.dtype) == 1) return DescrInfo{c.dtype, false};  // byte order is moot
-    if (order == '|') return std::nullopt;  // "not applicable" is wrong for multi-byte types
+    if (order == '|') return std::nullopt;                          // "not applicable" is wrong for multi-byte types
     return DescrInfo{c.dtype, order == '>'};
   }
   return std::nullopt;
@@ -250,8 +258,7 @@ Expected<std::string> descrFor(DType t) {
     case DType::Bool: return std::string("|b1");
     case DType::Complex64: return std::string("<c8");
     case DType::Complex128: return std::string("<c16");
-    case DType::BFloat16:
-      return Error("bfloat16 has no NumPy dtype; cast the tensor to float32 before writing .npy");
+    case DType::BFloat16: return Error("bfloat16 has no NumPy dtype; cast the tensor to float32 before writing .npy");
     default: return Error("cannot write a tensor of undefined dtype as .npy");
   }
 }
@@ -318,7 +325,8 @@ Expected<Tensor> parseUnicode(const uint8_t* src, uint64_t available, const Shap
     return Error(name + ": truncated: header says " + std::to_string(n) + " strings of " + std::to_string(width) +
                  " characters, file has " + std::to_string(available) + " bytes of data");
   if (static_cast<uint64_t>(n) * itemsize != available)
-    return Error(name + ": " + std::to_string(available - static_cast<uint64_t>(n) * itemsize) + " unexpected bytes after the data");
+    return Error(name + ": " + std::to_string(available - static_cast<uint64_t>(n) * itemsize) +
+                 " unexpected bytes after the data");
   std::vector<uint8_t> c_order(src, src + available);
   if (fortran && shape.size() > 1) fortranToC(src, c_order.data(), shape, itemsize, n);
   Tensor t(DType::String, shape);
@@ -362,8 +370,7 @@ Expected<Tensor> parseNpy(std::span<const uint8_t> bytes, const std::string& nam
   if (bytes.size() < prefix) return err("truncated: file ends inside the .npy preamble");
   uint64_t header_len = readLittleEndian(bytes.data() + 8, len_size);
   if (header_len > kMaxHeaderBytes)
-    return err("header is " + std::to_string(header_len) + " bytes, above the limit of " +
-               std::to_string(kMaxHeaderBytes));
+    return err("header is " + std::to_string(header_len) + " bytes, above the limit of " + std::to_string(kMaxHeaderBytes));
   if (header_len > bytes.size() - prefix)
     return err("truncated: header says its text is " + std::to_string(header_len) + " bytes, file has " +
                std::to_string(bytes.size() - prefix));
@@ -385,14 +392,13 @@ Expected<Tensor> parseNpy(std::span<const uint8_t> bytes, const std::string& nam
   uint64_t data_bytes = static_cast<uint64_t>(*n) * itemsize;  // < 2^38: cannot overflow
   uint64_t available = bytes.size() - prefix - header_len;
   if (data_bytes > available)
-    return err("truncated: header says " + std::to_string(data_bytes) + " bytes of data, file has " +
-               std::to_string(available));
+    return err("truncated: header says " + std::to_string(data_bytes) + " bytes of data, file has " + std::to_string(available));
   // The file holds the data (it was read whole, under kMaxFileBytes); the tensor copy of it must
   // also fit the configured cap.
   POPRT_ASSIGN_OR_RETURN(uint64_t cap, maxTensorBytes());
   if (data_bytes > cap)
-    return err("header says " + std::to_string(data_bytes) + " bytes of data, above the limit of " +
-               std::to_string(cap) + " (POPRT_MAX_TENSOR_BYTES)");
+    return err("header says " + std::to_string(data_bytes) + " bytes of data, above the limit of " + std::to_string(cap) +
+               " (POPRT_MAX_TENSOR_BYTES)");
   if (data_bytes < available)
     return err(std::to_string(available - data_bytes) + " unexpected bytes after the data (header says " +
                std::to_string(data_bytes) + " bytes of data)");
@@ -434,8 +440,7 @@ Expected<std::vector<uint8_t>> serializeNpy(const Tensor& tensor) {
   } else {
     POPRT_ASSIGN_OR_RETURN(descr, descrFor(tensor.dtype()));
   }
-  std::string dict =
-      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shapeTuple(tensor.shape()) + ", }";
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shapeTuple(tensor.shape()) + ", }";
   // Version 1.0 unless the padded header overflows its 16-bit length field.
   uint8_t major = 1;
   size_t prefix = 10;

@@ -24,7 +24,7 @@ class Error {
 template <class T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Expected(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
   Expected(Error error) : v_(std::move(error)) {}  // NOLINT
 
   bool ok() const { return v_.index() == 0; }
@@ -78,23 +78,20 @@ class InternalError : public std::logic_error {
 #define POPRT_CONCAT(a, b) POPRT_CONCAT_INNER(a, b)
 
 // Returns the error of a Status/Expected expression from the enclosing function.
-#define POPRT_TRY(expr)                                        \
-  do {                                                         \
-    auto&& poprt_try_result_ = (expr);                         \
+#define POPRT_TRY(expr)                                            \
+  do {                                                             \
+    auto&& poprt_try_result_ = (expr);                             \
     if (!poprt_try_result_.ok()) return poprt_try_result_.error(); \
   } while (0)
 
 // `POPRT_ASSIGN_OR_RETURN(auto x, f())` binds the value or returns the error.
-#define POPRT_ASSIGN_OR_RETURN(lhs, expr) \
-  POPRT_ASSIGN_OR_RETURN_IMPL(POPRT_CONCAT(poprt_expected_, __LINE__), lhs, expr)
+#define POPRT_ASSIGN_OR_RETURN(lhs, expr) POPRT_ASSIGN_OR_RETURN_IMPL(POPRT_CONCAT(poprt_expected_, __LINE__), lhs, expr)
 #define POPRT_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return tmp.error();                \
   lhs = std::move(tmp).value()
 
-#define POPRT_CHECK(cond, msg)                                                              \
-  do {                                                                                      \
-    if (!(cond))                                                                            \
-      throw ::poprt::InternalError(std::string(msg) + " (" #cond ", " __FILE__ ":" +        \
-                                   std::to_string(__LINE__) + ")");                         \
+#define POPRT_CHECK(cond, msg)                                                                                                   \
+  do {                                                                                                                           \
+    if (!(cond)) throw ::poprt::InternalError(std::string(msg) + " (" #cond ", " __FILE__ ":" + std::to_string(__LINE__) + ")"); \
   } while (0)

@@ -39,7 +39,8 @@ FieldUse fieldFor(DType t) {
     case DType::Double: return {Field::Double, 1};
     case DType::Complex128: return {Field::Double, 2};
     case DType::Int64: return {Field::Int64, 1};
-    case DType::UInt32: case DType::UInt64: return {Field::UInt64, 1};
+    case DType::UInt32:
+    case DType::UInt64: return {Field::UInt64, 1};
     case DType::String: return {Field::String, 1};
     default: return {Field::Int32, 1};  // int8/16/32, uint8/16, bool, float16, bfloat16
   }
@@ -89,37 +90,26 @@ Expected<Tensor> fromTypedField(const onnx::TensorProto& p, DType dtype, const S
   int64_t have = fieldSize(p, use.field);
   int64_t need = n * use.per_element;
   if (have != need)
-    return Error(label + ": " + fieldName(use.field) + " has " + std::to_string(have) + " values, shape " +
-                 shapeToString(shape) + " of " + std::string(dtypeName(dtype)) + " needs " + std::to_string(need));
+    return Error(label + ": " + fieldName(use.field) + " has " + std::to_string(have) + " values, shape " + shapeToString(shape) +
+                 " of " + std::string(dtypeName(dtype)) + " needs " + std::to_string(need));
   Tensor t(dtype, shape);
   switch (dtype) {
     case DType::Float:
-    case DType::Complex64:
-      std::copy(p.float_data().begin(), p.float_data().end(), t.data<float>().begin());
-      break;
+    case DType::Complex64: std::copy(p.float_data().begin(), p.float_data().end(), t.data<float>().begin()); break;
     case DType::Double:
-    case DType::Complex128:
-      std::copy(p.double_data().begin(), p.double_data().end(), t.data<double>().begin());
-      break;
-    case DType::Int64:
-      std::copy(p.int64_data().begin(), p.int64_data().end(), t.data<int64_t>().begin());
-      break;
-    case DType::UInt64:
-      std::copy(p.uint64_data().begin(), p.uint64_data().end(), t.data<uint64_t>().begin());
-      break;
+    case DType::Complex128: std::copy(p.double_data().begin(), p.double_data().end(), t.data<double>().begin()); break;
+    case DType::Int64: std::copy(p.int64_data().begin(), p.int64_data().end(), t.data<int64_t>().begin()); break;
+    case DType::UInt64: std::copy(p.uint64_data().begin(), p.uint64_data().end(), t.data<uint64_t>().begin()); break;
     case DType::UInt32: {
       auto out = t.data<uint32_t>();
       for (int i = 0; i < p.uint64_data_size(); ++i) {
         uint64_t v = p.uint64_data(i);
-        if (v > UINT32_MAX)
-          return Error(label + ": uint64_data value " + std::to_string(v) + " is out of range for uint32");
+        if (v > UINT32_MAX) return Error(label + ": uint64_data value " + std::to_string(v) + " is out of range for uint32");
         out[static_cast<size_t>(i)] = static_cast<uint32_t>(v);
       }
       break;
     }
-    case DType::Int32:
-      std::copy(p.int32_data().begin(), p.int32_data().end(), t.data<int32_t>().begin());
-      break;
+    case DType::Int32: std::copy(p.int32_data().begin(), p.int32_data().end(), t.data<int32_t>().begin()); break;
     case DType::Int16: POPRT_TRY(narrowInt32<int16_t>(p, t, INT16_MIN, INT16_MAX, label)); break;
     case DType::Int8: POPRT_TRY(narrowInt32<int8_t>(p, t, INT8_MIN, INT8_MAX, label)); break;
     case DType::UInt16: POPRT_TRY(narrowInt32<uint16_t>(p, t, 0, UINT16_MAX, label)); break;
@@ -136,8 +126,7 @@ Expected<Tensor> fromTypedField(const onnx::TensorProto& p, DType dtype, const S
     case DType::String:
       for (int i = 0; i < p.string_data_size(); ++i) t.strings()[static_cast<size_t>(i)] = p.string_data(i);
       break;
-    default:
-      return Error(label + ": unsupported data_type " + std::to_string(p.data_type()));
+    default: return Error(label + ": unsupported data_type " + std::to_string(p.data_type()));
   }
   return t;
 }
@@ -189,32 +178,28 @@ Expected<fs::path> resolveLocation(const ExternalKeys& k, const fs::path& model_
     return Error(label + ": has external data, but the model's directory is unknown (load the model from a file)");
   if (!k.location || k.location->empty()) return Error(label + ": external data has no 'location'");
   const std::string& location = *k.location;
-  if (location.find('\0') != std::string::npos)
-    return Error(label + ": external data location contains a NUL byte");
+  if (location.find('\0') != std::string::npos) return Error(label + ": external data location contains a NUL byte");
   fs::path rel(location);
   if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory())
     return Error(label + ": external data location '" + location +
                  "' is an absolute path; it must be relative to the model directory");
   for (const auto& part : rel)
     if (part == "..")
-      return Error(label + ": external data location '" + location +
-                   "' contains '..'; it must stay inside the model directory");
+      return Error(label + ": external data location '" + location + "' contains '..'; it must stay inside the model directory");
   std::error_code ec;
   fs::path root = fs::canonical(model_dir, ec);
   if (ec) return Error(label + ": cannot resolve model directory '" + model_dir.string() + "': " + ec.message());
   fs::path file = fs::canonical(model_dir / rel, ec);
-  if (ec)
-    return Error(label + ": external data file '" + location + "' not found in '" + model_dir.string() + "'");
+  if (ec) return Error(label + ": external data file '" + location + "' not found in '" + model_dir.string() + "'");
   if (!isInside(file, root))
     return Error(label + ": external data location '" + location + "' resolves to '" + file.string() +
                  "', outside the model directory '" + root.string() + "'");
-  if (!fs::is_regular_file(file, ec))
-    return Error(label + ": external data location '" + location + "' is not a regular file");
+  if (!fs::is_regular_file(file, ec)) return Error(label + ": external data location '" + location + "' is not a regular file");
   return file;
 }
 
-Expected<Tensor> fromExternal(const onnx::TensorProto& p, DType dtype, const Shape& shape, int64_t n,
-                              const fs::path& model_dir, const std::string& label) {
+Expected<Tensor> fromExternal(const onnx::TensorProto& p, DType dtype, const Shape& shape, int64_t n, const fs::path& model_dir,
+                              const std::string& label) {
   if (dtype == DType::String) return Error(label + ": string tensors cannot use external data");
   POPRT_ASSIGN_OR_RETURN(ExternalKeys keys, externalKeys(p, label));
   POPRT_ASSIGN_OR_RETURN(fs::path file, resolveLocation(keys, model_dir, label));
@@ -228,12 +213,11 @@ Expected<Tensor> fromExternal(const onnx::TensorProto& p, DType dtype, const Sha
   uint64_t off = offset.value_or(0);
   uint64_t need = static_cast<uint64_t>(n) * dtypeSize(dtype);  // n is capped: no overflow
   if (length && *length != need)
-    return Error(label + ": external data length " + std::to_string(*length) + " does not match shape " +
-                 shapeToString(shape) + " of " + std::string(dtypeName(dtype)) + " (needs " +
-                 std::to_string(need) + " bytes)");
+    return Error(label + ": external data length " + std::to_string(*length) + " does not match shape " + shapeToString(shape) +
+                 " of " + std::string(dtypeName(dtype)) + " (needs " + std::to_string(need) + " bytes)");
   if (off > size || need > size - off)
-    return Error(label + ": external data '" + location + "' is " + std::to_string(size) +
-                 " bytes, too short for " + std::to_string(need) + " bytes at offset " + std::to_string(off));
+    return Error(label + ": external data '" + location + "' is " + std::to_string(size) + " bytes, too short for " +
+                 std::to_string(need) + " bytes at offset " + std::to_string(off));
 
   Tensor t(dtype, shape);
   if (need == 0) return t;
@@ -263,8 +247,7 @@ Expected<Declared> declared(const onnx::TensorProto& p, const std::string& label
   POPRT_ASSIGN_OR_RETURN(uint64_t cap, maxTensorBytes());
   if (uint64_t bytes = static_cast<uint64_t>(*n) * dtypeSize(*dtype); bytes > cap)
     return Error(label + ": shape " + shapeToString(shape) + " of " + std::string(dtypeName(*dtype)) + " is " +
-                 std::to_string(bytes) + " bytes, above the limit of " + std::to_string(cap) +
-                 " (POPRT_MAX_TENSOR_BYTES)");
+                 std::to_string(bytes) + " bytes, above the limit of " + std::to_string(cap) + " (POPRT_MAX_TENSOR_BYTES)");
   return Declared{*dtype, std::move(shape), *n};
 }
 
@@ -290,8 +273,8 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto& p, const fs::path& mod
     if (external || p.has_raw_data())
       return Error(label + ": has both " + (external ? "external data" : "raw_data") + " and " + fieldName(f));
     if (f != expected)
-      return Error(label + ": has " + fieldName(f) + ", but " + std::string(dtypeName(d.dtype)) +
-                   " values belong in " + fieldName(expected));
+      return Error(label + ": has " + fieldName(f) + ", but " + std::string(dtypeName(d.dtype)) + " values belong in " +
+                   fieldName(expected));
   }
   if (external) {
     if (p.has_raw_data()) return Error(label + ": has both external data and raw_data");
@@ -301,9 +284,8 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto& p, const fs::path& mod
     if (d.dtype == DType::String) return Error(label + ": string tensors cannot use raw_data");
     uint64_t need = static_cast<uint64_t>(d.n) * dtypeSize(d.dtype);
     if (p.raw_data().size() != need)
-      return Error(label + ": raw_data has " + std::to_string(p.raw_data().size()) + " bytes, shape " +
-                   shapeToString(shape) + " of " + std::string(dtypeName(d.dtype)) + " needs " +
-                   std::to_string(need));
+      return Error(label + ": raw_data has " + std::to_string(p.raw_data().size()) + " bytes, shape " + shapeToString(shape) +
+                   " of " + std::string(dtypeName(d.dtype)) + " needs " + std::to_string(need));
     Tensor t(d.dtype, shape);
     std::copy(p.raw_data().begin(), p.raw_data().end(), t.bytes().begin());
     return t;
@@ -332,8 +314,7 @@ void tensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorPr
 Expected<NamedTensor> readTensorProtoFile(const fs::path& path) {
   POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(path));
   if (bytes.size() > static_cast<size_t>(INT_MAX))
-    return Error(path.string() + ": is " + std::to_string(bytes.size()) +
-                 " bytes, above protobuf's 2 GiB message limit");
+    return Error(path.string() + ": is " + std::to_string(bytes.size()) + " bytes, above protobuf's 2 GiB message limit");
   onnx::TensorProto proto;
   if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return Error(path.string() + ": not a valid ONNX TensorProto");

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <iostream>
 
-
 #include "lib/onnx/onnx_io.h"
 #include "lib/onnx/value_io.h"
 #include "lib/ops/registry.h"
@@ -35,8 +34,10 @@ std::string compareTensor(const Tensor& got, const Tensor& want) {
         why = "value at " + std::to_string(i) + ": " + std::to_string(a) + " != " + std::to_string(b);
     }
   });
-  if (!st.ok()) return got.bytes().size() == want.bytes().size() &&
-                        std::equal(got.bytes().begin(), got.bytes().end(), want.bytes().begin()) ? "" : "values differ";
+  if (!st.ok())
+    return got.bytes().size() == want.bytes().size() && std::equal(got.bytes().begin(), got.bytes().end(), want.bytes().begin())
+               ? ""
+               : "values differ";
   return why;
 }
 
@@ -45,7 +46,8 @@ std::string compare(const ops::RtValue& got, const ops::RtValue& want) {
   if (got.kind == ops::RtValue::Kind::Tensor) return compareTensor(got.tensor, want.tensor);
   if (got.sequence.size() != want.sequence.size()) return "sequence length differs";
   for (size_t i = 0; i < want.sequence.size(); ++i)
-    if (auto why = compareTensor(got.sequence[i], want.sequence[i]); !why.empty()) return "item " + std::to_string(i) + ": " + why;
+    if (auto why = compareTensor(got.sequence[i], want.sequence[i]); !why.empty())
+      return "item " + std::to_string(i) + ": " + why;
   return "";
 }
 
@@ -90,9 +92,7 @@ int main(int argc, char** argv) {
     std::string why;
     try {
       why = runTest(dir);
-    } catch (const std::exception& e) {
-      why = std::string("exception: ") + e.what();
-    }
+    } catch (const std::exception& e) { why = std::string("exception: ") + e.what(); }
     std::cout << (why.empty() ? "PASS " : "FAIL ") << dir.filename().string() << (why.empty() ? "" : "  " + why) << "\n";
     failed += !why.empty();
   }

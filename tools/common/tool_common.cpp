@@ -90,28 +90,18 @@ int runTool(const std::string& tool, CLI::App& app, int argc, char** argv, const
   };
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
+  } catch (const CLI::CallForHelp& e) { return app.exit(e); } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ExtrasError& e) {
+  } catch (const CLI::CallForVersion& e) { return app.exit(e); } catch (const CLI::ExtrasError& e) {
     return fail(ErrorKind::Usage, unexpectedArguments(app, argc, argv, e.what()), kExitUsage);
-  } catch (const CLI::ParseError& e) {
-    return fail(ErrorKind::Usage, e.what(), kExitUsage);
-  }
+  } catch (const CLI::ParseError& e) { return fail(ErrorKind::Usage, e.what(), kExitUsage); }
   try {
     Status st = body();
     if (!st.ok()) return fail(ErrorKind::Error, st.error().message(), kExitError);
     return kExitOk;
-  } catch (const UsageError& e) {
-    return fail(ErrorKind::Usage, e.what(), kExitUsage);
-  } catch (const std::bad_alloc&) {
+  } catch (const UsageError& e) { return fail(ErrorKind::Usage, e.what(), kExitUsage); } catch (const std::bad_alloc&) {
     return fail(ErrorKind::Error, "out of memory", kExitError);
-  } catch (const std::exception& e) {
-    return fail(ErrorKind::Internal, internalErrorMessage(e), kExitError);
-  }
+  } catch (const std::exception& e) { return fail(ErrorKind::Internal, internalErrorMessage(e), kExitError); }
 }
 
 std::string internalErrorMessage(const std::exception& e) {

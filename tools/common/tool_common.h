@@ -39,5 +39,4 @@ std::string internalErrorMessage(const std::exception& e);
 // output_<i>_<name><ext> with every character outside [A-Za-z0-9._-] replaced by '_'.
 std::string outputFileName(size_t index, const std::string& name, const std::string& ext);
 
-
 }  // namespace poprt::tools

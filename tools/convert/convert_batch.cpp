@@ -1,5 +1,5 @@
-#include "lib/support/log.h"
 #include "tools/convert/convert_batch.h"
+#include "lib/support/log.h"
 
 #include <chrono>
 #include <filesystem>
@@ -46,8 +46,7 @@ std::vector<ConvertOptions> planConversions(const ConvertOptions& o, bool& batch
   return plan;
 }
 
-Status runBatch(const ConvertOptions& o, const std::vector<ConvertOptions>& plan, const ConvertFn& convert,
-                std::ostream& out) {
+Status runBatch(const ConvertOptions& o, const std::vector<ConvertOptions>& plan, const ConvertFn& convert, std::ostream& out) {
   POPRT_TRY(checkOutputFile("--summary_json", o.summary_json));
   nlohmann::ordered_json models = nlohmann::ordered_json::array();
   std::vector<std::string> failed;

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/support/status.h"
 #include "converter/options.h"
+#include "lib/support/status.h"
 
 namespace poprt::tools {
 
@@ -33,7 +33,6 @@ using ConvertFn = std::function<Status(const ConvertOptions&, ConvertOutcome&)>;
 // Runs every planned conversion, printing each failure to stderr as it happens (tools/error_format.h,
 // with the model named), then a one-line tally on `out`; writes the batch summary to
 // o.summary_json when set. An error when any model failed.
-Status runBatch(const ConvertOptions& o, const std::vector<ConvertOptions>& plan, const ConvertFn& convert,
-                std::ostream& out);
+Status runBatch(const ConvertOptions& o, const std::vector<ConvertOptions>& plan, const ConvertFn& convert, std::ostream& out);
 
 }  // namespace poprt::tools

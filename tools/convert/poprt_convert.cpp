@@ -7,9 +7,9 @@
 
 #include "converter/converter.h"
 #include "passes/pass_manager.h"
+#include "tools/common/tool_common.h"
 #include "tools/convert/convert_batch.h"
 #include "tools/convert/convert_flags.h"
-#include "tools/common/tool_common.h"
 
 namespace poprt::tools {
 namespace {

@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/support/file_io.h"
-#include "lib/support/log.h"
 #include "lib/exec/executable.h"
 #include "lib/onnx/graph_walk.h"
+#include "lib/support/file_io.h"
+#include "lib/support/log.h"
 #include "popef/popef.h"
 #include "sim/verify_popef.h"
 #include "tools/common/tool_common.h"
@@ -25,8 +25,12 @@ nlohmann::json describe(const popef::PopefFile& file, const exec::Executable* ex
     blobs.push_back({{"type", popef::blobTypeName(b.type)}, {"name", b.name}, {"bytes", b.payload.size()}});
   json anchors = json::array();
   for (const auto& a : md.anchors)
-    anchors.push_back({{"name", a.name}, {"handle", a.handle}, {"kind", a.kind == popef::Anchor::Kind::Input ? "input" : "output"},
-                       {"dtype", dtypeName(a.dtype)}, {"shape", a.shape}, {"per_replica", a.per_replica},
+    anchors.push_back({{"name", a.name},
+                       {"handle", a.handle},
+                       {"kind", a.kind == popef::Anchor::Kind::Input ? "input" : "output"},
+                       {"dtype", dtypeName(a.dtype)},
+                       {"shape", a.shape},
+                       {"per_replica", a.per_replica},
                        {"programs", a.programs}});
   json j = {{"blobs", blobs},
             {"metadata",
@@ -58,13 +62,19 @@ nlohmann::json describe(const popef::PopefFile& file, const exec::Executable* ex
       onnx::ModelProto proto;
       if (proto.ParseFromString(hp.onnx)) host_weights += onnxio::weightBytes(proto.graph());
     }
-    j["executable"] = {{"target", exe->target.name},        {"tiles", exe->target.numTiles()},
-                       {"tiles_used", used},                {"tile_memory_bytes", total},
-                       {"busiest_tile_bytes", worst},       {"compute_sets", exe->compute_sets.size()},
-                       {"vertices", vertices},              {"exchanges", exe->exchanges.size()},
-                       {"exchange_copies", copies},         {"exchange_gathers", gathers},
+    j["executable"] = {{"target", exe->target.name},
+                       {"tiles", exe->target.numTiles()},
+                       {"tiles_used", used},
+                       {"tile_memory_bytes", total},
+                       {"busiest_tile_bytes", worst},
+                       {"compute_sets", exe->compute_sets.size()},
+                       {"vertices", vertices},
+                       {"exchanges", exe->exchanges.size()},
+                       {"exchange_copies", copies},
+                       {"exchange_gathers", gathers},
                        {"load_steps", exe->load.steps.size()},
-                       {"main_steps", exe->main.steps.size()},  {"host_programs", exe->host_programs.size()},
+                       {"main_steps", exe->main.steps.size()},
+                       {"host_programs", exe->host_programs.size()},
                        {"host_program_weight_bytes", host_weights},
                        {"num_ipus", exe->target.num_ipus},
                        {"execution_strategy", exe->strategy == exec::Strategy::Pipelined ? "pipelined" : "sharded"}};
@@ -121,10 +131,10 @@ void printTable(const nlohmann::json& j, const std::string& path, std::ostream& 
                 static_cast<unsigned long long>(b["bytes"].get<uint64_t>()));
   const auto& md = j["metadata"];
   out << "\nmetadata\n"
-            << "  ipu_version " << shown(md["ipu_version"]) << ", num_ipus " << md["num_ipus"]
-            << ", replication_factor " << md["replication_factor"] << ", batches_per_step " << md["batches_per_step"] << "\n"
-            << "  program flow: load " << md["program_flow"]["load"].dump() << ", main " << md["program_flow"]["main"].dump()
-            << ", save " << md["program_flow"]["save"].dump() << "\n";
+      << "  ipu_version " << shown(md["ipu_version"]) << ", num_ipus " << md["num_ipus"] << ", replication_factor "
+      << md["replication_factor"] << ", batches_per_step " << md["batches_per_step"] << "\n"
+      << "  program flow: load " << md["program_flow"]["load"].dump() << ", main " << md["program_flow"]["main"].dump()
+      << ", save " << md["program_flow"]["save"].dump() << "\n";
   for (const auto& [k, v] : md["compile_options"].items()) out << "  option " << shown(k) << " = " << shown(v) << "\n";
   out << "\nanchors\n";
   for (const auto& a : md["anchors"]) {
@@ -140,8 +150,7 @@ void printTable(const nlohmann::json& j, const std::string& path, std::ostream& 
   };
   if (placement.is_object() && stringList("device_nodes") && stringList("host_nodes")) {
     const auto& host = placement["host_nodes"];
-    out << "\nplacement: " << placement["device_nodes"].size() << " node(s) on the device, " << host.size()
-        << " on the host\n";
+    out << "\nplacement: " << placement["device_nodes"].size() << " node(s) on the device, " << host.size() << " on the host\n";
     for (size_t i = 0; i < host.size() && i < 20; ++i) out << "  host  " << shown(host[i]) << "\n";
     if (host.size() > 20) out << "  ... and " << host.size() - 20 << " more (--json lists all)\n";
   }
@@ -155,20 +164,20 @@ void printTable(const nlohmann::json& j, const std::string& path, std::ostream& 
   if (j.contains("executable")) {
     const auto& e = j["executable"];
     out << "\nexecutable (" << shown(e["target"]) << ", " << e["tiles"] << " tiles)\n"
-              << "  tiles used " << e["tiles_used"] << ", tile memory " << e["tile_memory_bytes"] << " bytes, busiest tile "
-              << e["busiest_tile_bytes"] << " bytes\n"
-              << "  " << e["compute_sets"] << " compute sets, " << e["vertices"] << " vertices, " << e["exchanges"]
-              << " exchanges (" << e["exchange_copies"] << " copies, " << e["exchange_gathers"] << " gathers), " << e["host_programs"]
-              << " host program(s) with " << e["host_program_weight_bytes"] << " bytes of weights; load " << e["load_steps"]
-              << " steps, main " << e["main_steps"] << " steps\n";
+        << "  tiles used " << e["tiles_used"] << ", tile memory " << e["tile_memory_bytes"] << " bytes, busiest tile "
+        << e["busiest_tile_bytes"] << " bytes\n"
+        << "  " << e["compute_sets"] << " compute sets, " << e["vertices"] << " vertices, " << e["exchanges"] << " exchanges ("
+        << e["exchange_copies"] << " copies, " << e["exchange_gathers"] << " gathers), " << e["host_programs"]
+        << " host program(s) with " << e["host_program_weight_bytes"] << " bytes of weights; load " << e["load_steps"]
+        << " steps, main " << e["main_steps"] << " steps\n";
     if (e["num_ipus"].get<uint32_t>() > 1) {
       out << "  " << e["num_ipus"] << " IPUs, " << e["segments"].size() << " " << e["execution_strategy"].get<std::string>()
           << " stage(s):";
       for (const auto& g : e["segments"]) out << " IPU " << g["ipu"] << " (" << g["steps"] << " steps)";
       out << "\n";
       for (const auto& ipu : e["ipus"])
-        out << "  IPU " << ipu["ipu"] << "  tile memory " << ipu["bytes"] << " bytes, busiest tile "
-            << ipu["busiest_tile_bytes"] << " bytes\n";
+        out << "  IPU " << ipu["ipu"] << "  tile memory " << ipu["bytes"] << " bytes, busiest tile " << ipu["busiest_tile_bytes"]
+            << " bytes\n";
     }
   }
 }

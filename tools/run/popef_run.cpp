@@ -7,33 +7,33 @@
 #include <cstdio>
 #include <iostream>
 
-#include "lib/support/log.h"
+#include "converter/profile_report.h"
 #include "lib/onnx/value_io.h"
 #include "lib/support/dtype_dispatch.h"
 #include "lib/support/file_io.h"
+#include "lib/support/log.h"
 #include "lib/support/npy.h"
 #include "poprt/runtime/errors.h"
 #include "poprt/runtime/model_runner.h"
 #include "runtime/host_value.h"
-#include "converter/profile_report.h"
+#include "tools/common/tool_common.h"
 #include "tools/run/run_bench.h"
 #include "tools/run/run_inputs.h"
 #include "tools/run/run_report.h"
-#include "tools/common/tool_common.h"
 
 namespace poprt::tools {
 namespace {
 
 using converter::buildProfile;
+using converter::checkReportDir;
 using converter::compareValues;
 using converter::diffTable;
 using converter::formatError;
 using converter::profileTable;
 using converter::ReportDir;
+using converter::reportDir;
 using converter::Tolerance;
 using converter::ValueDiff;
-using converter::checkReportDir;
-using converter::reportDir;
 using converter::writeProfileReport;
 
 namespace fs = std::filesystem;
@@ -45,9 +45,9 @@ struct RunOptions {
   std::string report;  // --report DIR (or POPRT_REPORT_DIR)
   Tolerance tolerance;
   BenchOptions bench;
-  bool benchmark = false;   // --benchmark, or any of --iterations, --warmup, --duration given
-  std::string export_times;  // --export_times FILE
-  bool profile = false;      // --profile: the per-step table of one traced run
+  bool benchmark = false;                     // --benchmark, or any of --iterations, --warmup, --duration given
+  std::string export_times;                   // --export_times FILE
+  bool profile = false;                       // --profile: the per-step table of one traced run
   std::vector<std::string> custom_libraries;  // --custom_library_so_paths
   bool tolerance_given = false;               // --rtol or --atol: else an fp16 PopEF's defaults
 };
@@ -88,14 +88,14 @@ std::string summarize(const Tensor& t) {
 // output_<i>.pb/.npy (the ONNX test data).
 Expected<ops::RtValue> readExpected(const std::string& dir, size_t i, const runtime::DataDesc& d) {
   const std::string n = std::to_string(i);
-  for (const std::string& file : {outputFileName(i, d.name, ".npy"), outputFileName(i, d.name, ".pb"),
-                                  "output_" + n + ".pb", "output_" + n + ".npy"}) {
+  for (const std::string& file :
+       {outputFileName(i, d.name, ".npy"), outputFileName(i, d.name, ".pb"), "output_" + n + ".pb", "output_" + n + ".npy"}) {
     fs::path p = fs::path(dir) / file;
     std::error_code ec;
     if (fs::exists(p, ec)) return onnxio::readValueFile(p, static_cast<ValueKind>(d.kind));
   }
-  return Error("--expected_dir " + dir + ": no " + outputFileName(i, d.name, ".npy") + " (or output_" + n +
-               ".pb) for output '" + d.name + "'");
+  return Error("--expected_dir " + dir + ": no " + outputFileName(i, d.name, ".npy") + " (or output_" + n + ".pb) for output '" +
+               d.name + "'");
 }
 
 Status writeOutputs(const std::string& dir, const std::vector<runtime::DataDesc>& descs,
@@ -114,8 +114,7 @@ Status writeOutputs(const std::string& dir, const std::vector<runtime::DataDesc>
       if (!bytes.ok()) return bytes.error().withContext(path.string());
       st = files.add(path, *bytes);
     } else {
-      POPRT_ASSIGN_OR_RETURN(std::string bytes,
-                             onnxio::serializeValueProto(values[i], static_cast<ValueKind>(d.kind), d.name));
+      POPRT_ASSIGN_OR_RETURN(std::string bytes, onnxio::serializeValueProto(values[i], static_cast<ValueKind>(d.kind), d.name));
       st = files.add(path, bytes);
     }
     if (!st.ok()) return st.error().withContext("--output_dir " + dir);
@@ -151,9 +150,7 @@ Status run(const RunOptions& o) {
   std::unique_ptr<runtime::ModelRunner> runner;
   try {
     runner = std::make_unique<runtime::ModelRunner>(o.popef, config);
-  } catch (const runtime::Error& e) {
-    return Error(e.what());
-  }
+  } catch (const runtime::Error& e) { return Error(e.what()); }
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
   Tolerance tolerance = o.tolerance;
   const auto& compiled = runner->session().compileOptions();
@@ -213,16 +210,16 @@ Status run(const RunOptions& o) {
   facts.tolerance = tolerance;
   const nlohmann::json report = reportJson(facts);
 
-  std::printf("popef-run: %s (target %s, %u replica(s), %u batch(es) per step)\n", o.popef.c_str(),
-              facts.target.c_str(), facts.replication_factor, facts.batches_per_step);
+  std::printf("popef-run: %s (target %s, %u replica(s), %u batch(es) per step)\n", o.popef.c_str(), facts.target.c_str(),
+              facts.replication_factor, facts.batches_per_step);
   for (size_t i = 0; i < outputs.size(); ++i) printOutput(i, out_descs[i], outputs[i]);
   if (!o.output_dir.empty()) std::printf("  outputs written to %s\n", o.output_dir.c_str());
   if (!o.expected_dir.empty()) {
     const std::string judged = tolerance.compare == "cosine" ? "cosine >= " + formatError(tolerance.min_cosine)
-                               : tolerance.compare == "top1" ? std::string("top1: the same largest element in every row")
-                                                               : "rtol " + formatError(tolerance.rtol) + ", atol " +
-                                                                     formatError(tolerance.atol) +
-                                                                     (fp16 && !o.tolerance_given ? ": fp16 defaults" : "");
+                               : tolerance.compare == "top1"
+                                   ? std::string("top1: the same largest element in every row")
+                                   : "rtol " + formatError(tolerance.rtol) + ", atol " + formatError(tolerance.atol) +
+                                         (fp16 && !o.tolerance_given ? ": fp16 defaults" : "");
     std::printf("expected outputs (%s, %s)\n", o.expected_dir.c_str(), judged.c_str());
     for (const auto& line : diffTable(diffs, "  ")) std::printf("%s\n", line.c_str());
   }
@@ -268,10 +265,12 @@ int main(int argc, char** argv) {
   app.add_option("--output_dir", o.output_dir, "write each output as DIR/output_<i>_<name>.npy (.pb for sequences, optionals)");
   app.add_option("--expected_dir", o.expected_dir,
                  "compare the outputs with DIR/output_<i>_<name>.npy (or output_<i>.pb); exit 1 on a mismatch");
-  auto* rtol = app.add_option("--rtol", o.tolerance.rtol, "relative tolerance of --expected_dir (default 1e-3; 1e-2 for an fp16 PopEF)")
-                   ->check(CLI::NonNegativeNumber);
-  auto* atol = app.add_option("--atol", o.tolerance.atol, "absolute tolerance of --expected_dir (default 1e-4; 1e-2 for an fp16 PopEF)")
-                   ->check(CLI::NonNegativeNumber);
+  auto* rtol =
+      app.add_option("--rtol", o.tolerance.rtol, "relative tolerance of --expected_dir (default 1e-3; 1e-2 for an fp16 PopEF)")
+          ->check(CLI::NonNegativeNumber);
+  auto* atol =
+      app.add_option("--atol", o.tolerance.atol, "absolute tolerance of --expected_dir (default 1e-4; 1e-2 for an fp16 PopEF)")
+          ->check(CLI::NonNegativeNumber);
   app.add_option("--compare", o.tolerance.compare,
                  "how --expected_dir judges: allclose (every element within --atol + --rtol |ref|; default), cosine "
                  "(cosine similarity of each output at least --min_cosine: for fp16 PopEFs) or top1 (the largest "
@@ -286,8 +285,9 @@ int main(int argc, char** argv) {
                          ->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
   auto* warmup = app.add_option("--warmup", o.bench.warmup, "warm-up requests before the measured ones (instead of 0.2 s)")
                      ->check(CLI::Range(int64_t{0}, int64_t{1000000000}));
-  auto* duration = app.add_option("--duration", o.bench.duration, "seconds the measured requests last, at least (benchmark default 3)")
-                       ->check(CLI::Range(0.0, 86400.0));
+  auto* duration =
+      app.add_option("--duration", o.bench.duration, "seconds the measured requests last, at least (benchmark default 3)")
+          ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--export_times", o.export_times, "write every measured request's start and latency (ms) to FILE as JSON");
   app.add_flag("--profile", o.profile,
                "print the steps (compute sets, exchanges, host programs) one traced run spent longest on, with the "

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <deque>
 #include <future>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "poprt/runtime/errors.h"
@@ -57,8 +57,8 @@ class ProgressBar {
       const double elapsed = since(start_);
       if (elapsed < 2.0) continue;
       const int64_t done = done_.load();
-      double frac = std::max(static_cast<double>(done) / static_cast<double>(iterations_),
-                             duration_ > 0 ? elapsed / duration_ : 0.0);
+      double frac =
+          std::max(static_cast<double>(done) / static_cast<double>(iterations_), duration_ > 0 ? elapsed / duration_ : 0.0);
       frac = std::min(frac, 1.0);
       const int width = 30, filled = static_cast<int>(frac * width);
       // Each bound with its own target: "114/10 requests" read as a bug when the duration ruled.
@@ -67,8 +67,8 @@ class ProgressBar {
                                                    std::to_string(static_cast<int>(duration_)) + " s"
                                              : std::to_string(static_cast<int>(elapsed)) + " s";
       std::fprintf(stderr, "\r[%s%s] %lld requests (at least %lld), %s ", std::string(filled, '=').c_str(),
-                   std::string(width - filled, ' ').c_str(), static_cast<long long>(done),
-                   static_cast<long long>(iterations_), time.c_str());
+                   std::string(width - filled, ' ').c_str(), static_cast<long long>(done), static_cast<long long>(iterations_),
+                   time.c_str());
       std::fflush(stderr);
       drawn_ = true;
     }
@@ -167,9 +167,7 @@ Expected<BenchResult> runBench(runtime::ModelRunner& runner, const runtime::Inpu
     result.latencies = std::move(shared.latencies);
     result.starts = std::move(shared.starts);
     result.timings = runner.timings();
-  } catch (const runtime::Error& e) {
-    return describe(e);
-  }
+  } catch (const runtime::Error& e) { return describe(e); }
   return result;
 }
 

@@ -13,12 +13,12 @@
 namespace poprt::tools {
 
 struct BenchOptions {
-  int64_t iterations = 1;  // measured requests, at least
-  int64_t warmup = 0;      // requests before the measured ones
+  int64_t iterations = 1;     // measured requests, at least
+  int64_t warmup = 0;         // requests before the measured ones
   double warmup_seconds = 0;  // and, at least, this long
-  double duration = 0;     // seconds the measured phase lasts, at least
+  double duration = 0;        // seconds the measured phase lasts, at least
   int threads = 1;
-  int async = 1;           // requests in flight per thread
+  int async = 1;  // requests in flight per thread
 };
 
 struct BenchResult {
@@ -31,7 +31,6 @@ struct BenchResult {
 
 // Runtime errors come out as poprt::Error (the first one stops the run); an ApplicationError
 // keeps its message, the runtime categories say what they are.
-Expected<BenchResult> runBench(runtime::ModelRunner& runner, const runtime::InputMemoryView& inputs,
-                               const BenchOptions& options);
+Expected<BenchResult> runBench(runtime::ModelRunner& runner, const runtime::InputMemoryView& inputs, const BenchOptions& options);
 
 }  // namespace poprt::tools

@@ -1,17 +1,17 @@
+#include "tools/run/run_inputs.h"
 #include "lib/support/file_io.h"
 #include "lib/support/log.h"
-#include "tools/run/run_inputs.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
 
+#include "converter/value_check.h"
 #include "lib/onnx/value_io.h"
 #include "lib/support/dtype_dispatch.h"
 #include "runtime/host_value.h"
 #include "tools/common/tool_common.h"
-#include "converter/value_check.h"
 
 namespace poprt::tools {
 namespace {
@@ -80,9 +80,7 @@ Expected<std::vector<ops::RtValue>> gatherInputs(const std::vector<runtime::Data
   for (const auto& d : anchors) names += (names.empty() ? "" : ", ") + d.name;
   // input index -> file: --input_dir first, then --input (an explicit file wins).
   std::map<size_t, std::string> files;
-  if (!o.input_dir.empty()) {
-    POPRT_ASSIGN_OR_RETURN(files, scanInputDir(o.input_dir, anchors.size()));
-  }
+  if (!o.input_dir.empty()) { POPRT_ASSIGN_OR_RETURN(files, scanInputDir(o.input_dir, anchors.size())); }
   std::map<std::string, std::string> given;
   for (const auto& text : o.inputs) {
     auto kv = splitAssignment(text, "--input");
@@ -97,8 +95,8 @@ Expected<std::vector<ops::RtValue>> gatherInputs(const std::vector<runtime::Data
     auto it = files.find(i);
     if (it == files.end()) {
       if (o.fill.empty())
-        return Error(popef + ": input '" + d.name + "' (" + d.dtype + shapeToString(d.shape) +
-                     ") was not given (hint: --input " + d.name + "=FILE.npy, --input_dir DIR or --fill random)");
+        return Error(popef + ": input '" + d.name + "' (" + d.dtype + shapeToString(d.shape) + ") was not given (hint: --input " +
+                     d.name + "=FILE.npy, --input_dir DIR or --fill random)");
       POPRT_ASSIGN_OR_RETURN(ops::RtValue v, filled(d, i, o, popef));
       values.push_back(std::move(v));
       continue;

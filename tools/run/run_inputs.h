@@ -15,7 +15,7 @@ namespace poprt::tools {
 struct InputOptions {
   std::vector<std::string> inputs;  // NAME=FILE
   std::string input_dir;
-  std::string fill;                 // "", random, zeros, ones
+  std::string fill;  // "", random, zeros, ones
   uint64_t seed = 0;
 };
 

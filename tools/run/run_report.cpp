@@ -63,7 +63,8 @@ json reportJson(const RunFacts& f) {
       {"requests", ms.size()},
       {"wall_s", round(f.wall_s, 3)},
       {"throughput",
-       {{"requests_per_s", round(requests_per_s, 1)}, {"samples_per_s", round(requests_per_s * static_cast<double>(f.batch), 1)}}},
+       {{"requests_per_s", round(requests_per_s, 1)},
+        {"samples_per_s", round(requests_per_s * static_cast<double>(f.batch), 1)}}},
       {"latency_ms",
        {{"min", round(ms.empty() ? 0 : ms.front(), 3)},
         {"mean", round(mean, 3)},
@@ -91,8 +92,7 @@ json reportJson(const RunFacts& f) {
         {"step_us", round(step_s * 1e6, 2)},
         // Replicas run in parallel, each a step of batches at a time.
         {"throughput_samples_per_s",
-         round(step_s > 0 ? static_cast<double>(f.batch) * f.estimate.batches_per_step * f.replication_factor / step_s : 0,
-               1)}}},
+         round(step_s > 0 ? static_cast<double>(f.batch) * f.estimate.batches_per_step * f.replication_factor / step_s : 0, 1)}}},
   };
   if (f.diffs) {
     json outs = json::array();
@@ -132,8 +132,7 @@ std::vector<std::string> reportText(const json& j) {
                     " ms, p99 " + fixed(lat["p99"], 3) + " ms, max " + fixed(lat["max"], 3) + " ms");
   }
   lines.push_back("  host split   host-to-device " + fixed(host["host_to_device"], 3) + " ms, compute " +
-                  fixed(host["compute"], 3) + " ms, device-to-host " + fixed(host["device_to_host"], 3) +
-                  " ms (mean per batch)");
+                  fixed(host["compute"], 3) + " ms, device-to-host " + fixed(host["device_to_host"], 3) + " ms (mean per batch)");
   lines.push_back("  load         " + fixed(j["load_ms"], 3) + " ms (read the PopEF, load the weights)");
   if (ipu["cycles"].get<uint64_t>() == 0) {
     lines.push_back("IPU estimate: none (every node runs on the host)");
@@ -147,11 +146,10 @@ std::vector<std::string> reportText(const json& j) {
                   std::to_string(ipu["exchange_cycles"].get<uint64_t>()) + ", sync " +
                   std::to_string(ipu["sync_cycles"].get<uint64_t>()) + ")");
   if (ipu["stages"].get<int64_t>() > 1)
-    lines.push_back("  IPUs         " + std::to_string(ipu["stages"].get<int64_t>()) + " " +
-                    ipu["execution_strategy"].get<std::string>() + " stage(s) on " +
-                    std::to_string(ipu["num_ipus"].get<int64_t>()) + " IPU(s): a step of " +
-                    std::to_string(j["batches_per_step"].get<int64_t>()) + " batch(es) takes " + fixed(ipu["step_us"], 2) +
-                    " us");
+    lines.push_back(
+        "  IPUs         " + std::to_string(ipu["stages"].get<int64_t>()) + " " + ipu["execution_strategy"].get<std::string>() +
+        " stage(s) on " + std::to_string(ipu["num_ipus"].get<int64_t>()) + " IPU(s): a step of " +
+        std::to_string(j["batches_per_step"].get<int64_t>()) + " batch(es) takes " + fixed(ipu["step_us"], 2) + " us");
   lines.push_back("  throughput   " + fixed(ipu["throughput_samples_per_s"], 1) + " samples/s (batch " +
                   std::to_string(j["batch_size"].get<int64_t>()) + " x " + std::to_string(j["batches_per_step"].get<int64_t>()) +
                   " per step x " + std::to_string(replicas) + " replica(s))");

@@ -9,15 +9,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "poprt/runtime/session.h"
 #include "converter/value_check.h"
+#include "poprt/runtime/session.h"
 
 namespace poprt::tools {
 
 struct RunFacts {
   std::string popef, target, ipu_version;
   unsigned replication_factor = 1, batches_per_step = 1;
-  int64_t batch = 1;  // samples per request (dim 0 of the first input)
+  int64_t batch = 1;       // samples per request (dim 0 of the first input)
   bool benchmark = false;  // measured (--benchmark and friends), or one plain run
   int64_t iterations = 1, warmup = 0;
   double warmup_s = 0;

@@ -76,11 +76,11 @@ typedef struct poprt_host_api {
 
 /* Shape and type inference: sets outputs[0..num_outputs) from the inputs (absent optional inputs
  * have dtype POPRT_DTYPE_UNDEFINED and rank -1) and the node's attributes. */
-typedef int (*poprt_infer_fn)(const poprt_node* node, int32_t num_inputs, const poprt_tensor_type* inputs,
-                              int32_t num_outputs, poprt_tensor_type* outputs, char* error, size_t error_size);
+typedef int (*poprt_infer_fn)(const poprt_node* node, int32_t num_inputs, const poprt_tensor_type* inputs, int32_t num_outputs,
+                              poprt_tensor_type* outputs, char* error, size_t error_size);
 /* The host kernel. */
-typedef int (*poprt_compute_fn)(const poprt_node* node, int32_t num_inputs, const poprt_tensor* inputs,
-                                int32_t num_outputs, poprt_tensor* outputs, char* error, size_t error_size);
+typedef int (*poprt_compute_fn)(const poprt_node* node, int32_t num_inputs, const poprt_tensor* inputs, int32_t num_outputs,
+                                poprt_tensor* outputs, char* error, size_t error_size);
 
 /* Op flags. */
 enum {
@@ -90,7 +90,7 @@ enum {
 };
 
 typedef struct poprt_custom_op {
-  const char* domain;  /* the plugin's own domain: not "", "ai.onnx", "ai.onnx.ml" nor "ai.graphcore" */
+  const char* domain; /* the plugin's own domain: not "", "ai.onnx", "ai.onnx.ml" nor "ai.graphcore" */
   const char* op_type;
   int32_t min_inputs; /* inputs beyond min_inputs are optional */
   int32_t max_inputs;

@@ -27,9 +27,7 @@ TEST(MatMulPlanner, EveryPlanFitsItsBudgetAndCoversTheOutput) {
           uint64_t need = 4 * static_cast<uint64_t>(p.rows * p.k_block + p.k_block * p.cols + 2 * out);
           if (p.k_splits > 1) need += 4 * static_cast<uint64_t>(p.k_splits * slice + slice);
           EXPECT_EQ(p.bytes_per_tile, need);
-          if (p.fits) {
-            EXPECT_LE(p.bytes_per_tile, budget) << M << "x" << K << "x" << N << " on " << tiles;
-          }
+          if (p.fits) { EXPECT_LE(p.bytes_per_tile, budget) << M << "x" << K << "x" << N << " on " << tiles; }
           EXPECT_GE(p.rows * p.row_blocks, M);
           EXPECT_GE(p.cols * p.col_blocks, N);
           EXPECT_GE(p.k_block * p.k_splits, K);
@@ -118,43 +116,49 @@ std::vector<ConvProblem> resnetLikeLayers(int64_t n, int64_t narrow = 1) {
 TEST(ConvPlanner, ResNetLayersFitTheirBudgetOnIpu2AndSmallTargets) {
   // (tiles, bytes per tile, batch, channels divided by, the largest input size tried): small
   // targets get narrower layers at smaller sizes, as ResNet-50 itself cannot fit on them.
-  for (auto [tiles, bytes, batch, narrow, max_size] : std::vector<std::tuple<uint32_t, uint64_t, int64_t, int64_t, int64_t>>{
-           {1472, 624 * 1024, 1, 1, 224}, {1472, 624 * 1024, 4, 1, 224}, {1216, 256 * 1024, 1, 1, 224},
-           {64, 624 * 1024, 1, 4, 224}, {16, 624 * 1024, 1, 8, 56}, {4, 624 * 1024, 1, 8, 28}}) {
+  for (auto [tiles, bytes, batch, narrow, max_size] :
+       std::vector<std::tuple<uint32_t, uint64_t, int64_t, int64_t, int64_t>>{{1472, 624 * 1024, 1, 1, 224},
+                                                                              {1472, 624 * 1024, 4, 1, 224},
+                                                                              {1216, 256 * 1024, 1, 1, 224},
+                                                                              {64, 624 * 1024, 1, 4, 224},
+                                                                              {16, 624 * 1024, 1, 8, 56},
+                                                                              {4, 624 * 1024, 1, 8, 28}}) {
     const uint64_t budget = bytes * 6 / 10;
-    for (ConvProblem p : resnetLikeLayers(batch, narrow)) for (bool split : {false, true}) {
-      if (p.in[0] > max_size) continue;
-      p.split_inputs = split;
-      SCOPED_TRACE(std::to_string(tiles) + " tiles: " + std::to_string(p.batch) + "x" + std::to_string(p.groups * p.in_channels) +
-                   "x" + std::to_string(p.in[0]) + " -> " + std::to_string(p.groups * p.out_channels) + " k" +
-                   std::to_string(p.kernel[0]));
-      ConvPlan plan = planConv(p, tiles, budget);
-      ASSERT_TRUE(plan.fits);
-      EXPECT_LE(plan.bytes_per_tile, budget);
-      EXPECT_EQ(plan.bytes_per_tile, static_cast<uint64_t>(plan.blocks_per_tile) *
-                                         convBlockBytes(p, plan.group_block, plan.channel_block, plan.row_block, plan.in_channel_block));
-      // The blocks cover the output: batch x channel blocks x row blocks.
-      const int64_t row_blocks = (p.out[0] + plan.row_block - 1) / plan.row_block;
-      const int64_t channel_blocks = plan.channel_block < p.out_channels
-                                         ? p.groups * ((p.out_channels + plan.channel_block - 1) / plan.channel_block)
-                                         : (p.groups + plan.group_block - 1) / plan.group_block;
-      EXPECT_TRUE(plan.group_block == 1 || plan.channel_block == p.out_channels);
-      EXPECT_EQ(plan.in_splits, (p.in_channels + plan.in_channel_block - 1) / plan.in_channel_block);
-      EXPECT_TRUE(plan.in_splits == 1 || (p.split_inputs && p.groups == 1));
-      EXPECT_EQ(plan.blocks, p.batch * channel_blocks * row_blocks * plan.in_splits);
-      EXPECT_EQ(plan.blocks_per_tile, (plan.blocks + tiles - 1) / tiles);
-      EXPECT_LE(plan.row_block, p.out[0]);
-      EXPECT_LE(plan.channel_block, p.out_channels);
-      EXPECT_LE(plan.group_block, p.groups);
-    }
+    for (ConvProblem p : resnetLikeLayers(batch, narrow))
+      for (bool split : {false, true}) {
+        if (p.in[0] > max_size) continue;
+        p.split_inputs = split;
+        SCOPED_TRACE(std::to_string(tiles) + " tiles: " + std::to_string(p.batch) + "x" +
+                     std::to_string(p.groups * p.in_channels) + "x" + std::to_string(p.in[0]) + " -> " +
+                     std::to_string(p.groups * p.out_channels) + " k" + std::to_string(p.kernel[0]));
+        ConvPlan plan = planConv(p, tiles, budget);
+        ASSERT_TRUE(plan.fits);
+        EXPECT_LE(plan.bytes_per_tile, budget);
+        EXPECT_EQ(plan.bytes_per_tile,
+                  static_cast<uint64_t>(plan.blocks_per_tile) *
+                      convBlockBytes(p, plan.group_block, plan.channel_block, plan.row_block, plan.in_channel_block));
+        // The blocks cover the output: batch x channel blocks x row blocks.
+        const int64_t row_blocks = (p.out[0] + plan.row_block - 1) / plan.row_block;
+        const int64_t channel_blocks = plan.channel_block < p.out_channels
+                                           ? p.groups * ((p.out_channels + plan.channel_block - 1) / plan.channel_block)
+                                           : (p.groups + plan.group_block - 1) / plan.group_block;
+        EXPECT_TRUE(plan.group_block == 1 || plan.channel_block == p.out_channels);
+        EXPECT_EQ(plan.in_splits, (p.in_channels + plan.in_channel_block - 1) / plan.in_channel_block);
+        EXPECT_TRUE(plan.in_splits == 1 || (p.split_inputs && p.groups == 1));
+        EXPECT_EQ(plan.blocks, p.batch * channel_blocks * row_blocks * plan.in_splits);
+        EXPECT_EQ(plan.blocks_per_tile, (plan.blocks + tiles - 1) / tiles);
+        EXPECT_LE(plan.row_block, p.out[0]);
+        EXPECT_LE(plan.channel_block, p.out_channels);
+        EXPECT_LE(plan.group_block, p.groups);
+      }
   }
 }
 
 TEST(ConvPlanner, InputRowsIncludeTheHaloAndStopAtTheInput) {
   ConvProblem p = conv2d(1, 8, 8, 20, 3, 2, 1);
   p.dilations = {2, 2};
-  EXPECT_EQ(convInputRows(p, 1), 5);   // (3-1)*2 + 1
-  EXPECT_EQ(convInputRows(p, 3), 9);   // 2*2 + 5
+  EXPECT_EQ(convInputRows(p, 1), 5);  // (3-1)*2 + 1
+  EXPECT_EQ(convInputRows(p, 3), 9);  // 2*2 + 5
   EXPECT_EQ(convInputRows(p, 100), 20);
   // Bytes of a block: input window + weights + bias + output.
   EXPECT_EQ(convBlockBytes(p, 1, 4, 2, 8), 4u * (8 * 7 * 20 + 4 * 8 * 9 + 4 + 4 * 2 * p.out[1]));
@@ -187,8 +191,8 @@ TEST(ConvPlanner, LateLayersSplitTheirInputChannelsWhenAllowed) {
   EXPECT_LT(split.cycles, whole.cycles / 2);
   // A split block also holds its slice of the reduction: the partials and the output slice.
   const int64_t out = 3 * 7 * 7, splits = 4;
-  EXPECT_EQ(convBlockBytes(p, 1, 3, 7, 512), convBlockBytes(p, 1, 3, 7, 2048) - 4u * (1536 * 49 + 3 * 1536) +
-                                                 4u * (splits + 1) * ((out + splits - 1) / splits));
+  EXPECT_EQ(convBlockBytes(p, 1, 3, 7, 512),
+            convBlockBytes(p, 1, 3, 7, 2048) - 4u * (1536 * 49 + 3 * 1536) + 4u * (splits + 1) * ((out + splits - 1) / splits));
   // Depthwise and grouped convolutions never split (one group's channels per block).
   ConvProblem d = conv2d(1, 1024, 1024, 7, 3, 1, 1, 1024);
   d.split_inputs = true;

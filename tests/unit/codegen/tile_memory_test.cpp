@@ -20,7 +20,7 @@ TEST(TileAllocator, ReusesFreedMemoryFirstFitAndCoalesces) {
   EXPECT_EQ(a.allocate(0, 110), 0u);   // fits the merged 112 bytes
   EXPECT_EQ(a.allocate(0, 16), 176u);  // nothing freed fits: the top
   a.free(0, 112);
-  a.free(0, 176);                      // [112, 192) ends at the top
+  a.free(0, 176);                       // [112, 192) ends at the top
   EXPECT_EQ(a.allocate(0, 200), 112u);  // so it grows upwards
   EXPECT_EQ(a.peak(0), 312u);
   EXPECT_EQ(a.blockAt(0, 150), 112u);
@@ -76,7 +76,7 @@ TEST(TileMemory, ViewsKeepMemoryAliveAndNodeBuffersDieWithTheirNode) {
   mem.endStep("n0");
   EXPECT_FALSE(a.blockAt(0, 96).has_value());  // the window died with its node
   mem.release(x);
-  EXPECT_EQ(a.blockAt(0, 0), 0u);  // the view still holds x's memory
+  EXPECT_EQ(a.blockAt(0, 0), 0u);                // the view still holds x's memory
   EXPECT_FALSE(a.blockAt(0, copy).has_value());  // x's copies are gone
   mem.release(view);
   EXPECT_FALSE(a.blockAt(0, 0).has_value());
@@ -110,8 +110,8 @@ TEST(TileMemory, RecordsLivenessByKindAndEachTilesPeak) {
   TileAllocator& a = mem.allocator();
   mem.holdMapping(w, {{{0, 3, 1, a.allocatePersistent(1, 12)}}});  // weights: 16 bytes on tile 1, not live memory
   mem.holdMapping(x, {{{0, 16, 0, a.allocate(0, 64)}}});           // an activation on tile 0
-  mem.holdCopy(x, 1, a.allocate(1, 30));                            // a copy of it on tile 1: 32 bytes
-  a.allocate(0, 128);                                               // node 0's window on tile 0
+  mem.holdCopy(x, 1, a.allocate(1, 30));                           // a copy of it on tile 1: 32 bytes
+  a.allocate(0, 128);                                              // node 0's window on tile 0
   mem.endStep("n0", 3);
   mem.release(x);
   mem.holdMapping(y, {{{0, 4, 1, a.allocate(1, 16)}}});

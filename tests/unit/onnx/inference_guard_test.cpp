@@ -8,11 +8,11 @@
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -46,8 +46,7 @@ onnx::ModelProto oneNode(const std::string& op, int opset, const std::vector<std
   n->set_name("n");
   n->set_op_type(op);
   for (size_t i = 0; i < input_dims.size(); ++i) {
-    addInput(*g, "x" + std::to_string(i), i < elem_types.size() ? elem_types[i] : int{onnx::TensorProto::FLOAT},
-             input_dims[i]);
+    addInput(*g, "x" + std::to_string(i), i < elem_types.size() ? elem_types[i] : int{onnx::TensorProto::FLOAT}, input_dims[i]);
     n->add_input("x" + std::to_string(i));
   }
   for (int o = 0; o < outputs; ++o) {
@@ -152,8 +151,8 @@ TEST(InferenceGuard, SweepEverySchemaOverInputRanksAndAttributeValues) {
             onnx::NodeProto* n = m.mutable_graph()->mutable_node(0);
             if (!addAttributes(s, *n, attr_value, attr_value != 1)) continue;
             if (trace)  // which model a crash came from
-              std::fprintf(stderr, "%s-%d inputs=%d r0=%d rest=%d attrs=%lld\n", s.Name().c_str(), s.SinceVersion(),
-                           inputs, r0, rest, static_cast<long long>(attr_value));
+              std::fprintf(stderr, "%s-%d inputs=%d r0=%d rest=%d attrs=%lld\n", s.Name().c_str(), s.SinceVersion(), inputs, r0,
+                           rest, static_cast<long long>(attr_value));
             if (fork_each) {  // lists every case that crashes instead of stopping at the first
               if (pid_t pid = fork(); pid == 0) {
                 (void)runOnnxShapeInference(m, {/*strict=*/true, /*check_types=*/true});
@@ -162,8 +161,8 @@ TEST(InferenceGuard, SweepEverySchemaOverInputRanksAndAttributeValues) {
                 int status = 0;
                 waitpid(pid, &status, 0);
                 if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                  std::printf("CRASH %s-%d inputs=%d r0=%d rest=%d attrs=%lld\n", s.Name().c_str(), s.SinceVersion(),
-                              inputs, r0, rest, static_cast<long long>(attr_value));
+                  std::printf("CRASH %s-%d inputs=%d r0=%d rest=%d attrs=%lld\n", s.Name().c_str(), s.SinceVersion(), inputs, r0,
+                              rest, static_cast<long long>(attr_value));
               }
             } else {
               (void)runOnnxShapeInference(m, {/*strict=*/true, /*check_types=*/true});  // may refuse, must not crash

@@ -41,10 +41,8 @@ TEST(TypeRoles, BatchNormStatisticsFollowTheSchemasTypeParameters) {
   // One T for all up to opset 13; the mean and variance get their own U at 14; scale and bias
   // their own T1 at 15.
   EXPECT_EQ(rolesOf("BatchNormalization", 5, 1, 9)->inputs, (std::vector<R>(5, R::Data)));
-  EXPECT_EQ(rolesOf("BatchNormalization", 5, 1, 14)->inputs,
-            (std::vector<R>{R::Data, R::Data, R::Data, R::Fixed, R::Fixed}));
-  EXPECT_EQ(rolesOf("BatchNormalization", 5, 1, 15)->inputs,
-            (std::vector<R>{R::Data, R::Fixed, R::Fixed, R::Fixed, R::Fixed}));
+  EXPECT_EQ(rolesOf("BatchNormalization", 5, 1, 14)->inputs, (std::vector<R>{R::Data, R::Data, R::Data, R::Fixed, R::Fixed}));
+  EXPECT_EQ(rolesOf("BatchNormalization", 5, 1, 15)->inputs, (std::vector<R>{R::Data, R::Fixed, R::Fixed, R::Fixed, R::Fixed}));
 }
 
 TEST(TypeRoles, AttributeTypedOutputsStay) {

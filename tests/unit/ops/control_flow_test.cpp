@@ -237,10 +237,8 @@ TEST(Loop, ScanOutputChangingShapeIsAnError) {
   setGraph(n, "body", body);
   g.addOutput(out);
   EvalContext ctx;
-  auto r = runGraph(g,
-                    {{"shapes", RtValue::seq({f32({1}, {1}), f32({2}, {1, 2})}, DType::Float)},
-                     {"M", RtValue::of(i64({}, {2}))}},
-                    ctx);
+  auto r = runGraph(
+      g, {{"shapes", RtValue::seq({f32({1}, {1}), f32({2}, {1, 2})}, DType::Float)}, {"M", RtValue::of(i64({}, {2}))}}, ctx);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("changed"), std::string::npos) << r.error().message();
 }

@@ -22,16 +22,11 @@ TEST(ElementwiseMath, TrigonometricMatchNumpy) {
   Tensor x = f32({4}, {-0.5f, 0.0f, 0.5f, 0.9f});
   // numpy: np.arccos/arcsin/... of [-0.5, 0, 0.5, 0.9] in float64.
   const std::vector<std::pair<std::string, std::vector<double>>> cases = {
-      {"Acos", {2.094395102, 1.570796327, 1.047197551, 0.451026812}},
-      {"Asin", {-0.523598776, 0.0, 0.523598776, 1.119769515}},
-      {"Atan", {-0.463647609, 0.0, 0.463647609, 0.732815102}},
-      {"Cos", {0.877582562, 1.0, 0.877582562, 0.621609968}},
-      {"Sin", {-0.479425539, 0.0, 0.479425539, 0.78332691}},
-      {"Tan", {-0.54630249, 0.0, 0.54630249, 1.260158218}},
-      {"Cosh", {1.127625965, 1.0, 1.127625965, 1.433086385}},
-      {"Sinh", {-0.521095305, 0.0, 0.521095305, 1.026516726}},
-      {"Asinh", {-0.481211825, 0.0, 0.481211825, 0.808866936}},
-      {"Atanh", {-0.549306144, 0.0, 0.549306144, 1.47221949}},
+      {"Acos", {2.094395102, 1.570796327, 1.047197551, 0.451026812}}, {"Asin", {-0.523598776, 0.0, 0.523598776, 1.119769515}},
+      {"Atan", {-0.463647609, 0.0, 0.463647609, 0.732815102}},        {"Cos", {0.877582562, 1.0, 0.877582562, 0.621609968}},
+      {"Sin", {-0.479425539, 0.0, 0.479425539, 0.78332691}},          {"Tan", {-0.54630249, 0.0, 0.54630249, 1.260158218}},
+      {"Cosh", {1.127625965, 1.0, 1.127625965, 1.433086385}},         {"Sinh", {-0.521095305, 0.0, 0.521095305, 1.026516726}},
+      {"Asinh", {-0.481211825, 0.0, 0.481211825, 0.808866936}},       {"Atanh", {-0.549306144, 0.0, 0.549306144, 1.47221949}},
   };
   for (const auto& [op, want] : cases) {
     SCOPED_TRACE(op);
@@ -128,8 +123,8 @@ TEST(ElementwiseMath, ActivationsWithAttributes) {
 
 TEST(ElementwiseMath, ActivationsPropagateNaNAndTakeFp16) {
   Tensor x = f32({1}, {kNaN});
-  for (const char* op : {"Elu", "Selu", "LeakyRelu", "ThresholdedRelu", "HardSigmoid", "HardSwish", "Celu", "Shrink", "Softplus",
-                         "Softsign"}) {
+  for (const char* op :
+       {"Elu", "Selu", "LeakyRelu", "ThresholdedRelu", "HardSigmoid", "HardSwish", "Celu", "Shrink", "Softplus", "Softsign"}) {
     SCOPED_TRACE(op);
     expectClose(asDoubles<float>(OneNode(op, 1).run1({&x})), {NAN});
   }
@@ -179,7 +174,7 @@ TEST(ElementwiseBinary, PowMixedDtypes) {
   expectClose(asDoubles<float>(yf), {1, 2, 4, 1, -2, 4});
   Tensor half = f32({1}, {0.5f});
   expectClose(asDoubles<int64_t>(OneNode("Pow", 2).run1({&neg, &half})), {0, 1, 1});  // (-1)^0.5 = NaN -> int 0
-  OneNode("Pow", 2).expectError({&b, &e}, 7);  // dtypes must match before opset 12
+  OneNode("Pow", 2).expectError({&b, &e}, 7);                                         // dtypes must match before opset 12
 }
 
 TEST(ElementwiseBinary, ModIntegerAndFmod) {
@@ -194,7 +189,7 @@ TEST(ElementwiseBinary, ModIntegerAndFmod) {
   Tensor f = f32({2}, {5.5f, -5.5f});
   Tensor two = f32({}, {2});
   expectClose(asDoubles<float>(OneNode("Mod", 2).attr("fmod", int64_t{1}).run1({&f, &two})), {1.5, -1.5});  // np.fmod
-  OneNode("Mod", 2).expectError({&f, &two});  // floats need fmod=1
+  OneNode("Mod", 2).expectError({&f, &two});                                                                // floats need fmod=1
   Tensor u = make<uint8_t>(DType::UInt8, {2}, {250, 7});
   Tensor u3 = make<uint8_t>(DType::UInt8, {1}, {3});
   expectClose(asDoubles<uint8_t>(OneNode("Mod", 2).run1({&u, &u3})), {1, 1});

@@ -29,16 +29,16 @@ TEST_P(BackendData, MatchesExpectedOutputs) {
   for (size_t o = 0; o < got.size(); ++o) expectNear(got[o], want[o], GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Ops, BackendData,
-    testing::Values("test_add", "test_add_bcast", "test_add_uint8", "test_sub_bcast", "test_mul_example", "test_div_bcast",
-                    "test_relu", "test_neg", "test_abs", "test_exp", "test_sigmoid", "test_tanh", "test_sqrt_example",
-                    "test_matmul_2d", "test_matmul_3d", "test_matmul_4d",
-                    "test_gemm_all_attributes", "test_gemm_alpha", "test_gemm_beta", "test_gemm_default_matrix_bias",
-                    "test_gemm_default_no_bias", "test_gemm_default_scalar_bias", "test_gemm_default_single_elem_vector_bias",
-                    "test_gemm_default_vector_bias", "test_gemm_default_zero_bias", "test_gemm_transposeA",
-                    "test_gemm_transposeB"),
-    [](const testing::TestParamInfo<std::string>& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Ops, BackendData,
+                         testing::Values("test_add", "test_add_bcast", "test_add_uint8", "test_sub_bcast", "test_mul_example",
+                                         "test_div_bcast", "test_relu", "test_neg", "test_abs", "test_exp", "test_sigmoid",
+                                         "test_tanh", "test_sqrt_example", "test_matmul_2d", "test_matmul_3d", "test_matmul_4d",
+                                         "test_gemm_all_attributes", "test_gemm_alpha", "test_gemm_beta",
+                                         "test_gemm_default_matrix_bias", "test_gemm_default_no_bias",
+                                         "test_gemm_default_scalar_bias", "test_gemm_default_single_elem_vector_bias",
+                                         "test_gemm_default_vector_bias", "test_gemm_default_zero_bias", "test_gemm_transposeA",
+                                         "test_gemm_transposeB"),
+                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(Binary, BroadcastsRankZeroAndEmpty) {
   OneNode n("Add", 2);
@@ -97,7 +97,8 @@ TEST(Registry, UnknownOpIsAnErrorNamingTheNode) {
   auto r = n.run({&t});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("node 'grad1' (Gradient): the reference evaluator does not support this op"),
-            std::string::npos) << r.error().message();
+            std::string::npos)
+      << r.error().message();
 }
 
 }  // namespace

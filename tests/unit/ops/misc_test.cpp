@@ -207,18 +207,18 @@ TEST(Einsum, IntegersEmptyAndThreeOperands) {
 
 TEST(Einsum, InvalidEquationsAreErrors) {
   Tensor a = f32({2, 2}, {1, 2, 3, 4}), b = f32({3}, {1, 2, 3});
-  EXPECT_FALSE(einsum("ij,jk->ik", {&a}).ok());    // two terms, one input
-  EXPECT_FALSE(einsum("ijk", {&a}).ok());          // rank mismatch
-  EXPECT_FALSE(einsum("ij->k", {&a}).ok());        // output label not in inputs
-  EXPECT_FALSE(einsum("ij->ii", {&a}).ok());       // repeated output label
-  EXPECT_FALSE(einsum("i1", {&a}).ok());           // invalid character
+  EXPECT_FALSE(einsum("ij,jk->ik", {&a}).ok());  // two terms, one input
+  EXPECT_FALSE(einsum("ijk", {&a}).ok());        // rank mismatch
+  EXPECT_FALSE(einsum("ij->k", {&a}).ok());      // output label not in inputs
+  EXPECT_FALSE(einsum("ij->ii", {&a}).ok());     // repeated output label
+  EXPECT_FALSE(einsum("i1", {&a}).ok());         // invalid character
   EXPECT_FALSE(einsum("i.j", {&a}).ok());
-  EXPECT_FALSE(einsum("ij,j", {&a, &b}).ok());     // 2 vs 3
+  EXPECT_FALSE(einsum("ij,j", {&a, &b}).ok());  // 2 vs 3
   EXPECT_FALSE(einsum("......", {&a}).ok());
-  EXPECT_FALSE(einsum("...i->i", {&a}).ok());      // ellipsis dims without '...' in the output
+  EXPECT_FALSE(einsum("...i->i", {&a}).ok());  // ellipsis dims without '...' in the output
   EXPECT_FALSE(einsum("", {&a}).ok());
   Tensor rect = f32({2, 3}, {1, 2, 3, 4, 5, 6});
-  EXPECT_FALSE(einsum("ii", {&rect}).ok());        // diagonal of differing dims
+  EXPECT_FALSE(einsum("ii", {&rect}).ok());  // diagonal of differing dims
   Tensor bools(DType::Bool, {2});
   EXPECT_FALSE(einsum("i", {&bools}).ok());
 }
@@ -463,7 +463,7 @@ TEST(Training, InvalidInputsAreErrors) {
   EXPECT_FALSE(n.run({&r, &t, &x, &h}).ok());       // not 3 lists
   Tensor rv = f32({2}, {0.1f, 0.2f});
   EXPECT_FALSE(n.run({&rv, &t, &x, &x, &h}).ok());  // R not a scalar
-  OneNode m("Momentum", 5, 2, kTraining);  // alpha, beta, mode, norm_coefficient are required
+  OneNode m("Momentum", 5, 2, kTraining);           // alpha, beta, mode, norm_coefficient are required
   EXPECT_FALSE(m.run({&r, &t, &x, &x, &h}).ok());
 }
 

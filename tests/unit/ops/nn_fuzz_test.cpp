@@ -142,8 +142,8 @@ TEST(NnFuzz, NormsResizeSamplingBoxesSurviveHostileInputs) {
     Tensor roi = f.floats({static_cast<int64_t>(2 * rank)});
     std::map<std::string, ir::AttributeValue> ra;
     const char* modes[] = {"nearest", "linear", "cubic", "bogus"};
-    const char* coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize",
-                            "tf_half_pixel_for_nn"};
+    const char* coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                            "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn"};
     const char* nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
     ra["mode"] = std::string(modes[f.index(4)]);
     ra["coordinate_transformation_mode"] = std::string(coords[f.index(6)]);

@@ -291,8 +291,7 @@ TEST(NnPool, MaxUnpoolScattersAndChecksIndices) {
 TEST(NnNorm, BatchNormInferenceAndTraining) {
   OneNode n("BatchNormalization", 5);
   n.f("epsilon", 0.0f);
-  Tensor x = f32({1, 2, 1}, {1, 2}), s = f32({2}, {1, 2}), b = f32({2}, {0, 1}), m = f32({2}, {0, 1}),
-         v = f32({2}, {1, 4});
+  Tensor x = f32({1, 2, 1}, {1, 2}), s = f32({2}, {1, 2}), b = f32({2}, {0, 1}), m = f32({2}, {0, 1}), v = f32({2}, {1, 4});
   auto r = n.run({&x, &s, &b, &m, &v});
   ASSERT_TRUE(r.ok()) << r.error().message();
   expectFloatTensor((*r)[0], {1, 2, 1}, {1, 2});  // (1-0)/1*1+0, (2-1)/2*2+1
@@ -301,9 +300,9 @@ TEST(NnNorm, BatchNormInferenceAndTraining) {
   Tensor xt = f32({2, 1}, {1, 3}), one = f32({1}, {1}), zero = f32({1}, {0});
   r = t.run({&xt, &one, &zero, &zero, &one}, 15);
   ASSERT_TRUE(r.ok()) << r.error().message();
-  expectFloatTensor((*r)[0], {2, 1}, {-1, 1});      // batch mean 2, variance 1
-  expectFloatTensor((*r)[1], {1}, {0.2f});          // 0 * 0.9 + 2 * 0.1
-  expectFloatTensor((*r)[2], {1}, {1.0f});          // 1 * 0.9 + 1 * 0.1
+  expectFloatTensor((*r)[0], {2, 1}, {-1, 1});  // batch mean 2, variance 1
+  expectFloatTensor((*r)[1], {1}, {0.2f});      // 0 * 0.9 + 2 * 0.1
+  expectFloatTensor((*r)[2], {1}, {1.0f});      // 1 * 0.9 + 1 * 0.1
   Tensor wrong = f32({3}, {1, 1, 1});
   expectError(n.run({&x, &wrong, &b, &m, &v}), "does not match");
 }
@@ -378,14 +377,15 @@ TEST(NnResize, NearestLinearFromOnnxDocExamples) {
   r = lin.run({&x, nullptr, &sc2});
   ASSERT_TRUE(r.ok()) << r.error().message();
   expectFloatTensor((*r)[0], {1, 1, 4, 4},
-               {1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f, 3.75f, 4});
+                    {1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f, 3.75f, 4});
   OneNode ac("Resize", 3);
   ac.s("mode", "linear").s("coordinate_transformation_mode", "align_corners");
   r = ac.run({&x, nullptr, &sc2});
   ASSERT_TRUE(r.ok()) << r.error().message();
   // x_original = x * (2 - 1) / (4 - 1): thirds
-  expectFloatTensor((*r)[0], {1, 1, 4, 4},
-               {1, 4 / 3.f, 5 / 3.f, 2, 5 / 3.f, 2, 7 / 3.f, 8 / 3.f, 7 / 3.f, 8 / 3.f, 3, 10 / 3.f, 3, 10 / 3.f, 11 / 3.f, 4});
+  expectFloatTensor(
+      (*r)[0], {1, 1, 4, 4},
+      {1, 4 / 3.f, 5 / 3.f, 2, 5 / 3.f, 2, 7 / 3.f, 8 / 3.f, 7 / 3.f, 8 / 3.f, 3, 10 / 3.f, 3, 10 / 3.f, 11 / 3.f, 4});
 }
 
 TEST(NnResize, TfHalfPixelForNnAndCropExtrapolation) {

@@ -110,8 +110,7 @@ struct OneNode {
   ir::Graph g;
   ir::Node* node = nullptr;
 
-  OneNode(const std::string& op, size_t n_in, size_t n_out = 1, const std::string& domain = "",
-          const std::string& name = "n") {
+  OneNode(const std::string& op, size_t n_in, size_t n_out = 1, const std::string& domain = "", const std::string& name = "n") {
     std::vector<ir::Value*> ins, outs;
     for (size_t i = 0; i < n_in; ++i) ins.push_back(g.addInput("in" + std::to_string(i), {}));
     for (size_t i = 0; i < n_out; ++i) outs.push_back(g.addValue("out" + std::to_string(i)));
@@ -173,8 +172,8 @@ inline void runBackendCase(const std::filesystem::path& dir, bool model_opset, s
     ASSERT_TRUE(t.ok()) << t.error().message();
     inputs.emplace_back(in->name(), std::move(t->tensor));
   }
-  auto outs = model_opset ? evaluateGraph(*model->graph, inputs, {{"", model->opsetVersion()}})
-                          : evaluateGraph(*model->graph, inputs);
+  auto outs =
+      model_opset ? evaluateGraph(*model->graph, inputs, {{"", model->opsetVersion()}}) : evaluateGraph(*model->graph, inputs);
   ASSERT_TRUE(outs.ok()) << outs.error().message();
   got = std::move(*outs);
   for (size_t o = 0; o < got.size(); ++o) {

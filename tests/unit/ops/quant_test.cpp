@@ -139,7 +139,7 @@ TEST(DequantizeLinear, PerAxisInt32AndErrors) {
   EXPECT_FLOAT_EQ((*ri)[0].data<float>()[0], -1073741823.5f);
   EXPECT_FLOAT_EQ((*ri)[0].data<float>()[2], 2.5f);
   Tensor zp_s8 = i8({}, {0});
-  EXPECT_FALSE(evaluateNode(*n, {&x, &half, &zp_s8}).ok());   // zero point dtype differs
+  EXPECT_FALSE(evaluateNode(*n, {&x, &half, &zp_s8}).ok());  // zero point dtype differs
   Tensor xf = f32({1}, {1});
   EXPECT_FALSE(evaluateNode(*n, {&xf, &half, nullptr}).ok());  // float input
   EXPECT_FALSE(evaluateNode(*n, {&x, &sc, &zp}, 10).ok());     // per-axis before opset 13
@@ -333,10 +333,11 @@ TEST(QLinearConv, PerChannelScalesAndBias) {
   Tensor bias = i32({4}, {100, -2000, 0, 50000});
   auto r = evaluateNode(*n, {&x, &xs, &xzp, &w, &ws, &wzp, &ys, &yzp, &bias});
   ASSERT_TRUE(r.ok()) << r.error().message();
-  const std::vector<int64_t> want = {  // numpy
-      112, 120, 124, 115, 112, 102, 145, 142, 136, 146, 108, 115, 128, 125, 133, 136, 110, 112, 180, 172, 157, 161, 134, 124,
-      195, 202, 219, 219, 154, 149, 181, 141, 158, 181, 137, 138, 117, 109, 114, 111, 105, 109, 121, 123, 113, 120, 113, 107,
-      114, 112, 116, 118, 106, 108, 255, 208, 255, 255, 227, 249, 255, 255, 255, 255, 248, 255, 255, 255, 255, 255, 251, 255};
+  const std::vector<int64_t> want = {// numpy
+                                     112, 120, 124, 115, 112, 102, 145, 142, 136, 146, 108, 115, 128, 125, 133, 136, 110, 112,
+                                     180, 172, 157, 161, 134, 124, 195, 202, 219, 219, 154, 149, 181, 141, 158, 181, 137, 138,
+                                     117, 109, 114, 111, 105, 109, 121, 123, 113, 120, 113, 107, 114, 112, 116, 118, 106, 108,
+                                     255, 208, 255, 255, 227, 249, 255, 255, 255, 255, 248, 255, 255, 255, 255, 255, 251, 255};
   EXPECT_EQ(ints<uint8_t>((*r)[0]), want);
   Tensor bias_bad = i32({3}, {0, 0, 0}), bias_f = f32({4}, {0, 0, 0, 0}), ws_bad = f32({2}, {1, 1});
   EXPECT_FALSE(evaluateNode(*n, {&x, &xs, &xzp, &w, &ws, &wzp, &ys, &yzp, &bias_bad}).ok());

@@ -46,7 +46,7 @@ TEST(Reduce, AxesAttributeBeforeOpset13AndForOthers) {
   Tensor x = f32({2, 3}, k123456);
   expectClose(asDoubles<float>(OneNode("ReduceSum", 1).attr("axes", std::vector<int64_t>{1}).run1({&x}, 11)), {6, 15});
   Tensor axes = i64({1}, {1});
-  OneNode("ReduceSum", 2).expectError({&x, &axes}, 11);  // an input before 13
+  OneNode("ReduceSum", 2).expectError({&x, &axes}, 11);                                 // an input before 13
   OneNode("ReduceSum", 1).attr("axes", std::vector<int64_t>{1}).expectError({&x}, 13);  // an attribute from 13
   // numpy: prod(1) = [6, 120]; mean(0) = [2.5, 3.5, 4.5]; max(1) = [3, 6]; min(0) = [1, 2, 3]
   expectClose(asDoubles<float>(OneNode("ReduceProd", 1).attr("axes", std::vector<int64_t>{1}).run1({&x})), {6, 120});
@@ -136,9 +136,8 @@ TEST(ArgMaxMin, TiesKeepdimsAndNegativeAxis) {
   EXPECT_EQ(a.dtype(), DType::Int64);
   EXPECT_EQ(a.shape(), (Shape{2, 1}));
   expectClose(asDoubles<int64_t>(a), {1, 0});
-  expectClose(
-      asDoubles<int64_t>(OneNode("ArgMax", 1).attr("axis", int64_t{1}).attr("select_last_index", int64_t{1}).run1({&x})),
-      {2, 1});
+  expectClose(asDoubles<int64_t>(OneNode("ArgMax", 1).attr("axis", int64_t{1}).attr("select_last_index", int64_t{1}).run1({&x})),
+              {2, 1});
   Tensor m = OneNode("ArgMin", 1).attr("keepdims", int64_t{0}).run1({&x});
   EXPECT_EQ(m.shape(), Shape{3});
   expectClose(asDoubles<int64_t>(m), {0, 1, 1});

@@ -59,8 +59,8 @@ TEST(Dft, PrimeLengthsDirectAndChirpZ) {
   Tensor x = f32({1, 7, 1}, {1, 2, 3, 4, 5, 6, 7});
   auto r = n.run({&x});
   ASSERT_TRUE(r.ok());
-  expectFloats((*r)[0], {28, 0, -3.5, 7.26782489, -3.5, 2.79115686, -3.5, 0.79885216, -3.5, -0.79885216, -3.5, -2.79115686,
-                         -3.5, -7.26782489});
+  expectFloats((*r)[0], {28, 0, -3.5, 7.26782489, -3.5, 2.79115686, -3.5, 0.79885216, -3.5, -0.79885216, -3.5, -2.79115686, -3.5,
+                         -7.26782489});
   // A prime length above the direct-sum limit: cos(2π·3j/n) has X[3] = X[n-3] = n/2, else 0.
   const int64_t len = 1031;
   Tensor c(DType::Double, {1, len, 1});
@@ -158,10 +158,10 @@ TEST(Stft, InvalidInputsAreErrors) {
   Tensor sig = f32({1, 8, 1}, {0, 1, 2, 3, 4, 5, 6, 7});
   Tensor step = scalarI64(4), zero = scalarI64(0), big = scalarI64(9), three = scalarI64(3);
   Tensor win = f32({4}, {1, 1, 1, 1});
-  EXPECT_FALSE(n.run({&sig, &zero, nullptr, &three}).ok());   // step 0
-  EXPECT_FALSE(n.run({&sig, &step, nullptr, &big}).ok());     // frame longer than the signal
-  EXPECT_FALSE(n.run({&sig, &step, &win, &three}).ok());      // window and frame_length differ
-  EXPECT_FALSE(n.run({&sig, &step}).ok());                    // neither
+  EXPECT_FALSE(n.run({&sig, &zero, nullptr, &three}).ok());  // step 0
+  EXPECT_FALSE(n.run({&sig, &step, nullptr, &big}).ok());    // frame longer than the signal
+  EXPECT_FALSE(n.run({&sig, &step, &win, &three}).ok());     // window and frame_length differ
+  EXPECT_FALSE(n.run({&sig, &step}).ok());                   // neither
   Tensor bad(DType::Float, {1, 8, 3});
   EXPECT_FALSE(n.run({&bad, &step, &win}).ok());
 }
@@ -268,20 +268,48 @@ TEST(SignalAndMisc, OddInputsNeverCrash) {
   three.data<int64_t>()[0] = 3;
   three.data<int64_t>()[1] = -2;
   pool.push_back(three);
-  const std::vector<std::pair<std::string, std::string>> ops = {
-      {"DFT", ""}, {"STFT", ""}, {"HannWindow", ""}, {"HammingWindow", ""}, {"BlackmanWindow", ""},
-      {"MelWeightMatrix", ""}, {"NegativeLogLikelihoodLoss", ""}, {"SoftmaxCrossEntropyLoss", ""}, {"Det", ""},
-      {"Einsum", ""}, {"StringNormalizer", ""}, {"TfIdfVectorizer", ""}, {"RandomNormal", ""}, {"RandomUniform", ""},
-      {"RandomNormalLike", ""}, {"RandomUniformLike", ""}, {"Multinomial", ""}, {"Bernoulli", ""},
-      {"Adagrad", "ai.onnx.preview.training"}, {"Adam", "ai.onnx.preview.training"}, {"Momentum", "ai.onnx.preview.training"}};
+  const std::vector<std::pair<std::string, std::string>> ops = {{"DFT", ""},
+                                                                {"STFT", ""},
+                                                                {"HannWindow", ""},
+                                                                {"HammingWindow", ""},
+                                                                {"BlackmanWindow", ""},
+                                                                {"MelWeightMatrix", ""},
+                                                                {"NegativeLogLikelihoodLoss", ""},
+                                                                {"SoftmaxCrossEntropyLoss", ""},
+                                                                {"Det", ""},
+                                                                {"Einsum", ""},
+                                                                {"StringNormalizer", ""},
+                                                                {"TfIdfVectorizer", ""},
+                                                                {"RandomNormal", ""},
+                                                                {"RandomUniform", ""},
+                                                                {"RandomNormalLike", ""},
+                                                                {"RandomUniformLike", ""},
+                                                                {"Multinomial", ""},
+                                                                {"Bernoulli", ""},
+                                                                {"Adagrad", "ai.onnx.preview.training"},
+                                                                {"Adam", "ai.onnx.preview.training"},
+                                                                {"Momentum", "ai.onnx.preview.training"}};
   const std::vector<std::pair<std::string, ir::AttributeValue>> attrs = {
-      {"axis", int64_t{-7}}, {"axis", int64_t{1}}, {"onesided", int64_t{1}}, {"dtype", int64_t{999}},
-      {"output_datatype", int64_t{-1}}, {"ignore_index", int64_t{0}}, {"reduction", std::string("sum")},
-      {"equation", std::string("...ii,...->...i")}, {"equation", std::string("a...,b->")}, {"shape", std::vector<int64_t>{2, -1}},
-      {"sample_size", int64_t{-3}}, {"mode", std::string("TF")}, {"min_gram_length", int64_t{1}},
-      {"max_gram_length", int64_t{1} << 40}, {"max_skip_count", int64_t{1} << 40}, {"ngram_counts", std::vector<int64_t>{5, 0}},
-      {"ngram_indexes", std::vector<int64_t>{int64_t{1} << 40}}, {"pool_int64s", std::vector<int64_t>{1}},
-      {"stopwords", std::vector<std::string>{""}}, {"seed", 1.0f}};
+      {"axis", int64_t{-7}},
+      {"axis", int64_t{1}},
+      {"onesided", int64_t{1}},
+      {"dtype", int64_t{999}},
+      {"output_datatype", int64_t{-1}},
+      {"ignore_index", int64_t{0}},
+      {"reduction", std::string("sum")},
+      {"equation", std::string("...ii,...->...i")},
+      {"equation", std::string("a...,b->")},
+      {"shape", std::vector<int64_t>{2, -1}},
+      {"sample_size", int64_t{-3}},
+      {"mode", std::string("TF")},
+      {"min_gram_length", int64_t{1}},
+      {"max_gram_length", int64_t{1} << 40},
+      {"max_skip_count", int64_t{1} << 40},
+      {"ngram_counts", std::vector<int64_t>{5, 0}},
+      {"ngram_indexes", std::vector<int64_t>{int64_t{1} << 40}},
+      {"pool_int64s", std::vector<int64_t>{1}},
+      {"stopwords", std::vector<std::string>{""}},
+      {"seed", 1.0f}};
   int runs = 0;
   for (const auto& [op, domain] : ops)
     for (size_t nin = 0; nin <= 5; ++nin)
@@ -293,7 +321,8 @@ TEST(SignalAndMisc, OddInputsNeverCrash) {
           ir::Node* node = g.addNode(op, ins, {g.addValue("o0"), g.addValue("o1")}, "n", domain);
           for (size_t k = a; k < attrs.size() && k < a + 3; ++k) node->attributes[attrs[k].first].value = attrs[k].second;
           std::vector<const Tensor*> in;
-          for (size_t i = 0; i < nin; ++i) in.push_back((start + i * 5) % 7 == 6 ? nullptr : &pool[(start + i * 3) % pool.size()]);
+          for (size_t i = 0; i < nin; ++i)
+            in.push_back((start + i * 5) % 7 == 6 ? nullptr : &pool[(start + i * 3) % pool.size()]);
           auto r = evaluateNode(*node, in);
           ++runs;
           (void)r;

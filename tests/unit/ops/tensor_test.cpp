@@ -29,10 +29,10 @@ Tensor out0(const Expected<std::vector<Tensor>>& r) {
   return (*r)[0];
 }
 
-#define EXPECT_ERROR(expr)                                                 \
-  do {                                                                     \
-    auto r_ = (expr);                                                      \
-    EXPECT_FALSE(r_.ok()) << "expected an error from " #expr;              \
+#define EXPECT_ERROR(expr)                                    \
+  do {                                                        \
+    auto r_ = (expr);                                         \
+    EXPECT_FALSE(r_.ok()) << "expected an error from " #expr; \
   } while (0)
 
 const int64_t kBig = std::numeric_limits<int64_t>::max();
@@ -43,11 +43,11 @@ const int64_t kSmall = std::numeric_limits<int64_t>::min();
 TEST(Cast, FloatToStringLikeNumpy) {
   // numpy 1.24: np.array([...], np.float32).astype(str)
   Tensor x = f32({14}, {0.0f, -0.0f, 1.0f, -2.5f, 1e-4f, 9.999e-5f, 1e-5f, 123456.0f, 1e16f, 9.9e15f, 3.4028235e38f, 0.1f,
-                      16777216.0f, 1.2345678e20f});
+                        16777216.0f, 1.2345678e20f});
   Tensor y = out0(run("Cast", {&x}, {{"to", int64_t{8}}}));
-  EXPECT_EQ(y.strings(), (std::vector<std::string>{"0.0", "-0.0", "1.0", "-2.5", "1e-04", "9.999e-05", "1e-05", "123456.0",
-                                                   "1e+16", "9900000000000000.0", "3.4028235e+38", "0.1", "16777216.0",
-                                                   "1.2345678e+20"}));
+  EXPECT_EQ(y.strings(),
+            (std::vector<std::string>{"0.0", "-0.0", "1.0", "-2.5", "1e-04", "9.999e-05", "1e-05", "123456.0", "1e+16",
+                                      "9900000000000000.0", "3.4028235e+38", "0.1", "16777216.0", "1.2345678e+20"}));
   Tensor special = f32({3}, {NAN, INFINITY, -INFINITY});
   EXPECT_EQ(out0(run("Cast", {&special}, {{"to", int64_t{8}}})).strings(), (std::vector<std::string>{"nan", "inf", "-inf"}));
 }
@@ -109,8 +109,7 @@ TEST(Cast, FloatToIntegersAndBool) {
   EXPECT_EQ(values<int32_t>(out0(run("Cast", {&f}, {{"to", int64_t{6}}}))), (std::vector<int32_t>{-1, 2, -1}));
   // NaN and out-of-range values are defined here (no UB): NaN -> 0, beyond int64 saturates.
   Tensor odd = f32({3}, {NAN, 1e30f, -1e30f});
-  EXPECT_EQ(values<int64_t>(out0(run("Cast", {&odd}, {{"to", int64_t{7}}}))),
-            (std::vector<int64_t>{0, kBig, kSmall}));
+  EXPECT_EQ(values<int64_t>(out0(run("Cast", {&odd}, {{"to", int64_t{7}}}))), (std::vector<int64_t>{0, kBig, kSmall}));
   Tensor z = f32({3}, {0.0f, -0.5f, NAN});
   auto b = out0(run("Cast", {&z}, {{"to", int64_t{9}}}));
   EXPECT_EQ(b.data<bool>()[0], false);
@@ -304,8 +303,9 @@ TEST(Slice, NegativeStepsClampingAndOldAttributes) {
   Tensor two = i64({2}, {0, 0});
   EXPECT_ERROR(run("Slice", {&x, &two, &en}));
   Tensor m = f32({2, 3}, {1, 2, 3, 4, 5, 6});
-  auto old = run("Slice", {&m},
-                 {{"starts", std::vector<int64_t>{1}}, {"ends", std::vector<int64_t>{1000}}, {"axes", std::vector<int64_t>{-1}}}, 9);
+  auto old =
+      run("Slice", {&m},
+          {{"starts", std::vector<int64_t>{1}}, {"ends", std::vector<int64_t>{1000}}, {"axes", std::vector<int64_t>{-1}}}, 9);
   EXPECT_EQ(values<float>(out0(old)), (std::vector<float>{2, 3, 5, 6}));
   Tensor e(DType::Float, {0, 3});
   Tensor s0 = i64({1}, {-1}), e0 = i64({1}, {kSmall}), m1 = i64({1}, {-1});
@@ -701,20 +701,36 @@ TEST(Dropout, InferenceTrainingAndNumpySeed) {
 // rank 0, wrong dtypes): any result is fine as long as nothing crashes or hangs.
 TEST(TensorFamily, HostileInputsGiveResultsOrErrorsNeverCrashes) {
   const std::vector<std::string> ops = {
-      "Constant", "Identity", "Cast", "CastLike", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat",
-      "Split", "Slice", "Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "Expand",
-      "Tile", "Pad", "Shape", "Size", "ConstantOfShape", "Range", "OneHot", "NonZero", "Compress", "Unique", "Trilu",
-      "EyeLike", "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Dropout"};
-  std::vector<Tensor> pool = {f32({}, {1.5f}), Tensor(DType::Float, {0}), f32({2, 3}, {1, 2, 3, 4, 5, 6}), i64({1}, {kBig}),
-                              i64({2}, {kSmall, -1}), i64({}, {-5}), strings({1}, {"x"}), boolean({1}, {true}), f16({2}, {1, 2}),
+      "Constant",        "Identity",        "Cast",    "CastLike", "Reshape", "Flatten",        "Squeeze",  "Unsqueeze",
+      "Transpose",       "Concat",          "Split",   "Slice",    "Gather",  "GatherElements", "GatherND", "Scatter",
+      "ScatterElements", "ScatterND",       "Expand",  "Tile",     "Pad",     "Shape",          "Size",     "ConstantOfShape",
+      "Range",           "OneHot",          "NonZero", "Compress", "Unique",  "Trilu",          "EyeLike",  "DepthToSpace",
+      "SpaceToDepth",    "ReverseSequence", "Dropout"};
+  std::vector<Tensor> pool = {f32({}, {1.5f}),
+                              Tensor(DType::Float, {0}),
+                              f32({2, 3}, {1, 2, 3, 4, 5, 6}),
+                              i64({1}, {kBig}),
+                              i64({2}, {kSmall, -1}),
+                              i64({}, {-5}),
+                              strings({1}, {"x"}),
+                              boolean({1}, {true}),
+                              f16({2}, {1, 2}),
                               i32({1, 2, 2, 1}, {0, 1, 0, 1})};
   const std::vector<Attrs> attr_sets = {
       {},
       {{"axis", kBig}, {"to", int64_t{8}}, {"blocksize", kBig}, {"k", kSmall}, {"perm", std::vector<int64_t>{kBig}}},
-      {{"axis", int64_t{-1}}, {"to", int64_t{3}}, {"blocksize", int64_t{2}}, {"batch_dims", int64_t{1}},
-       {"split", std::vector<int64_t>{kSmall, 1}}, {"starts", std::vector<int64_t>{kSmall}},
-       {"ends", std::vector<int64_t>{kBig}}, {"pads", std::vector<int64_t>{kBig, kSmall}}, {"mode", std::string("reflect")},
-       {"reduction", std::string("mul")}, {"allowzero", int64_t{1}}, {"value", i64({2}, {1, 2})}}};
+      {{"axis", int64_t{-1}},
+       {"to", int64_t{3}},
+       {"blocksize", int64_t{2}},
+       {"batch_dims", int64_t{1}},
+       {"split", std::vector<int64_t>{kSmall, 1}},
+       {"starts", std::vector<int64_t>{kSmall}},
+       {"ends", std::vector<int64_t>{kBig}},
+       {"pads", std::vector<int64_t>{kBig, kSmall}},
+       {"mode", std::string("reflect")},
+       {"reduction", std::string("mul")},
+       {"allowzero", int64_t{1}},
+       {"value", i64({2}, {1, 2})}}};
   int runs = 0;
   for (const auto& op : ops)
     for (int64_t opset : {9, 11, 17})

@@ -139,9 +139,7 @@ TEST(FloatToHalf, ConvertsWeightsAndActivationsAndKeepsModelIoFloat32) {
   EXPECT_EQ(g.outputs()[0]->name(), "MatMul_out_1");  // the output keeps its name
   for (const ir::Value* w : g.initializers()) EXPECT_EQ(w->type.dtype, DType::Float16) << w->name();
   for (const auto& n : g.nodes())
-    if (n->opType() != "Cast") {
-      EXPECT_EQ(n->output(0)->type.dtype, DType::Float16) << n->describe();
-    }
+    if (n->opType() != "Cast") { EXPECT_EQ(n->output(0)->type.dtype, DType::Float16) << n->describe(); }
   EXPECT_EQ(countOps(g, "Cast"), 2);  // one at the input, one at the output
   EXPECT_EQ(r.counter("float_to_half", "nodes_fp16"), 4);
   EXPECT_EQ(r.counter("float_to_half", "weight_bytes_fp32"), 2 * r.counter("float_to_half", "weight_bytes_fp16"));
@@ -197,8 +195,8 @@ TEST(FloatToHalf, AFloat32WeightEqualToAFloat16OneIsReadThroughACast) {
   auto before = ops::evaluateGraph(*m.graph, inputs, opsetsOf(m));
   ASSERT_TRUE(before.ok()) << before.error().message();
   PipelineOptions p;
-  p.passes = {"infer_shapes", "float_to_half", "fold_casts", "common_subexpression_elimination", "dead_code_elimination",
-              "infer_shapes_final"};
+  p.passes = {"infer_shapes",          "float_to_half",     "fold_casts", "common_subexpression_elimination",
+              "dead_code_elimination", "infer_shapes_final"};
   p.fp16 = perOpRules();
   p.fp16.enabled = true;
   p.fp16.skip_node_names = {"n1_MatMul"};
@@ -537,9 +535,9 @@ std::vector<PassReport> convertIf(IfModel& im, Fp16Options o = perOpRules()) {
 
 TEST(FloatToHalf, TheOpFinishingAFloat32OutputComputesInFloat32) {
   // sigmoid(-6 (x + 2)) for x in [-1, 1) lies in [1.5e-8, 2.5e-3]: float16 would store most of it
-  // as subnormals with a digit or two, and flush what is below 3e-8 to zero. The Sigmoid (and the Reshape after it) run in float32
-  // instead, behind the same one Cast, and keep a few percent of relative error at most (from
-  // the fp16 rounding of its input).
+  // as subnormals with a digit or two, and flush what is below 3e-8 to zero. The Sigmoid (and the Reshape after it) run in
+  // float32 instead, behind the same one Cast, and keep a few percent of relative error at most (from the fp16 rounding of its
+  // input).
   ir::Model m = emptyModel();
   Builder b(m);
   ir::Value* x = b.input("x", {4, 8});
@@ -621,7 +619,7 @@ TEST(FoldCasts, RemovesExactRoundTripsOnly) {
   Builder b(m);
   ir::Value* x = b.input("x", {8});
   ir::Value* h = cast(b, x, DType::Float16);
-  ir::Value* rounded = cast(b, h, DType::Float);           // f32 -> f16 -> f32: kept (a chain that rounds)
+  ir::Value* rounded = cast(b, h, DType::Float);                        // f32 -> f16 -> f32: kept (a chain that rounds)
   ir::Value* back = cast(b, cast(b, h, DType::Float), DType::Float16);  // f16 -> f32 -> f16: identity
   b.output(b.op("Add", {rounded, cast(b, b.op("Neg", {back}), DType::Float)}));
   auto r = runFoldCasts(m);

@@ -29,7 +29,8 @@ ir::Value* dimOf(Builder& b, ir::Value* x, int64_t i) {
 
 // HF transpose_for_scores: view(B, S, H, D).permute(0, 2, 1, 3), the target shape from x.size().
 ir::Value* splitHeads(Builder& b, ir::Value* x) {
-  ir::Value* shape = b.op("Concat", {dimOf(b, x, 0), dimOf(b, x, 1), b.ints({kHeads}), b.ints({kHeadSize})}, {{"axis", int64_t{0}}});
+  ir::Value* shape =
+      b.op("Concat", {dimOf(b, x, 0), dimOf(b, x, 1), b.ints({kHeads}), b.ints({kHeadSize})}, {{"axis", int64_t{0}}});
   return b.op("Transpose", {b.op("Reshape", {x, shape})}, {{"perm", Perm{0, 2, 1, 3}}});
 }
 
@@ -47,7 +48,8 @@ ir::Value* layerNorm(Builder& b, ir::Value* x, uint32_t seed) {
   ir::Value* y = b.op("Div", {d, b.op("Sqrt", {b.op("Add", {var, literal(b, 1e-12f)})})});
   Tensor gamma = randomTensor({kHidden}, seed);
   for (float& g : gamma.data<float>()) g += 1.5f;
-  return b.op("Add", {b.op("Mul", {y, b.graph().addInitializer(b.graph().uniqueName("ln_w"), gamma)}), b.weight({kHidden}, seed + 1)});
+  return b.op("Add",
+              {b.op("Mul", {y, b.graph().addInitializer(b.graph().uniqueName("ln_w"), gamma)}), b.weight({kHidden}, seed + 1)});
 }
 
 // HF BertLayer: self-attention (with the extended mask), output dense + residual + LayerNorm, an
@@ -104,7 +106,7 @@ TEST(FuseAttention, BertEncoderThroughTheDefaultPipeline) {
     EXPECT_FLOAT_EQ(n->attrFloat("scale", 0), 0.25f);
     ASSERT_EQ(n->inputs().size(), 4u);
     for (size_t i = 0; i < 3; ++i) EXPECT_EQ(n->input(i)->producer()->opType(), "Add");  // the projections
-    EXPECT_EQ(n->input(3)->producer()->opType(), "Mul");                                  // the extended mask
+    EXPECT_EQ(n->input(3)->producer()->opType(), "Mul");                                 // the extended mask
     EXPECT_EQ(n->output(0)->type.toString(), "float32[2,8,64]");
   }
   EXPECT_TRUE(importsGraphcore(m));
@@ -170,8 +172,11 @@ ir::Model attentionBlock(ScaleAt scale_at, bool mask, int64_t opset = 13) {
 }
 
 TEST(FuseAttention, ScaleOnScoresQueryOrBothSides) {
-  const std::pair<ScaleAt, float> cases[] = {{ScaleAt::ScoresDiv, 0.25f}, {ScaleAt::ScoresMul, 0.25f}, {ScaleAt::Query, 0.25f},
-                                             {ScaleAt::BothSides, 0.25f}, {ScaleAt::None, 1.f}};
+  const std::pair<ScaleAt, float> cases[] = {{ScaleAt::ScoresDiv, 0.25f},
+                                             {ScaleAt::ScoresMul, 0.25f},
+                                             {ScaleAt::Query, 0.25f},
+                                             {ScaleAt::BothSides, 0.25f},
+                                             {ScaleAt::None, 1.f}};
   for (auto [scale_at, scale] : cases)
     for (bool mask : {true, false}) {
       SCOPED_TRACE(::testing::Message() << "scale_at " << static_cast<int>(scale_at) << " mask " << mask);
@@ -197,8 +202,8 @@ ir::Model packedAttention(Take take, int64_t opset) {
   Builder b(m);
   ir::Value* h = b.input("h", {kB, kS, kHidden});
   ir::Value* qkv = linear(b, h, kHidden, 3 * kHidden, 4, false);
-  ir::Value* t5 = b.op("Transpose", {b.op("Reshape", {qkv, b.ints({0, kS, 3, kHeads, kHeadSize})})},
-                       {{"perm", Perm{2, 0, 3, 1, 4}}});
+  ir::Value* t5 =
+      b.op("Transpose", {b.op("Reshape", {qkv, b.ints({0, kS, 3, kHeads, kHeadSize})})}, {{"perm", Perm{2, 0, 3, 1, 4}}});
   std::vector<ir::Value*> parts;
   if (take == Take::SplitSqueeze) {
     for (ir::Value* p : b.ops("Split", {t5}, 3, {{"axis", int64_t{0}}}))

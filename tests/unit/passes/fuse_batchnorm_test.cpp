@@ -83,8 +83,8 @@ TEST(FuseBatchNorm, GemmTransBAlphaBetaAndEveryCShape) {
     bool trans_b;
     Shape c_shape;  // empty: no C
   };
-  for (const Case& k : {Case{false, {4}}, Case{true, {4}}, Case{true, {3, 4}}, Case{false, {3, 1}}, Case{false, {}},
-                        Case{true, {1, 4}}}) {
+  for (const Case& k :
+       {Case{false, {4}}, Case{true, {4}}, Case{true, {3, 4}}, Case{false, {3, 1}}, Case{false, {}}, Case{true, {1, 4}}}) {
     ir::Model m = emptyModel();
     ir::Graph& g = *m.graph;
     ir::Value* a = g.addInput("a", f32({3, 5}));

@@ -69,8 +69,8 @@ TEST(FuseConvActivation, GemmKeepsItsAlphaBetaApartFromTheActivations) {
     ir::Model m = emptyModel(14);
     Builder b(m);
     ir::Value* x = b.input("x", {3, 8});
-    ir::Value* g = b.op("Gemm", {x, b.weight({6, 8}, 1), b.weight({6}, 2)},
-                        {{"transB", int64_t{1}}, {"alpha", 0.7f}, {"beta", 1.3f}});
+    ir::Value* g =
+        b.op("Gemm", {x, b.weight({6, 8}, 1), b.weight({6}, 2)}, {{"transB", int64_t{1}}, {"alpha", 0.7f}, {"beta", 1.3f}});
     b.output(activate(b, g, a));
     PassReport r = runPipelineChecked(m, {"infer_shapes", "fuse_conv_activation"});
     EXPECT_EQ(counter(r, std::string("gemm_") + a.op), 1);

@@ -157,7 +157,9 @@ TEST(FuseGelu, DoesNotFireOnLookAlikes) {
        },
        true},
       {"a plain Tanh activation",
-       [](Builder& b, ir::Value* x) { return b.op("Tanh", {b.op("Mul", {x, b.constant(2.f)})}); },
+       [](Builder& b, ir::Value* x) {
+         return b.op("Tanh", {b.op("Mul", {x, b.constant(2.f)})});
+       },
        false},
       {"tanh form with a wrong cube coefficient",
        [](Builder& b, ir::Value* x) {

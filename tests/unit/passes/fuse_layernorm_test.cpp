@@ -7,14 +7,14 @@ using namespace poprt::passes::testing;
 using Ops = std::vector<std::string>;
 
 struct LnForm {
-  bool mul_self = false;          // d·d instead of Pow(d, 2)
-  bool eps_first = false;         // Add(eps, var)
-  bool reciprocal = false;        // d · Reciprocal(Sqrt(·)) instead of d / Sqrt(·)
-  bool explicit_axis = false;     // axes [rank-1] instead of [-1]
+  bool mul_self = false;       // d·d instead of Pow(d, 2)
+  bool eps_first = false;      // Add(eps, var)
+  bool reciprocal = false;     // d · Reciprocal(Sqrt(·)) instead of d / Sqrt(·)
+  bool explicit_axis = false;  // axes [rank-1] instead of [-1]
   bool gamma = true, beta = true;
-  bool params_rank3 = false;      // gamma/beta of shape [1, 1, C]
-  bool commute_affine = false;    // gamma · y, beta + y
-  bool axes_input = false;        // opset 18: ReduceMean axes as an input
+  bool params_rank3 = false;    // gamma/beta of shape [1, 1, C]
+  bool commute_affine = false;  // gamma · y, beta + y
+  bool axes_input = false;      // opset 18: ReduceMean axes as an input
   float eps = 1e-5f;
 };
 
@@ -87,8 +87,14 @@ TEST(FuseLayerNorm, EveryWayOfWritingIt) {
       for (bool reciprocal : {false, true})
         for (bool explicit_axis : {false, true})
           for (int affine = 0; affine < 4; ++affine) {
-            LnForm f{.mul_self = mul_self, .eps_first = eps_first, .reciprocal = reciprocal, .explicit_axis = explicit_axis,
-                     .gamma = affine != 0, .beta = affine >= 2, .params_rank3 = affine == 3, .commute_affine = affine == 2};
+            LnForm f{.mul_self = mul_self,
+                     .eps_first = eps_first,
+                     .reciprocal = reciprocal,
+                     .explicit_axis = explicit_axis,
+                     .gamma = affine != 0,
+                     .beta = affine >= 2,
+                     .params_rank3 = affine == 3,
+                     .commute_affine = affine == 2};
             SCOPED_TRACE(::testing::Message() << "mul_self " << mul_self << " eps_first " << eps_first << " reciprocal "
                                               << reciprocal << " explicit_axis " << explicit_axis << " affine " << affine);
             ir::Model m = emptyModel(13);

@@ -74,12 +74,12 @@ TEST(FuseMatMulAddIntoGemm, MustNotFire) {
     outputs.push_back(y);
     return mm;
   };
-  matmulAdd("rank3", a3, b, bias, {2, 3, 4}, {2, 3, 4});                       // 1. A is 3-D
-  matmulAdd("rank1", a1, b, bias, {4}, {4});                                   // 2. A is 1-D
-  matmulAdd("var_b", a, bvar, bias, {3, 4}, {3, 4});                           // 3. B is not a constant
+  matmulAdd("rank3", a3, b, bias, {2, 3, 4}, {2, 3, 4});  // 1. A is 3-D
+  matmulAdd("rank1", a1, b, bias, {4}, {4});              // 2. A is 1-D
+  matmulAdd("var_b", a, bvar, bias, {3, 4}, {3, 4});      // 3. B is not a constant
   matmulAdd("big_bias", a, b, g.addInitializer("bias3", randomTensor({2, 3, 4}, 7)), {3, 4}, {2, 3, 4});  // 4. rank-3 bias
-  outputs.push_back(matmulAdd("returned", a, b, bias, {3, 4}, {3, 4}));       // 5. the MatMul output is returned
-  ir::Value* shared = matmulAdd("shared", a, b, bias, {3, 4}, {3, 4});        // 6. ... or used twice
+  outputs.push_back(matmulAdd("returned", a, b, bias, {3, 4}, {3, 4}));  // 5. the MatMul output is returned
+  ir::Value* shared = matmulAdd("shared", a, b, bias, {3, 4}, {3, 4});   // 6. ... or used twice
   ir::Value* r = f32Value(g, "r", {3, 4});
   g.addNode("Relu", {shared}, {r}, "relu");
   outputs.push_back(r);

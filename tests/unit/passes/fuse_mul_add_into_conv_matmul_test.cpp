@@ -20,11 +20,11 @@ TEST(FuseMulAddIntoConvMatMul, ConvChainOfMulDivAddSubFoldsIntoOneConv) {
   ir::Value* v4 = f32Value(g, "v4", out);
   ir::Value* y = f32Value(g, "y", out);
   g.addNode("Conv", {x, w, b}, {c}, "conv");
-  g.addNode("Mul", {g.addInitializer("scale", randomTensor({4, 1, 1}, 3)), c}, {v1}, "mul");   // commuted
+  g.addNode("Mul", {g.addInitializer("scale", randomTensor({4, 1, 1}, 3)), c}, {v1}, "mul");  // commuted
   g.addNode("Div", {v1, g.addInitializer("div", positiveTensor({1, 4, 1, 1}, 4))}, {v2}, "div");
   g.addNode("Add", {v2, g.addInitializer("shift", randomTensor({1, 4, 1, 1}, 5))}, {v3}, "add");
-  g.addNode("Sub", {v3, g.addInitializer("three", randomTensor({}, 6))}, {v4}, "sub");       // scalar
-  g.addNode("Sub", {g.addInitializer("one", randomTensor({1}, 7)), v4}, {y}, "rsub");       // k - x
+  g.addNode("Sub", {v3, g.addInitializer("three", randomTensor({}, 6))}, {v4}, "sub");  // scalar
+  g.addNode("Sub", {g.addInitializer("one", randomTensor({1}, 7)), v4}, {y}, "rsub");   // k - x
   g.addOutput(y);
   PassStats s = runPassStats(m, "fuse_mul_add_into_conv_matmul");
   EXPECT_EQ(counter(s, "mul_into_conv"), 1);
@@ -114,8 +114,8 @@ TEST(FuseMulAddIntoConvMatMul, MustNotFire) {
   // 1. A [4] constant broadcasts along the width, not the channels (same shape, different meaning).
   outputs.push_back(node("Add", {conv("c1"), g.addInitializer("k1", randomTensor({4}, 17))}, "add_width", out));
   // 2. A constant of higher rank than the output broadcasts the output.
-  outputs.push_back(node("Mul", {conv("c2"), g.addInitializer("k2", randomTensor({1, 1, 4, 1, 1}, 18))}, "mul_rank5",
-                         {1, 1, 4, 4, 4}));
+  outputs.push_back(
+      node("Mul", {conv("c2"), g.addInitializer("k2", randomTensor({1, 1, 4, 1, 1}, 18))}, "mul_rank5", {1, 1, 4, 4, 4}));
   // 3. Hard-swish: x + 3 where x also feeds the Mul: the conv output has two uses.
   ir::Value* c3 = conv("c3");
   ir::Value* plus3 = node("Add", {c3, g.addInitializer("k3", randomTensor({}, 19))}, "add_shared", out);

@@ -18,9 +18,9 @@ TEST(FusePipeline, DefaultPipelineRemovesEveryBatchNorm) {
   ir::Value* r1 = f32Value(g, "r1", {1, 4, 8, 8});
   ir::Value* c2 = f32Value(g, "c2", {1, 5, 8, 8});
   ir::Value* y1 = f32Value(g, "y1", {1, 5, 8, 8});
-  ir::Node* conv1 = g.addNode("Conv", {x, g.addInitializer("w1", randomTensor({4, 3, 3, 3}, 1)),
-                                       g.addInitializer("b1", randomTensor({4}, 2))},
-                              {c1}, "conv1");
+  ir::Node* conv1 =
+      g.addNode("Conv", {x, g.addInitializer("w1", randomTensor({4, 3, 3, 3}, 1)), g.addInitializer("b1", randomTensor({4}, 2))},
+                {c1}, "conv1");
   conv1->attributes["pads"].value = std::vector<int64_t>{1, 1, 1, 1};
   addBatchNorm(g, c1, n1, 4, 1e-5f, 10, "bn1");
   g.addNode("Relu", {n1}, {r1}, "relu");

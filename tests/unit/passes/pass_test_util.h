@@ -67,7 +67,8 @@ inline std::vector<PassReport> runPassesChecked(ir::Model& m, std::vector<std::s
     for (const auto& n : m.graph->nodes())
       for (const ir::Value* v : n->outputs())
         if (v) {
-          EXPECT_TRUE(v->type.dtype != DType::Undefined && v->type.dims) << v->name() << " of " << n->describe() << " has no type";
+          EXPECT_TRUE(v->type.dtype != DType::Undefined && v->type.dims)
+              << v->name() << " of " << n->describe() << " has no type";
         }
   auto after = ops::evaluateGraph(*m.graph, inputs, opsetsOf(m));
   EXPECT_TRUE(after.ok()) << after.error().message();

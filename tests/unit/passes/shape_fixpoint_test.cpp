@@ -13,7 +13,8 @@ TEST(ShapeFixpoint, FoldsShapeChainsThatNeedASecondInference) {
   Builder b(m);
   ir::Value* x = b.input("x", {2, 3, 4});
   auto target = [&](ir::Value* v) {
-    ir::Value* d0 = b.op("Unsqueeze", {b.op("Gather", {b.op("Shape", {v}), b.scalarInt(0)}, {{"axis", int64_t{0}}}), b.ints({0})});
+    ir::Value* d0 =
+        b.op("Unsqueeze", {b.op("Gather", {b.op("Shape", {v}), b.scalarInt(0)}, {{"axis", int64_t{0}}}), b.ints({0})});
     return b.op("Concat", {d0, b.ints({-1})}, {{"axis", int64_t{0}}});
   };
   ir::Value* r1 = b.op("Reshape", {x, target(x)});

@@ -17,7 +17,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string library(const std::string& variant) { return std::string(POPRT_TEST_PLUGIN_DIR) + "/libtest_plugin_" + variant + ".so"; }
+std::string library(const std::string& variant) {
+  return std::string(POPRT_TEST_PLUGIN_DIR) + "/libtest_plugin_" + variant + ".so";
+}
 
 const Plugin& okPlugin() {
   auto p = loadPlugin(library("ok"));
@@ -128,8 +130,7 @@ TEST(Plugin, BadLibrariesAreRefusedByName) {
   EXPECT_THAT(loadError(library("no_entry")), HasSubstr("not a poprt plugin (it has no poprt_plugin_v1 function"));
   EXPECT_THAT(loadError(library("bad_abi")), HasSubstr("built for plugin ABI version 99, this poprt has version 1"));
   EXPECT_THAT(loadError(library("reserved")), HasSubstr("::Relu: the domain belongs to ONNX or poprt"));
-  EXPECT_THAT(loadError(library("duplicate")),
-              HasSubstr("test.plugin::ScaleShift is already defined by plugin 'test_ok' ("));
+  EXPECT_THAT(loadError(library("duplicate")), HasSubstr("test.plugin::ScaleShift is already defined by plugin 'test_ok' ("));
   // A refused library registers nothing.
   EXPECT_EQ(ops::findOp("test.abi", "Op"), nullptr);
 }
@@ -154,10 +155,11 @@ TEST(Plugin, ThePopefRecordNamesThePluginsAModelUses) {
   EXPECT_EQ(missing.error().message(),
             "it needs custom op 'x.y::Z' of plugin 'gone', which is not loaded (pass the plugin's library with "
             "--custom_library_so_paths)");
-  for (const char* malformed : {R"({"name":"a"})", R"([{"name":1,"version":"1","ops":[]}])",
-                                R"([{"name":"a","ops":["x::Y"]}])", R"([{"name":"a","version":"1","ops":["NoSeparator"]}])",
-                                R"([{"name":"a","version":"1","ops":[3]}])"})
-    EXPECT_EQ(checkPluginRecord(nlohmann::json::parse(malformed)).error().message(), "its plugin record is malformed") << malformed;
+  for (const char* malformed :
+       {R"({"name":"a"})", R"([{"name":1,"version":"1","ops":[]}])", R"([{"name":"a","ops":["x::Y"]}])",
+        R"([{"name":"a","version":"1","ops":["NoSeparator"]}])", R"([{"name":"a","version":"1","ops":[3]}])"})
+    EXPECT_EQ(checkPluginRecord(nlohmann::json::parse(malformed)).error().message(), "its plugin record is malformed")
+        << malformed;
 }
 
 }  // namespace

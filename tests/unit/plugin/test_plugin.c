@@ -32,8 +32,8 @@ static int same_infer(const poprt_node* node, int32_t ni, const poprt_tensor_typ
   return 0;
 }
 
-static int scale_shift(const poprt_node* node, int32_t ni, const poprt_tensor* in, int32_t no, poprt_tensor* out,
-                       char* error, size_t error_size) {
+static int scale_shift(const poprt_node* node, int32_t ni, const poprt_tensor* in, int32_t no, poprt_tensor* out, char* error,
+                       size_t error_size) {
   (void)ni, (void)no;
   float scale = 1.0f, shift = 0.0f;
   host->attr_float(node, "scale", &scale);
@@ -78,8 +78,8 @@ static int fail(const poprt_node* node, int32_t ni, const poprt_tensor* in, int3
   return 1;
 }
 
-static int rank9(const poprt_node* node, int32_t ni, const poprt_tensor_type* in, int32_t no, poprt_tensor_type* out,
-                 char* error, size_t error_size) {
+static int rank9(const poprt_node* node, int32_t ni, const poprt_tensor_type* in, int32_t no, poprt_tensor_type* out, char* error,
+                 size_t error_size) {
   (void)node, (void)ni, (void)in, (void)no, (void)error, (void)error_size;
   out[0].dtype = POPRT_DTYPE_FLOAT;
   out[0].rank = 9;

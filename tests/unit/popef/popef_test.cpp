@@ -42,8 +42,7 @@ Bytes fileHeader(uint32_t blob_count, uint16_t version = 1, uint16_t flags = 0) 
   return out;
 }
 
-void appendBlob(Bytes& out, uint16_t type, const std::string& name, const Bytes& payload,
-                uint16_t header_version = 1) {
+void appendBlob(Bytes& out, uint16_t type, const std::string& name, const Bytes& payload, uint16_t header_version = 1) {
   out.insert(out.end(), {'B', 'L', 'O', 'B'});
   putLE(out, header_version, 2);
   putLE(out, type, 2);
@@ -55,21 +54,17 @@ void appendBlob(Bytes& out, uint16_t type, const std::string& name, const Bytes&
 }
 
 json minimalMetadataJson() {
-  return {{"anchors", json::array()},
-          {"program_flow", {{"load", json::array()}, {"main", {"main"}}, {"save", json::array()}}},
-          {"replication_factor", 1},
-          {"num_ipus", 1},
-          {"ipu_version", "ipu2"},
-          {"batches_per_step", 1},
-          {"executable_name", "exe"},
-          {"compile_options", json::object()}};
+  return {{"anchors", json::array()}, {"program_flow", {{"load", json::array()}, {"main", {"main"}}, {"save", json::array()}}},
+          {"replication_factor", 1},  {"num_ipus", 1},
+          {"ipu_version", "ipu2"},    {"batches_per_step", 1},
+          {"executable_name", "exe"}, {"compile_options", json::object()}};
 }
 
 // (Lists of anchors are built with json::array: a braced list holding one json is a copy of it
 // for clang, not an array, as nlohmann's documentation warns.)
 json anchorJson(const std::string& name, const std::string& dtype, json shape) {
-  return {{"name", name},       {"handle", "h_" + name}, {"dtype", dtype},          {"shape", shape},
-          {"kind", "input"},    {"per_replica", false},  {"programs", {"main"}}};
+  return {{"name", name},    {"handle", "h_" + name}, {"dtype", dtype},      {"shape", shape},
+          {"kind", "input"}, {"per_replica", false},  {"programs", {"main"}}};
 }
 
 Bytes fileWithMetadata(const json& md) {
@@ -213,11 +208,11 @@ TEST(PopefTest, FileHeaderAndFirstBlobHeaderAreByteExact) {
   Bytes bytes = serializePopef(f);
   ASSERT_GE(bytes.size(), 40u);
   const Bytes expected_file_header = {
-      'P', 'O', 'P', 'E', 'F', 0x00,  // magic
-      0x01, 0x00,                     // format version 1
-      0x00, 0x00,                     // flags
-      0x00, 0x00,                     // reserved
-      0x03, 0x00, 0x00, 0x00,         // blob count: metadata + executable + tensor data
+      'P',  'O',  'P',  'E',  'F', 0x00,  // magic
+      0x01, 0x00,                         // format version 1
+      0x00, 0x00,                         // flags
+      0x00, 0x00,                         // reserved
+      0x03, 0x00, 0x00, 0x00,             // blob count: metadata + executable + tensor data
   };
   EXPECT_EQ(Bytes(bytes.begin(), bytes.begin() + 16), expected_file_header);
 
@@ -235,8 +230,7 @@ TEST(PopefTest, FileHeaderAndFirstBlobHeaderAreByteExact) {
         (void)parsed;
         second = i;
         break;
-      } catch (const json::exception&) {
-      }
+      } catch (const json::exception&) {}
     }
   }
   ASSERT_NE(second, 0u);
@@ -307,9 +301,7 @@ TEST(PopefTest, ReadsHandBuiltFile) {
 
 // ---- refusals --------------------------------------------------------------------------------------
 
-TEST(PopefTest, RefusesEmptyFile) {
-  expectFileError(parsePopef({}, "empty.popef"), "empty.popef", "empty file");
-}
+TEST(PopefTest, RefusesEmptyFile) { expectFileError(parsePopef({}, "empty.popef"), "empty.popef", "empty file"); }
 
 TEST(PopefTest, RefusesRandomBytes) {
   std::mt19937 rng(12345);
@@ -417,8 +409,7 @@ TEST(PopefTest, RefusesUnknownBlobType) {
   size_t at = static_cast<size_t>(std::search(f.begin(), f.end(), exe_blob.begin(), exe_blob.end()) - f.begin());
   f[at + 6] = 9;
   f[at + 7] = 0;
-  expectFileError(parsePopef(f, "type.popef"), "type.popef",
-                  "blob 1 at byte " + std::to_string(at) + " has unknown blob type 9");
+  expectFileError(parsePopef(f, "type.popef"), "type.popef", "blob 1 at byte " + std::to_string(at) + " has unknown blob type 9");
   f[at + 6] = 0;
   expectFileError(parsePopef(f, "type.popef"), "type.popef", "unknown blob type 0");
 }
@@ -656,7 +647,7 @@ TEST(PopefTest, CborScannerRefusesMalformedItems) {
 TEST(PopefTest, TensorDataRoundTrip) {
   std::vector<Tensor> tensors;
   tensors.push_back(floatTensor({2, 3, 4}, 1.5f));
-  tensors.push_back(floatTensor({}, 7.0f));  // scalar
+  tensors.push_back(floatTensor({}, 7.0f));      // scalar
   tensors.push_back(floatTensor({0, 5}, 0.0f));  // empty
   Tensor h(DType::Float16, {3});
   h.data<uint16_t>()[1] = floatToHalfBits(-2.0f);
@@ -688,9 +679,9 @@ TEST(PopefTest, TensorDataRoundTrip) {
   Tensor ex(DType::Float, {2});
   ex.data<float>()[0] = 1.0f;
   ex.data<float>()[1] = 1.5f;
-  const Bytes doc_example = {0x17, 0, 0, 0, 0, 0, 0, 0, 0xA2, 0x65, 'd', 't', 'y', 'p', 'e', 0x67, 'f', 'l', 'o',
-                             'a', 't', '3', '2', 0x65, 's', 'h', 'a', 'p', 'e', 0x81, 0x02, 0x00, 0x00, 0x80,
-                             0x3F, 0x00, 0x00, 0xC0, 0x3F};
+  const Bytes doc_example = {0x17, 0,   0,    0,    0,    0,    0,    0,    0xA2, 0x65, 'd',  't',  'y',
+                             'p',  'e', 0x67, 'f',  'l',  'o',  'a',  't',  '3',  '2',  0x65, 's',  'h',
+                             'a',  'p', 'e',  0x81, 0x02, 0x00, 0x00, 0x80, 0x3F, 0x00, 0x00, 0xC0, 0x3F};
   EXPECT_EQ(makeTensorDataBlob("ex", ex).payload, doc_example);
   // Feed data uses the same payload.
   Blob feed = makeTensorDataBlob("in", t, BlobType::FeedData);

@@ -17,9 +17,9 @@ TEST(DeviceManager, ListsAlignedPowerOfTwoGroups) {
   DeviceManager dm({{"ipu2", 4}, {"ipu21", 1}});
   std::vector<std::tuple<std::string, unsigned, unsigned>> got;
   for (const auto& d : dm.devices()) got.emplace_back(d.ipu_version, d.first_ipu, d.num_ipus);
-  std::vector<std::tuple<std::string, unsigned, unsigned>> want = {
-      {"ipu2", 0, 1}, {"ipu2", 1, 1}, {"ipu2", 2, 1}, {"ipu2", 3, 1}, {"ipu2", 0, 2}, {"ipu2", 2, 2}, {"ipu2", 0, 4},
-      {"ipu21", 0, 1}};
+  std::vector<std::tuple<std::string, unsigned, unsigned>> want = {{"ipu2", 0, 1}, {"ipu2", 1, 1}, {"ipu2", 2, 1},
+                                                                   {"ipu2", 3, 1}, {"ipu2", 0, 2}, {"ipu2", 2, 2},
+                                                                   {"ipu2", 0, 4}, {"ipu21", 0, 1}};
   EXPECT_EQ(got, want);
 }
 

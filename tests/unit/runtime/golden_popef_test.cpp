@@ -53,10 +53,9 @@ void expectGoldenOutputs(const std::string& popef, double tolerance) {
 }
 
 TEST(GoldenPopef, Fp32FromFormat3RunsAsTheModel) {
-  const std::set<exec::Codelet> want = {exec::Codelet::ConvPartial, exec::Codelet::Pool,    exec::Codelet::MatMul,
-                                        exec::Codelet::Binary,      exec::Codelet::Unary,   exec::Codelet::Activation,
-                                        exec::Codelet::Norm,        exec::Codelet::Softmax, exec::Codelet::Reduce,
-                                        exec::Codelet::Fill};
+  const std::set<exec::Codelet> want = {
+      exec::Codelet::ConvPartial, exec::Codelet::Pool, exec::Codelet::MatMul,  exec::Codelet::Binary, exec::Codelet::Unary,
+      exec::Codelet::Activation,  exec::Codelet::Norm, exec::Codelet::Softmax, exec::Codelet::Reduce, exec::Codelet::Fill};
   const auto have = codeletsOf(kGolden + "golden_v3_fp32.popef");
   for (exec::Codelet c : want) EXPECT_TRUE(have.count(c)) << "the golden PopEF lost codelet " << static_cast<int>(c);
   expectGoldenOutputs("golden_v3_fp32.popef", 1e-5);

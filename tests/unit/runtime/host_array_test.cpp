@@ -33,7 +33,7 @@ TEST(HostArray, TakesWhatNumpyCallsCContiguous) {
   // np.zeros((2, 1, 3))[:, ::5, :]: a dim of one element may have any stride.
   EXPECT_EQ(arrayMismatch(array({2, 1, 3}, {12, 60, 4}), anchor({2, 1, 3}), "input"), "");
   EXPECT_EQ(arrayMismatch(array({0, 3}, {4, 4}), anchor({0, 3}), "input"), "");  // no elements
-  EXPECT_EQ(arrayMismatch(array({}, {}), anchor({}), "input"), "");  // a scalar
+  EXPECT_EQ(arrayMismatch(array({}, {}), anchor({}), "input"), "");              // a scalar
 }
 
 TEST(HostArray, RefusesOtherLayoutsDtypesAndShapes) {

@@ -193,9 +193,7 @@ TEST(ModelRunner, ApplicationErrorsNameWhatIsWrong) {
     try {
       call();
       FAIL() << "expected an ApplicationError naming " << mention;
-    } catch (const ApplicationError& e) {
-      EXPECT_NE(std::string(e.what()).find(mention), std::string::npos) << e.what();
-    }
+    } catch (const ApplicationError& e) { EXPECT_NE(std::string(e.what()).find(mention), std::string::npos) << e.what(); }
   };
   expectError([&] { runner.execute({{"data", view(data)}}); }, "input 'i'");
   expectError([&] { runner.execute({{"data", view(data)}, {"i", view(idx)}, {"j", view(idx)}}); }, "'j'");
@@ -220,9 +218,7 @@ TEST(ModelRunner, RuntimeErrorsFailOnlyTheRequestsTheyTouch) {
   try {
     runner.execute({{"x", view(x)}}, 0);
     FAIL();
-  } catch (const RecoverableRuntimeError& e) {
-    EXPECT_EQ(e.recoveryAction(), RecoveryAction::ReplicaReset);
-  }
+  } catch (const RecoverableRuntimeError& e) { EXPECT_EQ(e.recoveryAction(), RecoveryAction::ReplicaReset); }
   expectNear(reinterpret_cast<const float*>(runner.execute({{"x", view(x)}}, 0).at("y").data.data()), want, "reset");
   runner.session().injectFault(1, FaultKind::Unrecoverable);
   EXPECT_THROW(runner.execute({{"x", view(x)}}, 1), UnrecoverableRuntimeError);
@@ -242,9 +238,7 @@ TEST(ModelRunner, ABusyDeviceIsARecoverableError) {
   try {
     ModelRunner second(path, c);
     FAIL();
-  } catch (const RecoverableRuntimeError& e) {
-    EXPECT_EQ(e.recoveryAction(), RecoveryAction::Retry);
-  }
+  } catch (const RecoverableRuntimeError& e) { EXPECT_EQ(e.recoveryAction(), RecoveryAction::Retry); }
 }
 
 // A request that finds its replica's queues full for longer than request_timeout_ns fails with

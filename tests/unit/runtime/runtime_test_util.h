@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "codegen/target.h"
+#include "converter/make_popef.h"
 #include "lib/onnx/onnx_io.h"
 #include "lib/ops/registry.h"
 #include "poprt/runtime/runtime.h"
-#include "converter/make_popef.h"
 
 namespace poprt::runtime::testing {
 
@@ -100,8 +100,7 @@ inline Tensor reference(const ir::Model& m, const std::string& input, const Tens
 // Float outputs compared with the evaluator's within fp32 rounding of a few operations.
 inline void expectNear(const float* got, const Tensor& want, const std::string& what) {
   auto w = want.data<float>();
-  for (size_t i = 0; i < w.size(); ++i)
-    ASSERT_NEAR(got[i], w[i], 1e-5 + 1e-5 * std::fabs(w[i])) << what << " [" << i << "]";
+  for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(got[i], w[i], 1e-5 + 1e-5 * std::fabs(w[i])) << what << " [" << i << "]";
 }
 
 inline ConstTensorView view(const Tensor& t) { return {t.bytes().data(), t.byteSize()}; }

@@ -64,7 +64,7 @@ TEST(QueueManager, ChecksNamesSizesAndReplicas) {
     EXPECT_NE(std::string(e.what()).find("'x' takes 128 bytes, got 4"), std::string::npos) << e.what();
   }
   EXPECT_THROW(qm.outputQueue("y").enqueue(buf, sizeof buf), ApplicationError);  // y is 4x6 floats
-  EXPECT_EQ(qm.inputQueue("x").size(), 0u);  // nothing was queued by the failures
+  EXPECT_EQ(qm.inputQueue("x").size(), 0u);                                      // nothing was queued by the failures
 }
 
 TEST(Session, RunsRequestsInOrderWithTheReferenceResults) {
@@ -177,9 +177,7 @@ TEST(Session, SimulatedFaultsFailOnlyTheRequestsTheyTouch) {
   ASSERT_NE(e, nullptr);
   try {
     std::rethrow_exception(e);
-  } catch (const RecoverableRuntimeError& err) {
-    EXPECT_EQ(err.recoveryAction(), RecoveryAction::ReplicaReset);
-  }
+  } catch (const RecoverableRuntimeError& err) { EXPECT_EQ(err.recoveryAction(), RecoveryAction::ReplicaReset); }
   EXPECT_TRUE(s->replicaOnline(0));
   EXPECT_EQ(runOne(0, y), nullptr);
   expectNear(y.data(), want, "after the reset");
@@ -237,9 +235,7 @@ TEST(Session, RefusesWhatItCannotRun) {
   try {
     Session s(junk, f.devices);
     FAIL();
-  } catch (const ApplicationError& e) {
-    EXPECT_NE(std::string(e.what()).find(junk), std::string::npos) << e.what();
-  }
+  } catch (const ApplicationError& e) { EXPECT_NE(std::string(e.what()).find(junk), std::string::npos) << e.what(); }
 }
 
 }  // namespace

@@ -29,11 +29,11 @@ using testing::desc;
 // ---------------------------------------------------------------------------- datatypes, JSON data
 
 TEST(ServeTensors, DatatypeNames) {
-  const std::pair<const char*, DType> table[] = {
-      {"BOOL", DType::Bool},     {"INT8", DType::Int8},     {"INT16", DType::Int16},   {"INT32", DType::Int32},
-      {"INT64", DType::Int64},   {"UINT8", DType::UInt8},   {"UINT16", DType::UInt16}, {"UINT32", DType::UInt32},
-      {"UINT64", DType::UInt64}, {"FP16", DType::Float16},  {"BF16", DType::BFloat16}, {"FP32", DType::Float},
-      {"FP64", DType::Double}};
+  const std::pair<const char*, DType> table[] = {{"BOOL", DType::Bool},     {"INT8", DType::Int8},     {"INT16", DType::Int16},
+                                                 {"INT32", DType::Int32},   {"INT64", DType::Int64},   {"UINT8", DType::UInt8},
+                                                 {"UINT16", DType::UInt16}, {"UINT32", DType::UInt32}, {"UINT64", DType::UInt64},
+                                                 {"FP16", DType::Float16},  {"BF16", DType::BFloat16}, {"FP32", DType::Float},
+                                                 {"FP64", DType::Double}};
   for (const auto& [name, dtype] : table) {
     EXPECT_EQ(dtypeFromKserve(name), dtype) << name;
     EXPECT_EQ(kserveDatatype(dtype), name) << name;
@@ -249,8 +249,9 @@ TEST(ServeProtocol, RefusesWhatDoesNotFitTheModel) {
   EXPECT_EQ(error("{\"inputs\": [" + a1 + ", " + b1 + "], \"parameters\": {\"binary_data_output\": 1}}"),
             "parameters: \"binary_data_output\" must be true or false");
   // Parameters popef-serve does not act on are refused, not ignored.
-  EXPECT_EQ(error("{\"inputs\": [" + a1 + ", " + b1 + "], \"outputs\": [{\"name\": \"y\", \"parameters\": {\"classification\": 3}}]}"),
-            "output 'y': parameter 'classification' is not supported");
+  EXPECT_EQ(
+      error("{\"inputs\": [" + a1 + ", " + b1 + "], \"outputs\": [{\"name\": \"y\", \"parameters\": {\"classification\": 3}}]}"),
+      "output 'y': parameter 'classification' is not supported");
   EXPECT_EQ(error("{\"inputs\": [" + a1 + ", " + b1 + "], \"parameters\": {\"priority\": 1}}"),
             "parameter 'priority' is not supported");
   EXPECT_EQ(error("{\"inputs\": [" + a1 + ", " + b1 + "]}", "x12"),

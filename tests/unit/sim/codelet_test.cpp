@@ -21,7 +21,6 @@ namespace {
 
 using namespace codelet_test;
 
-
 TEST(UnaryCodelet, MatchesReference) {
   const exec::Target target{};
   for (const char* op : {"Relu", "Neg", "Abs", "Exp", "Sigmoid", "Tanh"}) {
@@ -30,8 +29,7 @@ TEST(UnaryCodelet, MatchesReference) {
       TileMemory mem;
       exec::Field out = mem.add(std::vector<float>(static_cast<size_t>(n), 0.f));
       exec::Field in = mem.add(x);
-      exec::Vertex v{0, exec::Codelet::Unary, DType::Float, {out, in},
-                     {static_cast<int64_t>(*ops::unaryFnOf(op)), n}, {}};
+      exec::Vertex v{0, exec::Codelet::Unary, DType::Float, {out, in}, {static_cast<int64_t>(*ops::unaryFnOf(op)), n}, {}};
       ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
       runVertex(v, mem.bytes.data());
       Tensor t = tensorOf(x, {n});
@@ -78,7 +76,8 @@ TEST(FillCodelet, EveryElementSizeWithGuards) {
       ASSERT_TRUE(cast.ok()) << cast.error().message();
       const auto& one = (*cast)[0];
       for (int64_t i = 0; i < n; ++i)
-        ASSERT_EQ(std::memcmp(mem.data() + offset + static_cast<uint64_t>(i) * esize, one.bytes().data(), esize), 0) << "at " << i;
+        ASSERT_EQ(std::memcmp(mem.data() + offset + static_cast<uint64_t>(i) * esize, one.bytes().data(), esize), 0)
+            << "at " << i;
       for (uint64_t i = 0; i < offset; ++i) ASSERT_EQ(mem[i], kGuard) << "guard before";
       for (uint64_t i = 0; i < kGuardBytes; ++i) ASSERT_EQ(mem[offset + bytes + i], kGuard) << "guard after";
     }
@@ -88,8 +87,10 @@ TEST(FillCodelet, EveryElementSizeWithGuards) {
 // edges and just past them (65504 stays, 65520 rounds to infinity), ties, infinities, NaNs.
 std::vector<float> castProbes(int64_t n, uint32_t seed) {
   const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<float> special = {0.f, -0.f, 6e-8f, -3e-8f, 1e-5f, 65504.f, 65519.f, 65520.f, -1e6f, 1.00048828125f,
-                                      1.000732421875f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 2049.f};
+  const std::vector<float> special = {
+      0.f,     -0.f,  6e-8f,          -3e-8f,          1e-5f, 65504.f, 65519.f,
+      65520.f, -1e6f, 1.00048828125f, 1.000732421875f, inf,   -inf,    std::numeric_limits<float>::quiet_NaN(),
+      2049.f};
   std::vector<float> v = randomVector(static_cast<size_t>(n), seed);
   for (size_t i = 0; i < v.size(); ++i)
     if (i % 3 == 0) v[i] = special[(i / 3) % special.size()];
@@ -151,16 +152,16 @@ TEST(CastCodelet, RefusesOtherDtypesAndInconsistentFields) {
   auto ok = [](exec::Vertex v) { return checkVertex(v).ok(); };
   EXPECT_TRUE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 16}}, {4, f32}, {}}));
   EXPECT_TRUE(ok({0, exec::Codelet::Cast, DType::Float, {{0, 16}, {16, 8}}, {4, f16}, {}}));
-  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float, {{0, 16}, {16, 16}}, {4, f32}, {}}));      // same dtype
-  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Int32, {{0, 16}, {16, 8}}, {4, f16}, {}}));       // not a float
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float, {{0, 16}, {16, 16}}, {4, f32}, {}}));  // same dtype
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Int32, {{0, 16}, {16, 8}}, {4, f16}, {}}));   // not a float
   EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 32}}, {4, static_cast<int64_t>(DType::Double)}, {}}));
-  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 8}}, {4, f32}, {}}));       // input too small
-  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 16}, {16, 16}}, {4, f32}, {}}));    // output too big
-  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {10, 16}}, {4, f32}, {}}));     // misaligned float32
-  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float, {{0, 16}, {17, 8}}, {4, f16}, {}}));       // misaligned float16
-  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 16}}, {-4, f32}, {}}));     // negative count
-  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 16}}, {4, f32}, {1.f}}));   // fparams
-  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}}, {4, f32}, {}}));               // one field
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 8}}, {4, f32}, {}}));      // input too small
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 16}, {16, 16}}, {4, f32}, {}}));   // output too big
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {10, 16}}, {4, f32}, {}}));    // misaligned float32
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float, {{0, 16}, {17, 8}}, {4, f16}, {}}));      // misaligned float16
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 16}}, {-4, f32}, {}}));    // negative count
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}, {8, 16}}, {4, f32}, {1.f}}));  // fparams
+  EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 8}}, {4, f32}, {}}));              // one field
   EXPECT_FALSE(ok({0, exec::Codelet::Cast, DType::Float16, {{0, 0}, {0, 0}}, {int64_t{1} << 62, f32}, {}}));  // huge count
 }
 
@@ -180,8 +181,12 @@ TEST(BinaryCodelet, AlignedAndBroadcastMatchReference) {
       TileMemory mem;
       exec::Field out = mem.add(std::vector<float>(static_cast<size_t>(n)));
       exec::Field fa = mem.add(a), fb = mem.add(b);
-      exec::Vertex v{0, exec::Codelet::Binary, DType::Float, {out, fa, fb},
-                     {static_cast<int64_t>(*ops::binaryFnOf(op)), n, exec::kAligned, exec::kAligned, 0, 1, n, 1, 1}, {}};
+      exec::Vertex v{0,
+                     exec::Codelet::Binary,
+                     DType::Float,
+                     {out, fa, fb},
+                     {static_cast<int64_t>(*ops::binaryFnOf(op)), n, exec::kAligned, exec::kAligned, 0, 1, n, 1, 1},
+                     {}};
       ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
       runVertex(v, mem.bytes.data());
       Tensor ta = tensorOf(a, {n}), tb = tensorOf(b, {n});
@@ -196,8 +201,12 @@ TEST(BinaryCodelet, AlignedAndBroadcastMatchReference) {
     exec::Field out = mem.add(std::vector<float>(9));
     exec::Field fa = mem.add(std::vector<float>(a.begin() + 4, a.begin() + 13));
     exec::Field fb = mem.add(b);
-    exec::Vertex v{0, exec::Codelet::Binary, DType::Float, {out, fa, fb},
-                   {static_cast<int64_t>(*ops::binaryFnOf(op)), 9, exec::kAligned, exec::kBroadcast, 4, 2, 3, 5, 5, 1, 0, 1}, {}};
+    exec::Vertex v{0,
+                   exec::Codelet::Binary,
+                   DType::Float,
+                   {out, fa, fb},
+                   {static_cast<int64_t>(*ops::binaryFnOf(op)), 9, exec::kAligned, exec::kBroadcast, 4, 2, 3, 5, 5, 1, 0, 1},
+                   {}};
     ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
     runVertex(v, mem.bytes.data());
     expectClose(mem.read(out), std::vector<float>(want.begin() + 4, want.begin() + 13));
@@ -215,21 +224,25 @@ TEST(MatMulCodelet, AllTransposesAndBiasModesMatchReference) {
               auto a = randomVector(static_cast<size_t>(rows * K), 6), b = randomVector(static_cast<size_t>(K * cols), 7);
               Shape sa = ta ? Shape{K, rows} : Shape{rows, K};
               Shape sb = tb ? Shape{cols, K} : Shape{K, cols};
-              Shape sc = bias_mode == exec::kBiasScalar ? Shape{1}
-                         : bias_mode == exec::kBiasRow  ? Shape{cols}
+              Shape sc = bias_mode == exec::kBiasScalar   ? Shape{1}
+                         : bias_mode == exec::kBiasRow    ? Shape{cols}
                          : bias_mode == exec::kBiasColumn ? Shape{rows, 1}
                                                           : Shape{rows, cols};
-              int64_t nc = bias_mode == exec::kBiasScalar ? 1 : bias_mode == exec::kBiasRow ? cols
-                           : bias_mode == exec::kBiasColumn ? rows : rows * cols;
+              int64_t nc = bias_mode == exec::kBiasScalar   ? 1
+                           : bias_mode == exec::kBiasRow    ? cols
+                           : bias_mode == exec::kBiasColumn ? rows
+                                                            : rows * cols;
               auto c = randomVector(static_cast<size_t>(nc), 8);
               Tensor TA = tensorOf(a, sa), TB = tensorOf(b, sb), TC = tensorOf(c, sc);
               std::vector<const Tensor*> ins{&TA, &TB};
               if (bias_mode != exec::kBiasNone) ins.push_back(&TC);
-              auto want = reference("Gemm", ins, {{"transA", int64_t{ta}}, {"transB", int64_t{tb}}, {"alpha", 0.5f}, {"beta", 2.0f}});
+              auto want =
+                  reference("Gemm", ins, {{"transA", int64_t{ta}}, {"transB", int64_t{tb}}, {"alpha", 0.5f}, {"beta", 2.0f}});
               TileMemory mem;
               exec::Field out = mem.add(std::vector<float>(static_cast<size_t>(rows * cols)));
               exec::Field fa = mem.add(a), fb = mem.add(b);
-              exec::Vertex v{0, exec::Codelet::MatMul, DType::Float, {out, fa, fb}, {rows, K, cols, ta, tb, bias_mode}, {0.5f, 2.0f}};
+              exec::Vertex v{0,           exec::Codelet::MatMul, DType::Float, {out, fa, fb}, {rows, K, cols, ta, tb, bias_mode},
+                             {0.5f, 2.0f}};
               if (bias_mode != exec::kBiasNone) v.fields.push_back(mem.add(c));
               ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
               runVertex(v, mem.bytes.data());
@@ -273,7 +286,8 @@ TEST(HalfVertex, Float32FieldsAreNotRounded) {
   // Three partials of 4 sums each, in float32 (multiples of 2^-12: every sum is exact), to float16.
   const int64_t parts = 3, len = 4;
   std::vector<float> partials(static_cast<size_t>(parts * len));
-  for (size_t i = 0; i < partials.size(); ++i) partials[i] = static_cast<float>(static_cast<int>(i * 7919 % 4001) - 2000) / 4096.0f;
+  for (size_t i = 0; i < partials.size(); ++i)
+    partials[i] = static_cast<float>(static_cast<int>(i * 7919 % 4001) - 2000) / 4096.0f;
   exec::Field sum = mem.addHalf(std::vector<float>(static_cast<size_t>(len)));
   exec::Field in = mem.add(partials);
   in.dtype = DType::Float;
@@ -283,7 +297,8 @@ TEST(HalfVertex, Float32FieldsAreNotRounded) {
   mem.expectGuardsIntact(sum);
   const std::vector<float> sums = mem.readHalf(sum);
   for (int64_t j = 0; j < len; ++j) {
-    const float exact = partials[static_cast<size_t>(j)] + partials[static_cast<size_t>(len + j)] + partials[static_cast<size_t>(2 * len + j)];
+    const float exact =
+        partials[static_cast<size_t>(j)] + partials[static_cast<size_t>(len + j)] + partials[static_cast<size_t>(2 * len + j)];
     EXPECT_EQ(sums[static_cast<size_t>(j)], halfBitsToFloat(floatToHalfBits(exact))) << j;
   }
 
@@ -311,9 +326,8 @@ TEST(HalfVertex, Float32FieldsAreNotRounded) {
 }
 
 TEST(MatMulCodelet, ActivationEpilogueMatchesGemmAct) {
-  const std::vector<std::pair<std::string, int64_t>> kinds = {{"Relu", 0},        {"Clip", 1},      {"LeakyRelu", 2},
-                                                              {"Sigmoid", 3},     {"HardSigmoid", 4}, {"HardSwish", 5},
-                                                              {"Tanh", 6}};
+  const std::vector<std::pair<std::string, int64_t>> kinds = {
+      {"Relu", 0}, {"Clip", 1}, {"LeakyRelu", 2}, {"Sigmoid", 3}, {"HardSigmoid", 4}, {"HardSwish", 5}, {"Tanh", 6}};
   const int64_t rows = 3, K = 4, cols = 5;
   auto a = randomVector(rows * K, 9), b = randomVector(K * cols, 10), c = randomVector(cols, 11);
   Tensor TA = tensorOf(a, {rows, K}), TB = tensorOf(b, {K, cols}), TC = tensorOf(c, {cols});
@@ -321,13 +335,20 @@ TEST(MatMulCodelet, ActivationEpilogueMatchesGemmAct) {
     // Parameters chosen so every branch of Clip/LeakyRelu/HardSigmoid is exercised.
     const float alpha = 0.3f, beta = 0.4f, lo = -0.5f, hi = 0.6f;
     auto want = reference("GemmAct", {&TA, &TB, &TC},
-                          {{"activation", name}, {"activation_alpha", alpha}, {"activation_beta", beta},
-                           {"activation_min", lo}, {"activation_max", hi}},
+                          {{"activation", name},
+                           {"activation_alpha", alpha},
+                           {"activation_beta", beta},
+                           {"activation_min", lo},
+                           {"activation_max", hi}},
                           "ai.graphcore");
     TileMemory mem;
     exec::Field out = mem.add(std::vector<float>(static_cast<size_t>(rows * cols)));
     exec::Field fa = mem.add(a), fb = mem.add(b), fc = mem.add(c);
-    exec::Vertex v{0, exec::Codelet::MatMul, DType::Float, {out, fa, fb, fc}, {rows, K, cols, 0, 0, exec::kBiasRow, kind},
+    exec::Vertex v{0,
+                   exec::Codelet::MatMul,
+                   DType::Float,
+                   {out, fa, fb, fc},
+                   {rows, K, cols, 0, 0, exec::kBiasRow, kind},
                    {1.f, 1.f, alpha, beta, lo, hi}};
     ASSERT_TRUE(checkVertex(v).ok()) << name << ": " << checkVertex(v).error().message();
     runVertex(v, mem.bytes.data());
@@ -352,7 +373,6 @@ TEST(CheckVertex, RefusesInconsistentVertices) {
   bin.params[8] = 0;
   EXPECT_TRUE(checkVertex(bin).ok()) << checkVertex(bin).error().message();
 }
-
 
 // ---- ConvPartial and Pool -----------------------------------------------------------------------
 
@@ -445,7 +465,9 @@ void checkConv(const WindowCase& c, int64_t o0 = 0, int64_t rows = -1, uint32_t 
   exec::Field out = mem.add(std::vector<float>(want.size(), 7.f));
   exec::Field fin = mem.add(rowsOf(x, c.C, c.in[0], inner_in, r_lo, r_hi));
   exec::Field fw = mem.add(w);
-  exec::Vertex v{0, exec::Codelet::ConvPartial, DType::Float, {out, fin, fw}, {static_cast<int64_t>(r), c.group, Cg, Mg, c.bias ? 1 : 0}, {}};
+  exec::Vertex v{
+      0, exec::Codelet::ConvPartial, DType::Float, {out, fin, fw}, {static_cast<int64_t>(r), c.group, Cg, Mg, c.bias ? 1 : 0},
+      {}};
   if (c.bias) v.fields.push_back(mem.add(b));
   for (const Shape* s : std::initializer_list<const Shape*>{&in_dims, &block_out, &c.kernel, &c.strides, &c.dilations, &starts})
     v.params.insert(v.params.end(), s->begin(), s->end());
@@ -466,28 +488,29 @@ TEST(ConvPartialCodelet, Conv2dStridesDilationsPadsMatchReference) {
   for (int64_t stride : {1, 2, 3})
     for (int64_t dil : {1, 2})
       for (Shape pads : {Shape{0, 0, 0, 0}, Shape{1, 1, 1, 1}, Shape{2, 0, 1, 3}}) {
-        SCOPED_TRACE(std::to_string(stride) + " " + std::to_string(dil) + " " + std::to_string(pads[0]) + std::to_string(pads[2]));
+        SCOPED_TRACE(std::to_string(stride) + " " + std::to_string(dil) + " " + std::to_string(pads[0]) +
+                     std::to_string(pads[2]));
         checkConv({{7, 6}, 3, 4, 1, {3, 3}, {stride, stride}, {dil, dil}, pads, true});
         checkConv({{5, 8}, 2, 3, 1, {2, 3}, {stride, 1}, {1, dil}, pads, false});
       }
 }
 
 TEST(ConvPartialCodelet, SizesZeroOneAndEdges) {
-  checkConv({{1, 1}, 1, 1, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false});   // one element
-  checkConv({{1, 1}, 1, 1, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true});    // all but the centre is padding
-  checkConv({{2, 2}, 1, 1, 1, {1, 1}, {1, 1}, {1, 1}, {3, 3, 3, 3}, true});    // outputs that are all padding (bias only)
-  checkConv({{4, 4}, 2, 0, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true});    // no output channels
-  checkConv({{4, 4}, 0, 3, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true});    // no input channels: the bias
-  checkConv({{3, 9}, 1, 5, 1, {3, 9}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true});    // kernel as large as the input
-  checkConv({{6, 6}, 4, 8, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true});    // 1x1: read in place
-  checkConv({{6, 6}, 4, 8, 1, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}, false});   // 1x1 strided
-  checkConv({{6, 6}, 4, 8, 1, {1, 1}, {1, 1}, {1, 1}, {1, 0, 0, 1}, false});   // 1x1 padded
+  checkConv({{1, 1}, 1, 1, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false});  // one element
+  checkConv({{1, 1}, 1, 1, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true});   // all but the centre is padding
+  checkConv({{2, 2}, 1, 1, 1, {1, 1}, {1, 1}, {1, 1}, {3, 3, 3, 3}, true});   // outputs that are all padding (bias only)
+  checkConv({{4, 4}, 2, 0, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true});   // no output channels
+  checkConv({{4, 4}, 0, 3, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true});   // no input channels: the bias
+  checkConv({{3, 9}, 1, 5, 1, {3, 9}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true});   // kernel as large as the input
+  checkConv({{6, 6}, 4, 8, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true});   // 1x1: read in place
+  checkConv({{6, 6}, 4, 8, 1, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}, false});  // 1x1 strided
+  checkConv({{6, 6}, 4, 8, 1, {1, 1}, {1, 1}, {1, 1}, {1, 0, 0, 1}, false});  // 1x1 padded
 }
 
 TEST(ConvPartialCodelet, GroupsAndDepthwise) {
   checkConv({{6, 5}, 4, 6, 2, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true});
-  checkConv({{6, 5}, 6, 6, 6, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true});     // depthwise
-  checkConv({{6, 5}, 3, 6, 3, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, false});    // depthwise, multiplier 2
+  checkConv({{6, 5}, 6, 6, 6, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true});   // depthwise
+  checkConv({{6, 5}, 3, 6, 3, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, false});  // depthwise, multiplier 2
 }
 
 TEST(ConvPartialCodelet, OneAndThreeSpatialDims) {
@@ -544,19 +567,25 @@ TEST(ConvPartialCodelet, EachOutputSumsItsProductsInOrder) {
                 for (int64_t ky = 0; ky < kh; ++ky)
                   for (int64_t kx = 0; kx < kw; ++kx) {
                     const int64_t iy = y * stride - pad + ky * dil, ix = xo * stride - padx + kx * dil;
-                    const float in = iy >= 0 && iy < H && ix >= 0 && ix < W ? x[static_cast<size_t>((c * H + iy) * W + ix)] : 0.0f;
+                    const float in =
+                        iy >= 0 && iy < H && ix >= 0 && ix < W ? x[static_cast<size_t>((c * H + iy) * W + ix)] : 0.0f;
                     sum = std::fma(w[static_cast<size_t>(((m * C + c) * kh + ky) * kw + kx)], in, sum);
                   }
               want[static_cast<size_t>((m * oh + y) * ow + xo)] = sum + b[static_cast<size_t>(m)];
             }
         TileMemory mem;
         exec::Field out = mem.add(std::vector<float>(want.size(), 7.f));
-        exec::Vertex v{0, exec::Codelet::ConvPartial, DType::Float, {out, mem.add(x), mem.add(w), mem.add(b)},
-                       {2, 1, C, M, 1, H, W, oh, ow, kh, kw, stride, stride, dil, dil, -pad, -padx}, {}};
+        exec::Vertex v{0,
+                       exec::Codelet::ConvPartial,
+                       DType::Float,
+                       {out, mem.add(x), mem.add(w), mem.add(b)},
+                       {2, 1, C, M, 1, H, W, oh, ow, kh, kw, stride, stride, dil, dil, -pad, -padx},
+                       {}};
         ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
         runVertex(v, mem.bytes.data());
         auto got = mem.read(out);
-        for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << "at " << i;
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << "at " << i;
         mem.expectGuardsIntact(out);
       }
 }
@@ -613,9 +642,14 @@ void checkPool(const std::string& op, const WindowCase& c, bool ceil_mode, bool 
   exec::Field out = mem.add(std::vector<float>(want.size(), 7.f));
   exec::Field fin = mem.add(rowsOf(x, c.C, c.in[0], inner_in, r_lo, r_hi));
   const bool is_max = op.find("Max") != std::string::npos;
-  exec::Vertex v{0, exec::Codelet::Pool, DType::Float, {out, fin},
-                 {static_cast<int64_t>(r), c.C, is_max ? exec::kPoolMax : exec::kPoolAvg, include_pad ? 1 : 0}, {}};
-  for (const Shape* s : std::initializer_list<const Shape*>{&in_dims, &block_out, &g.kernel, &g.strides, &g.dilations, &starts, &pends})
+  exec::Vertex v{0,
+                 exec::Codelet::Pool,
+                 DType::Float,
+                 {out, fin},
+                 {static_cast<int64_t>(r), c.C, is_max ? exec::kPoolMax : exec::kPoolAvg, include_pad ? 1 : 0},
+                 {}};
+  for (const Shape* s :
+       std::initializer_list<const Shape*>{&in_dims, &block_out, &g.kernel, &g.strides, &g.dilations, &starts, &pends})
     v.params.insert(v.params.end(), s->begin(), s->end());
   ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
   runVertex(v, mem.bytes.data());
@@ -642,7 +676,7 @@ TEST(PoolCodelet, MaxAndAveragePoolMatchReference) {
           checkPool(op, {{6, 5}, 2, 2, 2, {2, 3}, {2, 1}, {1, 1}, pads}, ceil_mode, include_pad);
           checkPool(op, {{1, 1}, 1, 1, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, ceil_mode, include_pad);
         }
-  checkPool("MaxPool", {{9, 9}, 2, 2, 2, {3, 3}, {1, 2}, {2, 2}, {1, 1, 1, 1}}, false, false);  // dilations
+  checkPool("MaxPool", {{9, 9}, 2, 2, 2, {3, 3}, {1, 2}, {2, 2}, {1, 1, 1, 1}}, false, false);      // dilations
   checkPool("AveragePool", {{4, 4}, 0, 0, 0, {2, 2}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, false, false);  // no channels
   checkPool("MaxPool", {{9, 9}, 2, 2, 2, {2, 2}, {3, 3}, {2, 1}, {0, 0, 0, 0}}, true, false);
 }
@@ -675,29 +709,44 @@ TEST(PoolCodelet, GlobalPoolsAndNaN) {
 
 TEST(CheckVertex, RefusesInconsistentWindowVertices) {
   // A valid 2-D ConvPartial: 1 group, 2 -> 3 channels, in 4x4, out 2x2, kernel 3x3.
-  exec::Vertex conv{0, exec::Codelet::ConvPartial, DType::Float, {{0, 3 * 4 * 4}, {64, 2 * 16 * 4}, {256, 3 * 2 * 9 * 4}},
-                    {2, 1, 2, 3, 0, 4, 4, 2, 2, 3, 3, 1, 1, 1, 1, 0, 0}, {}};
+  exec::Vertex conv{0,
+                    exec::Codelet::ConvPartial,
+                    DType::Float,
+                    {{0, 3 * 4 * 4}, {64, 2 * 16 * 4}, {256, 3 * 2 * 9 * 4}},
+                    {2, 1, 2, 3, 0, 4, 4, 2, 2, 3, 3, 1, 1, 1, 1, 0, 0},
+                    {}};
   ASSERT_TRUE(checkVertex(conv).ok()) << checkVertex(conv).error().message();
   auto bad = [&](auto mutate) {
     exec::Vertex v = conv;
     mutate(v);
     return !checkVertex(v).ok();
   };
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[1].bytes -= 4; }));            // input smaller than its dims
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[2].bytes += 4; }));            // weights larger
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[0] = 4; }));                   // rank beyond 3
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[4] = 1; }));                   // bias without a field
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[11] = 0; }));                  // stride 0
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[5] = int64_t{1} << 40; }));    // huge extent
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[15] = int64_t{1} << 50; }));   // huge start
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params.push_back(99); v.fparams = {0, 0, 0, 0}; }));  // unknown activation
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params.push_back(0); }));             // activation without fparams
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[1].bytes -= 4; }));           // input smaller than its dims
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[2].bytes += 4; }));           // weights larger
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[0] = 4; }));                  // rank beyond 3
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[4] = 1; }));                  // bias without a field
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[11] = 0; }));                 // stride 0
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[5] = int64_t{1} << 40; }));   // huge extent
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[15] = int64_t{1} << 50; }));  // huge start
+  EXPECT_TRUE(bad([](exec::Vertex& v) {
+    v.params.push_back(99);
+    v.fparams = {0, 0, 0, 0};
+  }));                                                               // unknown activation
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params.push_back(0); }));  // activation without fparams
   EXPECT_TRUE(bad([](exec::Vertex& v) { v.dtype = DType::Float16; }));
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[0].offset = 2; }));            // misaligned
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[0].offset = 2; }));  // misaligned
   // Channel counts whose products overflow must not wrap around to match the fields.
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[1] = int64_t{1} << 24; v.params[2] = int64_t{1} << 24; v.params[3] = int64_t{1} << 24; }));
-  exec::Vertex pool{0, exec::Codelet::Pool, DType::Float, {{0, 2 * 2 * 4}, {64, 2 * 9 * 4}},
-                    {2, 2, exec::kPoolMax, 0, 3, 3, 2, 1, 2, 3, 1, 1, 1, 1, 0, 0, 3, 3}, {}};
+  EXPECT_TRUE(bad([](exec::Vertex& v) {
+    v.params[1] = int64_t{1} << 24;
+    v.params[2] = int64_t{1} << 24;
+    v.params[3] = int64_t{1} << 24;
+  }));
+  exec::Vertex pool{0,
+                    exec::Codelet::Pool,
+                    DType::Float,
+                    {{0, 2 * 2 * 4}, {64, 2 * 9 * 4}},
+                    {2, 2, exec::kPoolMax, 0, 3, 3, 2, 1, 2, 3, 1, 1, 1, 1, 0, 0, 3, 3},
+                    {}};
   ASSERT_TRUE(checkVertex(pool).ok()) << checkVertex(pool).error().message();
   exec::Vertex p2 = pool;
   p2.params[2] = 7;  // unknown kind
@@ -724,7 +773,8 @@ TEST(BroadcastSpan, MatchesVisitingEveryElement) {
     int64_t total = 1;
     for (int64_t d = 0; d < rank; ++d) {
       dims[d] = std::uniform_int_distribution<int64_t>(1, 6)(rng);
-      strides[d] = std::uniform_int_distribution<int64_t>(0, 2)(rng) == 0 ? 0 : std::uniform_int_distribution<int64_t>(1, 40)(rng);
+      strides[d] =
+          std::uniform_int_distribution<int64_t>(0, 2)(rng) == 0 ? 0 : std::uniform_int_distribution<int64_t>(1, 40)(rng);
       total *= dims[d];
     }
     const int64_t begin = std::uniform_int_distribution<int64_t>(0, total - 1)(rng);
@@ -753,8 +803,12 @@ TEST(BinaryCodelet, ABasedBroadcastBufferReadsItsSlice) {
   exec::Field out = mem.add(std::vector<float>(3, 0.f));
   exec::Field fa = mem.add(std::vector<float>(a.begin() + 5, a.begin() + 8));
   exec::Field fb = mem.add(std::vector<float>(bias.begin() + 1, bias.end()));  // columns 1..3: base 1
-  exec::Vertex v{0, exec::Codelet::Binary, DType::Float, {out, fa, fb},
-                 {static_cast<int64_t>(ops::BinaryFn::Add), 3, exec::kAligned, exec::kBroadcast, 5, 2, 3, 4, 4, 1, 0, 1, 0, 1}, {}};
+  exec::Vertex v{0,
+                 exec::Codelet::Binary,
+                 DType::Float,
+                 {out, fa, fb},
+                 {static_cast<int64_t>(ops::BinaryFn::Add), 3, exec::kAligned, exec::kBroadcast, 5, 2, 3, 4, 4, 1, 0, 1, 0, 1},
+                 {}};
   ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
   runVertex(v, mem.bytes.data());
   EXPECT_EQ(mem.read(out), (std::vector<float>{206, 307, 408}));

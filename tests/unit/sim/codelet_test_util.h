@@ -82,7 +82,7 @@ inline Tensor tensorOf(const std::vector<float>& v, Shape shape) {
 
 // Runs one node of the reference evaluator.
 inline std::vector<float> reference(const std::string& op, const std::vector<const Tensor*>& inputs,
-                             std::map<std::string, ir::AttributeValue> attrs = {}, const std::string& domain = "") {
+                                    std::map<std::string, ir::AttributeValue> attrs = {}, const std::string& domain = "") {
   ir::Graph g;
   std::vector<ir::Value*> ins;
   for (size_t i = 0; i < inputs.size(); ++i) ins.push_back(g.addInput("i" + std::to_string(i), {}));

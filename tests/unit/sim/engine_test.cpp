@@ -9,11 +9,11 @@
 
 #include "codegen/compiler.h"
 #include "codegen/target.h"
-#include "lib/ops/registry.h"
 #include "lib/exec/codelets.h"
+#include "lib/ops/registry.h"
+#include "lib/support/half.h"
 #include "sim/codelets.h"
 #include "sim/engine.h"
-#include "lib/support/half.h"
 
 namespace poprt::sim {
 namespace {
@@ -29,8 +29,7 @@ Tensor randomTensor(Shape shape, uint32_t seed) {
 ir::TensorType f32(Shape s) { return ir::TensorType::of(DType::Float, s); }
 
 // Compiles `g` for a target, runs it on the simulator and on the evaluator, and compares.
-void expectSimMatchesReference(const ir::Model& m, const std::vector<std::pair<std::string, Tensor>>& inputs,
-                               uint32_t tiles) {
+void expectSimMatchesReference(const ir::Model& m, const std::vector<std::pair<std::string, Tensor>>& inputs, uint32_t tiles) {
   const ir::Graph& g = *m.graph;
   auto target = codegen::makeTarget("ipu2", 1, tiles);
   ASSERT_TRUE(target.ok());
@@ -57,7 +56,8 @@ void expectSimMatchesReference(const ir::Model& m, const std::vector<std::pair<s
       ASSERT_EQ((*got)[o].shape(), (*want)[o].shape());
       auto gd = (*got)[o].data<float>();
       auto wd = (*want)[o].data<float>();
-      for (size_t i = 0; i < wd.size(); ++i) ASSERT_NEAR(gd[i], wd[i], 1e-4 + 1e-4 * std::fabs(wd[i])) << "output " << o << " [" << i << "]";
+      for (size_t i = 0; i < wd.size(); ++i)
+        ASSERT_NEAR(gd[i], wd[i], 1e-4 + 1e-4 * std::fabs(wd[i])) << "output " << o << " [" << i << "]";
     }
   }
   EXPECT_GT((*engine)->estimate().total(), 0u);
@@ -192,7 +192,8 @@ TEST(Engine, Float16MatMulWithKSplitRoundsOnlyTheSum) {
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double want = 0;
-      for (int64_t k = 0; k < K; ++k) want += static_cast<double>(halfBitsToFloat(ga[i * K + k])) * halfBitsToFloat(gw[k * N + j]);
+      for (int64_t k = 0; k < K; ++k)
+        want += static_cast<double>(halfBitsToFloat(ga[i * K + k])) * halfBitsToFloat(gw[k * N + j]);
       // float32 sums rounded once: within half a float16 step of the exact sum (and a float32 error).
       const double step = std::ldexp(1.0, std::ilogb(want) - 10);
       EXPECT_LE(std::fabs(halfBitsToFloat(gy[i * N + j]) - want), 0.5 * step + 1e-4 * std::fabs(want)) << i << "," << j;
@@ -230,8 +231,8 @@ TEST(Engine, ConvNetOnSeveralTileCounts) {
   addWindowNode(g, "Conv", {x, w1, b1}, c1, "conv1", {{"pads", {1, 1, 1, 1}}, {"kernel_shape", {3, 3}}});
   g.addNode("Relu", {c1}, {r1}, "relu1");
   addWindowNode(g, "MaxPool", {r1}, p1, "maxpool", {{"kernel_shape", {3, 3}}, {"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}});
-  ir::Node* dw = addWindowNode(g, "ConvAct", {p1, w2, b2}, c2, "dwconv",
-                               {{"strides", {2, 2}}, {"pads", {1, 0, 1, 1}}}, "ai.graphcore");
+  ir::Node* dw =
+      addWindowNode(g, "ConvAct", {p1, w2, b2}, c2, "dwconv", {{"strides", {2, 2}}, {"pads", {1, 0, 1, 1}}}, "ai.graphcore");
   dw->attributes["group"].value = int64_t{8};
   dw->attributes["activation"].value = std::string("HardSwish");
   ir::Node* avg = addWindowNode(g, "AveragePool", {c2}, p2, "avgpool", {{"kernel_shape", {2, 2}}, {"pads", {0, 0, 1, 1}}});
@@ -455,8 +456,9 @@ TEST(Engine, LayoutOpsRunAsCopiesAndMatchTheEvaluator) {
   back->attributes["perm"].value = std::vector<int64_t>{0, 2, 1};
   ir::Node* cat = g.addNode("Concat", {x, tt}, {c}, "concat");
   cat->attributes["axis"].value = int64_t{1};
-  g.addNode("Slice", {c, g.addInitializer("starts", int64s({1, 3})), g.addInitializer("ends", int64s({100, 1})),
-                      g.addInitializer("axes", int64s({1, 2})), g.addInitializer("steps", int64s({2, -1}))},
+  g.addNode("Slice",
+            {c, g.addInitializer("starts", int64s({1, 3})), g.addInitializer("ends", int64s({100, 1})),
+             g.addInitializer("axes", int64s({1, 2})), g.addInitializer("steps", int64s({2, -1}))},
             {s}, "slice");  // rows 1,3,5 of axis 1; columns 3 down to 2 of axis 2
   Tensor fill(DType::Float, {});
   fill.data<float>()[0] = 2.5f;
@@ -473,7 +475,8 @@ TEST(Engine, LayoutOpsRunAsCopiesAndMatchTheEvaluator) {
   // Every one of them must be on the device (pure copies), none on the host.
   auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 8), 0.6});
   ASSERT_TRUE(compiled.ok()) << compiled.error().message();
-  EXPECT_TRUE(compiled->host_nodes.empty()) << compiled->host_nodes.size() << " on the host, first: " << compiled->host_reasons[0];
+  EXPECT_TRUE(compiled->host_nodes.empty()) << compiled->host_nodes.size()
+                                            << " on the host, first: " << compiled->host_reasons[0];
   expectSimMatchesReference(m, {{"x", randomTensor({2, 3, 4}, 21)}}, 8);
 }
 
@@ -511,15 +514,19 @@ TEST(Engine, RefusesGathersOutsideTheirLayoutOrTile) {
     EXPECT_FALSE(exec::deserialize(exec::serialize(bad), "test").ok());
   };
   refused([](exec::Executable& e) { e.exchanges[0].gathers[0].count = int64_t{1} << 40; }, "gathers outside its layout");
-  refused([](exec::Executable& e) {
-    e.exchanges[0].gathers[0].reps = 1000;
-    e.exchanges[0].gathers[0].stride = 1000;
-  }, "gathers outside its layout");
-  refused([](exec::Executable& e) {
-    e.exchanges[0].gathers[0].reps = 1000;
-    e.exchanges[0].gathers[0].stride = 0;
-    e.exchanges[0].gathers[0].dst_stride = 4096;
-  }, "gathers outside the memory of tile");
+  refused(
+      [](exec::Executable& e) {
+        e.exchanges[0].gathers[0].reps = 1000;
+        e.exchanges[0].gathers[0].stride = 1000;
+      },
+      "gathers outside its layout");
+  refused(
+      [](exec::Executable& e) {
+        e.exchanges[0].gathers[0].reps = 1000;
+        e.exchanges[0].gathers[0].stride = 0;
+        e.exchanges[0].gathers[0].dst_stride = 4096;
+      },
+      "gathers outside the memory of tile");
   refused([](exec::Executable& e) { e.exchanges[0].gathers[0].dst_offset = e.tile_bytes[e.exchanges[0].gathers[0].dst_tile]; },
           "gathers outside the memory of tile");
   refused([](exec::Executable& e) { e.exchanges[0].gathers[0].dst_stride = uint64_t{1} << 60; }, "bad sizes");
@@ -552,9 +559,9 @@ TEST(Compile, HostFallbackRunsWhatTheDeviceCannot) {
   ir::Value* u = g.addValue("u");
   u->type.dtype = DType::Float;
   u->type.dims = std::vector<ir::Dim>{ir::Dim::symbolic("n"), ir::Dim::fixed(3)};  // known only at run time
-  g.addNode("Relu", {x}, {y}, "relu");   // device
-  g.addNode("Add", {i, i}, {k}, "add");  // host: int32
-  g.addNode("Mul", {y, y}, {z}, "mul");  // device
+  g.addNode("Relu", {x}, {y}, "relu");                                             // device
+  g.addNode("Add", {i, i}, {k}, "add");                                            // host: int32
+  g.addNode("Mul", {y, y}, {z}, "mul");                                            // device
   g.addNode("Sub", {z, y}, {u}, "sub");  // host: run-time output shape; reads device values
   g.addOutput(z);
   g.addOutput(k);
@@ -741,8 +748,7 @@ TEST(Engine, RunsStraightFromAndIntoCallerMemory) {
   InputBinding short_in{x.bytes().subspan(4)};
   Status st = f.engine->run({&short_in, 1}, {&out, 1});
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message().find("input 'x' is 56 bytes, the model expects 60"), std::string::npos)
-      << st.error().message();
+  EXPECT_NE(st.error().message().find("input 'x' is 56 bytes, the model expects 60"), std::string::npos) << st.error().message();
 }
 
 TEST(Engine, ReloadRestoresAScrambledMemory) {

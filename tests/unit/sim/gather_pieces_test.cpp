@@ -52,8 +52,8 @@ std::vector<Element> walked(const exec::Layout& layout, const exec::Gather& g) {
     EXPECT_GE(first, region.begin);
     EXPECT_LE(first + n, region.begin + region.count);  // a piece stays in its region
     for (int64_t i = 0; i < n; ++i)
-      out.push_back({region.tile, region.offset + static_cast<uint64_t>(first - region.begin + i) * 4,
-                     dst + static_cast<uint64_t>(i) * 4});
+      out.push_back(
+          {region.tile, region.offset + static_cast<uint64_t>(first - region.begin + i) * 4, dst + static_cast<uint64_t>(i) * 4});
   });
   return out;
 }

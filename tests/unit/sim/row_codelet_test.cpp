@@ -31,12 +31,9 @@ TEST(ActivationCodelet, EveryKindMatchesItsOp) {
   };
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<Case> cases = {
-      {"Relu", 0, {}, 0, 0, -inf, inf},
-      {"LeakyRelu", 2, {{"alpha", 0.3f}}, 0.3f, 0, -inf, inf},
-      {"Sigmoid", 3, {}, 0, 0, -inf, inf},
-      {"HardSigmoid", 4, {{"alpha", 0.3f}, {"beta", 0.4f}}, 0.3f, 0.4f, -inf, inf},
-      {"HardSwish", 5, {}, 0, 0, -inf, inf},
-      {"Tanh", 6, {}, 0, 0, -inf, inf},
+      {"Relu", 0, {}, 0, 0, -inf, inf},      {"LeakyRelu", 2, {{"alpha", 0.3f}}, 0.3f, 0, -inf, inf},
+      {"Sigmoid", 3, {}, 0, 0, -inf, inf},   {"HardSigmoid", 4, {{"alpha", 0.3f}, {"beta", 0.4f}}, 0.3f, 0.4f, -inf, inf},
+      {"HardSwish", 5, {}, 0, 0, -inf, inf}, {"Tanh", 6, {}, 0, 0, -inf, inf},
   };
   for (const auto& c : cases)
     for (int64_t n : kSizes) {
@@ -58,11 +55,16 @@ TEST(ActivationCodelet, EveryKindMatchesItsOp) {
 }
 
 TEST(ReduceCodelet, EveryKindOverOuterExtentInner) {
-  const std::vector<std::pair<const char*, int64_t>> kinds = {
-      {"ReduceSum", exec::kReduceSum},   {"ReduceMean", exec::kReduceMean}, {"ReduceMax", exec::kReduceMax},
-      {"ReduceMin", exec::kReduceMin},   {"ReduceProd", exec::kReduceProd}, {"ReduceL1", exec::kReduceL1},
-      {"ReduceL2", exec::kReduceL2},     {"ReduceLogSum", exec::kReduceLogSum},
-      {"ReduceLogSumExp", exec::kReduceLogSumExp}, {"ReduceSumSquare", exec::kReduceSumSquare}};
+  const std::vector<std::pair<const char*, int64_t>> kinds = {{"ReduceSum", exec::kReduceSum},
+                                                              {"ReduceMean", exec::kReduceMean},
+                                                              {"ReduceMax", exec::kReduceMax},
+                                                              {"ReduceMin", exec::kReduceMin},
+                                                              {"ReduceProd", exec::kReduceProd},
+                                                              {"ReduceL1", exec::kReduceL1},
+                                                              {"ReduceL2", exec::kReduceL2},
+                                                              {"ReduceLogSum", exec::kReduceLogSum},
+                                                              {"ReduceLogSumExp", exec::kReduceLogSumExp},
+                                                              {"ReduceSumSquare", exec::kReduceSumSquare}};
   const std::vector<std::array<int64_t, 3>> shapes = {{1, 1, 1}, {2, 3, 1}, {1, 65, 1}, {3, 2, 4}, {2, 7, 3}, {4, 64, 1}};
   for (const auto& [op, kind] : kinds)
     for (const auto& [outer, extent, inner] : shapes) {
@@ -93,7 +95,8 @@ TEST(SoftmaxCodelet, SoftmaxAndLogSoftmaxAlongTheMiddleAxis) {
   const std::vector<std::array<int64_t, 3>> shapes = {{0, 3, 1}, {1, 1, 1}, {2, 2, 1}, {3, 65, 1}, {2, 5, 3}, {1, 64, 2}};
   for (int64_t log = 0; log < 2; ++log)
     for (const auto& [outer, extent, inner] : shapes) {
-      SCOPED_TRACE(std::to_string(log) + " " + std::to_string(outer) + "x" + std::to_string(extent) + "x" + std::to_string(inner));
+      SCOPED_TRACE(std::to_string(log) + " " + std::to_string(outer) + "x" + std::to_string(extent) + "x" +
+                   std::to_string(inner));
       auto x = randomVector(static_cast<size_t>(outer * extent * inner), 24);
       Tensor t = tensorOf(x, {outer, extent, inner});
       auto want = reference(log ? "LogSoftmax" : "Softmax", {&t}, {{"axis", int64_t{1}}});
@@ -142,7 +145,8 @@ TEST(BatchNormCodelet, RangesWithAllChannelsOrASlice) {
   auto x = randomVector(total, 31), s = randomVector(C, 32), b = randomVector(C, 33), m = randomVector(C, 34);
   std::vector<float> var = randomVector(C, 35);
   for (float& v : var) v = std::fabs(v) + 0.5f;
-  Tensor tx = tensorOf(x, {N, C, inner}), ts = tensorOf(s, {C}), tb = tensorOf(b, {C}), tm = tensorOf(m, {C}), tv = tensorOf(var, {C});
+  Tensor tx = tensorOf(x, {N, C, inner}), ts = tensorOf(s, {C}), tb = tensorOf(b, {C}), tm = tensorOf(m, {C}),
+         tv = tensorOf(var, {C});
   auto want = reference("BatchNormalization", {&tx, &ts, &tb, &tm, &tv}, {{"epsilon", 1e-3f}});
   auto slice = [](const std::vector<float>& v, int64_t from, int64_t n) {
     return std::vector<float>(v.begin() + from, v.begin() + from + n);
@@ -153,8 +157,9 @@ TEST(BatchNormCodelet, RangesWithAllChannelsOrASlice) {
     SCOPED_TRACE(std::to_string(begin) + "+" + std::to_string(count));
     TileMemory mem;
     exec::Field out = mem.add(std::vector<float>(static_cast<size_t>(count)));
-    exec::Vertex v{0, exec::Codelet::BatchNorm, DType::Float, {out, mem.add(slice(x, begin, count))},
-                   {count, begin, C, inner, c0, cn}, {1e-3f}};
+    exec::Vertex v{
+        0,      exec::Codelet::BatchNorm, DType::Float, {out, mem.add(slice(x, begin, count))}, {count, begin, C, inner, c0, cn},
+        {1e-3f}};
     for (const auto* p : {&s, &b, &m, &var}) v.fields.push_back(mem.add(slice(*p, c0, cn)));
     expectClose(run(v, mem), slice(want, begin, count));
   }
@@ -175,8 +180,12 @@ TEST(AttentionCodelet, OneHeadMatchesMultiHeadAttention) {
         auto want = reference("MultiHeadAttention", ins, {{"num_heads", int64_t{1}}, {"scale", 0.7f}}, "ai.graphcore");
         TileMemory mem;
         exec::Field out = mem.add(std::vector<float>(static_cast<size_t>(rows * Dv)));
-        exec::Vertex vx{0, exec::Codelet::Attention, DType::Float, {out, mem.add(q), mem.add(k), mem.add(v)},
-                        {rows, keys, D, Dv, masked ? 1 : 0}, {0.7f}};
+        exec::Vertex vx{0,
+                        exec::Codelet::Attention,
+                        DType::Float,
+                        {out, mem.add(q), mem.add(k), mem.add(v)},
+                        {rows, keys, D, Dv, masked ? 1 : 0},
+                        {0.7f}};
         if (masked) vx.fields.push_back(mem.add(mask));
         expectClose(run(vx, mem), want);
       }
@@ -188,14 +197,22 @@ TEST(CheckVertex, RefusesInconsistentRowVertices) {
   EXPECT_TRUE(refused({0, exec::Codelet::Activation, DType::Float, {{0, 16}, {16, 12}}, {4, 0}, {0, 0, 0, 0}}));   // size
   EXPECT_TRUE(refused({0, exec::Codelet::Reduce, DType::Float, {{0, 8}, {8, 24}}, {99, 2, 3, 1}, {}}));            // kind
   EXPECT_TRUE(refused({0, exec::Codelet::Reduce, DType::Float, {{0, 8}, {8, 20}}, {0, 2, 3, 1}, {}}));             // input
-  EXPECT_TRUE(refused({0, exec::Codelet::Reduce, DType::Float, {{0, 8}, {8, 24}}, {0, int64_t{1} << 40, int64_t{1} << 40, 1}, {}}));
-  EXPECT_TRUE(refused({0, exec::Codelet::Softmax, DType::Float, {{0, 24}, {24, 24}}, {2, 2, 3, 1}, {}}));          // log flag
+  EXPECT_TRUE(
+      refused({0, exec::Codelet::Reduce, DType::Float, {{0, 8}, {8, 24}}, {0, int64_t{1} << 40, int64_t{1} << 40, 1}, {}}));
+  EXPECT_TRUE(refused({0, exec::Codelet::Softmax, DType::Float, {{0, 24}, {24, 24}}, {2, 2, 3, 1}, {}}));  // log flag
   EXPECT_TRUE(refused({0, exec::Codelet::Norm, DType::Float, {{0, 24}, {24, 24}, {48, 8}}, {2, 3, 0, 1, 0}, {1e-5f}}));  // scale
-  EXPECT_TRUE(refused({0, exec::Codelet::Norm, DType::Float, {{0, 24}, {24, 24}, {48, 12}}, {2, 3, 1, 0, 0}, {1e-5f}}));  // channels
+  EXPECT_TRUE(
+      refused({0, exec::Codelet::Norm, DType::Float, {{0, 24}, {24, 24}, {48, 12}}, {2, 3, 1, 0, 0}, {1e-5f}}));  // channels
   // BatchNorm: elements 0..5 of [*, 4, 3] span channels 0 and 1, the slice holds channel 1 only.
-  EXPECT_TRUE(refused({0, exec::Codelet::BatchNorm, DType::Float, {{0, 24}, {24, 24}, {48, 4}, {52, 4}, {56, 4}, {60, 4}},
-                       {6, 0, 4, 3, 1, 1}, {1e-5f}}));
-  EXPECT_TRUE(refused({0, exec::Codelet::Attention, DType::Float, {{0, 8}, {8, 12}, {20, 12}, {32, 8}}, {1, 1, 3, 2, 1}, {1.f}}));  // mask missing
+  EXPECT_TRUE(refused({0,
+                       exec::Codelet::BatchNorm,
+                       DType::Float,
+                       {{0, 24}, {24, 24}, {48, 4}, {52, 4}, {56, 4}, {60, 4}},
+                       {6, 0, 4, 3, 1, 1},
+                       {1e-5f}}));
+  EXPECT_TRUE(refused(
+      {0, exec::Codelet::Attention, DType::Float, {{0, 8}, {8, 12}, {20, 12}, {32, 8}}, {1, 1, 3, 2, 1}, {1.f}}));  // mask
+                                                                                                                    // missing
 }
 
 }  // namespace
@@ -207,8 +224,9 @@ namespace {
 using namespace codelet_test;
 
 // The values of a float16 tensor the evaluator computed.
-std::vector<float> halfReference(const std::string& op, const std::vector<std::vector<float>>& inputs, const std::vector<Shape>& shapes,
-                                 std::map<std::string, ir::AttributeValue> attrs = {}, const std::string& domain = "") {
+std::vector<float> halfReference(const std::string& op, const std::vector<std::vector<float>>& inputs,
+                                 const std::vector<Shape>& shapes, std::map<std::string, ir::AttributeValue> attrs = {},
+                                 const std::string& domain = "") {
   std::vector<Tensor> tensors;
   for (size_t i = 0; i < inputs.size(); ++i) {
     Tensor t(DType::Float16, shapes[i]);
@@ -252,8 +270,12 @@ TEST(HalfVertices, StoreFloat16AndMatchTheEvaluatorOnFloat16Tensors) {
     runVertex(unary, mem.bytes.data());
     mem.expectGuardsIntact(out);
     expectHalfClose(mem.readHalf(out), halfReference("Exp", {a}, {{n}}));
-    exec::Vertex binary{0, exec::Codelet::Binary, DType::Float16, {out, fa, fb},
-                        {static_cast<int64_t>(ops::BinaryFn::Mul), n, exec::kAligned, exec::kAligned, 0, 1, n, 1, 1}, {}};
+    exec::Vertex binary{0,
+                        exec::Codelet::Binary,
+                        DType::Float16,
+                        {out, fa, fb},
+                        {static_cast<int64_t>(ops::BinaryFn::Mul), n, exec::kAligned, exec::kAligned, 0, 1, n, 1, 1},
+                        {}};
     ASSERT_TRUE(checkVertex(binary).ok()) << checkVertex(binary).error().message();
     runVertex(binary, mem.bytes.data());
     mem.expectGuardsIntact(out);

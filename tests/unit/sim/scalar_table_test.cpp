@@ -47,7 +47,8 @@ std::vector<float> inputs(uint32_t seed) {
 }
 
 // Equal NaN-ness and infinities, else within `rel` of the reference (plus `abs`).
-void expectSame(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& x, double rel, double abs) {
+void expectSame(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& x, double rel,
+                double abs) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     SCOPED_TRACE("x = " + std::to_string(x[i]));
@@ -121,23 +122,22 @@ TEST(ScalarTable, EveryActivationInFloat32AndFloat16) {
       if (ops::graphcore::activationKind(name) == static_cast<ops::graphcore::ActivationKind>(id)) op = name;
     SCOPED_TRACE("activation " + std::to_string(id) + " (" + op + ")");
     ASSERT_FALSE(op.empty()) << "no op computes activation " << id;
-    sweep(exec::Codelet::Activation, id, {alpha, beta, lo, hi}, static_cast<uint32_t>(id + 40),
-          [&](const std::vector<float>& x) {
-            Tensor t = tensorOf(x, {static_cast<int64_t>(x.size())});
-            if (op == "Clip") {
-              Tensor tl = tensorOf({lo}, {}), th = tensorOf({hi}, {});
-              return reference("Clip", {&t, &tl, &th});
-            }
-            if (op == "Swish") {  // x * Sigmoid(x): SiLU as exporters write it
-              std::vector<float> s = reference("Sigmoid", {&t});
-              for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<float>(static_cast<double>(x[i]) * s[i]);
-              return s;
-            }
-            std::map<std::string, ir::AttributeValue> attrs;
-            if (op == "LeakyRelu") attrs = {{"alpha", alpha}};
-            if (op == "HardSigmoid") attrs = {{"alpha", alpha}, {"beta", beta}};
-            return reference(op, {&t}, attrs);
-          });
+    sweep(exec::Codelet::Activation, id, {alpha, beta, lo, hi}, static_cast<uint32_t>(id + 40), [&](const std::vector<float>& x) {
+      Tensor t = tensorOf(x, {static_cast<int64_t>(x.size())});
+      if (op == "Clip") {
+        Tensor tl = tensorOf({lo}, {}), th = tensorOf({hi}, {});
+        return reference("Clip", {&t, &tl, &th});
+      }
+      if (op == "Swish") {  // x * Sigmoid(x): SiLU as exporters write it
+        std::vector<float> s = reference("Sigmoid", {&t});
+        for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<float>(static_cast<double>(x[i]) * s[i]);
+        return s;
+      }
+      std::map<std::string, ir::AttributeValue> attrs;
+      if (op == "LeakyRelu") attrs = {{"alpha", alpha}};
+      if (op == "HardSigmoid") attrs = {{"alpha", alpha}, {"beta", beta}};
+      return reference(op, {&t}, attrs);
+    });
   }
 }
 

@@ -217,8 +217,7 @@ TEST(Sharding, BadPlacementsAreNamed) {
   EXPECT_EQ(place({{"mm0", 2, -1}}), "cfg.yaml: node 'mm0' is put on device 2, but --num_ipus is 2");
   // relu1 claims its ancestors first, so mm0 ends in stage 1 and relu0... reads nothing later;
   // a stage on two devices is refused before that.
-  EXPECT_EQ(place({{"mm0", 0, 0}, {"relu1", 1, 0}}),
-            "cfg.yaml: stage 0 is put on devices 0 and 1; a stage runs on one IPU");
+  EXPECT_EQ(place({{"mm0", 0, 0}, {"relu1", 1, 0}}), "cfg.yaml: stage 0 is put on devices 0 and 1; a stage runs on one IPU");
   EXPECT_EQ(place({{"mm0", 1, 1}, {"relu0", 0, 0}}),
             "cfg.yaml: node 'relu0' (stage 0) reads 'y0' from node 'mm0' of the later stage 1");
   EXPECT_EQ(place({{"relu0", 0, 0}, {"relu1", 0, 1}}, exec::Strategy::Pipelined),

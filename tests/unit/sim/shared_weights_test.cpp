@@ -92,7 +92,10 @@ TEST(SharedWeights, ACopyTheProgramOverwritesIsReadWhereItIs) {
   fill.params = {4};
   fill.fparams = {5.f};
   e.compute_sets.insert(e.compute_sets.begin(), exec::ComputeSet{"fill", {fill}});
-  e.main.steps = {{StepKind::Compute, 0}, {StepKind::Compute, 1}, {StepKind::StreamOut, 1}, {StepKind::StreamOut, 2},
+  e.main.steps = {{StepKind::Compute, 0},
+                  {StepKind::Compute, 1},
+                  {StepKind::StreamOut, 1},
+                  {StepKind::StreamOut, 2},
                   {StepKind::StreamOut, 3}};
   EXPECT_EQ(sharedFields(e), 1u);  // tile 2 reads tile 0's copy; tile 1 its own
   const auto y = run(e);

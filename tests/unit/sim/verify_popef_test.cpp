@@ -100,7 +100,9 @@ TEST(VerifyExecutable, RefusesADeviceAboveTheCap) {
   Status st = verifyExecutable(e);
   ::unsetenv("POPRT_MAX_DEVICE_BYTES");
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message().find("its tiles need 48 bytes of memory in all, above the limit of 40 (POPRT_MAX_DEVICE_BYTES)"), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("its tiles need 48 bytes of memory in all, above the limit of 40 (POPRT_MAX_DEVICE_BYTES)"),
+            std::string::npos)
+      << st.error().message();
 }
 
 }  // namespace

@@ -13,10 +13,31 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<int64_t> kInts = {0, 1, 23, 24, 255, 256, 65535, 65536, int64_t{1} << 32, -1, -24, -25, -256, -257,
-                                    std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
-const std::vector<double> kReals = {0.0, 1.5, -2.25, 1.33e9, 0.1, 1e300, std::numeric_limits<double>::infinity(),
-                                    -std::numeric_limits<double>::infinity(), 3.4028234663852886e38};
+const std::vector<int64_t> kInts = {0,
+                                    1,
+                                    23,
+                                    24,
+                                    255,
+                                    256,
+                                    65535,
+                                    65536,
+                                    int64_t{1} << 32,
+                                    -1,
+                                    -24,
+                                    -25,
+                                    -256,
+                                    -257,
+                                    std::numeric_limits<int64_t>::min(),
+                                    std::numeric_limits<int64_t>::max()};
+const std::vector<double> kReals = {0.0,
+                                    1.5,
+                                    -2.25,
+                                    1.33e9,
+                                    0.1,
+                                    1e300,
+                                    std::numeric_limits<double>::infinity(),
+                                    -std::numeric_limits<double>::infinity(),
+                                    3.4028234663852886e38};
 
 TEST(Cbor, WriterMatchesNlohmann) {
   std::vector<uint8_t> mine;

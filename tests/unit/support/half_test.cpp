@@ -24,7 +24,7 @@ double halfValue(uint16_t h) {
   int exp = (h >> 10) & 0x1f;
   int mant = h & 0x3ff;
   if (exp == 0x1f) return sign * std::numeric_limits<double>::infinity();  // NaN checked apart
-  if (exp == 0) return sign * std::ldexp(mant, -24);                        // subnormal
+  if (exp == 0) return sign * std::ldexp(mant, -24);                       // subnormal
   return sign * std::ldexp(1024 + mant, exp - 25);
 }
 
@@ -50,7 +50,7 @@ uint16_t referenceHalf(float f) {
   double a = std::fabs(static_cast<double>(f));
   if (a >= 65520.0) return sign | 0x7c00u;
   auto it = std::lower_bound(positives.begin(), positives.end(), a);  // first >= a
-  if (it == positives.end()) return sign | 0x7bffu;  // in (65504, 65520): 65504 is nearest
+  if (it == positives.end()) return sign | 0x7bffu;                   // in (65504, 65520): 65504 is nearest
   auto hi = static_cast<uint16_t>(it - positives.begin());
   if (positives[hi] == a || hi == 0) return sign | hi;
   auto lo = static_cast<uint16_t>(hi - 1);
@@ -145,11 +145,11 @@ TEST(Half, OverflowGoesToInfinity) {
 }
 
 TEST(Half, Subnormals) {
-  EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -24)), 0x0001u);  // smallest subnormal
+  EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -24)), 0x0001u);     // smallest subnormal
   EXPECT_EQ(floatToHalfBits(std::ldexp(1023.0f, -24)), 0x03ffu);  // largest subnormal
-  EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -14)), 0x0400u);  // smallest normal
-  EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -25)), 0x0000u);  // tie between 0 and 2^-24: even
-  EXPECT_EQ(floatToHalfBits(std::ldexp(3.0f, -25)), 0x0002u);  // tie between 1 and 2: even
+  EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -14)), 0x0400u);     // smallest normal
+  EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -25)), 0x0000u);     // tie between 0 and 2^-24: even
+  EXPECT_EQ(floatToHalfBits(std::ldexp(3.0f, -25)), 0x0002u);     // tie between 1 and 2: even
   EXPECT_EQ(floatToHalfBits(std::nextafter(std::ldexp(1.0f, -25), 1.0f)), 0x0001u);
   EXPECT_EQ(floatToHalfBits(std::ldexp(1.0f, -26)), 0x0000u);
   EXPECT_EQ(floatToHalfBits(-std::ldexp(1.0f, -26)), 0x8000u);  // underflow keeps the sign

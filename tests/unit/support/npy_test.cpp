@@ -39,8 +39,7 @@ std::vector<uint8_t> craft(const std::string& dict, const std::vector<uint8_t>& 
 }
 
 std::string dictFor(const std::string& descr, const std::string& shape, bool fortran = false) {
-  return "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape +
-         ", }";
+  return "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape + ", }";
 }
 
 template <class T>
@@ -100,16 +99,15 @@ int runPython(const fs::path& dir, const std::string& script) {
 // Round trips through our own writer and reader.
 
 TEST(Npy, RoundTripsEveryDtypeAndShape) {
-  const DType dtypes[] = {DType::Float16, DType::Float, DType::Double, DType::Int8, DType::Int16,
-                          DType::Int32, DType::Int64, DType::UInt8, DType::UInt16, DType::UInt32,
-                          DType::UInt64, DType::Bool, DType::Complex64, DType::Complex128};
+  const DType dtypes[] = {DType::Float16, DType::Float, DType::Double,    DType::Int8,      DType::Int16,
+                          DType::Int32,   DType::Int64, DType::UInt8,     DType::UInt16,    DType::UInt32,
+                          DType::UInt64,  DType::Bool,  DType::Complex64, DType::Complex128};
   const Shape shapes[] = {{}, {0}, {5}, {2, 3}, {2, 0, 3}, {1, 2, 3, 4}};
   for (DType dt : dtypes) {
     for (const Shape& shape : shapes) {
       Tensor t(dt, shape);
       auto bytes = t.bytes();
-      for (size_t i = 0; i < bytes.size(); ++i)
-        bytes[i] = dt == DType::Bool ? (i % 3 == 0) : static_cast<uint8_t>(i * 37 + 11);
+      for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = dt == DType::Bool ? (i % 3 == 0) : static_cast<uint8_t>(i * 37 + 11);
       auto file = serializeNpy(t);
       ASSERT_TRUE(file.ok()) << file.error().message();
       auto back = parseNpy(*file, "x.npy");
@@ -139,8 +137,7 @@ TEST(Npy, WriterFollowsTheSpec) {
   EXPECT_THAT(header, StartsWith("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"));
   EXPECT_EQ(header.back(), '\n');
   ASSERT_EQ(b.size(), 10 + header_len + 12);
-  EXPECT_EQ(std::vector<uint8_t>(b.end() - 12, b.end()),
-            (std::vector<uint8_t>{0, 0, 0x80, 0x3f, 0, 0, 0x20, 0xc0, 0, 0, 0, 0}));
+  EXPECT_EQ(std::vector<uint8_t>(b.end() - 12, b.end()), (std::vector<uint8_t>{0, 0, 0x80, 0x3f, 0, 0, 0x20, 0xc0, 0, 0, 0, 0}));
 }
 
 TEST(Npy, WriterUsesVersion2WhenTheHeaderIsTooLongForVersion1) {
@@ -263,13 +260,10 @@ TEST(Npy, TransposesFortranOrder) {
 }
 
 TEST(Npy, ReadsVersions2And3AndLooseButValidDicts) {
-  EXPECT_EQ(values<float>(mustParse(craft(dictFor("<f4", "(1,)"), leBytes<float>({7.0f}), 2))),
-            std::vector<float>{7.0f});
-  EXPECT_EQ(values<float>(mustParse(craft(dictFor("<f4", "(1,)"), leBytes<float>({8.0f}), 3))),
-            std::vector<float>{8.0f});
+  EXPECT_EQ(values<float>(mustParse(craft(dictFor("<f4", "(1,)"), leBytes<float>({7.0f}), 2))), std::vector<float>{7.0f});
+  EXPECT_EQ(values<float>(mustParse(craft(dictFor("<f4", "(1,)"), leBytes<float>({8.0f}), 3))), std::vector<float>{8.0f});
   // Double quotes, any key order, no trailing comma, Python 2 longs, spaces, no padding needed.
-  Tensor t = mustParse(craft("{ \"shape\" : (2L, 1L) , \"fortran_order\":False,\"descr\":\"<i8\"}",
-                             leBytes<int64_t>({5, -6})));
+  Tensor t = mustParse(craft("{ \"shape\" : (2L, 1L) , \"fortran_order\":False,\"descr\":\"<i8\"}", leBytes<int64_t>({5, -6})));
   EXPECT_EQ(t.shape(), (Shape{2, 1}));
   EXPECT_EQ(values<int64_t>(t), (std::vector<int64_t>{5, -6}));
   EXPECT_EQ(mustParse(craft(dictFor("<f8", "(2, 3, )"), std::vector<uint8_t>(48))).shape(), (Shape{2, 3}));
@@ -303,8 +297,7 @@ TEST(Npy, RejectsTruncatedEmptyAndRandomFiles) {
 TEST(Npy, RejectsHugeShapesBeforeAllocating) {
   EXPECT_EQ(parseError(craft(dictFor("<f4", "(1099511627776, 1099511627776)"))),
             "x.npy: shape [1099511627776,1099511627776] has more than 17179869184 elements");
-  EXPECT_THAT(parseError(craft(dictFor("<f4", "(99999999999999999999,)"))),
-              HasSubstr("dimension does not fit in 64 bits"));
+  EXPECT_THAT(parseError(craft(dictFor("<f4", "(99999999999999999999,)"))), HasSubstr("dimension does not fit in 64 bits"));
   // Under the element cap but far more data than the file has: refused by the size check.
   EXPECT_EQ(parseError(craft(dictFor("<c16", "(4000000000,)"))),
             "x.npy: truncated: header says 64000000000 bytes of data, file has 0");
@@ -425,8 +418,7 @@ np.save(d + '/str_f.npy', np.asfortranarray(np.array([['a', 'bb'], ['ccc', 'dddd
   Tensor b = read("bool.npy");
   EXPECT_EQ(b.dtype(), DType::Bool);
   EXPECT_EQ(values<uint8_t>(b), (std::vector<uint8_t>{1, 0, 1}));
-  EXPECT_EQ(values<std::complex<float>>(read("c64.npy")),
-            (std::vector<std::complex<float>>{{1, 2}, {-3.5f, 0.25f}}));
+  EXPECT_EQ(values<std::complex<float>>(read("c64.npy")), (std::vector<std::complex<float>>{{1, 2}, {-3.5f, 0.25f}}));
   EXPECT_EQ(values<std::complex<double>>(read("be_c16.npy")), (std::vector<std::complex<double>>{{1, 2}}));
   Tensor f16 = read("f16.npy");
   EXPECT_EQ(f16.dtype(), DType::Float16);

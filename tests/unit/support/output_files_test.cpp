@@ -33,9 +33,7 @@ class OutputFilesTest : public ::testing::Test {
 };
 
 TEST_F(OutputFilesTest, CommitPutsEveryFileInPlace) {
-  {
-    std::ofstream(dir_ / "a.txt") << "old";
-  }
+  { std::ofstream(dir_ / "a.txt") << "old"; }
   OutputFiles files;
   ASSERT_TRUE(files.add(dir_ / "a.txt", std::string("new a")).ok());
   ASSERT_TRUE(files.add(dir_ / "sub" / "deeper" / "b.txt", std::string("b")).ok());
@@ -47,9 +45,7 @@ TEST_F(OutputFilesTest, CommitPutsEveryFileInPlace) {
 }
 
 TEST_F(OutputFilesTest, WithoutCommitNothingIsLeft) {
-  {
-    std::ofstream(dir_ / "a.txt") << "old";
-  }
+  { std::ofstream(dir_ / "a.txt") << "old"; }
   {
     OutputFiles files;
     ASSERT_TRUE(files.add(dir_ / "a.txt", std::string("new")).ok());
@@ -63,9 +59,7 @@ TEST_F(OutputFilesTest, WithoutCommitNothingIsLeft) {
 
 TEST_F(OutputFilesTest, RefusesATargetThatIsADirectoryOrUnderAFile) {
   fs::create_directory(dir_ / "d");
-  {
-    std::ofstream(dir_ / "f") << "x";
-  }
+  { std::ofstream(dir_ / "f") << "x"; }
   OutputFiles files;
   auto st = files.add(dir_ / "d", std::string("x"));
   ASSERT_FALSE(st.ok());

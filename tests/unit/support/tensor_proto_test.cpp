@@ -66,8 +66,8 @@ std::vector<T> values(const Tensor& t) {
 }
 
 void writeBytes(const fs::path& p, const std::vector<uint8_t>& bytes) {
-  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                           static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(p, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 template <class T>
@@ -160,8 +160,7 @@ TEST(TensorProto, ReadsEveryTypeFromItsTypedField) {
   {
     auto p = makeProto(DType::Complex64, {2});
     for (float v : {1.0f, 2.0f, 3.0f, -4.0f}) p.add_float_data(v);
-    EXPECT_EQ(values<std::complex<float>>(mustConvert(p)),
-              (std::vector<std::complex<float>>{{1, 2}, {3, -4}}));
+    EXPECT_EQ(values<std::complex<float>>(mustConvert(p)), (std::vector<std::complex<float>>{{1, 2}, {3, -4}}));
   }
   {
     auto p = makeProto(DType::Complex128, {1});
@@ -354,14 +353,12 @@ class ExternalData : public ::testing::Test {
     writeBytes(tmp_.path() / "model2" / "x.bin", floats);
   }
 
-  Tensor load(std::vector<std::pair<std::string, std::string>> kv, DType dtype = DType::Float,
-              Shape dims = {2, 3}) {
+  Tensor load(std::vector<std::pair<std::string, std::string>> kv, DType dtype = DType::Float, Shape dims = {2, 3}) {
     auto p = makeProto(dtype, dims);
     setExternal(&p, std::move(kv));
     return mustConvert(p, model_);
   }
-  std::string error(std::vector<std::pair<std::string, std::string>> kv, DType dtype = DType::Float,
-                    Shape dims = {2, 3}) {
+  std::string error(std::vector<std::pair<std::string, std::string>> kv, DType dtype = DType::Float, Shape dims = {2, 3}) {
     auto p = makeProto(dtype, dims);
     setExternal(&p, std::move(kv));
     return convertError(p, model_);
@@ -374,8 +371,7 @@ class ExternalData : public ::testing::Test {
 
 TEST_F(ExternalData, ReadsFilesInsideTheModelDirectory) {
   EXPECT_EQ(values<float>(load({{"location", "weights.bin"}, {"offset", "8"}, {"length", "24"}})), expected_);
-  EXPECT_EQ(values<float>(load({{"location", "./weights.bin"}, {"offset", "8"}, {"checksum", "ignored"}})),
-            expected_);
+  EXPECT_EQ(values<float>(load({{"location", "./weights.bin"}, {"offset", "8"}, {"checksum", "ignored"}})), expected_);
   EXPECT_EQ(values<int64_t>(load({{"location", "sub/w.bin"}}, DType::Int64, {2})), (std::vector<int64_t>{-9, 10}));
   // A symlink that stays inside the directory is fine.
   fs::create_symlink("weights.bin", model_ / "inlink.bin");
@@ -386,8 +382,7 @@ TEST_F(ExternalData, ReadsFilesInsideTheModelDirectory) {
 }
 
 TEST_F(ExternalData, RejectsPathsLeavingTheModelDirectory) {
-  EXPECT_THAT(error({{"location", "../outside.bin"}}),
-              HasSubstr("external data location '../outside.bin' contains '..'"));
+  EXPECT_THAT(error({{"location", "../outside.bin"}}), HasSubstr("external data location '../outside.bin' contains '..'"));
   EXPECT_THAT(error({{"location", "sub/../weights.bin"}, {"offset", "8"}}), HasSubstr("contains '..'"));
   std::string abs = (tmp_.path() / "outside.bin").string();
   EXPECT_THAT(error({{"location", abs}}), HasSubstr("'" + abs + "' is an absolute path"));
@@ -495,19 +490,20 @@ TEST(TensorProtoFile, ReadsTheOnnxBackendTestDataLikeOnnxNumpyHelper) {
 
   if (!havePythonOnnx()) GTEST_SKIP() << "/usr/bin/python3 with onnx not available";
   const char* files[] = {
-      "test_add/test_data_set_0/input_0.pb",                       // float32, raw_data
+      "test_add/test_data_set_0/input_0.pb",  // float32, raw_data
       "test_add/test_data_set_0/input_1.pb",
-      "test_cast_FLOAT_to_FLOAT16/test_data_set_0/output_0.pb",    // float16
-      "test_cast_FLOAT_to_DOUBLE/test_data_set_0/output_0.pb",     // float64
-      "test_and2d/test_data_set_0/output_0.pb",                    // bool
+      "test_cast_FLOAT_to_FLOAT16/test_data_set_0/output_0.pb",        // float16
+      "test_cast_FLOAT_to_DOUBLE/test_data_set_0/output_0.pb",         // float64
+      "test_and2d/test_data_set_0/output_0.pb",                        // bool
       "test_argmax_default_axis_example/test_data_set_0/output_0.pb",  // int64
   };
   TempDir dir;
-  std::string script = "import sys, onnx, onnx.numpy_helper, numpy as np\n"
-                       "for i, f in enumerate(sys.argv[2:]):\n"
-                       "    t = onnx.load_tensor(f)\n"
-                       "    np.save(sys.argv[1] + '/%d.npy' % i, onnx.numpy_helper.to_array(t))\n"
-                       "    open(sys.argv[1] + '/%d.name' % i, 'w').write(t.name)\n";
+  std::string script =
+      "import sys, onnx, onnx.numpy_helper, numpy as np\n"
+      "for i, f in enumerate(sys.argv[2:]):\n"
+      "    t = onnx.load_tensor(f)\n"
+      "    np.save(sys.argv[1] + '/%d.npy' % i, onnx.numpy_helper.to_array(t))\n"
+      "    open(sys.argv[1] + '/%d.name' % i, 'w').write(t.name)\n";
   std::ofstream(dir.path() / "oracle.py") << script;
   std::string cmd = "/usr/bin/python3 '" + (dir.path() / "oracle.py").string() + "' '" + dir.path().string() + "'";
   std::vector<fs::path> present;
@@ -534,9 +530,10 @@ TEST(TensorProtoFile, ReadsStringTensorsLikeOnnx) {
   fs::path f = fs::path(kTestData) / "test_cast_FLOAT_to_STRING/test_data_set_0/output_0.pb";
   if (!fs::exists(f) || !havePythonOnnx()) GTEST_SKIP() << "test data or python onnx not available";
   TempDir dir;
-  std::string cmd = "/usr/bin/python3 -c 'import sys, onnx; t = onnx.load_tensor(sys.argv[1]); "
-                    "open(sys.argv[2], \"wb\").write(b\"\\n\".join(t.string_data))' '" +
-                    f.string() + "' '" + (dir.path() / "strings.txt").string() + "'";
+  std::string cmd =
+      "/usr/bin/python3 -c 'import sys, onnx; t = onnx.load_tensor(sys.argv[1]); "
+      "open(sys.argv[2], \"wb\").write(b\"\\n\".join(t.string_data))' '" +
+      f.string() + "' '" + (dir.path() / "strings.txt").string() + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream in(dir.path() / "strings.txt");
   std::vector<std::string> expected;

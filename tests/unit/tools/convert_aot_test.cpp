@@ -13,13 +13,13 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "tools/convert/convert_batch.h"
 #include "converter/cache.h"
 #include "converter/cache_key.h"
 #include "converter/options.h"
-#include "tools/convert/convert_flags.h"
 #include "tools/common/error_format.h"
 #include "tools/common/tool_common.h"
+#include "tools/convert/convert_batch.h"
+#include "tools/convert/convert_flags.h"
 
 namespace poprt::tools {
 
@@ -30,9 +30,8 @@ namespace fs = std::filesystem;
 class TempDir : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("poprt-aot-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("poprt-aot-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -139,12 +138,10 @@ TEST_F(TempDir, KeyFollowsBytesAndResultOptionsNotPaths) {
 
   // What decides the result: a new key.
   for (auto change : std::vector<std::function<void(ConvertOptions&)>>{
-           [](ConvertOptions& c) { c.precision = "fp16"; },
-           [](ConvertOptions& c) { c.export_popef = false; },
+           [](ConvertOptions& c) { c.precision = "fp16"; }, [](ConvertOptions& c) { c.export_popef = false; },
            [](ConvertOptions& c) { c.input_shapes = {"x=1,2"}; },
            [](ConvertOptions& c) { c.pipeline.skip_passes = {"constant_folding"}; },
-           [](ConvertOptions& c) { c.available_memory_proportion = 0.5; },
-           [](ConvertOptions& c) { c.check = true; }}) {
+           [](ConvertOptions& c) { c.available_memory_proportion = 0.5; }, [](ConvertOptions& c) { c.check = true; }}) {
     ConvertOptions c = o;
     change(c);
     EXPECT_NE(key(c), base);
@@ -172,8 +169,8 @@ TEST(CacheKey, EveryOptionIsInTheKeyUnlessListedAsNotAffectingOutput) {
   for (const auto& [name, value] : optionValues(ConvertOptions{}))
     if (!optionAffectsOutput(name)) outside.push_back(name);
   EXPECT_EQ(outside, (std::vector<std::string>{"input_model", "output_dir", "output_model", "list_all_passes", "show",
-                                               "summary_json", "logging_level", "cache_dir", "cache_max_bytes",
-                                               "remote_cache", "remote_cache_upload", "remote_cache_header_file"}));
+                                               "summary_json", "logging_level", "cache_dir", "cache_max_bytes", "remote_cache",
+                                               "remote_cache_upload", "remote_cache_header_file"}));
 }
 
 // ------------------------------------------------------------------------------ cache storage
@@ -381,11 +378,11 @@ TEST_F(ConfigModels, BadListsNameTheEntry) {
   struct Case {
     std::string text, mention;
   };
-  for (const Case& c : {Case{"models: a.onnx\n", "models"}, Case{"models: []\n", "models"},
-                        Case{"models: [{precision: fp16}]\n", "models[0]"},
-                        Case{"models: [a.onnx, {input_model: b.onnx, bogus: 1}]\n", "models[1]: unknown key 'bogus'"},
-                        Case{"models: [{input_model: b.onnx, summary_json: s.json}]\n", "summary_json"},
-                        Case{"input_model: a.onnx\nmodels: [b.onnx]\n", "input_model"}}) {
+  for (const Case& c :
+       {Case{"models: a.onnx\n", "models"}, Case{"models: []\n", "models"}, Case{"models: [{precision: fp16}]\n", "models[0]"},
+        Case{"models: [a.onnx, {input_model: b.onnx, bogus: 1}]\n", "models[1]: unknown key 'bogus'"},
+        Case{"models: [{input_model: b.onnx, summary_json: s.json}]\n", "summary_json"},
+        Case{"input_model: a.onnx\nmodels: [b.onnx]\n", "input_model"}}) {
     ConvertOptions o;
     fs::path cfg = write("bad.yaml", c.text);
     auto st = parse({"--config_yaml", cfg.string()}, o);
@@ -410,14 +407,15 @@ TEST_F(TempDir, BatchTriesEveryModelAndWritesASummary) {
   std::ostringstream out;
   setJsonErrors(true);
   testing::internal::CaptureStderr();
-  Status st = runBatch(o, plan,
-                       [&](const ConvertOptions& c, ConvertOutcome& outcome) -> Status {
-                         seen.push_back(c.input_model);
-                         outcome.cache = "miss";
-                         if (c.input_model == "b.onnx") return Error("b.onnx: node 'n1' (Foo): unknown op");
-                         return okStatus();
-                       },
-                       out);
+  Status st = runBatch(
+      o, plan,
+      [&](const ConvertOptions& c, ConvertOutcome& outcome) -> Status {
+        seen.push_back(c.input_model);
+        outcome.cache = "miss";
+        if (c.input_model == "b.onnx") return Error("b.onnx: node 'n1' (Foo): unknown op");
+        return okStatus();
+      },
+      out);
   std::string err = testing::internal::GetCapturedStderr();
   setJsonErrors(false);
   EXPECT_EQ(seen, (std::vector<std::string>{"a.onnx", "b.onnx", "c.onnx"}));

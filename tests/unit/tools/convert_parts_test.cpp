@@ -10,8 +10,8 @@
 
 #include "converter/check.h"
 #include "converter/options.h"
-#include "tools/convert/convert_flags.h"
 #include "converter/value_check.h"
+#include "tools/convert/convert_flags.h"
 
 namespace poprt::tools {
 
@@ -181,10 +181,10 @@ TEST_F(ConfigYaml, ErrorsNameTheKeyAndTheFile) {
   struct Case {
     std::string text, mention;
   };
-  for (const Case& c : {Case{"bogus_key: 1\n", "bogus_key"}, Case{"num_ipus: many\n", "num_ipus"},
-                        Case{"export_popef: [1]\n", "export_popef"}, Case{"check_atol: -1\n", "check_atol"},
-                        Case{"convert_version: 30\n", "convert_version"}, Case{"input_model: {a: b}\n", "input_model"},
-                        Case{"- just\n- a list\n", "map"}, Case{"a: [1\n", "YAML"}}) {
+  for (const Case& c :
+       {Case{"bogus_key: 1\n", "bogus_key"}, Case{"num_ipus: many\n", "num_ipus"}, Case{"export_popef: [1]\n", "export_popef"},
+        Case{"check_atol: -1\n", "check_atol"}, Case{"convert_version: 30\n", "convert_version"},
+        Case{"input_model: {a: b}\n", "input_model"}, Case{"- just\n- a list\n", "map"}, Case{"a: [1\n", "YAML"}}) {
     std::string cfg = write(c.text);
     ConvertOptions o;
     auto st = parse({"--config_yaml", cfg}, o);

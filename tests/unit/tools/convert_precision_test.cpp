@@ -6,9 +6,9 @@
 #include <limits>
 #include <sstream>
 
+#include "converter/precision.h"
 #include "lib/onnx/onnx_io.h"
 #include "passes/pass_manager.h"
-#include "converter/precision.h"
 
 namespace poprt::tools {
 

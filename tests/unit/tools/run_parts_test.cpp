@@ -43,7 +43,7 @@ TEST(RunReport, HostSplitIsPerBatchAndTheEstimateCountsReplicas) {
   EXPECT_EQ(j["host_ms_per_batch"]["host_to_device"].get<double>(), 1.0);
   EXPECT_EQ(j["host_ms_per_batch"]["compute"].get<double>(), 100.0);
   EXPECT_EQ(j["host_ms_per_batch"]["device_to_host"].get<double>(), 0.1);
-  EXPECT_EQ(j["ipu_estimate"]["latency_us"].get<double>(), 1000.0);  // 1.33M cycles at 1.33 GHz
+  EXPECT_EQ(j["ipu_estimate"]["latency_us"].get<double>(), 1000.0);                // 1.33M cycles at 1.33 GHz
   EXPECT_EQ(j["ipu_estimate"]["throughput_samples_per_s"].get<double>(), 8000.0);  // 4 x 2 per ms
 }
 
@@ -74,8 +74,7 @@ TEST(RunReport, TheTextShowsTheJsonNumbers) {
   for (const auto& line : reportText(j)) text += line + "\n";
   EXPECT_NE(text.find("min 1.235 ms"), std::string::npos) << text;
   EXPECT_NE(text.find("max 2.346 ms"), std::string::npos) << text;
-  EXPECT_NE(text.find("1000.00 us per batch (1330000 cycles: compute 1000000, exchange 300000, sync 30000)"),
-            std::string::npos)
+  EXPECT_NE(text.find("1000.00 us per batch (1330000 cycles: compute 1000000, exchange 300000, sync 30000)"), std::string::npos)
       << text;
 }
 

@@ -15,8 +15,8 @@
 namespace poprt::runtime {
 
 struct DeviceRequirements {
-  std::string ipu_version;          // ipu1, ipu2, ipu21
-  unsigned num_ipus = 1;            // per replica
+  std::string ipu_version;  // ipu1, ipu2, ipu21
+  unsigned num_ipus = 1;    // per replica
   unsigned replication_factor = 1;
   unsigned totalIpus() const { return num_ipus * replication_factor; }
 };

@@ -25,10 +25,10 @@ namespace poprt::runtime {
 using Completion = std::function<void(std::exception_ptr error)>;
 
 struct QueueItem {
-  const void* input = nullptr;        // an input's data
-  void* output = nullptr;             // an output's destination
-  size_t size = 0;                    // bytes at input / output
-  TensorMemory* allocate = nullptr;   // an output the runtime allocates (any output kind)
+  const void* input = nullptr;       // an input's data
+  void* output = nullptr;            // an output's destination
+  size_t size = 0;                   // bytes at input / output
+  TensorMemory* allocate = nullptr;  // an output the runtime allocates (any output kind)
   Completion done;
 };
 
@@ -78,8 +78,7 @@ class POPRT_RUNTIME_API OutputQueue : public TensorQueue {
 
 class POPRT_RUNTIME_API QueueManager {
  public:
-  QueueManager(const std::vector<DataDesc>& inputs, const std::vector<DataDesc>& outputs, unsigned replicas,
-               size_t ring_size);
+  QueueManager(const std::vector<DataDesc>& inputs, const std::vector<DataDesc>& outputs, unsigned replicas, size_t ring_size);
   ~QueueManager();
 
   // ApplicationError for an unknown anchor name or replica (the message lists the valid ones).
@@ -104,7 +103,7 @@ class POPRT_RUNTIME_API QueueManager {
   size_t num_inputs_, num_outputs_;
   unsigned replicas_;
   size_t ring_size_;
-  std::vector<std::unique_ptr<InputQueue>> inputs_;    // replica-major
+  std::vector<std::unique_ptr<InputQueue>> inputs_;  // replica-major
   std::vector<std::unique_ptr<OutputQueue>> outputs_;
 };
 

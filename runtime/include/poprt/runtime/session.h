@@ -43,17 +43,17 @@ struct IpuEstimate {
 
 // Host wall time spent running batches, summed over the batches since the last reset.
 struct RunTimings {
-  uint64_t batches = 0;       // main-program runs that completed
-  uint64_t failed = 0;        // batches whose request failed
-  double stream_in_s = 0;     // host-to-device stream copies
-  double compute_s = 0;       // exchanges, compute sets, host calls
-  double stream_out_s = 0;    // device-to-host stream copies
+  uint64_t batches = 0;     // main-program runs that completed
+  uint64_t failed = 0;      // batches whose request failed
+  double stream_in_s = 0;   // host-to-device stream copies
+  double compute_s = 0;     // exchanges, compute sets, host calls
+  double stream_out_s = 0;  // device-to-host stream copies
 };
 
 // The result of one step.
 struct StepResult {
-  unsigned batches = 0;   // batches run (failed ones included)
-  bool closed = false;    // the queues are closed and drained: the replica has nothing left to do
+  unsigned batches = 0;  // batches run (failed ones included)
+  bool closed = false;   // the queues are closed and drained: the replica has nothing left to do
 };
 
 enum class FaultKind {
@@ -69,8 +69,7 @@ class POPRT_RUNTIME_API Session {
   Session(const std::string& popef_path, std::shared_ptr<Device> device, SessionConfig config = {});
   // The same with a device attached from `devices` for the PopEF's requirements (see
   // DeviceManager::getDevice for `wait` and the errors).
-  Session(const std::string& popef_path, DeviceManager& devices, std::chrono::nanoseconds wait = {},
-          SessionConfig config = {});
+  Session(const std::string& popef_path, DeviceManager& devices, std::chrono::nanoseconds wait = {}, SessionConfig config = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

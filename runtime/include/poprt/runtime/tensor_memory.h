@@ -23,11 +23,11 @@ enum class DataFormat {
 
 struct DataDesc {
   std::string name;
-  std::string dtype;            // numpy-style: float32, float16, int64, bool, string, ...
-  std::vector<int64_t> shape;   // -1 for a dim known only at run time (outputs of some host ops)
+  std::string dtype;           // numpy-style: float32, float16, int64, bool, string, ...
+  std::vector<int64_t> shape;  // -1 for a dim known only at run time (outputs of some host ops)
   AnchorKind kind = AnchorKind::Tensor;
   DataFormat format = DataFormat::Raw;
-  size_t size_in_bytes = 0;     // of a Raw anchor of static shape; 0 otherwise
+  size_t size_in_bytes = 0;  // of a Raw anchor of static shape; 0 otherwise
 
   // True when the size is known in advance, so the caller may provide the memory.
   bool fixedSize() const {
