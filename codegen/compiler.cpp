@@ -41,7 +41,10 @@ std::vector<const ir::Value*> dataInputs(const ir::Node& node) {
 std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
   const CompileOptions& options = l.options();
   const auto family = familyOf(node);
-  if (family == ops::LoweringFamily::None) return "no device lowering for " + node.opType();
+  if (family == ops::LoweringFamily::None) {
+    const ops::OpDef* def = ops::findOp(node.domain(), node.opType());
+    return def && !def->plugin.empty() ? "a custom op of plugin " + def->plugin : "no device lowering for " + node.opType();
+  }
   // Moving data works for any fixed-size dtype; arithmetic runs on float32 or float16, one dtype
   // per node (its vertices hold every field in it, but for float32 partial sums) except Cast,
   // which converts between the two.

@@ -95,6 +95,7 @@ struct OpDef {
   EvalFn eval;             // set for tensor ops
   ValueEvalFn value_eval;  // set for sequence/optional/control-flow ops
   std::string domain;      // "" = ai.onnx
+  std::string plugin;      // the custom-op plugin that registered it (lib/plugin); "" for poprt's own
 };
 
 // nullptr if the registry has no entry for (domain, op_type).

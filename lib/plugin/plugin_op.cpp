@@ -258,6 +258,7 @@ ops::OpDef makeOpDef(const poprt_custom_op& op, const std::string& library) {
   ops::OpDef def;
   def.op_type = op.op_type;
   def.domain = op.domain;
+  def.plugin = library;
   def.fp16 = (op.flags & POPRT_OP_FLOAT16) ? ops::Fp16Policy::Convert : ops::Fp16Policy::KeepFp32;
   def.lowering = ops::LoweringFamily::None;  // the host runs it
   def.eval = [adapter](const ir::Node& node, const std::vector<const Tensor*>& in, ops::EvalContext&) {
