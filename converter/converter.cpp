@@ -357,7 +357,7 @@ Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertR
     if (auto st = staged.add(model_path, result.onnx); !st.ok()) return st.error().withContext("--output_dir " + o.output_dir);
   const std::filesystem::path& popef_path = files.popef;
   if (compiled) {
-    popef::PopefFile popef = makePopef(*compiled, model, o, result.onnx);
+    popef::PopefFile popef = makePopef(*compiled, model, o);
     if (auto valid = popef::validatePopef(popef); !valid.ok())
       return valid.error().withContext(popef_path.string() + ": cannot write PopEF");
     std::vector<uint8_t> bytes = popef::serializePopef(popef);

@@ -27,8 +27,7 @@ popef::Blob weightBlob(const std::string& name, const Tensor& w, bool fp16) {
 
 }  // namespace
 
-popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ir::Model& model, const ConvertOptions& o,
-                           const std::string& onnx_bytes) {
+popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ir::Model& model, const ConvertOptions& o) {
   const exec::Executable& exe = compiled.executable;
   popef::PopefFile file;
   auto& md = file.metadata;
@@ -69,7 +68,6 @@ popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ir::Mod
   file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
   for (const ir::Value* w : compiled.weights)
     file.blobs.push_back(weightBlob(w->name(), *w->initializer(), o.precision == "fp16"));
-  file.blobs.push_back({popef::BlobType::Opaque, "poprt.onnx", std::vector<uint8_t>(onnx_bytes.begin(), onnx_bytes.end())});
   // The compiler's memory profile for the reports (docs/REPORT.md): a few numbers per tile and node.
   file.blobs.push_back(
       {popef::BlobType::Opaque, exec::kMemoryProfileBlobName, exec::serializeMemoryProfile(compiled.memory_profile)});

@@ -82,10 +82,8 @@ inline std::string writeModel(const ir::Model& m, const fs::path& dir, const std
   converter::ConvertOptions o;
   o.replication_factor = s.replication_factor;
   o.batches_per_step = s.batches_per_step;
-  auto onnx = onnxio::serializeModel(m);
-  if (!onnx.ok()) throw std::runtime_error(onnx.error().message());
   const fs::path path = dir / (name + ".popef");
-  Status st = popef::writePopef(path, converter::makePopef(*compiled, m, o, *onnx));
+  Status st = popef::writePopef(path, converter::makePopef(*compiled, m, o));
   if (!st.ok()) throw std::runtime_error(st.error().message());
   return path.string();
 }
