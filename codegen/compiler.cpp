@@ -131,10 +131,16 @@ Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
            (same == shown.end() ? peak : "like tile " + std::to_string(over[same - shown.begin()])) + ");";
     shown.push_back(std::move(peak));
   }
-  return Error(msg +
-               (target.num_ipus == 1
-                    ? " hint: a smaller batch or input shape, or shard the model over more IPUs (--num_ipus)"
-                    : " hint: a smaller batch or input shape, more IPUs, or a --manual_sharding_config that balances them"));
+  // A float32 model takes half the memory in float16, weights and activations alike.
+  const auto& streams = l.executable().streams;
+  const bool float32 = std::any_of(streams.begin(), streams.end(), [](const exec::HostStream& s) {
+    return s.role == exec::HostStream::Role::Weight && s.dtype == DType::Float;
+  });
+  const std::string fp16 = halfPrecisionHint(float32 ? DType::Float : DType::Float16);
+  return Error(msg + (target.num_ipus == 1
+                          ? " hint: " + fp16 + "a smaller batch or input shape, or shard the model over more IPUs (--num_ipus)"
+                          : " hint: " + fp16 +
+                                "a smaller batch or input shape, more IPUs, or a --manual_sharding_config that balances them"));
 }
 
 using ops::opsetsOf;

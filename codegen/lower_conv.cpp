@@ -143,8 +143,8 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
     return okStatus();
   }
   if (!plan.fits)
-    return Error(node.describe() + ": no split fits in " + std::to_string(l.options().tileBudget()) +
-                 " bytes per tile (hint: raise --available_memory_proportion or use more IPUs)");
+    return Error(node.describe() + ": no split fits in " + std::to_string(l.options().tileBudget()) + " bytes per tile (hint: " +
+                 halfPrecisionHint(y->type.dtype) + "raise --available_memory_proportion or use more IPUs)");
   const int64_t rank = static_cast<int64_t>(win.rank());
   const int64_t in_rows_all = rank ? win.in[0] : 1, out_rows_all = rank ? win.out[0] : 1;
   const int64_t inner_in = product(win.in, 1), inner_out = product(win.out, 1);
@@ -319,7 +319,8 @@ std::string windowBlocker(const ir::Node& node, const CompileOptions& options) {
   const ConvPlan plan = planFor(*op, options);
   if (!plan.fits)
     return "no split of it fits in " + std::to_string(options.tileBudget()) + " bytes per tile (the smallest needs " +
-           std::to_string(plan.bytes_per_tile) + "; hint: raise --available_memory_proportion)";
+           std::to_string(plan.bytes_per_tile) + "; hint: " + halfPrecisionHint(node.output(0)->type.dtype) +
+           "raise --available_memory_proportion)";
   return "";
 }
 

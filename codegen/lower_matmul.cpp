@@ -115,8 +115,8 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
   const MatMulPlan plan = planMatMul(batches, M, K, N, l.tileCount(), budget, es);
   if (!plan.fits)
     return Error(node.describe() + ": no split of the " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N) +
-                 " matmul fits in " + std::to_string(budget) +
-                 " bytes per tile (hint: raise --available_memory_proportion or use more IPUs)");
+                 " matmul fits in " + std::to_string(budget) + " bytes per tile (hint: " + halfPrecisionHint(dt) +
+                 "raise --available_memory_proportion or use more IPUs)");
 
   // GemmAct: the activation runs in the vertex, on each output as it is written.
   std::vector<int64_t> act_params;

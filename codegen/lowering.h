@@ -15,6 +15,10 @@
 
 namespace poprt::codegen {
 
+// How an out-of-memory error starts its hint for data of `dtype`: float32 takes half the bytes in
+// float16, so --precision fp16 comes first ("" for other dtypes).
+inline std::string halfPrecisionHint(DType dtype) { return dtype == DType::Float ? "--precision fp16 (half the bytes), " : ""; }
+
 class Lowering {
  public:
   Lowering(const CompileOptions& options, ops::Opsets opsets);
@@ -24,6 +28,7 @@ class Lowering {
   const ops::Opsets& opsets() const { return opsets_; }
   int64_t opset() const;  // of the default domain
   exec::Executable& executable() { return exe_; }
+  const exec::Executable& executable() const { return exe_; }
   // Memory a lowering allocates itself and maps no value onto lives until its node ends.
   TileAllocator& allocator() { return mem_.allocator(); }
 

@@ -124,6 +124,24 @@ class ConvertFeaturesTest(e2e_util.E2ETestCase):
 
     # ------------------------------------------------------------------ no silent no-ops
 
+    def test_out_of_memory_hints_name_fp16_for_float32_data(self):
+        # A 400x400 float32 weight (640 KB) is more than a 1-tile target holds (624 KiB); in float16
+        # it takes half. The float32 error suggests --precision fp16 first; the float16 one cannot.
+        rng = np.random.default_rng(0)
+        g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 400])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 400])],
+                              [numpy_helper.from_array(rng.uniform(-1, 1, (400, 400)).astype(np.float32), "W")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        model = self.path("big.onnx")
+        onnx.save(m, model)
+        args = ["--input_model", model, "--export_popef", "--tiles_per_ipu", "1"]
+        line = self.convert_fails(args, mentions=["hint: --precision fp16 (half the bytes)"])
+        self.assertIn("bytes per tile", line)
+        line = self.convert_fails(args + ["--precision", "fp16"], mentions=["out of tile memory", "hint: "])
+        self.assertNotIn("--precision fp16", line)
+
     def test_flags_that_would_do_nothing_are_refused(self):
         # fp16 without the pass that makes it: float32 weights recorded as fp16, before this was refused.
         self.convert_fails(["--input_model", MLP, "--input_shape", MLP_SHAPE, "--precision", "fp16", "--export_popef",

@@ -127,7 +127,7 @@ class BiggerThanOneIpu(e2e_util.E2ETestCase):
         r = self.compile(out, [])
         line = self.assertFails(r, "poprt-convert", 1, mentions=("out of tile memory on ipu2", "of 1472 tiles need more",
                                                                  "worst: tile ", "weight_"))
-        self.assertIn("hint: ", line)
+        self.assertIn("hint: --precision fp16 (half the bytes), ", line)  # its weights are float32
         self.assertIn("--num_ipus", line)
         self.assertFalse(os.path.exists(os.path.join(out, "executable.popef")), r.describe())
         self.assertEqual(e2e_util.snapshot_dir(out), {}, "nothing may be written:\n" + r.describe())
