@@ -3,7 +3,8 @@
 
 For each model folder in --models (NAME/meta.json, NAME/input_*.npy; the model file is
 meta.json's model_path under the models' parent folder), in the same run:
-  * poprt-convert --export_popef at meta.json's input shapes: wall time and peak memory;
+  * poprt-convert --export_popef at meta.json's input shapes: wall time and peak memory, and the
+    PopEF's size against its weights';
   * popef-run on the stored inputs with --warmup/--iterations, for POPRT_SIM_THREADS 1 and 2:
     median and p90 host latency and peak memory (from its --json summary and /usr/bin/time);
   * ONNX Runtime through ../shared/ort/ort_run.js with the same dims (its inputs come from the same
@@ -38,6 +39,19 @@ def fail(what, p):
     return {"error": "%s failed (exit %d): %s" % (what, p.returncode, tail[0])}
 
 
+def popefSizes(args, popef):
+    """The PopEF's bytes and its weights' (tensor data blobs plus the weights host programs carry,
+    as popef-dump counts them): how much of the file is the program rather than the model."""
+    p = subprocess.run([os.path.join(args.bin_dir, "popef-dump"), popef, "--json"], capture_output=True, text=True)
+    size = os.path.getsize(popef)
+    if p.returncode != 0:
+        return {"bytes": size}
+    dump = json.loads(p.stdout)
+    weights = sum(b["bytes"] for b in dump["blobs"] if b["type"] == "tensor data")
+    weights += dump.get("executable", {}).get("host_program_weight_bytes", 0)
+    return {"bytes": size, "weight_bytes": weights, "ratio": size / weights if weights else float("nan")}
+
+
 def bench_model(name, folder, models_root, args, work):
     meta = json.load(open(os.path.join(folder, "meta.json")))
     model = os.path.join(os.path.dirname(models_root), meta["model_path"])
@@ -53,6 +67,7 @@ def bench_model(name, folder, models_root, args, work):
         row.update(fail("poprt-convert", p))
         return row
     row["compile"] = {"seconds": wall, "peak_mib": peak}
+    row["popef"] = popefSizes(args, os.path.join(out, "executable.popef"))
     inputs = []
     for i in meta["inputs"]:
         found = glob.glob(os.path.join(folder, "input_%d_*.npy" % i["index"]))
@@ -96,19 +111,32 @@ def bench_model(name, folder, models_root, args, work):
 
 
 def print_table(rows, threads):
-    head = "%-24s %9s %9s" % ("model", "compile s", "peak MiB")
+    """One line per model: compile, PopEF size against its weights, then per thread count popef-run's
+    median, ORT's, their ratio and popef-run's peak memory; last, how much faster popef-run is with
+    the most threads than with one (and ORT likewise)."""
+    nan = float("nan")
+    head = "%-24s %9s %9s %9s %6s" % ("model", "compile s", "peak MiB", "PopEF MB", "/wts")
     for t in threads:
-        head += "  %10s %10s %8s" % ("poprt ms/%d" % t, "ORT ms/%d" % t, "ratio")
+        head += "  %10s %10s %7s %8s" % ("poprt ms/%d" % t, "ORT ms/%d" % t, "ratio", "peak MiB")
+    if len(threads) > 1:
+        head += "  %11s %9s" % ("poprt %d/%d" % (threads[0], threads[-1]), "ORT")
     print(head)
     for r in rows:
         if "error" in r:
             print("%-24s %s" % (r["model"], r["error"]))
             continue
-        line = "%-24s %9.2f %9.0f" % (r["model"], r["compile"]["seconds"], r["compile"]["peak_mib"])
+        popef = r.get("popef", {})
+        line = "%-24s %9.2f %9.0f %9.1f %5.2fx" % (r["model"], r["compile"]["seconds"], r["compile"]["peak_mib"],
+                                                  popef.get("bytes", nan) / 1e6, popef.get("ratio", nan))
         for t in map(str, threads):
-            ours = r["popef_run"].get(t, {}).get("median_ms", float("nan"))
-            theirs = r["ort"].get(t, {}).get("median_ms", float("nan"))
-            line += "  %10.2f %10.2f %7.1fx" % (ours, theirs, r["ratio"].get(t, float("nan")))
+            run = r["popef_run"].get(t, {})
+            theirs = r["ort"].get(t, {}).get("median_ms", nan)
+            line += "  %10.2f %10.2f %6.1fx %8.0f" % (run.get("median_ms", nan), theirs, r["ratio"].get(t, nan),
+                                                     run.get("peak_mib", nan))
+        if len(threads) > 1:
+            first, last = str(threads[0]), str(threads[-1])
+            scale = lambda d: d.get(first, {}).get("median_ms", nan) / d.get(last, {}).get("median_ms", nan)
+            line += "  %10.2fx %8.2fx" % (scale(r["popef_run"]), scale(r["ort"]))
         print(line)
 
 
