@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
 
 namespace poprt::ops {
@@ -12,7 +13,9 @@ namespace {
 struct Registry {
   std::deque<OpDef> ops;
   std::map<std::pair<std::string, std::string>, size_t> by_key;
-  mutable std::mutex mutex;  // guards additions against lookups
+  // Lookups (every node the evaluator runs, from any number of threads) share it; only a plugin's
+  // registration takes it alone.
+  mutable std::shared_mutex mutex;
   Registry() {
     std::vector<OpDef> builtin;
     registerElementwiseOps(builtin);
@@ -43,14 +46,14 @@ Registry& registry() {
 
 const OpDef* findOp(const std::string& domain, const std::string& op_type) {
   auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
+  std::shared_lock lock(r.mutex);
   auto it = r.by_key.find({ir::canonicalDomain(domain), op_type});
   return it == r.by_key.end() ? nullptr : &r.ops[it->second];
 }
 
 std::vector<const OpDef*> allOps() {
   auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
+  std::shared_lock lock(r.mutex);
   std::vector<const OpDef*> out;
   for (const auto& op : r.ops) out.push_back(&op);
   return out;
@@ -66,7 +69,7 @@ Status registerCustomOp(OpDef def) {
   if (isReservedDomain(domain))
     return Error("custom op " + def.op_type + ": domain '" + def.domain + "' belongs to ONNX or poprt");
   auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
+  std::unique_lock lock(r.mutex);
   if (!r.by_key.emplace(std::make_pair(domain, def.op_type), r.ops.size()).second)
     return Error("custom op " + domain + "::" + def.op_type + " is already registered");
   r.ops.push_back(std::move(def));
