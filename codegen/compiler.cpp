@@ -159,10 +159,7 @@ class Compiler {
   Compiler(const ir::Model& model, const CompileOptions& options)
       : model_(model), graph_(*model.graph), l_(options, opsetsOf(model)) {
     // Weights a lowering needs whole (not as resident slices) get their spread mapping on demand.
-    l_.setPlacer([this](const ir::Value* v) {
-      auto st = ensureOnDevice(v);
-      POPRT_CHECK(st.ok(), st.ok() ? "" : st.error().message());
-    });
+    l_.setPlacer([this](const ir::Value* v) { ensureOnDevice(v); });
   }
 
   Expected<CompileResult> run() {
@@ -263,7 +260,7 @@ class Compiler {
     // Device-produced outputs stream out at the end; host-produced ones are already in place.
     for (const ir::Value* out : graph_.outputs()) {
       if (on_host_.count(out)) continue;
-      POPRT_TRY(ensureOnDevice(out));
+      ensureOnDevice(out);
       copyOut(out);
     }
     if (sharded) exe.segments.back().copies = exe.segments.back().end = static_cast<uint32_t>(exe.main.steps.size());
@@ -333,9 +330,11 @@ class Compiler {
 
   // Gives `v` a tile mapping: weights through the load program, inputs and host values by
   // streaming their host buffer in.
-  Status ensureOnDevice(const ir::Value* v) {
-    if (l_.hasMapping(v)) return okStatus();
-    if (!v->type.hasStaticShape()) return Error("internal: value '" + v->name() + "' needs a static shape on the device");
+  // Gives `v` a mapping if it has none. Nothing here depends on the input beyond what the
+  // placement checks before lowering: a failure is an internal error.
+  void ensureOnDevice(const ir::Value* v) {
+    if (l_.hasMapping(v)) return;
+    POPRT_CHECK(v->type.hasStaticShape(), "value '" + v->name() + "' needs a static shape on the device");
     POPRT_CHECK(v->isInitializer() || on_host_.count(v),
                 "value '" + v->name() + "' is read on the device after its memory was freed");
     auto& exe = l_.executable();
@@ -350,7 +349,6 @@ class Compiler {
       exe.main.steps.push_back({exec::StepKind::StreamIn, s});
     }
     l_.setMapping(v, std::move(m));
-    return okStatus();
   }
 
   void copyOut(const ir::Value* v) {
@@ -366,7 +364,7 @@ class Compiler {
     const auto family = ops::findOp(node.domain(), node.opType())->lowering;
     const bool on_mappings = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
     for (const ir::Value* v : dataInputs(node))
-      if (v && (on_mappings || !v->isInitializer())) POPRT_TRY(ensureOnDevice(v));
+      if (v && (on_mappings || !v->isInitializer())) ensureOnDevice(v);
     const std::string& name = node_names_[index];
     l_.beginNode(name);
     switch (ops::findOp(node.domain(), node.opType())->lowering) {

@@ -8,7 +8,7 @@
 #include <map>
 
 #include "codegen/lowering.h"
-#include "lib/exec/codelets.h"
+#include "lib/exec/vertex_params.h"
 #include "lib/ops/broadcast.h"
 
 namespace poprt::codegen {
@@ -92,22 +92,18 @@ Status lowerAttention(Lowering& l, const ir::Node& node) {
         for (int64_t r = 0; r < n; ++r)
           out.regions.push_back(
               {(b * op.Sq + i0 + r) * vcols + h * op.Dv, op.Dv, tile, y_off + static_cast<uint64_t>(r * op.Dv) * es});
-        exec::Vertex vx{tile,
-                        exec::Codelet::Attention,
-                        dt,
-                        {{y_off, static_cast<uint64_t>(n * op.Dv) * es},
-                         {q_off, static_cast<uint64_t>(n * op.D) * es},
-                         {kv->second.first, static_cast<uint64_t>(op.Sk * op.D) * es},
-                         {kv->second.second, static_cast<uint64_t>(op.Sk * op.Dv) * es}},
-                        {n, op.Sk, op.D, op.Dv, op.mask ? 1 : 0},
-                        {op.scale}};
+        std::vector<exec::Field> fields = {{y_off, static_cast<uint64_t>(n * op.Dv) * es},
+                                           {q_off, static_cast<uint64_t>(n * op.D) * es},
+                                           {kv->second.first, static_cast<uint64_t>(op.Sk * op.D) * es},
+                                           {kv->second.second, static_cast<uint64_t>(op.Sk * op.Dv) * es}};
         if (op.mask) {
           const auto& s = op.mask_strides;
           const uint64_t m_off = l.scratch(tile, static_cast<uint64_t>(n * op.Sk) * es);
           l.gather(op.mask, b * s[0] + h * s[1] + i0 * s[2], op.Sk, n, s[2], tile, m_off, static_cast<uint64_t>(op.Sk) * es);
-          vx.fields.push_back({m_off, static_cast<uint64_t>(n * op.Sk) * es});
+          fields.push_back({m_off, static_cast<uint64_t>(n * op.Sk) * es});
         }
-        l.computeSet().vertices.push_back(std::move(vx));
+        l.computeSet().vertices.push_back(exec::makeVertex(
+            tile, dt, std::move(fields), exec::AttentionParams{n, op.Sk, op.D, op.Dv, op.mask != nullptr, op.scale}));
       }
   std::sort(out.regions.begin(), out.regions.end(), [](const Region& a, const Region& b) { return a.begin < b.begin; });
   l.setMapping(node.output(0), std::move(out));

@@ -10,7 +10,7 @@
 #include "codegen/conv_planner.h"
 #include "codegen/lowering.h"
 #include "codegen/partial_sums.h"
-#include "lib/exec/codelets.h"
+#include "lib/exec/vertex_params.h"
 #include "lib/ops/graphcore_ops.h"
 #include "lib/ops/nn_util.h"
 
@@ -126,187 +126,227 @@ int64_t product(const Shape& s, size_t first) {
   return p;
 }
 
-// Emits the vertices of a planned Conv or pool and sets the output's mapping.
-Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
-  const ir::Value* x = node.input(0);
-  const ir::Value* y = node.output(0);
-  const DType dt = y->type.dtype;
-  const uint64_t es = dtypeSize(dt);
-  const bool pool = isPool(node);
-  const ir::Value* w = pool ? nullptr : node.input(1);
-  const ir::Value* b = !pool && node.inputs().size() > 2 ? node.input(2) : nullptr;
-  const ConvProblem& p = op.problem;
-  const ops::nn::Window& win = op.win;
-  const ConvPlan plan = planFor(op, l.options());
-  if (plan.blocks == 0) {  // an empty output
-    l.setMapping(y, {});
+// Emits the vertices of a planned Conv or pool and sets the output's mapping: a vertex per block
+// (batch entry x channel block x row block x input-channel block), then with the input channels
+// split a superstep that adds up each block's partial sums.
+class WindowLowering {
+ public:
+  WindowLowering(Lowering& l, const ir::Node& node, const WindowOp& op, const ConvPlan& plan)
+      : l_(l), node_(node), op_(op), p_(op.problem), win_(op.win), plan_(plan), pool_(isPool(node)) {
+    x_ = node.input(0);
+    w_ = pool_ ? nullptr : node.input(1);
+    b_ = !pool_ && node.inputs().size() > 2 ? node.input(2) : nullptr;
+    dt_ = node.output(0)->type.dtype;
+    es_ = dtypeSize(dt_);
+    rank_ = static_cast<int64_t>(win_.rank());
+    in_rows_all_ = rank_ ? win_.in[0] : 1;
+    out_rows_all_ = rank_ ? win_.out[0] : 1;
+    inner_in_ = product(win_.in, 1);
+    inner_out_ = product(win_.out, 1);
+    plane_in_ = in_rows_all_ * inner_in_;
+    plane_out_ = out_rows_all_ * inner_out_;
+    K_ = product(win_.kernel, 0);
+    split_ = plan.in_splits > 1;  // one group only (the planner's rule)
+  }
+
+  Status run() {
+    if (node_.opType() == "ConvAct") {  // the activation ConvAct applies in the vertex
+      POPRT_ASSIGN_OR_RETURN(ops::graphcore::Activation a, ops::graphcore::activationOf(node_));
+      act_ = exec::vertexActivation(a);
+    }
+    tile_ = l_.startTile(plan_.blocks);
+    for (int64_t n = 0; n < p_.batch; ++n)
+      for (const ChannelBlock& cb : channelBlocks())
+        for (int64_t o0 = 0; o0 < out_rows_all_; o0 += plan_.row_block) rowBlock(n, cb, o0);
+    if (split_) reduceSplitBlocks();
+    std::sort(out_.regions.begin(), out_.regions.end(), [](const Region& a, const Region& c) { return a.begin < c.begin; });
+    l_.setMapping(node_.output(0), std::move(out_));
     return okStatus();
   }
-  if (!plan.fits)
-    return Error(node.describe() + ": no split fits in " + std::to_string(l.options().tileBudget()) + " bytes per tile (hint: " +
-                 halfPrecisionHint(y->type.dtype) + "raise --available_memory_proportion or use more IPUs)");
-  const int64_t rank = static_cast<int64_t>(win.rank());
-  const int64_t in_rows_all = rank ? win.in[0] : 1, out_rows_all = rank ? win.out[0] : 1;
-  const int64_t inner_in = product(win.in, 1), inner_out = product(win.out, 1);
-  const int64_t plane_in = in_rows_all * inner_in, plane_out = out_rows_all * inner_out;
-  const int64_t K = product(win.kernel, 0);
-  const int64_t stride0 = rank ? win.strides[0] : 1, dil0 = rank ? win.dilations[0] : 1;
-  const int64_t pad0 = rank ? win.pad_begin[0] : 0, kernel0 = rank ? win.kernel[0] : 1;
 
-  // The activation ConvAct applies in the vertex.
-  std::vector<int64_t> act_params;
-  std::vector<float> act_fparams;
-  if (node.opType() == "ConvAct") {
-    POPRT_ASSIGN_OR_RETURN(ops::graphcore::Activation act, ops::graphcore::activationOf(node));
-    act_params = {static_cast<int64_t>(act.kind)};
-    act_fparams = {static_cast<float>(act.alpha), static_cast<float>(act.beta), static_cast<float>(act.min),
-                   static_cast<float>(act.max)};
-  }
-
-  // The channel blocks: (first group, groups, first output channel within the group, channels).
+ private:
+  // (first group, groups, first output channel within the group, channels).
   struct ChannelBlock {
     int64_t group, groups, channel, channels;
   };
-  std::vector<ChannelBlock> channel_blocks;
-  if (plan.channel_block < p.out_channels) {
-    for (int64_t g = 0; g < p.groups; ++g)
-      for (int64_t c = 0; c < p.out_channels; c += plan.channel_block)
-        channel_blocks.push_back({g, 1, c, std::min(plan.channel_block, p.out_channels - c)});
-  } else {
-    for (int64_t g = 0; g < p.groups; g += plan.group_block)
-      channel_blocks.push_back({g, std::min(plan.group_block, p.groups - g), 0, p.out_channels});
-  }
-
-  // Output elements [begin, begin+count) of Y at `offset` on `tile`, joined to the region before
-  // when it continues it.
-  TileMapping out;
-  auto addRegion = [&](int64_t begin, int64_t count, uint32_t t, uint64_t offset) {
-    if (!out.regions.empty()) {
-      Region& last = out.regions.back();
-      if (last.tile == t && last.begin + last.count == begin && last.offset + static_cast<uint64_t>(last.count) * es == offset) {
-        last.count += count;
-        return;
-      }
-    }
-    out.regions.push_back({begin, count, t, offset});
+  // A block's rows: output rows [o0, o0 + rows), input rows [r_lo, r_lo + in_rows) held, and the
+  // vertex's dims and window starts in the rows held.
+  struct Rows {
+    int64_t o0, rows, r_lo, in_rows;
+    Shape in_dims, out_dims, starts;
   };
   // An output block with its input channels split: where each input-channel block left its partial sums.
   struct SplitBlock {
     int64_t n, out_ch0, out_chs, o0, rows;
     std::vector<std::pair<uint32_t, uint64_t>> partials;  // (tile, offset)
   };
-  std::vector<SplitBlock> split_blocks;
-  const bool split = plan.in_splits > 1;  // one group only (the planner's rule)
 
-  uint32_t tile = l.startTile(plan.blocks);
-  for (int64_t n = 0; n < p.batch; ++n) {
-    for (const ChannelBlock& cb : channel_blocks) {
-      const int64_t out_ch0 = cb.group * p.out_channels + cb.channel, out_chs = cb.groups * cb.channels;
-      for (int64_t o0 = 0; o0 < out_rows_all; o0 += plan.row_block) {
-        const int64_t rows = std::min(plan.row_block, out_rows_all - o0);
-        // The input rows the block's windows read, clipped to the input (padding is not stored).
-        int64_t r_lo = 0, r_hi = in_rows_all;
-        if (rank) {
-          const int64_t first = o0 * stride0 - pad0, last = (o0 + rows - 1) * stride0 - pad0 + (kernel0 - 1) * dil0;
-          r_lo = std::clamp<int64_t>(first, 0, in_rows_all);
-          r_hi = std::clamp<int64_t>(last + 1, r_lo, in_rows_all);
-        }
-        const int64_t in_rows = r_hi - r_lo;
-        const uint64_t out_bytes = static_cast<uint64_t>(out_chs * rows * inner_out) * es;
-        // Per dim: in extent, out extent, kernel, stride, dilation, start (in the rows held).
-        Shape in_dims = win.in, out_dims = win.out, starts(win.rank());
-        for (size_t d = 0; d < win.rank(); ++d) starts[d] = -win.pad_begin[d];
-        if (rank) {
-          in_dims[0] = in_rows;
-          out_dims[0] = rows;
-          starts[0] = o0 * stride0 - pad0 - r_lo;
-        }
-        if (split) split_blocks.push_back({n, out_ch0, out_chs, o0, rows, {}});
-        // Its input channels: all of its groups', or one input-channel block at a time.
-        const int64_t group_in0 = cb.group * p.in_channels, group_ins = cb.groups * p.in_channels;
-        const int64_t in_step = split ? plan.in_channel_block : std::max<int64_t>(group_ins, 1);
-        for (int64_t c0 = 0; c0 == 0 || c0 < group_ins; c0 += in_step) {
-          const int64_t in_ch0 = group_in0 + c0, in_chs = split ? std::min(plan.in_channel_block, group_ins - c0) : group_ins;
-          const uint64_t in_bytes = static_cast<uint64_t>(in_chs * in_rows * inner_in) * es;
-          uint64_t in_off;
-          if (in_rows == in_rows_all) {  // whole planes: one contiguous range, maybe in place
-            in_off = l.operandInScratch(x, (n * op.channels + in_ch0) * plane_in, in_chs * plane_in, tile);
-          } else {
-            // Rows [r_lo, r_hi) of each channel: one strided gather.
-            in_off = l.scratch(tile, in_bytes);
-            l.gather(x, ((n * op.channels + in_ch0) * in_rows_all + r_lo) * inner_in, in_rows * inner_in, in_chs, plane_in, tile,
-                     in_off, static_cast<uint64_t>(in_rows * inner_in) * es);
-          }
-          // Partial sums (float32) live until the reduction; an unsplit block's output is Y's.
-          const uint64_t partial_bytes = out_bytes / es * kPartialBytes;
-          const exec::Field out_field = split ? exec::Field{l.scratch(tile, partial_bytes), partial_bytes, partialFieldDtype(dt)}
-                                              : exec::Field{l.allocator().allocate(tile, out_bytes), out_bytes};
-          const uint64_t out_off = out_field.offset;
-          exec::Vertex v;
-          v.tile = tile;
-          v.dtype = dt;
-          if (pool) {
-            v.codelet = exec::Codelet::Pool;
-            v.fields = {out_field, {in_off, in_bytes}};
-            v.params = {rank, out_chs, op.pool_max ? exec::kPoolMax : exec::kPoolAvg, op.count_include_pad ? 1 : 0};
-          } else {
-            v.codelet = exec::Codelet::ConvPartial;
-            const int64_t ins = split ? in_chs : p.in_channels;  // per group
-            const int64_t w_count = out_chs * ins * K;
-            const uint64_t w_off =
-                split ? l.operandRows(w, out_ch0 * p.in_channels * K + c0 * K, ins * K, out_chs, p.in_channels * K, tile)
-                      : l.operandInScratch(w, out_ch0 * p.in_channels * K, w_count, tile);
-            v.fields = {out_field, {in_off, in_bytes}, {w_off, static_cast<uint64_t>(w_count) * es}};
-            const bool bias = b && c0 == 0;  // added once, by the first partial
-            if (bias) v.fields.push_back({l.operandInScratch(b, out_ch0, out_chs, tile), static_cast<uint64_t>(out_chs) * es});
-            v.params = {rank, cb.groups, ins, cb.channels, bias ? 1 : 0};
-          }
-          for (const Shape* s :
-               std::initializer_list<const Shape*>{&in_dims, &out_dims, &win.kernel, &win.strides, &win.dilations, &starts})
-            v.params.insert(v.params.end(), s->begin(), s->end());
-          if (pool) {
-            for (size_t d = 0; d < win.rank(); ++d)  // the end of the padded input, in the rows held
-              v.params.push_back(win.in[d] + win.pad_end[d] - (d == 0 ? r_lo : 0));
-          } else if (!split) {  // a split block's activation waits for the sum
-            v.params.insert(v.params.end(), act_params.begin(), act_params.end());
-            v.fparams = act_fparams;
-          }
-          l.computeSet().vertices.push_back(std::move(v));
-          if (split) {
-            split_blocks.back().partials.emplace_back(tile, out_off);
-          } else {
-            // Output channel j's rows are consecutive in the tile buffer and in Y.
-            const int64_t run = rows * inner_out;
-            for (int64_t j = 0; j < out_chs; ++j)
-              addRegion((n * op.out_channels + out_ch0 + j) * plane_out + o0 * inner_out, run, tile,
-                        out_off + static_cast<uint64_t>(j * run) * es);
-          }
-          tile = l.nextTile(tile);
-        }
+  std::vector<ChannelBlock> channelBlocks() const {
+    std::vector<ChannelBlock> blocks;
+    if (plan_.channel_block < p_.out_channels) {
+      for (int64_t g = 0; g < p_.groups; ++g)
+        for (int64_t c = 0; c < p_.out_channels; c += plan_.channel_block)
+          blocks.push_back({g, 1, c, std::min(plan_.channel_block, p_.out_channels - c)});
+    } else {
+      for (int64_t g = 0; g < p_.groups; g += plan_.group_block)
+        blocks.push_back({g, std::min(plan_.group_block, p_.groups - g), 0, p_.out_channels});
+    }
+    return blocks;
+  }
+
+  // The input rows the block's windows read, clipped to the input (padding is not stored).
+  Rows rowsOf(int64_t o0) const {
+    Rows r{o0, std::min(plan_.row_block, out_rows_all_ - o0), 0, in_rows_all_, win_.in, win_.out, Shape(win_.rank())};
+    for (size_t d = 0; d < win_.rank(); ++d) r.starts[d] = -win_.pad_begin[d];
+    if (rank_) {
+      const int64_t stride0 = win_.strides[0], pad0 = win_.pad_begin[0];
+      const int64_t first = o0 * stride0 - pad0,
+                    last = (o0 + r.rows - 1) * stride0 - pad0 + (win_.kernel[0] - 1) * win_.dilations[0];
+      r.r_lo = std::clamp<int64_t>(first, 0, in_rows_all_);
+      r.in_rows = std::clamp<int64_t>(last + 1, r.r_lo, in_rows_all_) - r.r_lo;
+      r.in_dims[0] = r.in_rows;
+      r.out_dims[0] = r.rows;
+      r.starts[0] = first - r.r_lo;
+    }
+    return r;
+  }
+
+  // Output elements [begin, begin+count) of Y at `offset` on `tile`, joined to the region before
+  // when it continues it.
+  void addRegion(int64_t begin, int64_t count, uint32_t t, uint64_t offset) {
+    if (!out_.regions.empty()) {
+      Region& last = out_.regions.back();
+      if (last.tile == t && last.begin + last.count == begin && last.offset + static_cast<uint64_t>(last.count) * es_ == offset) {
+        last.count += count;
+        return;
       }
     }
+    out_.regions.push_back({begin, count, t, offset});
   }
-  if (split) {
-    // The next superstep adds up the partials and applies the activation: each tile that made one
-    // holds a slice of its block of Y.
-    l.nextSuperstep();
-    for (const SplitBlock& sb : split_blocks) {
-      const int64_t run = sb.rows * inner_out;
-      reducePartials(l, sb.partials, sb.out_chs * run, dt, act_params, act_fparams,
-                     [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
-                       for (int64_t e = first; e < first + len;) {  // the slice's pieces of each output channel
-                         const int64_t j_ch = e / run, end = std::min(first + len, (j_ch + 1) * run);
-                         addRegion(
-                             (sb.n * op.out_channels + sb.out_ch0 + j_ch) * plane_out + sb.o0 * inner_out + (e - j_ch * run),
-                             end - e, t, offset + static_cast<uint64_t>(e - first) * es);
-                         e = end;
-                       }
-                     });
+
+  // The vertices of one output block: one, or one per input-channel block when split.
+  void rowBlock(int64_t n, const ChannelBlock& cb, int64_t o0) {
+    const Rows r = rowsOf(o0);
+    const int64_t out_ch0 = cb.group * p_.out_channels + cb.channel, out_chs = cb.groups * cb.channels;
+    if (split_) split_blocks_.push_back({n, out_ch0, out_chs, o0, r.rows, {}});
+    // Its input channels: all of its groups', or one input-channel block at a time.
+    const int64_t group_in0 = cb.group * p_.in_channels, group_ins = cb.groups * p_.in_channels;
+    const int64_t in_step = split_ ? plan_.in_channel_block : std::max<int64_t>(group_ins, 1);
+    for (int64_t c0 = 0; c0 == 0 || c0 < group_ins; c0 += in_step) {
+      const int64_t in_chs = split_ ? std::min(plan_.in_channel_block, group_ins - c0) : group_ins;
+      const exec::Field in_field = inputWindow(n, group_in0 + c0, in_chs, r);
+      // Partial sums (float32) live until the reduction; an unsplit block's output is Y's.
+      const uint64_t out_bytes = static_cast<uint64_t>(out_chs * r.rows * inner_out_) * es_;
+      const uint64_t partial_bytes = out_bytes / es_ * kPartialBytes;
+      const exec::Field out_field = split_ ? exec::Field{l_.scratch(tile_, partial_bytes), partial_bytes, partialFieldDtype(dt_)}
+                                           : exec::Field{l_.allocator().allocate(tile_, out_bytes), out_bytes};
+      l_.computeSet().vertices.push_back(pool_ ? poolVertex(out_chs, r, out_field, in_field)
+                                               : convVertex(cb, out_ch0, c0, in_chs, r, out_field, in_field));
+      if (split_) {
+        split_blocks_.back().partials.emplace_back(tile_, out_field.offset);
+      } else {
+        // Output channel j's rows are consecutive in the tile buffer and in Y.
+        const int64_t run = r.rows * inner_out_;
+        for (int64_t j = 0; j < out_chs; ++j)
+          addRegion((n * op_.out_channels + out_ch0 + j) * plane_out_ + o0 * inner_out_, run, tile_,
+                    out_field.offset + static_cast<uint64_t>(j * run) * es_);
+      }
+      tile_ = l_.nextTile(tile_);
     }
   }
-  std::sort(out.regions.begin(), out.regions.end(), [](const Region& a, const Region& c) { return a.begin < c.begin; });
-  l.setMapping(y, std::move(out));
-  return okStatus();
+
+  // Input channels [in_ch0, in_ch0 + in_chs) of batch entry n, the rows the block holds.
+  exec::Field inputWindow(int64_t n, int64_t in_ch0, int64_t in_chs, const Rows& r) {
+    const uint64_t in_bytes = static_cast<uint64_t>(in_chs * r.in_rows * inner_in_) * es_;
+    if (r.in_rows == in_rows_all_)  // whole planes: one contiguous range, maybe in place
+      return {l_.operandInScratch(x_, (n * op_.channels + in_ch0) * plane_in_, in_chs * plane_in_, tile_), in_bytes};
+    // Rows [r_lo, r_lo + in_rows) of each channel: one strided gather.
+    const uint64_t in_off = l_.scratch(tile_, in_bytes);
+    l_.gather(x_, ((n * op_.channels + in_ch0) * in_rows_all_ + r.r_lo) * inner_in_, r.in_rows * inner_in_, in_chs, plane_in_,
+              tile_, in_off, static_cast<uint64_t>(r.in_rows * inner_in_) * es_);
+    return {in_off, in_bytes};
+  }
+
+  exec::Vertex poolVertex(int64_t out_chs, const Rows& r, const exec::Field& out_field, const exec::Field& in_field) const {
+    Shape padded_ends(win_.rank());
+    for (size_t d = 0; d < win_.rank(); ++d)  // the end of the padded input, in the rows held
+      padded_ends[d] = win_.in[d] + win_.pad_end[d] - (d == 0 ? r.r_lo : 0);
+    const exec::PoolParams params{rank_,
+                                  out_chs,
+                                  op_.pool_max ? exec::kPoolMax : exec::kPoolAvg,
+                                  op_.count_include_pad,
+                                  r.in_dims,
+                                  r.out_dims,
+                                  win_.kernel,
+                                  win_.strides,
+                                  win_.dilations,
+                                  r.starts,
+                                  padded_ends};
+    return exec::makeVertex(tile_, dt_, {out_field, in_field}, params);
+  }
+
+  exec::Vertex convVertex(const ChannelBlock& cb, int64_t out_ch0, int64_t c0, int64_t in_chs, const Rows& r,
+                          const exec::Field& out_field, const exec::Field& in_field) {
+    const int64_t ins = split_ ? in_chs : p_.in_channels;  // per group
+    const int64_t w_count = cb.groups * cb.channels * ins * K_, out_chs = cb.groups * cb.channels;
+    const uint64_t w_off =
+        split_ ? l_.operandRows(w_, out_ch0 * p_.in_channels * K_ + c0 * K_, ins * K_, out_chs, p_.in_channels * K_, tile_)
+               : l_.operandInScratch(w_, out_ch0 * p_.in_channels * K_, w_count, tile_);
+    std::vector<exec::Field> fields = {out_field, in_field, {w_off, static_cast<uint64_t>(w_count) * es_}};
+    const bool bias = b_ && c0 == 0;  // added once, by the first partial
+    if (bias) fields.push_back({l_.operandInScratch(b_, out_ch0, out_chs, tile_), static_cast<uint64_t>(out_chs) * es_});
+    // A split block's activation waits for the sum.
+    const exec::ConvPartialParams params{rank_,        cb.groups,      ins,        cb.channels,
+                                         bias,         r.in_dims,      r.out_dims, win_.kernel,
+                                         win_.strides, win_.dilations, r.starts,   split_ ? std::nullopt : act_};
+    return exec::makeVertex(tile_, dt_, std::move(fields), params);
+  }
+
+  // The next superstep adds up the partials and applies the activation: each tile that made one
+  // holds a slice of its block of Y.
+  void reduceSplitBlocks() {
+    l_.nextSuperstep();
+    for (const SplitBlock& sb : split_blocks_) {
+      const int64_t run = sb.rows * inner_out_;
+      reducePartials(l_, sb.partials, sb.out_chs * run, dt_, act_, [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
+        for (int64_t e = first; e < first + len;) {  // the slice's pieces of each output channel
+          const int64_t j_ch = e / run, end = std::min(first + len, (j_ch + 1) * run);
+          addRegion((sb.n * op_.out_channels + sb.out_ch0 + j_ch) * plane_out_ + sb.o0 * inner_out_ + (e - j_ch * run), end - e,
+                    t, offset + static_cast<uint64_t>(e - first) * es_);
+          e = end;
+        }
+      });
+    }
+  }
+
+  Lowering& l_;
+  const ir::Node& node_;
+  const WindowOp& op_;
+  const ConvProblem& p_;
+  const ops::nn::Window& win_;
+  const ConvPlan& plan_;
+  const bool pool_;
+  const ir::Value *x_, *w_, *b_;
+  DType dt_;
+  uint64_t es_;
+  int64_t rank_, in_rows_all_, out_rows_all_, inner_in_, inner_out_, plane_in_, plane_out_, K_;
+  bool split_;
+  std::optional<exec::VertexActivation> act_;
+  uint32_t tile_ = 0;
+  TileMapping out_;
+  std::vector<SplitBlock> split_blocks_;
+};
+
+Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
+  const ConvPlan plan = planFor(op, l.options());
+  if (plan.blocks == 0) {  // an empty output
+    l.setMapping(node.output(0), {});
+    return okStatus();
+  }
+  if (!plan.fits)
+    return Error(node.describe() + ": no split fits in " + std::to_string(l.options().tileBudget()) + " bytes per tile (hint: " +
+                 halfPrecisionHint(node.output(0)->type.dtype) + "raise --available_memory_proportion or use more IPUs)");
+  return WindowLowering(l, node, op, plan).run();
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // already live there, else from buffers the exchange fills. A broadcast operand is read through
 // strides from a copy of the elements the tile's outputs reach (exec::broadcastSpan).
 #include "codegen/lowering.h"
-#include "lib/exec/codelets.h"
+#include "lib/exec/vertex_params.h"
 #include "lib/ops/broadcast.h"
 #include "lib/ops/graphcore_ops.h"
 #include "lib/ops/op_util.h"
@@ -33,7 +33,7 @@ Status lowerUnary(Lowering& l, const ir::Node& node) {
     uint64_t in = l.operandOnTile(x, r);
     uint64_t bytes = static_cast<uint64_t>(r.count) * es;
     l.computeSet().vertices.push_back(
-        {r.tile, exec::Codelet::Unary, dt, {{r.offset, bytes}, {in, bytes}}, {static_cast<int64_t>(fn), r.count}, {}});
+        exec::makeVertex(r.tile, dt, {{r.offset, bytes}, {in, bytes}}, exec::UnaryParams{fn, r.count}));
   }
   l.setMapping(y, std::move(out));
   return okStatus();
@@ -49,12 +49,8 @@ Status lowerCast(Lowering& l, const ir::Node& node) {
   for (const Lowering::Run& r : l.elementwiseRuns(out, dtypeSize(to), {x})) {
     uint64_t in = l.operandOnTile(x, r);
     const auto count = static_cast<uint64_t>(r.count);
-    l.computeSet().vertices.push_back({r.tile,
-                                       exec::Codelet::Cast,
-                                       to,
-                                       {{r.offset, count * dtypeSize(to)}, {in, count * dtypeSize(from)}},
-                                       {r.count, static_cast<int64_t>(from)},
-                                       {}});
+    l.computeSet().vertices.push_back(exec::makeVertex(
+        r.tile, to, {{r.offset, count * dtypeSize(to)}, {in, count * dtypeSize(from)}}, exec::CastParams{r.count, from}));
   }
   l.setMapping(y, std::move(out));
   return okStatus();
@@ -96,18 +92,19 @@ void binaryStep(Lowering& l, ops::BinaryFn fn, const ir::Value* a, const ir::Val
       const auto n = static_cast<int64_t>(span.hi - span.lo + 1);
       return {l.operandOnTile(v, base, n, r.tile), static_cast<uint64_t>(n) * es};
     };
-    exec::Vertex v{r.tile,
-                   exec::Codelet::Binary,
-                   dt,
-                   {{r.offset, bytes}, operand(a, a_aligned, stride_a, bases[0]), operand(b, b_aligned, stride_b, bases[1])},
-                   {static_cast<int64_t>(fn), r.count, a_aligned ? exec::kAligned : exec::kBroadcast,
-                    b_aligned ? exec::kAligned : exec::kBroadcast, begin, rank},
-                   {}};
-    v.params.insert(v.params.end(), out_shape.begin(), out_shape.end());
-    v.params.insert(v.params.end(), stride_a.begin(), stride_a.end());
-    v.params.insert(v.params.end(), stride_b.begin(), stride_b.end());
-    v.params.insert(v.params.end(), bases, bases + 2);
-    l.computeSet().vertices.push_back(std::move(v));
+    std::vector<exec::Field> fields = {
+        {r.offset, bytes}, operand(a, a_aligned, stride_a, bases[0]), operand(b, b_aligned, stride_b, bases[1])};
+    exec::BinaryParams params{fn,
+                              r.count,
+                              a_aligned ? exec::kAligned : exec::kBroadcast,
+                              b_aligned ? exec::kAligned : exec::kBroadcast,
+                              begin,
+                              rank,
+                              out_shape,
+                              stride_a,
+                              stride_b,
+                              exec::OperandBases{bases[0], bases[1]}};
+    l.computeSet().vertices.push_back(exec::makeVertex(r.tile, dt, std::move(fields), params));
   }
 }
 
@@ -183,13 +180,8 @@ Status lowerActivation(Lowering& l, const ir::Node& node) {
   TileMapping out = l.spreadLike(x, es);
   for (const Lowering::Run& r : l.elementwiseRuns(out, es, {x})) {
     const uint64_t bytes = static_cast<uint64_t>(r.count) * es;
-    l.computeSet().vertices.push_back({r.tile,
-                                       exec::Codelet::Activation,
-                                       dt,
-                                       {{r.offset, bytes}, {l.operandInScratch(x, r), bytes}},
-                                       {r.count, static_cast<int64_t>(act.kind)},
-                                       {static_cast<float>(act.alpha), static_cast<float>(act.beta), static_cast<float>(act.min),
-                                        static_cast<float>(act.max)}});
+    l.computeSet().vertices.push_back(exec::makeVertex(r.tile, dt, {{r.offset, bytes}, {l.operandInScratch(x, r), bytes}},
+                                                       exec::ActivationParams{r.count, exec::vertexActivation(act)}));
   }
   l.setMapping(node.output(0), std::move(out));
   return okStatus();
@@ -221,15 +213,11 @@ Status lowerBatchNorm(Lowering& l, const ir::Node& node) {
     int64_t c0 = 0, cn = C;
     if (inner > 0 && last - first + 1 < C && first % C <= last % C) c0 = first % C, cn = last % C - c0 + 1;
     const uint64_t bytes = static_cast<uint64_t>(r.count) * es;
-    exec::Vertex v{r.tile,
-                   exec::Codelet::BatchNorm,
-                   dt,
-                   {{r.offset, bytes}, {l.operandInScratch(x, r.begin, r.count, r.tile), bytes}},
-                   {r.count, r.begin, C, inner, c0, cn},
-                   {eps}};
+    std::vector<exec::Field> fields = {{r.offset, bytes}, {l.operandInScratch(x, r.begin, r.count, r.tile), bytes}};
     for (size_t i = 1; i < 5; ++i)
-      v.fields.push_back({l.operandInScratch(node.input(i), c0, cn, r.tile), static_cast<uint64_t>(cn) * es});
-    l.computeSet().vertices.push_back(std::move(v));
+      fields.push_back({l.operandInScratch(node.input(i), c0, cn, r.tile), static_cast<uint64_t>(cn) * es});
+    l.computeSet().vertices.push_back(
+        exec::makeVertex(r.tile, dt, std::move(fields), exec::BatchNormParams{r.count, r.begin, C, inner, c0, cn, eps}));
   }
   l.setMapping(node.output(0), std::move(out));
   return okStatus();

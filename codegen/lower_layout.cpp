@@ -2,6 +2,7 @@
 // vertices for Pad's constant), with no compute on the moved elements.
 #include "codegen/lowering.h"
 #include "codegen/rearrange.h"
+#include "lib/exec/vertex_params.h"
 
 namespace poprt::codegen {
 
@@ -33,12 +34,9 @@ Status lowerRearrange(Lowering& l, const ir::Node& node, const RearrangeMap& map
         }
         uint64_t offset = r.offset + static_cast<uint64_t>(i - r.begin) * esize;
         if (s.input < 0) {
-          l.computeSet().vertices.push_back({r.tile,
-                                             exec::Codelet::Fill,
-                                             y->type.dtype,
-                                             {{offset, static_cast<uint64_t>(j - i) * esize}},
-                                             {j - i},
-                                             {static_cast<float>(map.fill_value)}});
+          l.computeSet().vertices.push_back(exec::makeVertex(r.tile, y->type.dtype,
+                                                             {{offset, static_cast<uint64_t>(j - i) * esize}},
+                                                             exec::FillParams{j - i, static_cast<float>(map.fill_value)}));
         } else {
           gatherElements(l.mapping(node.input(static_cast<size_t>(s.input))), s.element, j - i, esize, r.tile, offset, copies);
         }

@@ -8,7 +8,7 @@
 #include "codegen/lowering.h"
 #include "codegen/matmul_planner.h"
 #include "codegen/partial_sums.h"
-#include "lib/exec/codelets.h"
+#include "lib/exec/vertex_params.h"
 #include "lib/ops/broadcast.h"
 #include "lib/ops/graphcore_ops.h"
 
@@ -97,7 +97,7 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
   }
 
   // Gemm's C broadcasts to [M, N] in one of four ways.
-  int64_t bias_mode = exec::kBiasNone;
+  exec::BiasMode bias_mode = exec::kBiasNone;
   if (c) {
     Shape sc = c->type.staticShape();
     while (sc.size() < 2) sc.insert(sc.begin(), 1);
@@ -119,13 +119,10 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
                  "raise --available_memory_proportion or use more IPUs)");
 
   // GemmAct: the activation runs in the vertex, on each output as it is written.
-  std::vector<int64_t> act_params;
-  std::vector<float> act_fparams;
+  std::optional<exec::VertexActivation> act;
   if (node.opType() == "GemmAct") {
-    POPRT_ASSIGN_OR_RETURN(ops::graphcore::Activation act, ops::graphcore::activationOf(node));
-    act_params = {static_cast<int64_t>(act.kind)};
-    act_fparams = {static_cast<float>(act.alpha), static_cast<float>(act.beta), static_cast<float>(act.min),
-                   static_cast<float>(act.max)};
+    POPRT_ASSIGN_OR_RETURN(ops::graphcore::Activation a, ops::graphcore::activationOf(node));
+    act = exec::vertexActivation(a);
   }
   TileMapping out;
   // Output elements [e, e + count) of block (bi, m0, n0) (rows of `cols`, one after another from
@@ -174,17 +171,11 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
               split ? exec::Field{l.scratch(tile, outputs * kPartialBytes), outputs * kPartialBytes, partialFieldDtype(dt)}
                     : exec::Field{l.allocator().allocate(tile, outputs * es), outputs * es};
           const bool first = k0 == 0;  // Gemm's C is added once, by the first K block
-          exec::Vertex v{
-              tile,
-              exec::Codelet::MatMul,
-              dt,
-              {out_field, {a_off, static_cast<uint64_t>(rows * kb) * es}, {b_off, static_cast<uint64_t>(kb * cols) * es}},
-              {rows, kb, cols, trans_a, trans_b, first ? bias_mode : exec::kBiasNone},
-              {alpha, beta}};
-          if (!split) {  // a split block's activation waits for the sum
-            v.params.insert(v.params.end(), act_params.begin(), act_params.end());
-            v.fparams.insert(v.fparams.end(), act_fparams.begin(), act_fparams.end());
-          }
+          std::vector<exec::Field> fields = {
+              out_field, {a_off, static_cast<uint64_t>(rows * kb) * es}, {b_off, static_cast<uint64_t>(kb * cols) * es}};
+          // A split block's activation waits for the sum.
+          const exec::MatMulParams params{
+              rows, kb, cols, trans_a, trans_b, first ? bias_mode : exec::kBiasNone, alpha, beta, split ? std::nullopt : act};
           if (c && first) {
             const uint64_t c_off = bias_mode == exec::kBiasScalar   ? block(c, 0, 1, 1, 0)
                                    : bias_mode == exec::kBiasRow    ? block(c, n0, cols, 1, 0)
@@ -194,9 +185,9 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
                                   : bias_mode == exec::kBiasRow    ? cols
                                   : bias_mode == exec::kBiasColumn ? rows
                                                                    : rows * cols;
-            v.fields.push_back({c_off, static_cast<uint64_t>(count) * es});
+            fields.push_back({c_off, static_cast<uint64_t>(count) * es});
           }
-          l.computeSet().vertices.push_back(std::move(v));
+          l.computeSet().vertices.push_back(exec::makeVertex(tile, dt, std::move(fields), params));
           if (split)
             split_blocks.back().partials.emplace_back(tile, out_field.offset);
           else
@@ -209,10 +200,9 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
   if (split) {
     l.nextSuperstep();
     for (const SplitBlock& sb : split_blocks)
-      reducePartials(l, sb.partials, sb.rows * sb.cols, dt, act_params, act_fparams,
-                     [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
-                       place(sb.bi, sb.m0, sb.n0, sb.cols, first, len, t, offset);
-                     });
+      reducePartials(l, sb.partials, sb.rows * sb.cols, dt, act, [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
+        place(sb.bi, sb.m0, sb.n0, sb.cols, first, len, t, offset);
+      });
   }
   std::sort(out.regions.begin(), out.regions.end(), [](const Region& x, const Region& y) { return x.begin < y.begin; });
   l.setMapping(y, std::move(out));

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "codegen/lowering.h"
-#include "lib/exec/codelets.h"
+#include "lib/exec/vertex_params.h"
 #include "lib/ops/op_util.h"
 
 namespace poprt::codegen {
@@ -220,7 +220,7 @@ Status lowerReduce(Lowering& l, const ir::Node& node) {
     const uint64_t y = blockOutput(l, v, b, 1, es, out);
     const uint64_t n = static_cast<uint64_t>(b.on * b.in);
     l.computeSet().vertices.push_back(
-        {b.tile, exec::Codelet::Reduce, dt, {{y, n * es}, {in, n * v.extent * es}}, {op.kind, b.on, v.extent, b.in}, {}});
+        exec::makeVertex(b.tile, dt, {{y, n * es}, {in, n * v.extent * es}}, exec::ReduceParams{op.kind, b.on, v.extent, b.in}));
   }
   sortRegions(out);
   l.setMapping(node.output(0), std::move(out));
@@ -229,7 +229,7 @@ Status lowerReduce(Lowering& l, const ir::Node& node) {
 
 Status lowerSoftmax(Lowering& l, const ir::Node& node) {
   POPRT_ASSIGN_OR_RETURN(RowsView v, softmaxView(node, l.opset()));
-  const int64_t log = node.opType() == "LogSoftmax" ? 1 : 0;
+  const bool log = node.opType() == "LogSoftmax";
   const DType dt = node.input(0)->type.dtype;
   const uint64_t es = dtypeSize(dt);
   TileMapping out;
@@ -238,7 +238,7 @@ Status lowerSoftmax(Lowering& l, const ir::Node& node) {
     const uint64_t y = blockOutput(l, v, b, v.extent, es, out);
     const uint64_t bytes = static_cast<uint64_t>(b.on * v.extent * b.in) * es;
     l.computeSet().vertices.push_back(
-        {b.tile, exec::Codelet::Softmax, dt, {{y, bytes}, {in, bytes}}, {log, b.on, v.extent, b.in}, {}});
+        exec::makeVertex(b.tile, dt, {{y, bytes}, {in, bytes}}, exec::SoftmaxParams{log, b.on, v.extent, b.in}));
   }
   sortRegions(out);
   l.setMapping(node.output(0), std::move(out));
@@ -254,12 +254,12 @@ Status lowerRowNorm(Lowering& l, const ir::Node& node) {
   TileMapping out;
   for (const RowBlock& b : rowBlocks(l, v, maxPositions(l, static_cast<uint64_t>(v.extent) * 8))) {
     const uint64_t bytes = static_cast<uint64_t>(b.on * v.extent) * es;
-    exec::Vertex vx{b.tile, exec::Codelet::Norm, dt, {}, {b.on, v.extent, op.per_row ? 1 : 0, op.channels, b.o0}, {op.epsilon}};
     const uint64_t in = blockInput(l, node.input(0), v, b);
-    vx.fields = {{blockOutput(l, v, b, v.extent, es, out), bytes}, {in, bytes}};
+    std::vector<exec::Field> fields = {{blockOutput(l, v, b, v.extent, es, out), bytes}, {in, bytes}};
     for (const ir::Value* p : {op.scale, op.bias})
-      if (p) vx.fields.push_back({l.operandInScratch(p, 0, affine, b.tile), static_cast<uint64_t>(affine) * es});
-    l.computeSet().vertices.push_back(std::move(vx));
+      if (p) fields.push_back({l.operandInScratch(p, 0, affine, b.tile), static_cast<uint64_t>(affine) * es});
+    l.computeSet().vertices.push_back(exec::makeVertex(
+        b.tile, dt, std::move(fields), exec::NormParams{b.on, v.extent, op.per_row, op.channels, b.o0, op.epsilon}));
   }
   sortRegions(out);
   l.setMapping(node.output(0), std::move(out));

@@ -3,12 +3,12 @@
 #include <algorithm>
 
 #include "codegen/lowering.h"
-#include "lib/exec/codelets.h"
+#include "lib/exec/vertex_params.h"
 
 namespace poprt::codegen {
 
 void reducePartials(Lowering& l, const std::vector<std::pair<uint32_t, uint64_t>>& partials, int64_t count, DType dtype,
-                    const std::vector<int64_t>& act_params, const std::vector<float>& act_fparams,
+                    const std::optional<exec::VertexActivation>& act,
                     const std::function<void(int64_t first, int64_t len, uint32_t tile, uint64_t offset)>& place) {
   const auto parts = static_cast<int64_t>(partials.size());
   const int64_t slice = reductionSlice(count, parts);
@@ -26,15 +26,9 @@ void reducePartials(Lowering& l, const std::vector<std::pair<uint32_t, uint64_t>
     }
     const uint64_t out_bytes = static_cast<uint64_t>(len) * es;
     const uint64_t out_off = l.allocator().allocate(t, out_bytes);
-    exec::Vertex v;
-    v.tile = t;
-    v.dtype = dtype;
-    v.codelet = exec::Codelet::Reduce;
-    v.fields = {{out_off, out_bytes}, {sums, part_bytes * static_cast<uint64_t>(parts), partialFieldDtype(dtype)}};
-    v.params = {exec::kReduceSum, 1, parts, len};
-    v.params.insert(v.params.end(), act_params.begin(), act_params.end());
-    v.fparams = act_fparams;
-    l.computeSet().vertices.push_back(std::move(v));
+    l.computeSet().vertices.push_back(exec::makeVertex(
+        t, dtype, {{out_off, out_bytes}, {sums, part_bytes * static_cast<uint64_t>(parts), partialFieldDtype(dtype)}},
+        exec::ReduceParams{exec::kReduceSum, 1, parts, len, act}));
     place(first, len, t, out_off);
   }
 }

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "lib/exec/codelets.h"
 #include "lib/support/dtype.h"
 
 namespace poprt::codegen {
@@ -27,10 +29,10 @@ inline DType partialFieldDtype(DType dtype) { return dtype == DType::Float ? DTy
 
 // In the current superstep (the caller begins it after the one that made the partials): adds up
 // `count` sums from each (tile, offset) of `partials`, each tile a slice of them, applies the
-// activation (exec activation params and fparams, or none) and writes the slice in `dtype`;
+// activation (or none) and writes the slice in `dtype`;
 // place(first, len, tile, offset) says where sums [first, first + len) went.
 void reducePartials(Lowering& l, const std::vector<std::pair<uint32_t, uint64_t>>& partials, int64_t count, DType dtype,
-                    const std::vector<int64_t>& act_params, const std::vector<float>& act_fparams,
+                    const std::optional<exec::VertexActivation>& act,
                     const std::function<void(int64_t first, int64_t len, uint32_t tile, uint64_t offset)>& place);
 
 }  // namespace poprt::codegen

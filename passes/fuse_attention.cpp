@@ -18,11 +18,11 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
-#include <set>
 
 #include "lib/ops/graphcore_ops.h"
 #include "passes/fusion_util.h"
 #include "passes/pass_list.h"
+#include "passes/rewrite_rule.h"
 
 namespace poprt::passes {
 namespace {
@@ -280,59 +280,56 @@ std::string matchAttention(ir::Node& sm, int64_t opset, Match& m) {
   return "";
 }
 
-class FuseAttention : public Pass {
- public:
-  Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
-    bool changed = removeDeadNodes(graph) > 0;
-    const int64_t opset = ctx.opsets()[""];
-    std::vector<ir::Node*> roots;
-    for (const auto& n : graph.nodes())
-      if (isOp(n.get(), "Softmax")) roots.push_back(n.get());
-    std::set<ir::Node*> used;
-    for (ir::Node* sm : roots) {
-      Match m;
-      std::string why = matchAttention(*sm, opset, m);
-      for (ir::Node* n : m.nodes)
-        if (why.empty() && used.count(n)) why = "overlaps another match";
-      if (!why.empty()) {
-        // Only Softmaxes over MatMul scores are attention candidates worth a report.
-        if (m.candidate) ctx.nearMiss(*sm, why);
-        continue;
-      }
-      used.insert(m.nodes.begin(), m.nodes.end());
-      // Packed sources: one Split of the last axis into the n parts, shared by Q, K and V.
-      std::map<ir::Value*, std::vector<ir::Value*>> splits;
-      auto inputOf = [&](const Head& h) -> ir::Value* {
-        if (h.part < 0) return h.source;
-        auto& parts = splits[h.source];
-        if (parts.empty()) {
-          std::vector<ir::Dim> dims = *h.source->type.dims;
-          dims.back() = ir::Dim::fixed(dims.back().value / h.parts);
-          ir::TensorType type = h.source->type;
-          type.dims = dims;
-          for (int64_t i = 0; i < h.parts; ++i)
-            parts.push_back(graph.addValue(graph.uniqueName(h.source->name() + "_part" + std::to_string(i)), type));
-          ir::Node* split = graph.addNode("Split", {h.source}, parts, graph.uniqueName(h.source->name() + "_split"));
-          split->attributes["axis"].value = int64_t{-1};
-          if (opset >= 18) split->attributes["num_outputs"].value = h.parts;
-        }
-        return parts[static_cast<size_t>(h.part)];
-      };
-      std::vector<ir::Value*> inputs = {inputOf(m.q), inputOf(m.k), inputOf(m.v)};
-      if (m.mask) inputs.push_back(m.mask);
-      ir::Node* mha = replaceWithNode(graph, m.last, "MultiHeadAttention", ops::graphcore::kDomain, inputs);
-      mha->attributes["num_heads"].value = m.q.dims[2].value;
-      mha->attributes["scale"].value = static_cast<float>(m.scale);
-      refineType(mha->output(0), ir::TensorType{m.q.source->type.dtype,
-                                                std::vector<ir::Dim>{m.q.dims[0], m.q.dims[1],
-                                                                     ir::Dim::fixed(m.v.dims[2].value * m.v.dims[3].value)}});
-      importGraphcoreDomain(ctx.model);
-      ctx.count(m.q.part >= 0 ? "attention_packed_qkv" : "attention");
-      changed = true;
-    }
-    if (changed) POPRT_TRY(finishRewrites(graph));
-    return changed;
+class FuseAttention : public RewriteRule<Match> {
+ protected:
+  std::vector<std::string> rootOpTypes() const override { return {"Softmax"}; }
+  Status prepare(PassContext& ctx) override {
+    opset_ = ctx.opsets()[""];
+    return okStatus();
   }
+
+  Found<Match> match(ir::Graph&, ir::Node& sm, PassContext&) override {
+    Match m;
+    std::string why = matchAttention(sm, opset_, m);
+    if (why.empty()) return m;
+    // Only Softmaxes over MatMul scores are attention candidates worth a report.
+    return m.candidate ? Found<Match>::nearMiss(why) : Found<Match>::none();
+  }
+
+  Status rewrite(ir::Graph& graph, Match& m, PassContext& ctx) override {
+    // Packed sources: one Split of the last axis into the n parts, shared by Q, K and V.
+    std::map<ir::Value*, std::vector<ir::Value*>> splits;
+    auto inputOf = [&](const Head& h) -> ir::Value* {
+      if (h.part < 0) return h.source;
+      auto& parts = splits[h.source];
+      if (parts.empty()) {
+        std::vector<ir::Dim> dims = *h.source->type.dims;
+        dims.back() = ir::Dim::fixed(dims.back().value / h.parts);
+        ir::TensorType type = h.source->type;
+        type.dims = dims;
+        for (int64_t i = 0; i < h.parts; ++i)
+          parts.push_back(graph.addValue(graph.uniqueName(h.source->name() + "_part" + std::to_string(i)), type));
+        ir::Node* split = graph.addNode("Split", {h.source}, parts, graph.uniqueName(h.source->name() + "_split"));
+        split->attributes["axis"].value = int64_t{-1};
+        if (opset_ >= 18) split->attributes["num_outputs"].value = h.parts;
+      }
+      return parts[static_cast<size_t>(h.part)];
+    };
+    std::vector<ir::Value*> inputs = {inputOf(m.q), inputOf(m.k), inputOf(m.v)};
+    if (m.mask) inputs.push_back(m.mask);
+    ir::Node* mha = replaceWithNode(graph, m.last, "MultiHeadAttention", ops::graphcore::kDomain, inputs);
+    mha->attributes["num_heads"].value = m.q.dims[2].value;
+    mha->attributes["scale"].value = static_cast<float>(m.scale);
+    refineType(mha->output(0), ir::TensorType{m.q.source->type.dtype,
+                                              std::vector<ir::Dim>{m.q.dims[0], m.q.dims[1],
+                                                                   ir::Dim::fixed(m.v.dims[2].value * m.v.dims[3].value)}});
+    importGraphcoreDomain(ctx.model);
+    ctx.count(m.q.part >= 0 ? "attention_packed_qkv" : "attention");
+    return okStatus();
+  }
+
+ private:
+  int64_t opset_ = 0;
 };
 
 }  // namespace

@@ -9,11 +9,11 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <set>
 
 #include "lib/ops/graphcore_ops.h"
 #include "passes/fusion_util.h"
 #include "passes/pass_list.h"
+#include "passes/rewrite_rule.h"
 
 namespace poprt::passes {
 namespace {
@@ -60,64 +60,71 @@ Gated gatedActivation(const ir::Value* y) {
   return {};
 }
 
-class FuseConvActivation : public Pass {
- public:
-  Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
-    bool changed = removeDeadNodes(graph) > 0;
-    const int64_t opset = ctx.opsets()[""];
-    std::vector<ir::Node*> roots;
-    for (const auto& n : graph.nodes())
-      if (isOp(n.get(), "Conv") || isOp(n.get(), "Gemm")) roots.push_back(n.get());
-    for (ir::Node* base : roots) {
-      ir::Value* y = base->output(0);
-      if (!y || base->outputs().size() != 1) continue;
-      ir::Node* act = singleUser(y);
-      const Gated gated = gatedActivation(y);
-      if (gated.mul) act = gated.mul;
-      if (!gated.mul && (!isActivation(act) || act->input(0) != y)) {
-        // Plausible: an activation reads the output, but so does something else (or it is returned).
-        const ir::Node* a = nullptr;
-        std::string others;
-        for (const ir::Use& u : y->uses()) {
-          if (!a && isActivation(u.node) && u.input_index == 0) {
-            a = u.node;
-          } else if (others.find(u.node->opType()) == std::string::npos) {
-            others += (others.empty() ? "" : ", ") + u.node->opType();
-          }
-        }
-        if (a) {
-          if (y->isGraphOutput()) others += std::string(others.empty() ? "" : ", ") + "a graph output";
-          ctx.nearMiss(*base, "the " + a->opType() + " is not the only use of its output (also: " + others + ")");
-        }
-        continue;
-      }
-      std::string why;
-      const DType dt = y->type.dtype;
-      if (dt != DType::Float && dt != DType::Float16) why = "its output is not float32 or float16";
-      std::map<std::string, ir::Attribute> attrs = base->attributes;
-      if (why.empty() && gated.mul)
-        attrs["activation"].value = std::string(gated.activation);
-      else if (why.empty())
-        why = activationAttrs(*act, opset, attrs);
-      if (!why.empty()) {
-        ctx.nearMiss(*act, why);
-        continue;
-      }
-      const ir::TensorType base_type = y->type;
-      const bool conv = base->opType() == "Conv";
-      const std::string act_type = gated.mul ? gated.activation : act->opType();
-      const std::string name = base->name().empty() ? act->name() : base->name();
-      ir::Node* fused = replaceWithNode(graph, act, conv ? "ConvAct" : "GemmAct", ops::graphcore::kDomain, base->inputs());
-      fused->attributes = std::move(attrs);
-      fused->setName(name);
-      refineType(fused->output(0), base_type);
-      importGraphcoreDomain(ctx.model);
-      ctx.count(std::string(conv ? "conv_" : "gemm_") + act_type);
-      changed = true;
-    }
-    if (changed) POPRT_TRY(finishRewrites(graph));
-    return changed;
+// A Conv or Gemm and the activation (or gating Mul) that becomes its epilogue.
+struct ActMatch {
+  std::vector<ir::Node*> nodes;  // the Conv/Gemm, then the activation or the gate's Mul
+  std::map<std::string, ir::Attribute> attrs;
+  std::string act_type;
+};
+
+class FuseConvActivation : public RewriteRule<ActMatch> {
+ protected:
+  std::vector<std::string> rootOpTypes() const override { return {"Conv", "Gemm"}; }
+  Status prepare(PassContext& ctx) override {
+    opset_ = ctx.opsets()[""];
+    return okStatus();
   }
+
+  Found<ActMatch> match(ir::Graph&, ir::Node& base, PassContext&) override {
+    using F = Found<ActMatch>;
+    ir::Value* y = base.output(0);
+    if (!y || base.outputs().size() != 1) return F::none();
+    ir::Node* act = singleUser(y);
+    const Gated gated = gatedActivation(y);
+    if (gated.mul) act = gated.mul;
+    if (!gated.mul && (!isActivation(act) || act->input(0) != y)) {
+      // Plausible: an activation reads the output, but so does something else (or it is returned).
+      const ir::Node* a = nullptr;
+      std::string others;
+      for (const ir::Use& u : y->uses()) {
+        if (!a && isActivation(u.node) && u.input_index == 0) {
+          a = u.node;
+        } else if (others.find(u.node->opType()) == std::string::npos) {
+          others += (others.empty() ? "" : ", ") + u.node->opType();
+        }
+      }
+      if (!a) return F::none();
+      if (y->isGraphOutput()) others += std::string(others.empty() ? "" : ", ") + "a graph output";
+      return F::nearMiss("the " + a->opType() + " is not the only use of its output (also: " + others + ")");
+    }
+    const DType dt = y->type.dtype;
+    if (dt != DType::Float && dt != DType::Float16) return F::nearMiss("its output is not float32 or float16", act);
+    std::map<std::string, ir::Attribute> attrs = base.attributes;
+    if (gated.mul) {
+      attrs["activation"].value = std::string(gated.activation);
+    } else if (std::string why = activationAttrs(*act, opset_, attrs); !why.empty()) {
+      return F::nearMiss(why, act);
+    }
+    return ActMatch{{&base, act}, std::move(attrs), gated.mul ? gated.activation : act->opType()};
+  }
+
+  Status rewrite(ir::Graph& graph, ActMatch& m, PassContext& ctx) override {
+    ir::Node* base = m.nodes[0];
+    ir::Node* act = m.nodes[1];
+    const ir::TensorType base_type = base->output(0)->type;
+    const bool conv = base->opType() == "Conv";
+    const std::string name = base->name().empty() ? act->name() : base->name();
+    ir::Node* fused = replaceWithNode(graph, act, conv ? "ConvAct" : "GemmAct", ops::graphcore::kDomain, base->inputs());
+    fused->attributes = std::move(m.attrs);
+    fused->setName(name);
+    refineType(fused->output(0), base_type);
+    importGraphcoreDomain(ctx.model);
+    ctx.count(std::string(conv ? "conv_" : "gemm_") + m.act_type);
+    return okStatus();
+  }
+
+ private:
+  int64_t opset_ = 0;
 };
 
 }  // namespace

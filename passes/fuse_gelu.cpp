@@ -6,11 +6,11 @@
 // to (1 + ·) first, or to the product last. Every interior value must have no other use.
 #include <cmath>
 #include <numbers>
-#include <set>
 
 #include "lib/ops/graphcore_ops.h"
 #include "passes/fusion_util.h"
 #include "passes/pass_list.h"
+#include "passes/rewrite_rule.h"
 
 namespace poprt::passes {
 namespace {
@@ -21,6 +21,7 @@ struct Match {
   ir::Value* x = nullptr;
   ir::Node* last = nullptr;
   std::vector<ir::Node*> nodes;
+  bool erf = false;  // the erf form, else the tanh one
 };
 
 // Is `n` "v · 0.5" (Mul by 0.5 either side, or Div by 2)?
@@ -159,43 +160,36 @@ std::string matchTanh(ir::Node& tanh, Match& m) {
   return matchTail(m.x, a, m);
 }
 
-class FuseGelu : public Pass {
- public:
-  Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
-    bool changed = removeDeadNodes(graph) > 0;
-    std::vector<ir::Node*> roots;
-    for (const auto& n : graph.nodes())
-      if (isOp(n.get(), "Erf") || isOp(n.get(), "Tanh")) roots.push_back(n.get());
-    std::set<ir::Node*> used;
-    for (ir::Node* root : roots) {
-      if (used.count(root)) continue;
-      const bool erf = root->opType() == "Erf";
-      Match m;
-      std::string why = erf ? matchErf(*root, m) : matchTanh(*root, m);
-      if (why.empty()) {
-        const ir::Value* y = m.last->output(0);
-        if (!m.x->type.isTensor() || !isFloatingPoint(m.x->type.dtype) || y->type.dtype != m.x->type.dtype)
-          why = "x is not a floating-point tensor";
-        else if (!m.x->type.dims || !y->type.dims || m.x->type.dims->size() != y->type.dims->size())
-          why = "the result's shape is not x's";
-      }
-      for (ir::Node* n : m.nodes)
-        if (why.empty() && used.count(n)) why = "overlaps another match";
-      if (!why.empty()) {
-        // A Tanh alone is an activation in its own right: only report chains that began like GELU.
-        if (erf || m.x || why.find("0.044715") != std::string::npos) ctx.nearMiss(*root, why);
-        continue;
-      }
-      used.insert(m.nodes.begin(), m.nodes.end());
-      ir::Node* gelu = replaceWithNode(graph, m.last, "Gelu", ops::graphcore::kDomain, {m.x});
-      gelu->attributes["approximate"].value = std::string(erf ? "none" : "tanh");
-      refineType(gelu->output(0), m.x->type);
-      importGraphcoreDomain(ctx.model);
-      ctx.count(erf ? "gelu_erf" : "gelu_tanh");
-      changed = true;
+class FuseGelu : public RewriteRule<Match> {
+ protected:
+  std::vector<std::string> rootOpTypes() const override { return {"Erf", "Tanh"}; }
+
+  Found<Match> match(ir::Graph&, ir::Node& root, PassContext&) override {
+    const bool erf = root.opType() == "Erf";
+    Match m;
+    m.erf = erf;
+    std::string why = erf ? matchErf(root, m) : matchTanh(root, m);
+    if (why.empty()) {
+      const ir::Value* y = m.last->output(0);
+      if (!m.x->type.isTensor() || !isFloatingPoint(m.x->type.dtype) || y->type.dtype != m.x->type.dtype)
+        why = "x is not a floating-point tensor";
+      else if (!m.x->type.dims || !y->type.dims || m.x->type.dims->size() != y->type.dims->size())
+        why = "the result's shape is not x's";
     }
-    if (changed) POPRT_TRY(finishRewrites(graph));
-    return changed;
+    if (why.empty()) return m;
+    // A Tanh alone is an activation in its own right: only report chains that began like GELU.
+    if (erf || m.x || why.find("0.044715") != std::string::npos) return Found<Match>::nearMiss(why);
+    return Found<Match>::none();
+  }
+
+  Status rewrite(ir::Graph& graph, Match& m, PassContext& ctx) override {
+    const bool erf = m.erf;
+    ir::Node* gelu = replaceWithNode(graph, m.last, "Gelu", ops::graphcore::kDomain, {m.x});
+    gelu->attributes["approximate"].value = std::string(erf ? "none" : "tanh");
+    refineType(gelu->output(0), m.x->type);
+    importGraphcoreDomain(ctx.model);
+    ctx.count(erf ? "gelu_erf" : "gelu_tanh");
+    return okStatus();
   }
 };
 

@@ -9,6 +9,7 @@
 #include "lib/ops/graphcore_ops.h"
 #include "passes/fusion_util.h"
 #include "passes/pass_list.h"
+#include "passes/rewrite_rule.h"
 
 namespace poprt::passes {
 namespace {
@@ -51,40 +52,54 @@ bool sameFloatType(const ir::Value* a, const ir::Value* b) {
          a->type.dims->size() == b->type.dims->size();
 }
 
-class FuseHardSigmoid : public Pass {
- public:
-  Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
-    bool changed = removeDeadNodes(graph) > 0;
-    const int64_t opset = ctx.opsets()[""];
-    std::vector<ir::Node*> roots;
-    for (const auto& n : graph.nodes())
-      if (sixthOf(n.get())) roots.push_back(n.get());
-    for (ir::Node* div : roots) {
-      ir::Value* x = nullptr;
-      std::string why = matchChain(sixthOf(div), opset, x);
-      if (why.empty() && !sameFloatType(x, div->output(0))) why = "x is not a floating-point tensor of the result's rank";
-      if (!why.empty()) {
-        if (x || why.find("[0, 6]") != std::string::npos) ctx.nearMiss(*div, why);  // only chains that began alike
-        continue;
-      }
-      const ir::TensorType type = div->output(0)->type;
-      ir::Node* hs = replaceWithNode(graph, div, "HardSigmoid", "", {x});
-      hs->attributes["alpha"].value = static_cast<float>(1.0 / 6.0);
-      hs->attributes["beta"].value = 0.5f;
-      refineType(hs->output(0), type);
-      ctx.count("hard_sigmoid");
-      changed = true;
-      // x · HardSigmoid(x) is HardSwish(x), where the opset has it.
-      ir::Node* mul = singleUser(hs->output(0));
-      if (opset < 14 || !isOp(mul, "Mul") || otherOperand(*mul, hs->output(0)) != x) continue;
-      const ir::TensorType mul_type = mul->output(0)->type;
-      ir::Node* swish = replaceWithNode(graph, mul, "HardSwish", "", {x});
-      refineType(swish->output(0), mul_type);
-      ctx.count("hard_swish");
-    }
-    if (changed) POPRT_TRY(finishRewrites(graph));
-    return changed;
+struct HardSigmoidMatch {
+  std::vector<ir::Node*> nodes;  // the Div by 6 (or Mul by 1/6), then x · it when that becomes HardSwish
+  ir::Value* x = nullptr;
+};
+
+class FuseHardSigmoid : public RewriteRule<HardSigmoidMatch> {
+ protected:
+  std::vector<std::string> rootOpTypes() const override { return {"Div", "Mul"}; }
+  Status prepare(PassContext& ctx) override {
+    opset_ = ctx.opsets()[""];
+    return okStatus();
   }
+
+  Found<HardSigmoidMatch> match(ir::Graph&, ir::Node& div, PassContext&) override {
+    using F = Found<HardSigmoidMatch>;
+    ir::Value* scaled = sixthOf(&div);
+    if (!scaled) return F::none();
+    ir::Value* x = nullptr;
+    std::string why = matchChain(scaled, opset_, x);
+    if (why.empty() && !sameFloatType(x, div.output(0))) why = "x is not a floating-point tensor of the result's rank";
+    if (!why.empty())
+      return x || why.find("[0, 6]") != std::string::npos ? F::nearMiss(why) : F::none();  // only chains that began alike
+    HardSigmoidMatch m{{&div}, x};
+    // x · HardSigmoid(x) is HardSwish(x), where the opset has it.
+    ir::Node* mul = singleUser(div.output(0));
+    if (opset_ >= 14 && isOp(mul, "Mul") && otherOperand(*mul, div.output(0)) == x) m.nodes.push_back(mul);
+    return m;
+  }
+
+  Status rewrite(ir::Graph& graph, HardSigmoidMatch& m, PassContext& ctx) override {
+    ir::Node* div = m.nodes[0];
+    const ir::TensorType type = div->output(0)->type;
+    ir::Node* hs = replaceWithNode(graph, div, "HardSigmoid", "", {m.x});
+    hs->attributes["alpha"].value = static_cast<float>(1.0 / 6.0);
+    hs->attributes["beta"].value = 0.5f;
+    refineType(hs->output(0), type);
+    ctx.count("hard_sigmoid");
+    if (m.nodes.size() < 2) return okStatus();
+    ir::Node* mul = m.nodes[1];
+    const ir::TensorType mul_type = mul->output(0)->type;
+    ir::Node* swish = replaceWithNode(graph, mul, "HardSwish", "", {m.x});
+    refineType(swish->output(0), mul_type);
+    ctx.count("hard_swish");
+    return okStatus();
+  }
+
+ private:
+  int64_t opset_ = 0;
 };
 
 }  // namespace

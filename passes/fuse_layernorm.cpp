@@ -5,12 +5,12 @@
 // — becomes LayerNormalization (default-domain opset >= 17) or ai.graphcore LayerNorm (below 17),
 // axis -1. Both ReduceMeans reduce only the last axis (axes [-1] or [rank-1], as an attribute or,
 // from opset 18, an input) with keepdims 1.
-#include <set>
 
 #include "lib/ops/graphcore_ops.h"
 #include "lib/ops/op_util.h"
 #include "passes/fusion_util.h"
 #include "passes/pass_list.h"
+#include "passes/rewrite_rule.h"
 
 namespace poprt::passes {
 namespace {
@@ -64,63 +64,56 @@ std::optional<Tensor> affineParam(const ir::Value* p, const ir::Value* x, int64_
   return std::move(out).value();
 }
 
-class FuseLayerNorm : public Pass {
- public:
-  Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
-    bool changed = removeDeadNodes(graph) > 0;
-    const int64_t opset = ctx.opsets()[""];
-    std::vector<ir::Node*> roots;
-    for (const auto& n : graph.nodes())
-      if (isOp(n.get(), "ReduceMean")) roots.push_back(n.get());
-    std::set<ir::Node*> used;
-    for (ir::Node* r1 : roots) {
-      if (used.count(r1)) continue;
-      // Plausible candidates: the mean is subtracted from the value it was taken of.
-      ir::Value* mean = r1->output(0);
-      ir::Node* sub = nullptr;
-      for (const ir::Use& u : mean->uses())
-        if (isOp(u.node, "Sub") && u.node->input(0) == r1->input(0) && u.node->input(1) == mean) sub = u.node;
-      if (!sub) continue;
-      Match m;
-      std::string why = match(*r1, *sub, m);
-      for (ir::Node* n : m.nodes)
-        if (why.empty() && used.count(n)) why = "overlaps another match";
-      const int64_t c = m.c;
-      if (!why.empty()) {
-        ctx.nearMiss(*r1, why);
-        continue;
+class FuseLayerNorm : public RewriteRule<Match> {
+ protected:
+  std::vector<std::string> rootOpTypes() const override { return {"ReduceMean"}; }
+  Status prepare(PassContext& ctx) override {
+    opset_ = ctx.opsets()[""];
+    return okStatus();
+  }
+
+  Found<Match> match(ir::Graph&, ir::Node& r1, PassContext&) override {
+    // Plausible candidates: the mean is subtracted from the value it was taken of.
+    ir::Value* mean = r1.output(0);
+    ir::Node* sub = nullptr;
+    for (const ir::Use& u : mean->uses())
+      if (isOp(u.node, "Sub") && u.node->input(0) == r1.input(0) && u.node->input(1) == mean) sub = u.node;
+    if (!sub) return Found<Match>::none();
+    Match m;
+    std::string why = matchChain(r1, *sub, m);
+    if (!why.empty()) return Found<Match>::nearMiss(why);
+    return m;
+  }
+
+  Status rewrite(ir::Graph& graph, Match& m, PassContext& ctx) override {
+    const int64_t c = m.c;
+    // Reuse a parameter already of shape [C]; otherwise a reshaped (or ones) copy.
+    auto param = [&](ir::Value* given, std::optional<Tensor> t, const std::string& what) -> ir::Value* {
+      if (given && constantOf(given)->shape() == Shape{c}) return given;
+      if (!t) {
+        auto ones = ops::fromDoubles(m.x->type.dtype, {c}, std::vector<double>(static_cast<size_t>(c), 1.0));
+        t = std::move(ones).value();
       }
-      used.insert(m.nodes.begin(), m.nodes.end());
-      // Reuse a parameter already of shape [C]; otherwise a reshaped (or ones) copy.
-      auto param = [&](ir::Value* given, std::optional<Tensor> t, const std::string& what) -> ir::Value* {
-        if (given && constantOf(given)->shape() == Shape{c}) return given;
-        if (!t) {
-          auto ones = ops::fromDoubles(m.x->type.dtype, {c}, std::vector<double>(static_cast<size_t>(c), 1.0));
-          t = std::move(ones).value();
-        }
-        std::string base = (given ? given->name() : m.last->output(0)->name()) + "_" + what;
-        ir::Value* v = graph.addInitializer(graph.uniqueName(base), std::move(*t));
-        v->type = ir::TensorType::of(m.x->type.dtype, {c});
-        return v;
-      };
-      std::vector<ir::Value*> inputs = {m.x, param(m.gamma, std::move(m.scale), "scale")};
-      if (m.beta) inputs.push_back(param(m.beta, std::move(m.bias), "bias"));
-      const bool standard = opset >= 17;
-      ir::Node* ln = replaceWithNode(graph, m.last, standard ? "LayerNormalization" : "LayerNorm",
-                                     standard ? "" : ops::graphcore::kDomain, inputs);
-      ln->attributes["axis"].value = int64_t{-1};
-      ln->attributes["epsilon"].value = static_cast<float>(m.eps);
-      refineType(ln->output(0), m.x->type);
-      if (!standard) importGraphcoreDomain(ctx.model);
-      ctx.count(m.gamma || m.beta ? "layernorm_affine" : "layernorm");
-      changed = true;
-    }
-    if (changed) POPRT_TRY(finishRewrites(graph));
-    return changed;
+      std::string base = (given ? given->name() : m.last->output(0)->name()) + "_" + what;
+      ir::Value* v = graph.addInitializer(graph.uniqueName(base), std::move(*t));
+      v->type = ir::TensorType::of(m.x->type.dtype, {c});
+      return v;
+    };
+    std::vector<ir::Value*> inputs = {m.x, param(m.gamma, std::move(m.scale), "scale")};
+    if (m.beta) inputs.push_back(param(m.beta, std::move(m.bias), "bias"));
+    const bool standard = opset_ >= 17;
+    ir::Node* ln = replaceWithNode(graph, m.last, standard ? "LayerNormalization" : "LayerNorm",
+                                   standard ? "" : ops::graphcore::kDomain, inputs);
+    ln->attributes["axis"].value = int64_t{-1};
+    ln->attributes["epsilon"].value = static_cast<float>(m.eps);
+    refineType(ln->output(0), m.x->type);
+    if (!standard) importGraphcoreDomain(ctx.model);
+    ctx.count(m.gamma || m.beta ? "layernorm_affine" : "layernorm");
+    return okStatus();
   }
 
  private:
-  static std::string match(ir::Node& r1, ir::Node& sub, Match& m) {
+  static std::string matchChain(ir::Node& r1, ir::Node& sub, Match& m) {
     if (std::string why = lastAxisMean(r1); !why.empty()) return "the mean: " + why;
     ir::Value* mean = r1.output(0);
     if (!singleUser(mean)) return "the mean has other uses";
@@ -204,6 +197,8 @@ class FuseLayerNorm : public Pass {
     }
     return "";
   }
+
+  int64_t opset_ = 0;
 };
 
 }  // namespace

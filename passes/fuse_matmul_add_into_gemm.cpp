@@ -3,49 +3,47 @@
 // Gemm's C may: [], [1], [N], [1, N], [M, 1] or [M, N]. Only for 2-D A: Gemm has no batch dims, and
 // a 3-D A would need a Reshape to 2-D and back (reported as a near miss). The MatMul's output must
 // feed only the Add.
-#include <set>
-
 #include "passes/fusion_util.h"
 #include "passes/pass_list.h"
+#include "passes/rewrite_rule.h"
 
 namespace poprt::passes {
 namespace {
 
-class FuseMatMulAddIntoGemm : public Pass {
- public:
-  Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
-    bool changed = false;
-    std::vector<ir::Node*> nodes;
-    for (const auto& n : graph.nodes()) nodes.push_back(n.get());
-    std::set<ir::Node*> removed;
-    for (ir::Node* n : nodes) {
-      if (removed.count(n) || n->opType() != "Add" || !n->domain().empty()) continue;
-      if (n->inputs().size() != 2 || !n->output(0)) continue;
-      std::string first_why;
-      bool folded = false;
-      for (size_t data = 0; data < 2 && !folded; ++data) {
-        ir::Node* mm = n->input(data) ? n->input(data)->producer() : nullptr;
-        if (!mm || mm->graph() != &graph || mm->opType() != "MatMul" || !mm->domain().empty()) continue;
-        std::string why = check(*n, *mm, data);
-        if (!why.empty()) {
-          if (first_why.empty()) first_why = why;
-          continue;
-        }
-        ir::Value* y = n->output(0);
-        ir::Value *a = mm->input(0), *b = mm->input(1), *bias = n->input(1 - data);
-        const std::string name = mm->name(), domain = mm->domain();
-        removed.insert(n);
-        removed.insert(mm);
-        ir::Value* tmp = fusion::detach(graph, y, {n, mm});
-        graph.addNode("Gemm", {a, b, bias}, {y}, name, domain);
-        fusion::reattach(graph, tmp, y);
-        ctx.count("gemm");
-        folded = changed = true;
-      }
-      if (!folded && !first_why.empty()) ctx.nearMiss(*n, first_why);
+struct GemmMatch {
+  std::vector<ir::Node*> nodes;  // the Add, then the MatMul
+  size_t data = 0;               // the Add's input the MatMul makes
+};
+
+class FuseMatMulAddIntoGemm : public RewriteRule<GemmMatch> {
+ protected:
+  std::vector<std::string> rootOpTypes() const override { return {"Add"}; }
+
+  // Either input of the Add may be the MatMul; the first reason not is the one reported.
+  Found<GemmMatch> match(ir::Graph& graph, ir::Node& add, PassContext&) override {
+    if (add.inputs().size() != 2 || !add.output(0)) return Found<GemmMatch>::none();
+    std::string first_why;
+    for (size_t data = 0; data < 2; ++data) {
+      ir::Node* mm = add.input(data) ? add.input(data)->producer() : nullptr;
+      if (!mm || mm->graph() != &graph || !fusion::isOp(mm, "MatMul")) continue;
+      std::string why = check(add, *mm, data);
+      if (why.empty()) return GemmMatch{{&add, mm}, data};
+      if (first_why.empty()) first_why = why;
     }
-    if (changed) POPRT_TRY(fusion::finishRewrites(graph));
-    return changed;
+    return first_why.empty() ? Found<GemmMatch>::none() : Found<GemmMatch>::nearMiss(first_why);
+  }
+
+  Status rewrite(ir::Graph& graph, GemmMatch& m, PassContext& ctx) override {
+    ir::Node* add = m.nodes[0];
+    ir::Node* mm = m.nodes[1];
+    ir::Value* y = add->output(0);
+    ir::Value *a = mm->input(0), *b = mm->input(1), *bias = add->input(1 - m.data);
+    const std::string name = mm->name(), domain = mm->domain();
+    ir::Value* tmp = fusion::detach(graph, y, {add, mm});
+    graph.addNode("Gemm", {a, b, bias}, {y}, name, domain);
+    fusion::reattach(graph, tmp, y);
+    ctx.count("gemm");
+    return okStatus();
   }
 
  private:

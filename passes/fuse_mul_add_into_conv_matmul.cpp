@@ -10,85 +10,72 @@
 // (a MatMul + Add alone is left to fuse_matmul_add_into_gemm), or becomes a Gemm when its input is
 // 2-D. The op's output must feed only the Mul/Add. A Mul or Add whose other operand is not a
 // constant (x * sigmoid(x), residual adds) is not a candidate and is not reported.
-#include <set>
-
 #include "passes/fusion_util.h"
 #include "passes/pass_list.h"
+#include "passes/rewrite_rule.h"
 
 namespace poprt::passes {
 namespace {
 
-class FuseMulAddIntoConvMatMul : public Pass {
- public:
-  Expected<bool> run(ir::Graph& graph, PassContext& ctx) override {
-    bool changed = false;
-    std::vector<ir::Node*> nodes;
-    for (const auto& n : graph.nodes()) nodes.push_back(n.get());
-    std::set<ir::Node*> removed;
-    for (ir::Node* n : nodes) {
-      const std::string& op = n->opType();
-      if (removed.count(n) || !n->domain().empty()) continue;
-      if (op != "Mul" && op != "Add" && op != "Sub" && op != "Div") continue;
-      if (n->inputs().size() != 2 || !n->output(0)) continue;
-      for (size_t data = 0; data < 2; ++data) {
-        std::string why;
-        Outcome r = tryFold(graph, *n, data, ctx, removed, why);
-        if (r == Outcome::NotCandidate) continue;
-        if (r == Outcome::Folded) changed = true;
-        if (r == Outcome::NearMiss) ctx.nearMiss(*n, why);
-        break;
-      }
+// The Mul/Add/Sub/Div folded into the chain before it: y = chain.out * scale + shift, per channel.
+struct AffineMatch {
+  std::vector<ir::Node*> nodes;  // the Mul/Add/Sub/Div, the linear op and the chain's bias Add, if any
+  fusion::LinearChain chain;
+  std::vector<double> scale, shift;
+};
+
+class FuseMulAddIntoConvMatMul : public RewriteRule<AffineMatch> {
+ protected:
+  std::vector<std::string> rootOpTypes() const override { return {"Mul", "Add", "Sub", "Div"}; }
+
+  // The first operand order that is a candidate decides: a fold, or a near miss.
+  Found<AffineMatch> match(ir::Graph& graph, ir::Node& n, PassContext&) override {
+    if (n.inputs().size() != 2 || !n.output(0)) return Found<AffineMatch>::none();
+    for (size_t data = 0; data < 2; ++data) {
+      Found<AffineMatch> found = matchOperands(graph, n, data);
+      if (found.match || !found.why.empty()) return found;
     }
-    if (changed) POPRT_TRY(fusion::finishRewrites(graph));
-    return changed;
+    return Found<AffineMatch>::none();
+  }
+
+  Status rewrite(ir::Graph& graph, AffineMatch& m, PassContext& ctx) override {
+    ir::Node* n = m.nodes[0];
+    const std::string counter = fusion::counterName(n->opType()) + "_into_" + fusion::counterName(m.chain.op->opType());
+    POPRT_TRY(fusion::foldAffine(graph, m.chain, m.scale, m.shift, n));
+    ctx.count(counter);
+    return okStatus();
   }
 
  private:
-  enum class Outcome { Folded, NearMiss, NotCandidate };
-
-  // Tries n = f(input `data`, constant input 1 - data) with the data input made by a linear op.
-  Outcome tryFold(ir::Graph& g, ir::Node& n, size_t data, PassContext& ctx, std::set<ir::Node*>& removed, std::string& why) {
+  // n = f(input `data`, constant input 1 - data) with the data input made by a linear op.
+  Found<AffineMatch> matchOperands(ir::Graph& g, ir::Node& n, size_t data) {
+    using F = Found<AffineMatch>;
+    std::string why;
     const std::string& op = n.opType();
     ir::Value* x = n.input(data);
     const ir::Value* kv = n.input(1 - data);
-    if (!x || !kv || (op == "Div" && data == 1)) return Outcome::NotCandidate;  // constant / x is not affine in x
+    if (!x || !kv || (op == "Div" && data == 1)) return F::none();  // constant / x is not affine in x
     // A bare MatMul + Add is already MatMul's bias form: fuse_matmul_add_into_gemm's business.
     const ir::Node* p = x->producer();
-    if ((op == "Add" || op == "Sub") && p && p->opType() == "MatMul") return Outcome::NotCandidate;
+    if ((op == "Add" || op == "Sub") && p && p->opType() == "MatMul") return F::none();
     const Tensor* k = constantOf(kv);
     // A non-constant operand (x * sigmoid(x), a residual Add) is not a candidate, but a weight
     // that is a graph input with a default is worth a word.
-    if (!k && !kv->isInitializer()) return Outcome::NotCandidate;
+    if (!k && !kv->isInitializer()) return F::none();
     fusion::ChainMatch m = fusion::matchLinearChain(g, x);
-    if (!m.chain) {
-      if (m.why.empty()) return Outcome::NotCandidate;
-      why = m.why;
-      return Outcome::NearMiss;
-    }
+    if (!m.chain) return m.why.empty() ? F::none() : F::nearMiss(m.why);
     const fusion::LinearChain& c = *m.chain;
-    if (!k) {
-      why = fusion::notConstant(kv, "the " + std::string(data == 0 ? "second" : "first") + " operand");
-      return Outcome::NearMiss;
-    }
-    if (k->dtype() != c.dtype) {
-      why = "the constant's dtype differs from the weights' of " + c.op->describe();
-      return Outcome::NearMiss;
-    }
+    if (!k) return F::nearMiss(fusion::notConstant(kv, "the " + std::string(data == 0 ? "second" : "first") + " operand"));
+    if (k->dtype() != c.dtype) return F::nearMiss("the constant's dtype differs from the weights' of " + c.op->describe());
     auto values = fusion::perChannel(*k, c, why);
-    if (!values) {
-      why = "cannot fold into " + c.op->describe() + ": " + why;
-      return Outcome::NearMiss;
-    }
+    if (!values) return F::nearMiss("cannot fold into " + c.op->describe() + ": " + why);
     const size_t C = values->size();
     std::vector<double> scale(C, 1.0), shift(C, 0.0);
     for (size_t i = 0; i < C; ++i) {
       const double v = (*values)[i];
       if (op == "Mul") scale[i] = v;
       if (op == "Div") {
-        if (v == 0) {
-          why = "it divides by zero";
-          return Outcome::NearMiss;
-        }
+        if (v == 0) return F::nearMiss("it divides by zero");
         scale[i] = 1.0 / v;
       }
       if (op == "Add") shift[i] = v;
@@ -97,17 +84,10 @@ class FuseMulAddIntoConvMatMul : public Pass {
         shift[i] = data == 0 ? -v : v;
       }
     }
-    if (!fusion::allFinite(scale, "the scale", why) || !fusion::allFinite(shift, "the shift", why)) return Outcome::NearMiss;
-    removed.insert(c.op);
-    if (c.bias_add) removed.insert(c.bias_add);
-    removed.insert(&n);
-    const std::string counter = fusion::counterName(op) + "_into_" + fusion::counterName(c.op->opType());
-    if (Status st = fusion::foldAffine(g, c, scale, shift, &n); !st.ok()) {
-      why = st.error().message();
-      return Outcome::NearMiss;
-    }
-    ctx.count(counter);
-    return Outcome::Folded;
+    if (!fusion::allFinite(scale, "the scale", why) || !fusion::allFinite(shift, "the shift", why)) return F::nearMiss(why);
+    std::vector<ir::Node*> nodes = {&n, c.op};
+    if (c.bias_add) nodes.push_back(c.bias_add);
+    return AffineMatch{std::move(nodes), c, std::move(scale), std::move(shift)};
   }
 };
 

@@ -12,7 +12,6 @@
 
 namespace poprt::sim {
 
-inline constexpr uint64_t kVertexOverheadCycles = 20;     // call, field loads, loop setup
 inline constexpr int64_t kProductCap = int64_t{1} << 50;  // no field is that large; products beyond it are refused
 
 // Hot loops are compiled for several x86 levels and the best one is picked at load time (GCC's
@@ -27,14 +26,9 @@ inline constexpr int64_t kProductCap = int64_t{1} << 50;  // no field is that la
 
 inline float* f32(uint8_t* mem, const exec::Field& f) { return reinterpret_cast<float*>(mem + f.offset); }
 
-// A vertex's activation: its kind (a param, checked by isActivationKind) and fparams
-// [first, first + 4) as alpha, beta, min, max.
-inline bool isActivationKind(int64_t kind) {
-  return kind >= 0 && kind <= static_cast<int64_t>(ops::graphcore::kLastActivationKind);
-}
-inline ops::graphcore::Activation vertexActivation(int64_t kind, const std::vector<float>& fparams, size_t first) {
-  return {static_cast<ops::graphcore::ActivationKind>(kind), fparams[first], fparams[first + 1], fparams[first + 2],
-          fparams[first + 3]};
+// An activation kind read from a PopEF is one of the list.
+inline bool isActivationKind(ops::graphcore::ActivationKind kind) {
+  return kind >= ops::graphcore::ActivationKind::Relu && kind <= ops::graphcore::kLastActivationKind;
 }
 
 // out[i] = act(in[i]) for i < n (`in` may be `out`), as the evaluator's activation (in double,
@@ -47,8 +41,6 @@ inline int64_t capMul(int64_t a, int64_t b) {
   if (b != 0 && a > kProductCap / b) return -1;
   return a * b;
 }
-
-inline uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 // `n` float32 fields, each 4-byte aligned.
 inline Status expectFloatFields(const exec::Vertex& v, size_t n, const char* what) {

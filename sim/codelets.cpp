@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/exec/vertex_params.h"
 #include "lib/ops/graphcore_ops.h"
 #include "lib/support/half.h"
 #include "sim/codelet_kinds.h"
@@ -25,11 +26,34 @@ constexpr bool listedInIdOrder() {
   return in_order;
 }
 static_assert(listedInIdOrder(), "POPRT_CODELETS must list the kinds by id, from 1, without gaps");
-}  // namespace
 
+// A kind's entry: its functions behind signatures every kind shares.
+struct CodeletKind {
+  Expected<VertexParams> (*decode)(const exec::Vertex&);
+  Status (*check)(const VertexParams&, const exec::Vertex&);
+  void (*run)(const VertexParams&, const exec::Vertex&, uint8_t*);
+  uint64_t (*cycles)(const VertexParams&, const exec::Vertex&, const exec::CostModel&);
+  uint64_t (*flops)(const VertexParams&, const exec::Vertex&);
+};
+
+template <class P, auto Check, auto Run, auto Cycles, auto Flops>
+constexpr CodeletKind kindOf() {
+  return {[](const exec::Vertex& v) -> Expected<VertexParams> {
+            POPRT_ASSIGN_OR_RETURN(P p, exec::decodeParams<P>(v));
+            return VertexParams(p);
+          },
+          [](const VertexParams& p, const exec::Vertex& v) { return Check(*std::get_if<P>(&p), v); },
+          [](const VertexParams& p, const exec::Vertex& v, uint8_t* mem) { Run(*std::get_if<P>(&p), v, mem); },
+          [](const VertexParams& p, const exec::Vertex& v, const exec::CostModel& cost) {
+            return Cycles(*std::get_if<P>(&p), v, cost);
+          },
+          [](const VertexParams& p, const exec::Vertex& v) { return Flops(*std::get_if<P>(&p), v); }};
+}
+
+// The kind of id `codelet`, or nullptr for an id outside the list (a file may hold any number).
 const CodeletKind* codeletKind(exec::Codelet codelet) {
   static constexpr CodeletKind kinds[] = {
-#define POPRT_CODELET_ENTRY(name, id) {check##name, run##name, cycles##name, flops##name},
+#define POPRT_CODELET_ENTRY(name, id) kindOf<exec::name##Params, check##name, run##name, cycles##name, flops##name>(),
       POPRT_CODELETS(POPRT_CODELET_ENTRY)
 #undef POPRT_CODELET_ENTRY
   };
@@ -37,7 +61,12 @@ const CodeletKind* codeletKind(exec::Codelet codelet) {
   return id >= 1 && id <= std::size(kinds) ? &kinds[id - 1] : nullptr;
 }
 
-namespace {
+// The params of a vertex the verifier has passed.
+VertexParams checkedParams(const exec::Vertex& v) {
+  auto params = codeletKind(v.codelet)->decode(v);
+  POPRT_CHECK(params.ok(), "a vertex that was not checked: " + params.error().message());
+  return std::move(params).value();
+}
 
 // Half vertices (dtype float16, every field binary16 except Fill's and Cast's, which handle their
 // dtypes themselves) run the float codelet on widened copies of their fields — fp16 storage, fp32
@@ -46,19 +75,12 @@ bool isHalfArithmetic(const exec::Vertex& v) {
   return v.dtype == DType::Float16 && v.codelet != exec::Codelet::Fill && v.codelet != exec::Codelet::Cast;
 }
 
-// The kind's check for a float32 vertex; an unknown id is refused here, before any table lookup.
-Status checkFloatVertex(const exec::Vertex& v) {
-  const CodeletKind* kind = codeletKind(v.codelet);
-  if (!kind) return Error("unknown codelet " + std::to_string(static_cast<uint32_t>(v.codelet)));
-  return kind->check(v);
-}
-
 // The floats a field of a half vertex holds: float32 fields (partial sums) as they are.
 uint64_t halfFieldFloats(const exec::Field& f) { return f.dtype == DType::Float ? f.bytes / 4 : f.bytes / 2; }
 
-Status checkHalfVertex(const exec::Vertex& v) {
-  exec::Vertex wide = v;
-  wide.dtype = DType::Float;
+// A half vertex as its float32 kind checks it: the fields widened and packed from offset 0.
+Expected<exec::Vertex> widened(const exec::Vertex& v) {
+  exec::Vertex wide{v.tile, v.codelet, DType::Float, v.fields, {}, {}};
   uint64_t offset = 0;
   for (auto& f : wide.fields) {
     const uint64_t size = f.dtype == DType::Float ? 4 : 2;
@@ -66,17 +88,15 @@ Status checkHalfVertex(const exec::Vertex& v) {
     f = {offset, halfFieldFloats(f) * 4};
     offset += f.bytes;
   }
-  return checkFloatVertex(wide);
+  return wide;
 }
 
-void runHalfVertex(const exec::Vertex& v, uint8_t* mem) {
+void runHalfVertex(const CodeletKind& kind, const exec::Vertex& v, const VertexParams& params, uint8_t* mem) {
   thread_local std::vector<float> arena;
   thread_local exec::Vertex wide;
   wide.tile = v.tile;
   wide.codelet = v.codelet;
   wide.dtype = DType::Float;
-  wide.params = v.params;
-  wide.fparams = v.fparams;
   wide.fields.resize(v.fields.size());
   uint64_t total = 0;
   for (const auto& f : v.fields) total += halfFieldFloats(f);
@@ -94,7 +114,7 @@ void runHalfVertex(const exec::Vertex& v, uint8_t* mem) {
     wide.fields[i] = {at * 4, n * 4};
     at += n;
   }
-  codeletKind(v.codelet)->run(wide, reinterpret_cast<uint8_t*>(arena.data()));
+  kind.run(params, wide, reinterpret_cast<uint8_t*>(arena.data()));
   const exec::Field& out_field = v.fields[0];
   if (out_field.dtype == DType::Float) {
     std::memcpy(mem + out_field.offset, arena.data(), out_field.bytes);
@@ -106,31 +126,40 @@ void runHalfVertex(const exec::Vertex& v, uint8_t* mem) {
 
 }  // namespace
 
-// Field dtypes: only float32 fields of float16 arithmetic vertices (see exec::Field).
-Status checkVertex(const exec::Vertex& v) {
+// Field dtypes: only float32 fields of float16 arithmetic vertices (see exec::Field). An unknown
+// id is refused before any table lookup.
+Expected<VertexParams> prepareVertex(const exec::Vertex& v) {
+  const CodeletKind* kind = codeletKind(v.codelet);
+  if (!kind) return Error("unknown codelet " + std::to_string(static_cast<uint32_t>(v.codelet)));
   for (const auto& f : v.fields)
     if (f.dtype != DType::Undefined && !(f.dtype == DType::Float && isHalfArithmetic(v)))
       return Error("a " + std::string(dtypeName(v.dtype)) + " vertex has a " + std::string(dtypeName(f.dtype)) +
                    " field; only float16 vertices may hold float32 fields");
-  return isHalfArithmetic(v) ? checkHalfVertex(v) : checkFloatVertex(v);
+  POPRT_ASSIGN_OR_RETURN(VertexParams params, kind->decode(v));
+  if (isHalfArithmetic(v)) {
+    POPRT_ASSIGN_OR_RETURN(exec::Vertex wide, widened(v));
+    POPRT_TRY(kind->check(params, wide));
+  } else {
+    POPRT_TRY(kind->check(params, v));
+  }
+  return params;
 }
 
-void runVertex(const exec::Vertex& v, uint8_t* tile_memory) {
-  if (isHalfArithmetic(v)) return runHalfVertex(v, tile_memory);
-  codeletKind(v.codelet)->run(v, tile_memory);
-}
-
-// Half vertices move half the bytes per vector and use the AMP's fp16 rate.
-uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
+void runVertex(const exec::Vertex& v, const VertexParams& params, uint8_t* tile_memory) {
   const CodeletKind& kind = *codeletKind(v.codelet);
-  if (!isHalfArithmetic(v)) return kind.cycles(v, t);
-  exec::Target t16 = t;
-  t16.vector_width_fp32 *= 2;
-  t16.fp32_macs_per_cycle = t.fp16_macs_per_cycle;
-  return kind.cycles(v, t16);
+  if (isHalfArithmetic(v)) return runHalfVertex(kind, v, params, tile_memory);
+  kind.run(params, v, tile_memory);
 }
 
-uint64_t vertexFlops(const exec::Vertex& v) { return codeletKind(v.codelet)->flops(v); }
+void runVertex(const exec::Vertex& v, uint8_t* tile_memory) { runVertex(v, checkedParams(v), tile_memory); }
+
+// Half arithmetic vertices are priced at the float16 rates (Fill and Cast move their own bytes).
+uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
+  const exec::CostModel cost(t, isHalfArithmetic(v) ? DType::Float16 : DType::Float);
+  return codeletKind(v.codelet)->cycles(checkedParams(v), v, cost);
+}
+
+uint64_t vertexFlops(const exec::Vertex& v) { return codeletKind(v.codelet)->flops(checkedParams(v), v); }
 
 namespace {
 template <ops::graphcore::ActivationKind K>

@@ -3,16 +3,32 @@
 #pragma once
 
 #include <cstdint>
+#include <variant>
 
 #include "lib/exec/executable.h"
 
 namespace poprt::sim {
 
-// Field sizes match the params, params are in range. Run before anything executes.
-Status checkVertex(const exec::Vertex& v);
-// Runs the vertex on its tile's memory (checked beforehand).
+// A vertex's params decoded into its kind's struct (alternative id - 1), its arrays viewing the
+// vertex's own params: the engine decodes each vertex once, when it prepares the program.
+using VertexParams = std::variant<
+#define POPRT_CODELET_PARAMS(name, id) exec::name##Params,
+    POPRT_CODELETS(POPRT_CODELET_PARAMS)
+#undef POPRT_CODELET_PARAMS
+        std::monostate>;
+
+// The params of a checked vertex (field sizes match them, they are in range), or why it is
+// refused. Run before anything executes.
+Expected<VertexParams> prepareVertex(const exec::Vertex& v);
+inline Status checkVertex(const exec::Vertex& v) {
+  auto prepared = prepareVertex(v);
+  return prepared.ok() ? okStatus() : Status(prepared.error());
+}
+// Runs a prepared vertex on its tile's memory.
+void runVertex(const exec::Vertex& v, const VertexParams& params, uint8_t* tile_memory);
+// Decodes and runs a checked vertex (tests and benchmarks; the engine runs prepared ones).
 void runVertex(const exec::Vertex& v, uint8_t* tile_memory);
-// Estimated tile cycles for the vertex on the target.
+// Estimated tile cycles for a checked vertex on the target.
 uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& target);
 // Floating-point operations the vertex does, for the profile reports (docs/REPORT.md): a
 // multiply-accumulate counts 2 (MatMul, ConvPartial with every tap the cost model counts,

@@ -39,16 +39,15 @@ void binaryRun(const Op& op, float* out, const float* a, int64_t as, const float
 // The output in runs along its innermost dim: an odometer over the outer dims gives each run's
 // operand offsets (broadcast operands through their strides, relative to their bases).
 template <class Op>
-void binaryRuns(const Op& op, const std::vector<int64_t>& p, float* out, const float* a, const float* b) {
-  const int64_t count = p[1], begin = p[4], rank = p[5];
-  const bool a_bc = p[2] == exec::kBroadcast, b_bc = p[3] == exec::kBroadcast;
+void binaryRuns(const Op& op, const exec::BinaryParams& p, float* out, const float* a, const float* b) {
+  const int64_t count = p.count, begin = p.begin, rank = p.rank;
+  const bool a_bc = p.a_mode == exec::kBroadcast, b_bc = p.b_mode == exec::kBroadcast;
   if (!a_bc && !b_bc) return binaryRun(op, out, a, 1, b, 1, count);
-  const int64_t* dims = &p[6];
-  const int64_t* sa = &p[6 + rank];
-  const int64_t* sb = &p[6 + 2 * rank];
-  const bool based = p.size() == static_cast<size_t>(8 + 3 * rank);
+  const int64_t* dims = p.out_dims.data();
+  const int64_t* sa = p.a_strides.data();
+  const int64_t* sb = p.b_strides.data();
   int64_t index[16] = {};
-  int64_t ia = based ? -p[6 + 3 * rank] : 0, ib = based ? -p[7 + 3 * rank] : 0, rem = begin;
+  int64_t ia = p.bases ? -p.bases->a : 0, ib = p.bases ? -p.bases->b : 0, rem = begin;
   for (int64_t d = rank; d-- > 0;) {
     index[d] = dims[d] ? rem % dims[d] : 0;
     rem = dims[d] ? rem / dims[d] : 0;
@@ -80,69 +79,61 @@ void binaryRuns(const Op& op, const std::vector<int64_t>& p, float* out, const f
 
 }  // namespace
 
-// ---- Unary: params [fn, count] ---------------------------------------------------------------
+// ---- Unary ---------------------------------------------------------------------------------------
 
-Status checkUnary(const exec::Vertex& v) {
+Status checkUnary(const exec::UnaryParams& p, const exec::Vertex& v) {
   POPRT_TRY(expectFloatFields(v, 2, "Unary"));
-  if (v.params.size() != 2 || v.params[0] < 0 || v.params[0] > static_cast<int64_t>(ops::kLastUnaryFn) || v.params[1] < 0)
-    return Error("Unary vertex has bad params");
-  uint64_t bytes = static_cast<uint64_t>(v.params[1]) * 4;
-  if (v.fields[0].bytes != bytes || v.fields[1].bytes != bytes) return Error("Unary vertex field sizes do not match its count");
+  if (p.fn < ops::UnaryFn{} || p.fn > ops::kLastUnaryFn || p.count < 0) return Error("Unary vertex has bad params");
+  if (!fieldHolds(v.fields[0], p.count) || !fieldHolds(v.fields[1], p.count))
+    return Error("Unary vertex field sizes do not match its count");
   return okStatus();
 }
 
-void runUnary(const exec::Vertex& v, uint8_t* mem) {
-  auto fn = static_cast<ops::UnaryFn>(v.params[0]);
-  const int64_t n = v.params[1];
+void runUnary(const exec::UnaryParams& p, const exec::Vertex& v, uint8_t* mem) {
+  const int64_t n = p.count;
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
-  if (fn == ops::UnaryFn::Relu) {  // the common case, in a loop the compiler vectorises
+  if (p.fn == ops::UnaryFn::Relu) {  // the common case, in a loop the compiler vectorises
     for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.f ? in[i] : (in[i] == in[i] ? 0.f : in[i]);
     return;
   }
-  for (int64_t i = 0; i < n; ++i) out[i] = ops::applyUnaryF(fn, in[i]);
+  for (int64_t i = 0; i < n; ++i) out[i] = ops::applyUnaryF(p.fn, in[i]);
 }
 
-uint64_t cyclesUnary(const exec::Vertex& v, const exec::Target& t) {
-  const uint64_t per = ops::unaryCyclesPerVector(static_cast<ops::UnaryFn>(v.params[0]));
-  return kVertexOverheadCycles + per * ceilDiv(count(v.params[1]), t.vector_width_fp32);
+uint64_t cyclesUnary(const exec::UnaryParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+  return cost.kVertexOverheadCycles + cost.vectorCycles(count(p.count), ops::unaryCyclesPerVector(p.fn));
 }
 
-uint64_t flopsUnary(const exec::Vertex& v) { return count(v.params[1]); }
+uint64_t flopsUnary(const exec::UnaryParams& p, const exec::Vertex&) { return count(p.count); }
 
-// ---- Binary: params [fn, count, a_mode, b_mode, begin, rank, dims, strides...] -------------------
+// ---- Binary --------------------------------------------------------------------------------------
 
-Status checkBinary(const exec::Vertex& v) {
+Status checkBinary(const exec::BinaryParams& p, const exec::Vertex& v) {
   POPRT_TRY(expectFloatFields(v, 3, "Binary"));
-  const auto& p = v.params;
-  if (p.size() < 6) return Error("Binary vertex has too few params");
-  int64_t rank = p[5];
-  if (rank < 0 || rank > 16 || (p.size() != static_cast<size_t>(6 + 3 * rank) && p.size() != static_cast<size_t>(8 + 3 * rank)))
-    return Error("Binary vertex has bad rank");
-  if (p[0] < 0 || p[0] > static_cast<int64_t>(ops::kLastBinaryFn) || p[1] < 0 || p[4] < 0)
-    return Error("Binary vertex has bad params");
-  int64_t count = p[1], begin = p[4];
+  const int64_t rank = p.rank, count = p.count, begin = p.begin;
+  if (rank < 0 || rank > 16) return Error("Binary vertex has bad rank");
+  if (p.fn < ops::BinaryFn{} || p.fn > ops::kLastBinaryFn || count < 0 || begin < 0) return Error("Binary vertex has bad params");
   int64_t total = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (p[6 + d] < 0 || (p[6 + d] != 0 && total > (int64_t{1} << 40) / p[6 + d])) return Error("Binary vertex has bad dims");
-    total *= p[6 + d];
+  for (const int64_t d : p.out_dims) {
+    if (d < 0 || (d != 0 && total > (int64_t{1} << 40) / d)) return Error("Binary vertex has bad dims");
+    total *= d;
   }
   if (begin > total || count > total - begin) return Error("Binary vertex range is outside its output");
-  if (v.fields[0].bytes != static_cast<uint64_t>(count) * 4) return Error("Binary vertex output size does not match its count");
+  if (!fieldHolds(v.fields[0], count)) return Error("Binary vertex output size does not match its count");
   for (int operand = 0; operand < 2; ++operand) {
-    int64_t mode = p[2 + operand];
+    const exec::BinaryOperandMode mode = operand == 0 ? p.a_mode : p.b_mode;
     const auto& field = v.fields[1 + operand];
     if (mode == exec::kAligned) {
-      if (field.bytes != static_cast<uint64_t>(count) * 4) return Error("Binary vertex operand size does not match its count");
+      if (!fieldHolds(field, count)) return Error("Binary vertex operand size does not match its count");
     } else if (mode == exec::kBroadcast) {
       // Every offset the vertex's output indices reach, less the buffer's base, must lie inside it.
-      const int64_t* strides = &p[6 + rank * (1 + operand)];
-      for (int64_t d = 0; d < rank; ++d)
-        if (strides[d] < 0 || strides[d] > (int64_t{1} << 40)) return Error("Binary vertex has a bad stride");
-      const int64_t base = p.size() == static_cast<size_t>(8 + 3 * rank) ? p[6 + 3 * rank + operand] : 0;
+      const std::span<const int64_t> strides = operand == 0 ? p.a_strides : p.b_strides;
+      for (const int64_t s : strides)
+        if (s < 0 || s > (int64_t{1} << 40)) return Error("Binary vertex has a bad stride");
+      const int64_t base = p.bases ? (operand == 0 ? p.bases->a : p.bases->b) : 0;
       if (base < 0) return Error("Binary vertex has a bad operand base");
       if (count == 0) continue;
-      const exec::IndexSpan span = exec::broadcastSpan(&p[6], strides, rank, begin, count);
+      const exec::IndexSpan span = exec::broadcastSpan(p.out_dims.data(), strides.data(), rank, begin, count);
       if (span.lo < base || (span.hi - base + 1) * 4 > static_cast<__int128>(field.bytes))
         return Error("Binary vertex operand strides reach outside its buffer");
     } else {
@@ -152,8 +143,7 @@ Status checkBinary(const exec::Vertex& v) {
   return okStatus();
 }
 
-void runBinary(const exec::Vertex& v, uint8_t* mem) {
-  const auto& p = v.params;
+void runBinary(const exec::BinaryParams& p, const exec::Vertex& v, uint8_t* mem) {
   float* out = f32(mem, v.fields[0]);
   const float* a = f32(mem, v.fields[1]);
   const float* b = f32(mem, v.fields[2]);
@@ -161,98 +151,89 @@ void runBinary(const exec::Vertex& v, uint8_t* mem) {
     constexpr ops::BinaryFn kFn = decltype(fn_tag)::value;
     binaryRuns([](float x, float y) { return ops::applyBinary<float>(kFn, x, y); }, p, out, a, b);
   };
-  switch (static_cast<ops::BinaryFn>(p[0])) {
+  switch (p.fn) {
     case ops::BinaryFn::Add: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Add>{});
     case ops::BinaryFn::Sub: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Sub>{});
     case ops::BinaryFn::Mul: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Mul>{});
     case ops::BinaryFn::Div: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Div>{});
     default: {
-      const auto fn = static_cast<ops::BinaryFn>(p[0]);
+      const auto fn = p.fn;
       binaryRuns([fn](float x, float y) { return ops::applyBinary<float>(fn, x, y); }, p, out, a, b);
     }
   }
 }
 
-uint64_t cyclesBinary(const exec::Vertex& v, const exec::Target& t) {
-  const bool aligned = v.params[2] == exec::kAligned && v.params[3] == exec::kAligned;
-  const uint64_t n = count(v.params[1]);
-  return kVertexOverheadCycles + (aligned ? ceilDiv(n, t.vector_width_fp32) : 3 * n);
+// A broadcast operand is read element by element: 3 cycles each.
+uint64_t cyclesBinary(const exec::BinaryParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+  const bool aligned = p.a_mode == exec::kAligned && p.b_mode == exec::kAligned;
+  const uint64_t n = count(p.count);
+  return cost.kVertexOverheadCycles + (aligned ? cost.vectorCycles(n) : 3 * n);
 }
 
-uint64_t flopsBinary(const exec::Vertex& v) { return count(v.params[1]); }
+uint64_t flopsBinary(const exec::BinaryParams& p, const exec::Vertex&) { return count(p.count); }
 
-// ---- Activation: params [count, kind], fparams [alpha, beta, min, max] ---------------------------
+// ---- Activation ----------------------------------------------------------------------------------
 
-Status checkActivation(const exec::Vertex& v) {
+Status checkActivation(const exec::ActivationParams& p, const exec::Vertex& v) {
   POPRT_TRY(expectFloatFields(v, 2, "Activation"));
-  const auto& p = v.params;
-  if (p.size() != 2 || v.fparams.size() != 4 || p[0] < 0 || !isActivationKind(p[1]))
-    return Error("Activation vertex has bad params");
-  if (!fieldHolds(v.fields[0], p[0]) || !fieldHolds(v.fields[1], p[0]))
+  if (p.count < 0 || !isActivationKind(p.act.kind)) return Error("Activation vertex has bad params");
+  if (!fieldHolds(v.fields[0], p.count) || !fieldHolds(v.fields[1], p.count))
     return Error("Activation vertex field sizes do not match its count");
   return okStatus();
 }
 
-void runActivation(const exec::Vertex& v, uint8_t* mem) {
-  const ops::graphcore::Activation act = vertexActivation(v.params[1], v.fparams, 0);
-  const int64_t n = v.params[0];
-  float* out = f32(mem, v.fields[0]);
-  const float* in = f32(mem, v.fields[1]);
-  activate(act, in, out, n);
+void runActivation(const exec::ActivationParams& p, const exec::Vertex& v, uint8_t* mem) {
+  activate(p.act.activation(), f32(mem, v.fields[1]), f32(mem, v.fields[0]), p.count);
 }
 
-uint64_t cyclesActivation(const exec::Vertex& v, const exec::Target& t) {
+uint64_t cyclesActivation(const exec::ActivationParams& p, const exec::Vertex&, const exec::CostModel& cost) {
   using K = ops::graphcore::ActivationKind;
-  const auto kind = static_cast<K>(v.params[1]);
+  const K kind = p.act.kind;
   const uint64_t per = (kind == K::Sigmoid || kind == K::Tanh || kind == K::Swish) ? 4 : 1;
-  return kVertexOverheadCycles + per * ceilDiv(count(v.params[0]), t.vector_width_fp32);
+  return cost.kVertexOverheadCycles + cost.vectorCycles(count(p.count), per);
 }
 
-uint64_t flopsActivation(const exec::Vertex& v) { return count(v.params[0]); }
+uint64_t flopsActivation(const exec::ActivationParams& p, const exec::Vertex&) { return count(p.count); }
 
-// ---- Fill: params [count], fparams [value]; any dtype of 1, 2, 4 or 8 bytes ----------------------
+// ---- Fill: any dtype of 1, 2, 4 or 8 bytes -------------------------------------------------------
 
-Status checkFill(const exec::Vertex& v) {
-  if (v.fields.size() != 1 || v.params.size() != 1 || v.fparams.size() != 1 || v.params[0] < 0)
-    return Error("Fill vertex has bad fields or params");
+Status checkFill(const exec::FillParams& p, const exec::Vertex& v) {
+  if (v.fields.size() != 1 || p.count < 0) return Error("Fill vertex has bad fields or params");
   size_t esize = dtypeSize(v.dtype);
   if (esize == 0 || v.dtype == DType::Bool) {
     if (v.dtype != DType::Bool) return Error("Fill vertex has an unsupported dtype");
     esize = 1;
   }
   if (v.fields[0].offset % esize != 0) return Error("Fill vertex has a misaligned field");
-  if (v.fields[0].bytes != static_cast<uint64_t>(v.params[0]) * esize) return Error("Fill vertex size does not match its count");
+  if (v.fields[0].bytes != static_cast<uint64_t>(p.count) * esize) return Error("Fill vertex size does not match its count");
   return okStatus();
 }
 
-void runFill(const exec::Vertex& v, uint8_t* mem) {
-  const double value = v.fparams[0];
-  const int64_t n = v.params[0];
+void runFill(const exec::FillParams& p, const exec::Vertex& v, uint8_t* mem) {
+  const double value = p.value;
   (void)dispatchNumeric(v.dtype, [&](auto tag) {
     using T = decltype(tag);
     T x = fromCompute<T>(static_cast<typename ComputeType<T>::type>(value));
     T* out = reinterpret_cast<T*>(mem + v.fields[0].offset);
-    std::fill(out, out + n, x);
+    std::fill(out, out + p.count, x);
   });
 }
 
-uint64_t cyclesFill(const exec::Vertex& v, const exec::Target&) {
-  return kVertexOverheadCycles + ceilDiv(count(v.params[0]) * dtypeSize(v.dtype), 8);
+uint64_t cyclesFill(const exec::FillParams& p, const exec::Vertex& v, const exec::CostModel& cost) {
+  return cost.kVertexOverheadCycles + cost.storeCycles(count(p.count) * dtypeSize(v.dtype));
 }
 
-uint64_t flopsFill(const exec::Vertex&) { return 0; }
+uint64_t flopsFill(const exec::FillParams&, const exec::Vertex&) { return 0; }
 
-// ---- Cast: params [count, in_dtype] --------------------------------------------------------------
+// ---- Cast ----------------------------------------------------------------------------------------
 
 // Cast: float32 <-> float16 with lib/support/half.h's conversions, as the evaluator's Cast.
-Status checkCast(const exec::Vertex& v) {
-  if (v.fields.size() != 2 || v.params.size() != 2 || !v.fparams.empty() || capMul(v.params[0], 4) < 0)
-    return Error("Cast vertex has bad fields or params");
-  const DType to = v.dtype;
-  const auto from = static_cast<DType>(v.params[1]);
+Status checkCast(const exec::CastParams& p, const exec::Vertex& v) {
+  if (v.fields.size() != 2 || capMul(p.count, 4) < 0) return Error("Cast vertex has bad fields or params");
+  const DType to = v.dtype, from = p.in_dtype;
   if (!((to == DType::Float && from == DType::Float16) || (to == DType::Float16 && from == DType::Float)))
     return Error("Cast vertex casts between float32 and float16 only");
-  const uint64_t n = static_cast<uint64_t>(v.params[0]);
+  const uint64_t n = static_cast<uint64_t>(p.count);
   if (v.fields[0].offset % dtypeSize(to) != 0 || v.fields[1].offset % dtypeSize(from) != 0)
     return Error("Cast vertex has a misaligned field");
   if (v.fields[0].bytes != n * dtypeSize(to) || v.fields[1].bytes != n * dtypeSize(from))
@@ -260,8 +241,8 @@ Status checkCast(const exec::Vertex& v) {
   return okStatus();
 }
 
-void runCast(const exec::Vertex& v, uint8_t* mem) {
-  const int64_t n = v.params[0];
+void runCast(const exec::CastParams& p, const exec::Vertex& v, uint8_t* mem) {
+  const int64_t n = p.count;
   if (v.dtype == DType::Float16) {
     const float* in = f32(mem, v.fields[1]);
     auto* out = reinterpret_cast<uint16_t*>(mem + v.fields[0].offset);
@@ -273,10 +254,10 @@ void runCast(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t cyclesCast(const exec::Vertex& v, const exec::Target& t) {  // one conversion per lane of a float32 vector
-  return kVertexOverheadCycles + ceilDiv(count(v.params[0]), t.vector_width_fp32);
+uint64_t cyclesCast(const exec::CastParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+  return cost.kVertexOverheadCycles + cost.vectorCycles(count(p.count));  // one conversion per lane of a float32 vector
 }
 
-uint64_t flopsCast(const exec::Vertex&) { return 0; }
+uint64_t flopsCast(const exec::CastParams&, const exec::Vertex&) { return 0; }
 
 }  // namespace poprt::sim

@@ -270,6 +270,7 @@ void prefetchInputs(const exec::Vertex& v, const uint8_t* mem) {
 // nothing writes); each worker runs the vertices of its tiles, in order.
 void Engine::runComputeSet(uint32_t index, bool split) {
   const auto& vertices = vertices_->sets[index];
+  const auto& params = vertices_->params[index];
   uint8_t* const base = tiles_.base();
   auto work = [&](unsigned worker, unsigned workers) {
     auto mine = [&](size_t i) {
@@ -279,7 +280,7 @@ void Engine::runComputeSet(uint32_t index, bool split) {
     for (size_t i = mine(0); i < vertices.size();) {
       const size_t next = mine(i + 1);
       if (next < vertices.size()) prefetchInputs(vertices[next], base);
-      runVertex(vertices[i], base);
+      runVertex(vertices[i], params[i], base);
       i = next;
     }
   };

@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "lib/exec/cost_model.h"
 #include "sim/codelets.h"
 #include "sim/engine.h"
 
@@ -47,6 +48,7 @@ constexpr size_t kParallelEntries = 256;
 
 void Engine::computeEstimate() {
   const auto& t = exe_.target;
+  const exec::CostModel cost(t);
   const size_t tiles = exe_.tile_bytes.size();
   std::vector<uint64_t> per_tile(tiles);
   std::vector<SentRange> sends;
@@ -54,7 +56,6 @@ void Engine::computeEstimate() {
   parallel_exchange_.assign(exe_.exchanges.size(), false);
   parallel_compute_.assign(exe_.compute_sets.size(), false);
   auto busiest = [&] { return *std::max_element(per_tile.begin(), per_tile.end()); };
-  auto transfer = [&](uint64_t bytes) { return (bytes + t.exchange_bytes_per_cycle - 1) / t.exchange_bytes_per_cycle; };
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> link_bytes;  // (from IPU, to IPU) -> bytes
   for (const exec::Step& step : exe_.main.steps) {
     std::fill(per_tile.begin(), per_tile.end(), 0);
@@ -66,7 +67,7 @@ void Engine::computeEstimate() {
           per_tile[copy.tile] += copy.tileBytes();
           c.bytes += copy.tileBytes();
         }
-        c.exchange = transfer(busiest());
+        c.exchange = cost.exchangeCycles(busiest());
         break;
       case exec::StepKind::Exchange: {
         // A tile sends and receives at once; the slower direction bounds it. The IPU's exchange
@@ -103,12 +104,12 @@ void Engine::computeEstimate() {
           });
         }
         const uint64_t sent = busiestSender(sends);
-        c.exchange = transfer(std::max(busiest(), sent));
+        c.exchange = cost.exchangeCycles(std::max(busiest(), sent));
         // Copies between IPUs share the links between each pair, and wait for their sync.
         if (!link_bytes.empty()) {
           uint64_t most = 0;
           for (const auto& [pair, bytes] : link_bytes) most = std::max(most, bytes);
-          c.exchange = std::max(c.exchange, (most + t.link_bytes_per_cycle - 1) / t.link_bytes_per_cycle) + t.link_latency_cycles;
+          c.exchange = cost.linkedExchangeCycles(c.exchange, most);
           link_bytes.clear();
         }
         parallel_exchange_[step.index] = total >= kParallelBytes || ex.copies.size() + ex.gathers.size() >= kParallelEntries;
@@ -128,7 +129,7 @@ void Engine::computeEstimate() {
       }
       case exec::StepKind::HostCall: continue;  // host time is measured, not estimated; no device sync
     }
-    c.sync = t.sync_cycles;
+    c.sync = cost.syncCycles();
   }
   for (const StepCycles& c : step_cycles_) {
     estimate_.compute += c.compute;

@@ -21,71 +21,64 @@ const float* untransposed(const float* m, int64_t rows, int64_t cols, std::vecto
 
 }  // namespace
 
-Status checkMatMul(const exec::Vertex& v) {
-  const auto& p = v.params;
-  const bool act = p.size() == 7;
-  if (!(p.size() == 6 && v.fparams.size() == 2) && !(act && v.fparams.size() == 6)) return Error("MatMul vertex has bad params");
-  if (act && !isActivationKind(p[6])) return Error("MatMul vertex has an unknown activation");
-  POPRT_TRY(expectFloatFields(v, p[5] == exec::kBiasNone ? 3 : 4, "MatMul"));
-  int64_t rows = p[0], K = p[1], cols = p[2];
+Status checkMatMul(const exec::MatMulParams& p, const exec::Vertex& v) {
+  if (p.act && !isActivationKind(p.act->kind)) return Error("MatMul vertex has an unknown activation");
+  if (p.bias_mode < exec::kBiasNone || p.bias_mode > exec::kBiasFull) return Error("MatMul vertex has a bad bias mode");
+  POPRT_TRY(expectFloatFields(v, p.bias_mode == exec::kBiasNone ? 3 : 4, "MatMul"));
+  const int64_t rows = p.rows, K = p.K, cols = p.cols;
   const int64_t limit = int64_t{1} << 24;
-  if (rows < 0 || K < 0 || cols < 0 || rows > limit || K > limit || cols > limit || p[5] < 0 || p[5] > exec::kBiasFull)
-    return Error("MatMul vertex has bad sizes");
-  auto bytes = [](int64_t a, int64_t b) { return static_cast<uint64_t>(a) * static_cast<uint64_t>(b) * 4; };
-  if (v.fields[0].bytes != bytes(rows, cols) || v.fields[1].bytes != bytes(rows, K) || v.fields[2].bytes != bytes(K, cols))
+  if (rows < 0 || K < 0 || cols < 0 || rows > limit || K > limit || cols > limit) return Error("MatMul vertex has bad sizes");
+  if (!fieldHolds(v.fields[0], rows * cols) || !fieldHolds(v.fields[1], rows * K) || !fieldHolds(v.fields[2], K * cols))
     return Error("MatMul vertex field sizes do not match its shape");
-  if (p[5] != exec::kBiasNone) {
-    int64_t n = p[5] == exec::kBiasScalar ? 1 : p[5] == exec::kBiasRow ? cols : p[5] == exec::kBiasColumn ? rows : rows * cols;
-    if (v.fields[3].bytes != bytes(n, 1)) return Error("MatMul vertex bias size does not match its mode");
+  if (p.bias_mode != exec::kBiasNone) {
+    const int64_t n = p.bias_mode == exec::kBiasScalar   ? 1
+                      : p.bias_mode == exec::kBiasRow    ? cols
+                      : p.bias_mode == exec::kBiasColumn ? rows
+                                                         : rows * cols;
+    if (!fieldHolds(v.fields[3], n)) return Error("MatMul vertex bias size does not match its mode");
   }
   return okStatus();
 }
 
-void runMatMul(const exec::Vertex& v, uint8_t* mem) {
-  const int64_t rows = v.params[0], K = v.params[1], cols = v.params[2];
-  const bool ta = v.params[3] != 0, tb = v.params[4] != 0;
-  const int64_t bias_mode = v.params[5];
-  const float alpha = v.fparams[0], beta = v.fparams[1];
+void runMatMul(const exec::MatMulParams& p, const exec::Vertex& v, uint8_t* mem) {
+  const int64_t rows = p.rows, K = p.K, cols = p.cols;
+  const float alpha = p.alpha, beta = p.beta;
   float* out = f32(mem, v.fields[0]);
   const float* a = f32(mem, v.fields[1]);
   const float* b = f32(mem, v.fields[2]);
-  const float* bias = bias_mode != exec::kBiasNone ? f32(mem, v.fields[3]) : nullptr;
-  const bool has_act = v.params.size() == 7;
-  ops::graphcore::Activation act;
-  if (has_act) act = vertexActivation(v.params[6], v.fparams, 2);
+  const float* bias = p.bias_mode != exec::kBiasNone ? f32(mem, v.fields[3]) : nullptr;
   thread_local std::vector<float> a_rows, b_rows;
-  if (ta) a = untransposed(a, rows, K, a_rows);
-  if (tb) b = untransposed(b, K, cols, b_rows);
+  if (p.trans_a) a = untransposed(a, rows, K, a_rows);
+  if (p.trans_b) b = untransposed(b, K, cols, b_rows);
   gemm(a, rows, K, b, cols, cols, out, cols);
-  if (alpha == 1.0f && !bias && !has_act) return;
+  if (alpha == 1.0f && !bias && !p.act) return;
   for (int64_t r = 0; r < rows; ++r) {
     float* o = out + r * cols;
     for (int64_t c = 0; c < cols; ++c) {
       float x = alpha * o[c];
       if (bias) {
-        float bv = bias_mode == exec::kBiasScalar   ? bias[0]
-                   : bias_mode == exec::kBiasRow    ? bias[c]
-                   : bias_mode == exec::kBiasColumn ? bias[r]
-                                                    : bias[r * cols + c];
+        float bv = p.bias_mode == exec::kBiasScalar   ? bias[0]
+                   : p.bias_mode == exec::kBiasRow    ? bias[c]
+                   : p.bias_mode == exec::kBiasColumn ? bias[r]
+                                                      : bias[r * cols + c];
         x += beta * bv;
       }
       o[c] = x;
     }
-    if (has_act) activate(act, o, o, cols);
+    if (p.act) activate(p.act->activation(), o, o, cols);
   }
 }
 
-uint64_t cyclesMatMul(const exec::Vertex& v, const exec::Target& t) {
+uint64_t cyclesMatMul(const exec::MatMulParams& p, const exec::Vertex&, const exec::CostModel& cost) {
   const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
-  const uint64_t macs = u(v.params[0]) * u(v.params[1]) * u(v.params[2]);
-  const uint64_t epilogue = u(v.params[0]) * u(v.params[2]);
-  return kVertexOverheadCycles + ceilDiv(macs, t.fp32_macs_per_cycle) + ceilDiv(epilogue, t.vector_width_fp32);
+  const uint64_t macs = u(p.rows) * u(p.K) * u(p.cols);
+  const uint64_t epilogue = u(p.rows) * u(p.cols);
+  return cost.kVertexOverheadCycles + cost.macCycles(macs) + cost.vectorCycles(epilogue);
 }
 
-uint64_t flopsMatMul(const exec::Vertex& v) {  // a multiply-add counts 2, the bias 1 per output
+uint64_t flopsMatMul(const exec::MatMulParams& p, const exec::Vertex&) {  // a multiply-add counts 2, the bias 1 per output
   const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
-  const auto& p = v.params;
-  return 2 * u(p[0]) * u(p[1]) * u(p[2]) + (p[5] != exec::kBiasNone ? u(p[0]) * u(p[2]) : 0);
+  return 2 * u(p.rows) * u(p.K) * u(p.cols) + (p.bias_mode != exec::kBiasNone ? u(p.rows) * u(p.cols) : 0);
 }
 
 }  // namespace poprt::sim

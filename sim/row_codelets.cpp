@@ -18,37 +18,19 @@ namespace {
 
 constexpr uint64_t kTranscendentalCycles = 4;  // exp/log/sqrt per element, as the Unary estimate
 
-// Reads params [first, first+3) as outer, extent, inner; their product must stay capped.
-struct Rows3 {
-  int64_t outer = 0, extent = 0, inner = 0;
-  int64_t inSize() const { return capMul(capMul(outer, extent), inner); }
-  int64_t outSize() const { return capMul(outer, inner); }
-};
-
-Expected<Rows3> readRows3(const exec::Vertex& v, const char* what, size_t extra_params = 0) {
-  if (v.params.size() != 4 + extra_params)
-    return Error(std::string(what) + " vertex expects " + std::to_string(4 + extra_params) + " params");
-  Rows3 r{v.params[1], v.params[2], v.params[3]};
-  if (r.inSize() < 0) return Error(std::string(what) + " vertex has bad sizes");
-  return r;
-}
+// An [outer][extent][inner] view's sizes, capped (negative when a product is beyond the cap).
+int64_t rowsInSize(int64_t outer, int64_t extent, int64_t inner) { return capMul(capMul(outer, extent), inner); }
 
 }  // namespace
 
 // ---- Reduce --------------------------------------------------------------------------------------
 
-namespace {
-bool reduceHasActivation(const exec::Vertex& v) { return v.params.size() == 5; }
-}  // namespace
-
-Status checkReduce(const exec::Vertex& v) {
+Status checkReduce(const exec::ReduceParams& p, const exec::Vertex& v) {
   POPRT_TRY(expectFloatFields(v, 2, "Reduce"));
-  const bool act = reduceHasActivation(v);
-  POPRT_ASSIGN_OR_RETURN(Rows3 r, readRows3(v, "Reduce", act ? 1 : 0));
-  if (v.params[0] < exec::kReduceSum || v.params[0] > exec::kLastReduceKind) return Error("Reduce vertex has an unknown kind");
-  if (v.fparams.size() != (act ? 4u : 0u)) return Error("Reduce vertex has bad fparams");
-  if (act && !isActivationKind(v.params[4])) return Error("Reduce vertex has an unknown activation");
-  if (!fieldHolds(v.fields[0], r.outSize()) || !fieldHolds(v.fields[1], r.inSize()))
+  if (rowsInSize(p.outer, p.extent, p.inner) < 0) return Error("Reduce vertex has bad sizes");
+  if (p.kind < exec::kReduceSum || p.kind > exec::kLastReduceKind) return Error("Reduce vertex has an unknown kind");
+  if (p.act && !isActivationKind(p.act->kind)) return Error("Reduce vertex has an unknown activation");
+  if (!fieldHolds(v.fields[0], capMul(p.outer, p.inner)) || !fieldHolds(v.fields[1], rowsInSize(p.outer, p.extent, p.inner)))
     return Error("Reduce vertex field sizes do not match its shape");
   return okStatus();
 }
@@ -61,9 +43,9 @@ POPRT_VECTOR_CLONES void addRow(double* acc, const float* row, int64_t n) {
 }
 }  // namespace
 
-void runReduce(const exec::Vertex& v, uint8_t* mem) {
-  const auto kind = static_cast<exec::ReduceKind>(v.params[0]);
-  const int64_t outer = v.params[1], extent = v.params[2], inner = v.params[3];
+void runReduce(const exec::ReduceParams& p, const exec::Vertex& v, uint8_t* mem) {
+  const exec::ReduceKind kind = p.kind;
+  const int64_t outer = p.outer, extent = p.extent, inner = p.inner;
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
   const double inf = std::numeric_limits<double>::infinity();
@@ -123,39 +105,34 @@ void runReduce(const exec::Vertex& v, uint8_t* mem) {
       out[o * inner + i] = static_cast<float>(a);
     }
   }
-  if (reduceHasActivation(v)) {
-    const ops::graphcore::Activation act = vertexActivation(v.params[4], v.fparams, 0);
-    activate(act, out, out, outer * inner);
-  }
+  if (p.act) activate(p.act->activation(), out, out, outer * inner);
 }
 
-uint64_t cyclesReduce(const exec::Vertex& v, const exec::Target& t) {
-  const uint64_t n = static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[2]) * static_cast<uint64_t>(v.params[3]);
-  const uint64_t per = v.params[0] == exec::kReduceLogSumExp ? kTranscendentalCycles : 1;
-  const uint64_t act = reduceHasActivation(v)
-                           ? ceilDiv(static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[3]), t.vector_width_fp32)
-                           : 0;
-  return kVertexOverheadCycles + per * ceilDiv(n, t.vector_width_fp32) + act;
+uint64_t cyclesReduce(const exec::ReduceParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+  const uint64_t n = static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);
+  const uint64_t per = p.kind == exec::kReduceLogSumExp ? kTranscendentalCycles : 1;
+  const uint64_t act = p.act ? cost.vectorCycles(static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.inner)) : 0;
+  return cost.kVertexOverheadCycles + cost.vectorCycles(n, per) + act;
 }
 
-uint64_t flopsReduce(const exec::Vertex& v) {  // one per input element
-  return static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[2]) * static_cast<uint64_t>(v.params[3]);
+uint64_t flopsReduce(const exec::ReduceParams& p, const exec::Vertex&) {  // one per input element
+  return static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);
 }
 
 // ---- Softmax -------------------------------------------------------------------------------------
 
-Status checkSoftmax(const exec::Vertex& v) {
+Status checkSoftmax(const exec::SoftmaxParams& p, const exec::Vertex& v) {
   POPRT_TRY(expectFloatFields(v, 2, "Softmax"));
-  POPRT_ASSIGN_OR_RETURN(Rows3 r, readRows3(v, "Softmax"));
-  if (v.params[0] != 0 && v.params[0] != 1) return Error("Softmax vertex has a bad log flag");
-  if (!fieldHolds(v.fields[0], r.inSize()) || !fieldHolds(v.fields[1], r.inSize()))
+  const int64_t size = rowsInSize(p.outer, p.extent, p.inner);
+  if (size < 0) return Error("Softmax vertex has bad sizes");
+  if (!fieldHolds(v.fields[0], size) || !fieldHolds(v.fields[1], size))
     return Error("Softmax vertex field sizes do not match its shape");
   return okStatus();
 }
 
-void runSoftmax(const exec::Vertex& v, uint8_t* mem) {
-  const bool log = v.params[0] != 0;
-  const int64_t outer = v.params[1], extent = v.params[2], inner = v.params[3];
+void runSoftmax(const exec::SoftmaxParams& p, const exec::Vertex& v, uint8_t* mem) {
+  const bool log = p.log;
+  const int64_t outer = p.outer, extent = p.extent, inner = p.inner;
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
   std::vector<double> e(static_cast<size_t>(extent));
@@ -175,25 +152,23 @@ void runSoftmax(const exec::Vertex& v, uint8_t* mem) {
     }
 }
 
-uint64_t cyclesSoftmax(const exec::Vertex& v, const exec::Target& t) {
-  const uint64_t n = static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[2]) * static_cast<uint64_t>(v.params[3]);
-  return kVertexOverheadCycles + (2 + kTranscendentalCycles) * ceilDiv(n, t.vector_width_fp32);  // max, exp+sum, scale
+uint64_t cyclesSoftmax(const exec::SoftmaxParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+  const uint64_t n = static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);
+  return cost.kVertexOverheadCycles + cost.vectorCycles(n, 2 + kTranscendentalCycles);  // max, exp+sum, scale
 }
 
-uint64_t flopsSoftmax(const exec::Vertex& v) {  // max, exp, sum, scale
-  return 4 * static_cast<uint64_t>(v.params[1]) * static_cast<uint64_t>(v.params[2]) * static_cast<uint64_t>(v.params[3]);
+uint64_t flopsSoftmax(const exec::SoftmaxParams& p, const exec::Vertex&) {  // max, exp, sum, scale
+  return 4 * static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);
 }
 
 // ---- Norm ----------------------------------------------------------------------------------------
 
-Status checkNorm(const exec::Vertex& v) {
-  const auto& p = v.params;
+Status checkNorm(const exec::NormParams& p, const exec::Vertex& v) {
   if (v.fields.size() != 3 && v.fields.size() != 4) return Error("Norm vertex expects 3 or 4 fields");
   POPRT_TRY(expectFloatFields(v, v.fields.size(), "Norm"));
-  if (p.size() != 5 || v.fparams.size() != 1) return Error("Norm vertex has bad params");
-  const int64_t rows = p[0], N = p[1], per_row = p[2], channels = p[3], row_begin = p[4];
-  if (capMul(rows, N) < 0 || (per_row != 0 && per_row != 1) || channels < 1 || channels > kProductCap || row_begin < 0 ||
-      row_begin > kProductCap)
+  const int64_t rows = p.rows, N = p.N, channels = p.channels, row_begin = p.row_begin;
+  const bool per_row = p.per_row;
+  if (capMul(rows, N) < 0 || channels < 1 || channels > kProductCap || row_begin < 0 || row_begin > kProductCap)
     return Error("Norm vertex has bad sizes");
   if (!fieldHolds(v.fields[0], rows * N) || !fieldHolds(v.fields[1], rows * N))
     return Error("Norm vertex field sizes do not match its shape");
@@ -203,10 +178,10 @@ Status checkNorm(const exec::Vertex& v) {
   return okStatus();
 }
 
-void runNorm(const exec::Vertex& v, uint8_t* mem) {
-  const int64_t rows = v.params[0], N = v.params[1], channels = v.params[3], row_begin = v.params[4];
-  const bool per_row = v.params[2] != 0;
-  const double eps = v.fparams[0];
+void runNorm(const exec::NormParams& p, const exec::Vertex& v, uint8_t* mem) {
+  const int64_t rows = p.rows, N = p.N, channels = p.channels, row_begin = p.row_begin;
+  const bool per_row = p.per_row;
+  const double eps = p.epsilon;
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
   const float* scale = f32(mem, v.fields[2]);
@@ -229,23 +204,21 @@ void runNorm(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t cyclesNorm(const exec::Vertex& v, const exec::Target& t) {
-  const uint64_t n = static_cast<uint64_t>(v.params[0]) * static_cast<uint64_t>(v.params[1]);
-  return kVertexOverheadCycles + 3 * ceilDiv(n, t.vector_width_fp32) + kTranscendentalCycles * static_cast<uint64_t>(v.params[0]);
+uint64_t cyclesNorm(const exec::NormParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+  const uint64_t n = static_cast<uint64_t>(p.rows) * static_cast<uint64_t>(p.N);
+  return cost.kVertexOverheadCycles + cost.vectorCycles(n, 3) + kTranscendentalCycles * static_cast<uint64_t>(p.rows);
 }
 
-uint64_t flopsNorm(const exec::Vertex& v) {  // mean, variance, normalise, scale, shift
-  return 5 * static_cast<uint64_t>(v.params[0]) * static_cast<uint64_t>(v.params[1]);
+uint64_t flopsNorm(const exec::NormParams& p, const exec::Vertex&) {  // mean, variance, normalise, scale, shift
+  return 5 * static_cast<uint64_t>(p.rows) * static_cast<uint64_t>(p.N);
 }
 
 // ---- BatchNorm -----------------------------------------------------------------------------------
 
-Status checkBatchNorm(const exec::Vertex& v) {
+Status checkBatchNorm(const exec::BatchNormParams& p, const exec::Vertex& v) {
   POPRT_TRY(expectFloatFields(v, 6, "BatchNorm"));
-  const auto& p = v.params;
-  if (p.size() != 6 || v.fparams.size() != 1) return Error("BatchNorm vertex has bad params");
-  const int64_t count = p[0], begin = p[1], channels = p[2], inner = p[3], c0 = p[4], cn = p[5];
-  for (int64_t x : p)
+  const int64_t count = p.count, begin = p.begin, channels = p.channels, inner = p.inner, c0 = p.c_first, cn = p.c_count;
+  for (int64_t x : {count, begin, channels, inner, c0, cn})
     if (x < 0 || x > kProductCap) return Error("BatchNorm vertex has bad sizes");
   if (channels < 1 || inner < 1 || c0 + cn > channels) return Error("BatchNorm vertex has bad sizes");
   if (!fieldHolds(v.fields[0], count) || !fieldHolds(v.fields[1], count))
@@ -261,9 +234,9 @@ Status checkBatchNorm(const exec::Vertex& v) {
   return okStatus();
 }
 
-void runBatchNorm(const exec::Vertex& v, uint8_t* mem) {
-  const int64_t count = v.params[0], begin = v.params[1], channels = v.params[2], inner = v.params[3], c0 = v.params[4];
-  const double eps = v.fparams[0];
+void runBatchNorm(const exec::BatchNormParams& p, const exec::Vertex& v, uint8_t* mem) {
+  const int64_t count = p.count, begin = p.begin, channels = p.channels, inner = p.inner, c0 = p.c_first;
+  const double eps = p.epsilon;
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
   const float *scale = f32(mem, v.fields[2]), *bias = f32(mem, v.fields[3]), *mean = f32(mem, v.fields[4]),
@@ -278,33 +251,31 @@ void runBatchNorm(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t cyclesBatchNorm(const exec::Vertex& v, const exec::Target& t) {
-  return kVertexOverheadCycles + ceilDiv(static_cast<uint64_t>(v.params[0]), t.vector_width_fp32);
+uint64_t cyclesBatchNorm(const exec::BatchNormParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+  return cost.kVertexOverheadCycles + cost.vectorCycles(static_cast<uint64_t>(p.count));
 }
 
-uint64_t flopsBatchNorm(const exec::Vertex& v) { return 4 * static_cast<uint64_t>(v.params[0]); }
+uint64_t flopsBatchNorm(const exec::BatchNormParams& p, const exec::Vertex&) { return 4 * static_cast<uint64_t>(p.count); }
 
 // ---- Attention -----------------------------------------------------------------------------------
 
-Status checkAttention(const exec::Vertex& v) {
-  const auto& p = v.params;
-  if (p.size() != 5 || v.fparams.size() != 1 || (p[4] != 0 && p[4] != 1)) return Error("Attention vertex has bad params");
-  POPRT_TRY(expectFloatFields(v, p[4] ? 5 : 4, "Attention"));
-  const int64_t rows = p[0], keys = p[1], D = p[2], Dv = p[3];
+Status checkAttention(const exec::AttentionParams& p, const exec::Vertex& v) {
+  POPRT_TRY(expectFloatFields(v, p.has_mask ? 5 : 4, "Attention"));
+  const int64_t rows = p.rows, keys = p.keys, D = p.D, Dv = p.Dv;
   if (capMul(rows, D) < 0 || capMul(keys, D) < 0 || capMul(keys, Dv) < 0 || capMul(rows, keys) < 0 || capMul(rows, Dv) < 0)
     return Error("Attention vertex has bad sizes");
   if (!fieldHolds(v.fields[0], rows * Dv) || !fieldHolds(v.fields[1], rows * D) || !fieldHolds(v.fields[2], keys * D) ||
-      !fieldHolds(v.fields[3], keys * Dv) || (p[4] && !fieldHolds(v.fields[4], rows * keys)))
+      !fieldHolds(v.fields[3], keys * Dv) || (p.has_mask && !fieldHolds(v.fields[4], rows * keys)))
     return Error("Attention vertex field sizes do not match its shape");
   return okStatus();
 }
 
-void runAttention(const exec::Vertex& v, uint8_t* mem) {
-  const int64_t rows = v.params[0], keys = v.params[1], D = v.params[2], Dv = v.params[3];
-  const double scale = v.fparams[0];
+void runAttention(const exec::AttentionParams& p, const exec::Vertex& v, uint8_t* mem) {
+  const int64_t rows = p.rows, keys = p.keys, D = p.D, Dv = p.Dv;
+  const double scale = p.scale;
   float* out = f32(mem, v.fields[0]);
   const float *q = f32(mem, v.fields[1]), *k = f32(mem, v.fields[2]), *val = f32(mem, v.fields[3]);
-  const float* mask = v.params[4] ? f32(mem, v.fields[4]) : nullptr;
+  const float* mask = p.has_mask ? f32(mem, v.fields[4]) : nullptr;
   std::vector<double> s(static_cast<size_t>(keys)), y(static_cast<size_t>(Dv));
   for (int64_t i = 0; i < rows; ++i) {
     double mx = -std::numeric_limits<double>::infinity();
@@ -323,17 +294,16 @@ void runAttention(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t cyclesAttention(const exec::Vertex& v, const exec::Target& t) {
-  const uint64_t rows = static_cast<uint64_t>(v.params[0]), keys = static_cast<uint64_t>(v.params[1]);
-  const uint64_t macs = rows * keys * static_cast<uint64_t>(v.params[2] + v.params[3]);
-  return kVertexOverheadCycles + ceilDiv(macs, t.fp32_macs_per_cycle) +
-         kTranscendentalCycles * ceilDiv(rows * keys, t.vector_width_fp32);
+uint64_t cyclesAttention(const exec::AttentionParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+  const uint64_t rows = static_cast<uint64_t>(p.rows), keys = static_cast<uint64_t>(p.keys);
+  const uint64_t macs = rows * keys * static_cast<uint64_t>(p.D + p.Dv);
+  return cost.kVertexOverheadCycles + cost.macCycles(macs) + cost.vectorCycles(rows * keys, kTranscendentalCycles);
 }
 
-uint64_t flopsAttention(const exec::Vertex& v) {  // the two matmuls' multiply-adds, then the softmax
+uint64_t flopsAttention(const exec::AttentionParams& p,
+                        const exec::Vertex&) {  // the two matmuls' multiply-adds, then the softmax
   const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
-  const auto& p = v.params;
-  return 2 * u(p[0]) * u(p[1]) * u(p[2] + p[3]) + 4 * u(p[0]) * u(p[1]);
+  return 2 * u(p.rows) * u(p.keys) * u(p.D + p.Dv) + 4 * u(p.rows) * u(p.keys);
 }
 
 }  // namespace poprt::sim

@@ -123,6 +123,16 @@ ResolvedVertices resolveVertices(const exec::Executable& exe) {
         }
       }
   }
+  out.params.reserve(out.sets.size());
+  for (const auto& vertices : out.sets) {
+    auto& params = out.params.emplace_back();
+    params.reserve(vertices.size());
+    for (const auto& v : vertices) {
+      auto prepared = prepareVertex(v);
+      POPRT_CHECK(prepared.ok(), "a vertex the verifier passed is refused: " + prepared.error().message());
+      params.push_back(std::move(prepared).value());
+    }
+  }
   return out;
 }
 

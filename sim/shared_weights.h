@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lib/exec/executable.h"
+#include "sim/codelets.h"
 #include "sim/tile_arena.h"
 
 namespace poprt::sim {
@@ -25,11 +26,21 @@ struct ResolvedVertices {
   // read) missed the cache on small vertices: resnet20_cifar ran 7-9% slower, for a popef-run peak
   // of 950 rather than 1019 MB on light_densenet121 (826 MB with no copies).
   std::vector<std::vector<exec::Vertex>> sets;
+  // Each vertex's params decoded once, as sets[i][j] runs with them: their arrays view that copy's
+  // params, so the whole is moved, never copied.
+  std::vector<std::vector<VertexParams>> params;
   const exec::Executable* exe = nullptr;         // resolved for
   uint64_t shared_fields = 0, shared_bytes = 0;  // fields pointed at another copy, and their bytes
+
+  ResolvedVertices() = default;
+  ResolvedVertices(ResolvedVertices&&) = default;
+  ResolvedVertices& operator=(ResolvedVertices&&) = default;
+  ResolvedVertices(const ResolvedVertices&) = delete;
+  ResolvedVertices& operator=(const ResolvedVertices&) = delete;
 };
 
-// Against TileArena::layout(exe.tile_bytes): every engine of `exe` may share the result.
+// Against TileArena::layout(exe.tile_bytes), for a verified `exe`: every engine of it may share
+// the result.
 ResolvedVertices resolveVertices(const exec::Executable& exe);
 
 }  // namespace poprt::sim

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,18 +32,26 @@ struct Window3 {
   int64_t kernelSize() const { return capMul(capMul(kernel[0], kernel[1]), kernel[2]); }
 };
 
-// Reads `arrays` arrays of `rank` values from params[first..] in the order in, out, kernel,
-// stride, dilation, start, padded end.
-Window3 readWindow(const std::vector<int64_t>& p, size_t first, int64_t rank, int arrays) {
+// The window of a vertex's arrays (in, out, kernel, stride, dilation, start, padded end; Conv has
+// no padded end), each of `rank` values, padded to three dims with leading ones (start: zero).
+Window3 windowOf(std::initializer_list<std::span<const int64_t>> arrays) {
   Window3 w;
   int64_t* dst[7] = {w.in, w.out, w.kernel, w.stride, w.dil, w.start, w.pend};
   const int64_t defaults[7] = {1, 1, 1, 1, 1, 0, 1};
-  for (int a = 0; a < 7; ++a)
+  for (int a = 0; a < 7; ++a) {
+    const std::span<const int64_t> src = a < static_cast<int>(arrays.size()) ? arrays.begin()[a] : std::span<const int64_t>();
     for (int64_t d = 0; d < 3; ++d) {
-      const int64_t src = d - (3 - rank);
-      dst[a][d] = (a < arrays && src >= 0) ? p[first + static_cast<size_t>(a * rank + src)] : defaults[a];
+      const int64_t at = d - (3 - static_cast<int64_t>(src.size()));
+      dst[a][d] = at >= 0 ? src[static_cast<size_t>(at)] : defaults[a];
     }
+  }
   return w;
+}
+Window3 windowOf(const exec::ConvPartialParams& p) {
+  return windowOf({p.in_dims, p.out_dims, p.kernel, p.strides, p.dilations, p.starts});
+}
+Window3 windowOf(const exec::PoolParams& p) {
+  return windowOf({p.in_dims, p.out_dims, p.kernel, p.strides, p.dilations, p.starts, p.padded_ends});
 }
 
 Status checkWindow(const Window3& w, const char* what) {
@@ -81,11 +91,6 @@ void tapOutputRanges(const Window3& w, std::vector<std::pair<int64_t, int64_t>> 
     }
   }
 }
-
-constexpr size_t kConvFixed = 5;  // rank, groups, in_channels, out_channels, has_bias
-constexpr size_t kPoolFixed = 4;  // rank, channels, kind, count_include_pad
-
-bool convHasActivation(const exec::Vertex& v) { return v.params.size() == kConvFixed + 6 * static_cast<size_t>(v.params[0]) + 1; }
 
 // Per output index of dim d: the input position of tap 0, the taps [lo, hi) inside the input,
 // and the taps inside the padded input (for count_include_pad).
@@ -284,40 +289,31 @@ void convPadded(const Window3& w, const float* x, const float* wts, int64_t Cg, 
 
 }  // namespace
 
-Status checkConvPartial(const exec::Vertex& v) {
-  const auto& p = v.params;
-  if (p.size() < kConvFixed) return Error("ConvPartial vertex has too few params");
-  const int64_t rank = p[0];
-  if (rank < 0 || rank > exec::kMaxWindowRank) return Error("ConvPartial vertex has a bad rank");
-  const size_t base = kConvFixed + 6 * static_cast<size_t>(rank);
-  const bool act = p.size() == base + 1;
-  if (!(p.size() == base && v.fparams.empty()) && !(act && v.fparams.size() == 4))
-    return Error("ConvPartial vertex has bad params");
-  if (act && !isActivationKind(p[base])) return Error("ConvPartial vertex has an unknown activation");
-  const int64_t groups = p[1], in_ch = p[2], out_ch = p[3];
-  if (p[4] != 0 && p[4] != 1) return Error("ConvPartial vertex has a bad bias flag");
-  POPRT_TRY(expectFloatFields(v, p[4] ? 4 : 3, "ConvPartial"));
+Status checkConvPartial(const exec::ConvPartialParams& p, const exec::Vertex& v) {
+  if (p.rank < 0 || p.rank > exec::kMaxWindowRank) return Error("ConvPartial vertex has a bad rank");
+  if (p.act && !isActivationKind(p.act->kind)) return Error("ConvPartial vertex has an unknown activation");
+  const int64_t groups = p.groups, in_ch = p.in_channels, out_ch = p.out_channels;
+  POPRT_TRY(expectFloatFields(v, p.has_bias ? 4 : 3, "ConvPartial"));
   const int64_t ext = exec::kMaxWindowExtent;
   if (groups < 0 || groups > ext || in_ch < 0 || in_ch > ext || out_ch < 0 || out_ch > ext)
     return Error("ConvPartial vertex has bad channel counts");
-  const Window3 w = readWindow(p, kConvFixed, rank, 6);
+  const Window3 w = windowOf(p);
   POPRT_TRY(checkWindow(w, "ConvPartial"));
   const int64_t oc = capMul(groups, out_ch);
   if (!fieldHolds(v.fields[0], capMul(oc, w.outSize())) || !fieldHolds(v.fields[1], capMul(capMul(groups, in_ch), w.inSize())) ||
-      !fieldHolds(v.fields[2], capMul(capMul(oc, in_ch), w.kernelSize())) || (p[4] && !fieldHolds(v.fields[3], oc)))
+      !fieldHolds(v.fields[2], capMul(capMul(oc, in_ch), w.kernelSize())) || (p.has_bias && !fieldHolds(v.fields[3], oc)))
     return Error("ConvPartial vertex field sizes do not match its shape");
   return okStatus();
 }
 
-void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
-  const auto& p = v.params;
-  const int64_t rank = p[0], groups = p[1], Cg = p[2], Mb = p[3];
-  const Window3 w = readWindow(p, kConvFixed, rank, 6);
+void runConvPartial(const exec::ConvPartialParams& p, const exec::Vertex& v, uint8_t* mem) {
+  const int64_t groups = p.groups, Cg = p.in_channels, Mb = p.out_channels;
+  const Window3 w = windowOf(p);
   const int64_t Pin = w.inSize(), P = w.outSize(), K = w.kernelSize(), rows = Cg * K;
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
   const float* wts = f32(mem, v.fields[2]);
-  const float* bias = p[4] ? f32(mem, v.fields[3]) : nullptr;
+  const float* bias = p.has_bias ? f32(mem, v.fields[3]) : nullptr;
   if (P == 0 || groups == 0 || Mb == 0) return;
   // A 1x1 kernel with unit strides, no offset and equal extents reads the input as it is.
   bool direct = K == 1;
@@ -357,62 +353,51 @@ void runConvPartial(const exec::Vertex& v, uint8_t* mem) {
       }
     }
   }
-  const bool has_act = convHasActivation(v);
-  ops::graphcore::Activation act;
-  if (has_act) act = vertexActivation(p.back(), v.fparams, 0);
-  if (!bias && !has_act) return;
+  if (!bias && !p.act) return;
   for (int64_t c = 0; c < groups * Mb; ++c) {
     float* o = out + c * P;
     if (bias) {
       const float b = bias[c];
       for (int64_t i = 0; i < P; ++i) o[i] += b;
     }
-    if (has_act) activate(act, o, o, P);
+    if (p.act) activate(p.act->activation(), o, o, P);
   }
 }
 
-uint64_t cyclesConvPartial(const exec::Vertex& v, const exec::Target& t) {
-  const auto& p = v.params;
-  const Window3 w = readWindow(p, kConvFixed, p[0], 6);
+uint64_t cyclesConvPartial(const exec::ConvPartialParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+  const Window3 w = windowOf(p);
   // Every tap counts, padding included (the AMP runs whole kernel rows); then the epilogue.
-  const double outputs = static_cast<double>(p[1]) * static_cast<double>(p[3]) * static_cast<double>(w.outSize());
-  const double macs = outputs * static_cast<double>(p[2]) * static_cast<double>(w.kernelSize());
-  const double cycles = std::ceil(macs / std::max<uint32_t>(1, t.fp32_macs_per_cycle)) +
-                        std::ceil(outputs / std::max<uint32_t>(1, t.vector_width_fp32));
-  return kVertexOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
+  const double outputs = static_cast<double>(p.groups) * static_cast<double>(p.out_channels) * static_cast<double>(w.outSize());
+  const double macs = outputs * static_cast<double>(p.in_channels) * static_cast<double>(w.kernelSize());
+  const double cycles = std::ceil(macs / cost.macsPerCycle()) + std::ceil(outputs / cost.vectorWidth());
+  return cost.kVertexOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
 }
 
-uint64_t flopsConvPartial(const exec::Vertex& v) {
-  const auto& p = v.params;
-  const Window3 w = readWindow(p, kConvFixed, p[0], 6);
+uint64_t flopsConvPartial(const exec::ConvPartialParams& p, const exec::Vertex&) {
+  const Window3 w = windowOf(p);
   // As the cost model counts the taps (padding included); a bias adds one per output.
-  const double outputs = static_cast<double>(p[1]) * static_cast<double>(p[3]) * static_cast<double>(w.outSize());
-  const double flops = 2 * outputs * static_cast<double>(p[2]) * static_cast<double>(w.kernelSize()) + (p[4] ? outputs : 0);
+  const double outputs = static_cast<double>(p.groups) * static_cast<double>(p.out_channels) * static_cast<double>(w.outSize());
+  const double flops =
+      2 * outputs * static_cast<double>(p.in_channels) * static_cast<double>(w.kernelSize()) + (p.has_bias ? outputs : 0);
   return static_cast<uint64_t>(std::min(flops, 1e18));
 }
 
-Status checkPool(const exec::Vertex& v) {
-  const auto& p = v.params;
-  if (p.size() < kPoolFixed) return Error("Pool vertex has too few params");
-  const int64_t rank = p[0];
-  if (rank < 0 || rank > exec::kMaxWindowRank || p.size() != kPoolFixed + 7 * static_cast<size_t>(rank) || !v.fparams.empty())
-    return Error("Pool vertex has bad params");
+Status checkPool(const exec::PoolParams& p, const exec::Vertex& v) {
+  if (p.rank < 0 || p.rank > exec::kMaxWindowRank) return Error("Pool vertex has bad params");
   POPRT_TRY(expectFloatFields(v, 2, "Pool"));
-  if (p[1] < 0 || p[1] > exec::kMaxWindowExtent) return Error("Pool vertex has a bad channel count");
-  if (p[2] != exec::kPoolMax && p[2] != exec::kPoolAvg) return Error("Pool vertex has an unknown kind");
-  if (p[3] != 0 && p[3] != 1) return Error("Pool vertex has a bad count_include_pad flag");
-  const Window3 w = readWindow(p, kPoolFixed, rank, 7);
+  if (p.channels < 0 || p.channels > exec::kMaxWindowExtent) return Error("Pool vertex has a bad channel count");
+  if (p.kind != exec::kPoolMax && p.kind != exec::kPoolAvg) return Error("Pool vertex has an unknown kind");
+  const Window3 w = windowOf(p);
   POPRT_TRY(checkWindow(w, "Pool"));
-  if (!fieldHolds(v.fields[0], capMul(p[1], w.outSize())) || !fieldHolds(v.fields[1], capMul(p[1], w.inSize())))
+  if (!fieldHolds(v.fields[0], capMul(p.channels, w.outSize())) || !fieldHolds(v.fields[1], capMul(p.channels, w.inSize())))
     return Error("Pool vertex field sizes do not match its shape");
   return okStatus();
 }
 
-void runPool(const exec::Vertex& v, uint8_t* mem) {
-  const auto& p = v.params;
-  const int64_t channels = p[1];
-  const bool is_max = p[2] == exec::kPoolMax, include_pad = p[3] != 0;
-  const Window3 w = readWindow(p, kPoolFixed, p[0], 7);
+void runPool(const exec::PoolParams& p, const exec::Vertex& v, uint8_t* mem) {
+  const int64_t channels = p.channels;
+  const bool is_max = p.kind == exec::kPoolMax, include_pad = p.count_include_pad;
+  const Window3 w = windowOf(p);
   const int64_t Pin = w.inSize(), P = w.outSize();
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
@@ -462,19 +447,17 @@ void runPool(const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t cyclesPool(const exec::Vertex& v, const exec::Target& t) {
-  const auto& p = v.params;
-  const Window3 w = readWindow(p, kPoolFixed, p[0], 7);
-  const double outputs = static_cast<double>(p[1]) * static_cast<double>(w.outSize());
+uint64_t cyclesPool(const exec::PoolParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+  const Window3 w = windowOf(p);
+  const double outputs = static_cast<double>(p.channels) * static_cast<double>(w.outSize());
   const double taps = outputs * static_cast<double>(w.kernelSize());
-  const double cycles = std::ceil((taps + outputs) / std::max<uint32_t>(1, t.vector_width_fp32));
-  return kVertexOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
+  const double cycles = std::ceil((taps + outputs) / cost.vectorWidth());
+  return cost.kVertexOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
 }
 
-uint64_t flopsPool(const exec::Vertex& v) {
-  const auto& p = v.params;
-  const Window3 w = readWindow(p, kPoolFixed, p[0], 7);
-  const double taps = static_cast<double>(p[1]) * static_cast<double>(w.outSize()) * static_cast<double>(w.kernelSize());
+uint64_t flopsPool(const exec::PoolParams& p, const exec::Vertex&) {
+  const Window3 w = windowOf(p);
+  const double taps = static_cast<double>(p.channels) * static_cast<double>(w.outSize()) * static_cast<double>(w.kernelSize());
   return static_cast<uint64_t>(std::min(taps, 1e18));  // a compare or an add per tap
 }
 

@@ -1,13 +1,24 @@
-// The vertex layouts of each codelet: the contract between codegen (which emits vertices) and the
-// simulator (which checks and runs them). Fields are tile-memory byte ranges; all data float32
-// (Fill: any fixed-size dtype; Cast: float32 and float16). Multi-dim buffers are row-major.
-// A vertex of dtype float16 holds every field in binary16 (sizes in the layouts below are then 2
-// bytes per element): the simulator computes in float32 and rounds each output to float16, the
-// fp16-storage / fp32-accumulation of the IPU's AMP and reductions.
+// The vertex kinds: the one list of them, and each kind's fields and params, the contract between
+// codegen (which emits vertices) and the simulator (which checks and runs them). Fields are
+// tile-memory byte ranges; all data float32 (Fill: any fixed-size dtype; Cast: float32 and
+// float16). Multi-dim buffers are row-major. A vertex of dtype float16 holds every field in
+// binary16 (sizes below are then 2 bytes per element): the simulator computes in float32 and
+// rounds each output to float16, the fp16-storage / fp32-accumulation of the IPU's AMP.
+//
+// Each kind's params are a struct whose `members` lists them in the order a PopEF stores them
+// (vertex `params` for integers, `fparams` for floats): lib/exec/vertex_params.h encodes a struct
+// into a vertex (codegen) and decodes a vertex into one (the simulator), from that one list.
+// Adding a kind: a line in POPRT_CODELETS, its struct here, its sim/ file and its lowering.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <span>
+
+#include "lib/ops/graphcore_ops.h"
+#include "lib/ops/scalar_math.h"
+#include "lib/support/dtype.h"
 
 namespace poprt::exec {
 
@@ -63,72 +74,6 @@ inline IndexSpan broadcastSpan(const int64_t* dims, const int64_t* strides, int6
   return span;
 }
 
-// Unary:  fields [out, in]                 params [fn (ops::UnaryFn), count]
-// Binary: fields [out, a, b]               params [fn (ops::BinaryFn), count, a_mode, b_mode, begin, rank,
-//                                                  out_dims[rank], a_strides[rank], b_strides[rank],
-//                                                  (a_base, b_base)?]
-//         mode kAligned: the buffer holds the `count` operand elements matching out[0..count);
-//         mode kBroadcast: the buffer holds operand elements from `base` (0 without the bases) on,
-//         read at the element offset given by its strides (0 on broadcast dims) from the output
-//         index begin + i, less `base`: at least broadcastSpan's elements.
-// MatMul: fields [out, a, b, bias?]        params [rows, K, cols, trans_a, trans_b, bias_mode]
-//                                           fparams [alpha, beta]
-//         out = alpha * A x B + beta * bias, out is rows x cols; A is rows x K (K x rows if trans_a);
-//         B is K x cols (cols x K if trans_b); bias by mode (kBias*). An optional 7th param is an
-//         activation applied last (ops::graphcore::ActivationKind) with fparams [.., alpha, beta, min, max].
-// Fill:   fields [out]                      params [count]  fparams [value]   (any dtype of 1, 2, 4
-//         or 8 bytes; the value is converted to the vertex's dtype)
-// Cast:   fields [out, in]                 params [count, in_dtype]
-//         out in the vertex's dtype, in in in_dtype (a DType value): float32 -> float16 (round to
-//         nearest even, beyond the range to infinity, NaN stays NaN) or float16 -> float32 (exact),
-//         as the evaluator's Cast; the only vertex whose fields have two dtypes.
-// ConvPartial: fields [out, in, weights, bias?]
-//         params [rank, groups, in_channels, out_channels, has_bias, in_dims[rank], out_dims[rank],
-//                 kernel[rank], strides[rank], dilations[rank], starts[rank]] (+ activation?)
-//         fparams [] (or [alpha, beta, min, max] with the activation)
-//         A block of a Conv for one batch: `groups` groups side by side, each with `in_channels`
-//         input and `out_channels` output channels. rank is 0..3 (kMaxWindowRank) spatial dims.
-//         in  is [groups * in_channels][in_dims...]   (a window of the input: the rows it needs)
-//         weights is [groups * out_channels][in_channels][kernel...]
-//         out is [groups * out_channels][out_dims...], bias is [groups * out_channels].
-//         out[g*oc + j][o] = bias[g*oc + j] + sum over c < in_channels and taps k of
-//             in[g*ic + c][starts + o*strides + k*dilations] * weights[g*oc + j][c][k]
-//         where taps outside [0, in_dims) read zero (padding is handled by bounds, never stored).
-//         starts may be negative (begin padding, or a row block starting above the rows held).
-//         An optional last param is an activation (ops::graphcore::ActivationKind) applied to
-//         each output, with fparams [alpha, beta, min, max] as for MatMul.
-// Pool:   fields [out, in]
-//         params [rank, channels, kind (kPoolMax/kPoolAvg), count_include_pad, in_dims[rank],
-//                 out_dims[rank], kernel[rank], strides[rank], dilations[rank], starts[rank],
-//                 padded_ends[rank]]
-//         in is [channels][in_dims...], out is [channels][out_dims...]; each output pools the taps
-//         starts + o*strides + k*dilations that fall inside [0, in_dims). Max: the largest (NaN
-//         wins; -inf for an empty window). Avg: the sum divided by the number of taps inside, or
-//         with count_include_pad by the number of taps before padded_ends (the end of the padded
-//         input in the same coordinates) in each dim.
-// Activation: fields [out, in]           params [count, kind (ops::graphcore::ActivationKind)]
-//         fparams [alpha, beta, min, max]   out = act(in), as the ConvAct/GemmAct epilogue.
-// Reduce: fields [out, in]                 params [kind (ReduceKind), outer, extent, inner]
-//         in is [outer][extent][inner], out is [outer][inner]: each output reduces the `extent`
-//         elements of its column (accumulating in double, as the evaluator). An optional 5th param
-//         is an activation (ops::graphcore::ActivationKind, with fparams [alpha, beta, min, max])
-//         applied to each output: a Conv's partial sums, added up, get the ConvAct's epilogue.
-// Softmax: fields [out, in]                params [log (0/1), outer, extent, inner]
-//         out has in's shape [outer][extent][inner]; softmax (or log-softmax) along extent.
-// Norm:   fields [out, in, scale, bias?]   params [rows, N, per_row (0/1), channels, row_begin]
-//         fparams [epsilon]   in and out are [rows][N]; each row is normalised by its own mean
-//         and biased variance, then scaled and shifted: per_row 0 by scale[N]/bias[N] (layer
-//         norm), per_row 1 by scale[c]/bias[c] with c = (row_begin + row) % channels
-//         (instance norm; scale and bias hold `channels` values).
-// BatchNorm: fields [out, in, scale, bias, mean, var]
-//         params [count, begin, channels, inner, c_first, c_count]   fparams [epsilon]
-//         inference batch norm of elements begin..begin+count of an [N][channels][inner] tensor:
-//         out = (in - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c] with
-//         c = ((begin + i) / inner) % channels; the per-channel fields hold the c_count channels
-//         from c_first (all of them, or the slice the elements' channels fall in).
-// Attention: fields [out, q, k, v, mask?]  params [rows, keys, D, Dv, has_mask]  fparams [scale]
-//         q is [rows][D], k [keys][D], v [keys][Dv], mask [rows][keys], out [rows][Dv]:
-//         out[i] = softmax_j(scale * q[i].k[j] + mask[i][j]) . v  (one head of MultiHeadAttention).
 // These numbers are stored in PopEFs (vertex params): they never change, new values take the next
 // number (tests/unit/sim/format_pins_test.cpp).
 enum ReduceKind : int64_t {
@@ -145,10 +90,258 @@ enum ReduceKind : int64_t {
 };
 inline constexpr int64_t kLastReduceKind = kReduceSumSquare;
 enum BinaryOperandMode : int64_t { kAligned = 0, kBroadcast = 1 };
-enum BiasMode : int64_t { kBiasNone = 0, kBiasScalar = 1, kBiasRow = 2, kBiasColumn = 3, kBiasFull = 4 };
-enum PoolKind : int64_t { kPoolMax = 0, kPoolAvg = 1 };
 inline constexpr int64_t kMaxWindowRank = 3;                   // spatial dims of ConvPartial and Pool vertices
 inline constexpr int64_t kMaxWindowExtent = int64_t{1} << 24;  // cap on each dim, kernel, stride, dilation
 inline constexpr int64_t kMaxWindowStart = int64_t{1} << 40;   // cap on |starts| and padded_ends
+
+// Every vertex kind, defined once: X(name, id). The ids are stored in PopEFs and never change; a
+// new kind takes the next id. The enum and the names come from this list (lib/exec/executable.h),
+// and so does the simulator's table of each kind's check, run, cycle estimate and FLOP count
+// (sim/codelet_kinds.h), which fails to link until the new kind's sim/ file defines them. Each
+// kind's params are the struct <name>Params below.
+// clang-format off
+#define POPRT_CODELETS(X) \
+  X(Unary, 1)         \
+  X(Binary, 2)        \
+  X(MatMul, 3)        \
+  X(Fill, 4)          \
+  X(ConvPartial, 5)   \
+  X(Pool, 6)          \
+  X(Activation, 7)    \
+  X(Reduce, 8)        \
+  X(Softmax, 9)       \
+  X(Norm, 10)         \
+  X(BatchNorm, 11)    \
+  X(Attention, 12)    \
+  X(Cast, 13)
+// clang-format on
+
+enum class Codelet : uint32_t {
+#define POPRT_CODELET_ENUM(name, id) name = id,
+  POPRT_CODELETS(POPRT_CODELET_ENUM)
+#undef POPRT_CODELET_ENUM
+};
+
+// ---- The members a struct lists, in `members(Io& io)` ------------------------------------------
+//   io.param(x)          one integer param (an int64, a 0/1 flag or an enum)
+//   io.fparam(x)         one float param
+//   io.array(s, n)       n integer params viewed as a span (n: an earlier member)
+//   io.optional(o)       a tail of members, present when params are left (an activation, bases)
+
+// An activation applied to each output (ops::graphcore::ActivationKind), the ConvAct/GemmAct
+// epilogue: its kind is the last param, and its four floats the last fparams.
+struct VertexActivation {
+  ops::graphcore::ActivationKind kind = ops::graphcore::ActivationKind::Relu;
+  float alpha = 0, beta = 0, min = 0, max = 0;
+  template <class Io>
+  void members(Io& io) {
+    io.param(kind), io.fparam(alpha), io.fparam(beta), io.fparam(min), io.fparam(max);
+  }
+  ops::graphcore::Activation activation() const { return {kind, alpha, beta, min, max}; }
+};
+inline VertexActivation vertexActivation(const ops::graphcore::Activation& a) {
+  return {a.kind, static_cast<float>(a.alpha), static_cast<float>(a.beta), static_cast<float>(a.min), static_cast<float>(a.max)};
+}
+
+// Unary: fields [out, in]; out[i] = fn(in[i]) for i < count.
+struct UnaryParams {
+  static constexpr Codelet kCodelet = Codelet::Unary;
+  ops::UnaryFn fn = ops::UnaryFn{};
+  int64_t count = 0;
+  template <class Io>
+  void members(Io& io) {
+    io.param(fn), io.param(count);
+  }
+};
+
+// Binary: fields [out, a, b]; out[i] = fn(a, b) for the output elements begin + i, i < count, of
+// an output of dims out_dims. Mode kAligned: the operand holds the `count` elements matching
+// out[0..count). Mode kBroadcast: it holds operand elements from its base (0 without bases) on,
+// read at the element offset its strides (0 on broadcast dims) give output index begin + i, less
+// the base: at least broadcastSpan's elements.
+struct OperandBases {
+  int64_t a = 0, b = 0;
+  template <class Io>
+  void members(Io& io) {
+    io.param(a), io.param(b);
+  }
+};
+struct BinaryParams {
+  static constexpr Codelet kCodelet = Codelet::Binary;
+  ops::BinaryFn fn = ops::BinaryFn::Add;
+  int64_t count = 0;
+  BinaryOperandMode a_mode = kAligned, b_mode = kAligned;
+  int64_t begin = 0, rank = 0;
+  std::span<const int64_t> out_dims, a_strides, b_strides;
+  std::optional<OperandBases> bases;
+  template <class Io>
+  void members(Io& io) {
+    io.param(fn), io.param(count), io.param(a_mode), io.param(b_mode), io.param(begin), io.param(rank);
+    io.array(out_dims, rank), io.array(a_strides, rank), io.array(b_strides, rank), io.optional(bases);
+  }
+};
+
+// MatMul: fields [out, a, b, bias?]; out = act(alpha * A x B + beta * bias), out rows x cols, A
+// rows x K (K x rows if trans_a), B K x cols (cols x K if trans_b), bias by its mode.
+enum BiasMode : int64_t { kBiasNone = 0, kBiasScalar = 1, kBiasRow = 2, kBiasColumn = 3, kBiasFull = 4 };
+struct MatMulParams {
+  static constexpr Codelet kCodelet = Codelet::MatMul;
+  int64_t rows = 0, K = 0, cols = 0;
+  bool trans_a = false, trans_b = false;
+  BiasMode bias_mode = kBiasNone;
+  float alpha = 1, beta = 1;
+  std::optional<VertexActivation> act;
+  template <class Io>
+  void members(Io& io) {
+    io.param(rows), io.param(K), io.param(cols), io.param(trans_a), io.param(trans_b), io.param(bias_mode);
+    io.fparam(alpha), io.fparam(beta), io.optional(act);
+  }
+};
+
+// Fill: fields [out]; `count` elements of the vertex's dtype (1, 2, 4 or 8 bytes) set to value.
+struct FillParams {
+  static constexpr Codelet kCodelet = Codelet::Fill;
+  int64_t count = 0;
+  float value = 0;
+  template <class Io>
+  void members(Io& io) {
+    io.param(count), io.fparam(value);
+  }
+};
+
+// ConvPartial: fields [out, in, weights, bias?]. A block of a Conv for one batch: `groups` groups
+// side by side, each with in_channels input and out_channels output channels, over rank
+// (0..kMaxWindowRank) spatial dims:
+//   in  [groups * in_channels][in_dims...]    (a window of the input: the rows it needs)
+//   weights [groups * out_channels][in_channels][kernel...], bias [groups * out_channels]
+//   out [groups * out_channels][out_dims...]
+//   out[g*oc + j][o] = act(bias[g*oc + j] + sum over c < in_channels and taps k of
+//                          in[g*ic + c][starts + o*strides + k*dilations] * weights[g*oc + j][c][k])
+// Taps outside [0, in_dims) read zero (padding is bounds, never stored); starts may be negative.
+struct ConvPartialParams {
+  static constexpr Codelet kCodelet = Codelet::ConvPartial;
+  int64_t rank = 0, groups = 0, in_channels = 0, out_channels = 0;
+  bool has_bias = false;
+  std::span<const int64_t> in_dims, out_dims, kernel, strides, dilations, starts;
+  std::optional<VertexActivation> act;
+  template <class Io>
+  void members(Io& io) {
+    io.param(rank), io.param(groups), io.param(in_channels), io.param(out_channels), io.param(has_bias);
+    io.array(in_dims, rank), io.array(out_dims, rank), io.array(kernel, rank), io.array(strides, rank);
+    io.array(dilations, rank), io.array(starts, rank), io.optional(act);
+  }
+};
+
+// Pool: fields [out, in]; in [channels][in_dims...], out [channels][out_dims...]. Each output
+// pools the taps starts + o*strides + k*dilations inside [0, in_dims). Max: the largest (NaN
+// wins; -inf for an empty window). Avg: the sum over the taps inside, divided by their number, or
+// with count_include_pad by the number of taps before padded_ends (the end of the padded input).
+enum PoolKind : int64_t { kPoolMax = 0, kPoolAvg = 1 };
+struct PoolParams {
+  static constexpr Codelet kCodelet = Codelet::Pool;
+  int64_t rank = 0, channels = 0;
+  PoolKind kind = kPoolMax;
+  bool count_include_pad = false;
+  std::span<const int64_t> in_dims, out_dims, kernel, strides, dilations, starts, padded_ends;
+  template <class Io>
+  void members(Io& io) {
+    io.param(rank), io.param(channels), io.param(kind), io.param(count_include_pad);
+    io.array(in_dims, rank), io.array(out_dims, rank), io.array(kernel, rank), io.array(strides, rank);
+    io.array(dilations, rank), io.array(starts, rank), io.array(padded_ends, rank);
+  }
+};
+
+// Activation: fields [out, in]; out[i] = act(in[i]) for i < count, as the ConvAct/GemmAct epilogue.
+struct ActivationParams {
+  static constexpr Codelet kCodelet = Codelet::Activation;
+  int64_t count = 0;
+  VertexActivation act;
+  template <class Io>
+  void members(Io& io) {
+    io.param(count), act.members(io);
+  }
+};
+
+// Reduce: fields [out, in]; in [outer][extent][inner], out [outer][inner]: each output reduces the
+// extent elements of its column (accumulating in double, as the evaluator), then act (a Conv's
+// partial sums, added up, get the ConvAct's epilogue).
+struct ReduceParams {
+  static constexpr Codelet kCodelet = Codelet::Reduce;
+  ReduceKind kind = kReduceSum;
+  int64_t outer = 0, extent = 0, inner = 0;
+  std::optional<VertexActivation> act;
+  template <class Io>
+  void members(Io& io) {
+    io.param(kind), io.param(outer), io.param(extent), io.param(inner), io.optional(act);
+  }
+};
+
+// Softmax: fields [out, in], both [outer][extent][inner]: softmax (or log-softmax) along extent.
+struct SoftmaxParams {
+  static constexpr Codelet kCodelet = Codelet::Softmax;
+  bool log = false;
+  int64_t outer = 0, extent = 0, inner = 0;
+  template <class Io>
+  void members(Io& io) {
+    io.param(log), io.param(outer), io.param(extent), io.param(inner);
+  }
+};
+
+// Norm: fields [out, in, scale, bias?]; in and out are [rows][N], each row normalised by its own
+// mean and biased variance, then scaled and shifted: by scale[N]/bias[N] (layer norm), or with
+// per_row by scale[c]/bias[c], c = (row_begin + row) % channels (instance norm: `channels` values).
+struct NormParams {
+  static constexpr Codelet kCodelet = Codelet::Norm;
+  int64_t rows = 0, N = 0;
+  bool per_row = false;
+  int64_t channels = 1, row_begin = 0;
+  float epsilon = 0;
+  template <class Io>
+  void members(Io& io) {
+    io.param(rows), io.param(N), io.param(per_row), io.param(channels), io.param(row_begin), io.fparam(epsilon);
+  }
+};
+
+// BatchNorm: fields [out, in, scale, bias, mean, var]; inference batch norm of the elements
+// begin..begin+count of an [N][channels][inner] tensor: out = (in - mean[c]) / sqrt(var[c] +
+// epsilon) * scale[c] + bias[c], c = ((begin + i) / inner) % channels; the per-channel fields hold
+// the c_count channels from c_first (all of them, or the slice the elements' channels fall in).
+struct BatchNormParams {
+  static constexpr Codelet kCodelet = Codelet::BatchNorm;
+  int64_t count = 0, begin = 0, channels = 1, inner = 1, c_first = 0, c_count = 0;
+  float epsilon = 0;
+  template <class Io>
+  void members(Io& io) {
+    io.param(count), io.param(begin), io.param(channels), io.param(inner), io.param(c_first), io.param(c_count);
+    io.fparam(epsilon);
+  }
+};
+
+// Attention: fields [out, q, k, v, mask?]; q [rows][D], k [keys][D], v [keys][Dv], mask
+// [rows][keys], out [rows][Dv]: out[i] = softmax_j(scale * q[i].k[j] + mask[i][j]) . v (one head
+// of MultiHeadAttention).
+struct AttentionParams {
+  static constexpr Codelet kCodelet = Codelet::Attention;
+  int64_t rows = 0, keys = 0, D = 0, Dv = 0;
+  bool has_mask = false;
+  float scale = 1;
+  template <class Io>
+  void members(Io& io) {
+    io.param(rows), io.param(keys), io.param(D), io.param(Dv), io.param(has_mask), io.fparam(scale);
+  }
+};
+
+// Cast: fields [out, in]; out in the vertex's dtype, in in in_dtype: float32 -> float16 (round to
+// nearest even, beyond the range to infinity, NaN stays NaN) or float16 -> float32 (exact), as
+// the evaluator's Cast; the only vertex whose fields have two dtypes.
+struct CastParams {
+  static constexpr Codelet kCodelet = Codelet::Cast;
+  int64_t count = 0;
+  DType in_dtype = DType::Float;
+  template <class Io>
+  void members(Io& io) {
+    io.param(count), io.param(in_dtype);
+  }
+};
 
 }  // namespace poprt::exec

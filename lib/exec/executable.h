@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/exec/codelets.h"
 #include "lib/support/status.h"
 #include "lib/support/tensor.h"
 #include "lib/support/value_kind.h"
@@ -39,33 +40,6 @@ struct Target {
   uint32_t ipuOf(uint32_t tile) const { return tile / tiles_per_ipu; }
 };
 
-// Every vertex kind, defined once: X(name, id). The ids are stored in PopEFs and never change; a
-// new kind takes the next id. The enum and the names come from this list, and so does the
-// simulator's table of each kind's check, run, cycle estimate and FLOP count (sim/codelet_kinds.h),
-// which the compiler fails to link until the new kind's sim/ file defines them. Each kind's
-// fields and params: lib/exec/codelets.h.
-// clang-format off
-#define POPRT_CODELETS(X) \
-  X(Unary, 1)         \
-  X(Binary, 2)        \
-  X(MatMul, 3)        \
-  X(Fill, 4)          \
-  X(ConvPartial, 5)   \
-  X(Pool, 6)          \
-  X(Activation, 7)    \
-  X(Reduce, 8)        \
-  X(Softmax, 9)       \
-  X(Norm, 10)         \
-  X(BatchNorm, 11)    \
-  X(Attention, 12)    \
-  X(Cast, 13)
-// clang-format on
-
-enum class Codelet : uint32_t {
-#define POPRT_CODELET_ENUM(name, id) name = id,
-  POPRT_CODELETS(POPRT_CODELET_ENUM)
-#undef POPRT_CODELET_ENUM
-};
 // Ids are 1..kMaxCodelet, every one a kind.
 inline constexpr uint32_t kMaxCodelet = [] {
   uint32_t count = 0;

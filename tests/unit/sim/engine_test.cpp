@@ -833,6 +833,7 @@ TEST(Codelets, FlopsOfAMatMulVertex) {
   exec::Vertex v;
   v.codelet = exec::Codelet::MatMul;
   v.params = {2, 3, 4, 0, 0, exec::kBiasNone};
+  v.fparams = {1, 1};  // alpha, beta
   EXPECT_EQ(vertexFlops(v), 2u * 2 * 3 * 4);
   v.params[5] = exec::kBiasRow;  // plus one add per output
   EXPECT_EQ(vertexFlops(v), 2u * 2 * 3 * 4 + 2 * 4);
