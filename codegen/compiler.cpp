@@ -164,6 +164,51 @@ class Compiler {
 
   Expected<CompileResult> run() {
     exec::Executable& exe = l_.executable();
+    POPRT_TRY(addGraphStreams());
+    POPRT_ASSIGN_OR_RETURN(const NodePlacement placement, orderNodes());
+    POPRT_TRY(checkSupported());
+    std::vector<size_t> pending_host;  // consecutive host nodes form one host program
+    const bool sharded = l_.target().num_ipus > 1;
+    const bool pipelined = sharded && l_.options().sharding.strategy == exec::Strategy::Pipelined;
+    if (sharded) {
+      l_.setIpu(placement.stage_ipu.at(stage_of_.empty() ? 0 : stage_of_[0]));
+      exe.segments.push_back({l_.ipu(), 0, 0, 0});
+    }
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (sharded && i > 0 && stage_of_[i] != stage_of_[i - 1]) {
+        if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes_));
+        nextSegment(placement.stage_ipu.at(stage_of_[i]));
+      }
+      std::optional<RearrangeMap> map;
+      const std::string why = hostReason(i, map);
+      if (why.empty()) {
+        if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes_));
+        POPRT_TRY(lowerOnDevice(*nodes_[i], i, map ? &*map : nullptr));
+        releaseDeadAfter(*nodes_[i], i);
+      } else {
+        if (pipelined)
+          return Error("pipelined execution runs every node on the IPUs, but node '" + node_names_[i] +
+                       "' would run on the host: " + why);
+        pending_host.push_back(i);
+        result_.host_nodes.push_back(node_names_[i]);
+        result_.host_reasons.push_back(why);
+      }
+    }
+    if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes_));
+    // Device-produced outputs stream out at the end; host-produced ones are already in place.
+    for (const ir::Value* out : graph_.outputs()) {
+      if (on_host_.count(out)) continue;
+      ensureOnDevice(out);
+      copyOut(out);
+    }
+    if (sharded) exe.segments.back().copies = exe.segments.back().end = static_cast<uint32_t>(exe.main.steps.size());
+    if (pipelined) exe.strategy = exec::Strategy::Pipelined;
+    return finish();
+  }
+
+ private:
+  // Streams for the graph's inputs and outputs, in the user's order.
+  Status addGraphStreams() {
     for (const ir::Value* in : graph_.inputs()) {
       if (in->isInitializer()) continue;
       if (in->type.kind == ValueKind::Tensor && (!in->type.isTensor() || !in->type.hasStaticShape()))
@@ -178,109 +223,86 @@ class Compiler {
       if (host_buffer_.count(out)) return Error("output '" + out->name() + "' is also a graph input (not supported yet)");
       host_buffer_[out] = addStream(exec::HostStream::Role::Output, out);
     }
-    // The nodes in the order they are compiled (by stage when sharded), and which of them read
-    // each value (through subgraphs too).
+    return okStatus();
+  }
+
+  // The nodes in the order they are compiled (by stage when sharded), and which of them read
+  // each value (through subgraphs too).
+  Expected<NodePlacement> orderNodes() {
     std::vector<const ir::Node*> graph_nodes;
     for (const auto& n : graph_.nodes()) graph_nodes.push_back(n.get());
-    const exec::Target& target = l_.target();
     NodePlacement placement;
-    if (target.num_ipus > 1) {
-      POPRT_ASSIGN_OR_RETURN(placement, placeNodes(graph_, target.num_ipus, l_.options().sharding));
+    if (l_.target().num_ipus > 1) {
+      POPRT_ASSIGN_OR_RETURN(placement, placeNodes(graph_, l_.target().num_ipus, l_.options().sharding));
     } else {
       placement.stage.assign(graph_nodes.size(), 0);
       placement.stage_ipu = {0};
       for (size_t i = 0; i < graph_nodes.size(); ++i) placement.order.push_back(i);
     }
-    std::vector<const ir::Node*> nodes;
-    std::vector<uint32_t> stage_of;
     for (size_t i : placement.order) {
-      nodes.push_back(graph_nodes[i]);
-      stage_of.push_back(placement.stage[i]);
+      nodes_.push_back(graph_nodes[i]);
+      stage_of_.push_back(placement.stage[i]);
       graph_index_.push_back(i);
       node_names_.push_back(nodeName(*graph_nodes[i], i));  // named by graph position, as sharding configs see them
     }
-    for (size_t i = 0; i < nodes.size(); ++i)
-      for (const ir::Value* v : valuesRead(*nodes[i], graph_)) readers_[v].push_back(i);
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      for (const ir::Value* v : valuesRead(*nodes_[i], graph_)) readers_[v].push_back(i);
+    return placement;
+  }
 
-    // Nodes neither the device nor the host evaluator can run, reported together.
+  // Nodes neither the device nor the host evaluator can run, reported together.
+  Status checkSupported() const {
     std::vector<std::string> unsupported;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const ops::OpDef* def = ops::findOp(nodes[i]->domain(), nodes[i]->opType());
-      if (!deviceBlocker(*nodes[i], l_).empty() && (!def || (!def->eval && !def->value_eval)))
-        unsupported.push_back(nodes[i]->describe());
+    for (const ir::Node* node : nodes_) {
+      const ops::OpDef* def = ops::findOp(node->domain(), node->opType());
+      if (!deviceBlocker(*node, l_).empty() && (!def || (!def->eval && !def->value_eval)))
+        unsupported.push_back(node->describe());
     }
-    if (!unsupported.empty()) {
-      std::string msg =
-          std::to_string(unsupported.size()) + " node(s) use ops that neither the device nor the host can run yet: ";
-      for (size_t i = 0; i < unsupported.size() && i < 10; ++i) msg += (i ? ", " : "") + unsupported[i];
-      if (unsupported.size() > 10) msg += ", ... (" + std::to_string(unsupported.size() - 10) + " more)";
-      return Error(msg);
+    if (unsupported.empty()) return okStatus();
+    std::string msg = std::to_string(unsupported.size()) + " node(s) use ops that neither the device nor the host can run yet: ";
+    for (size_t i = 0; i < unsupported.size() && i < 10; ++i) msg += (i ? ", " : "") + unsupported[i];
+    if (unsupported.size() > 10) msg += ", ... (" + std::to_string(unsupported.size() - 10) + " more)";
+    return Error(msg);
+  }
+
+  // Why node i runs on the host ("" when it runs on the device; a Rearrange's map is then planned).
+  std::string hostReason(size_t i, std::optional<RearrangeMap>& map) {
+    const ir::Node& node = *nodes_[i];
+    std::string why = deviceBlocker(node, l_);
+    const auto family = familyOf(node);
+    const bool moves_only = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
+    // Moving non-float data that lives on the host to the device only to move it back is waste.
+    if (why.empty() && moves_only)
+      for (const ir::Value* v : dataInputs(node))
+        if (v && !l_.hasMapping(v) && v->type.dtype != DType::Float) why = "its input '" + v->name() + "' lives on the host";
+    if (why.empty() && family == ops::LoweringFamily::Rearrange) {
+      auto planned = rearrangeMap(node, l_.opsets());
+      if (planned.ok())
+        map = std::move(planned).value();
+      else
+        why = planned.error().message();
     }
-    std::vector<size_t> pending_host;  // consecutive host nodes form one host program
-    const bool sharded = target.num_ipus > 1;
-    const bool pipelined = sharded && l_.options().sharding.strategy == exec::Strategy::Pipelined;
-    if (sharded) {
-      l_.setIpu(placement.stage_ipu.at(stage_of.empty() ? 0 : stage_of[0]));
-      exe.segments.push_back({l_.ipu(), 0, 0, 0});
-    }
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      if (sharded && i > 0 && stage_of[i] != stage_of[i - 1]) {
-        if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes));
-        nextSegment(placement.stage_ipu.at(stage_of[i]));
-      }
-      std::string why = deviceBlocker(*nodes[i], l_);
-      std::optional<RearrangeMap> map;
-      const auto family = familyOf(*nodes[i]);
-      const bool moves_only = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
-      // Moving non-float data that lives on the host to the device only to move it back is waste.
-      if (why.empty() && moves_only)
-        for (const ir::Value* v : dataInputs(*nodes[i]))
-          if (v && !l_.hasMapping(v) && v->type.dtype != DType::Float) why = "its input '" + v->name() + "' lives on the host";
-      if (why.empty() && family == ops::LoweringFamily::Rearrange) {
-        auto planned = rearrangeMap(*nodes[i], l_.opsets());
-        if (planned.ok())
-          map = std::move(planned).value();
-        else
-          why = planned.error().message();
-      }
-      if (why.empty()) {
-        if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes));
-        POPRT_TRY(lowerOnDevice(*nodes[i], i, map ? &*map : nullptr));
-        releaseDeadAfter(*nodes[i], i);
-      } else {
-        if (pipelined)
-          return Error("pipelined execution runs every node on the IPUs, but node '" + node_names_[i] +
-                       "' would run on the host: " + why);
-        pending_host.push_back(i);
-        result_.host_nodes.push_back(node_names_[i]);
-        result_.host_reasons.push_back(why);
-      }
-    }
-    if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes));
-    // Device-produced outputs stream out at the end; host-produced ones are already in place.
-    for (const ir::Value* out : graph_.outputs()) {
-      if (on_host_.count(out)) continue;
-      ensureOnDevice(out);
-      copyOut(out);
-    }
-    if (sharded) exe.segments.back().copies = exe.segments.back().end = static_cast<uint32_t>(exe.main.steps.size());
-    if (pipelined) exe.strategy = exec::Strategy::Pipelined;
+    return why;
+  }
+
+  // Memory laid out and checked, supersteps merged, the profile's steps and op types.
+  Expected<CompileResult> finish() {
+    exec::Executable& exe = l_.executable();
     result_.weights = l_.weights();
     exe.tile_bytes = l_.finalizeMemory();
     POPRT_TRY(checkMemory(l_, exe.tile_bytes));
     const std::vector<uint32_t> steps_after = mergeSupersteps(exe);
     result_.memory_profile = l_.memoryProfile();
     for (auto& point : result_.memory_profile.liveness) point.program_steps = steps_after.at(point.program_steps);
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const std::string& domain = nodes[i]->domain();
-      const bool standard = domain.empty();
-      result_.memory_profile.op_types.emplace(node_names_[i], standard ? nodes[i]->opType() : domain + "." + nodes[i]->opType());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const std::string& domain = nodes_[i]->domain();
+      result_.memory_profile.op_types.emplace(node_names_[i],
+                                              domain.empty() ? nodes_[i]->opType() : domain + "." + nodes_[i]->opType());
     }
     result_.executable = std::move(exe);
     return std::move(result_);
   }
 
- private:
   uint32_t addStream(exec::HostStream::Role role, const ir::Value* v) {
     auto& streams = l_.executable().streams;
     streams.push_back({v->name(), role, v->type.dtype, streamShape(v), {}, v->type.kind});
@@ -446,6 +468,8 @@ class Compiler {
   std::map<const ir::Value*, std::vector<size_t>> readers_;
   std::vector<std::string> node_names_;  // in compile order
   std::vector<size_t> graph_index_;      // each compiled node's place in the graph
+  std::vector<const ir::Node*> nodes_;   // in compile order
+  std::vector<uint32_t> stage_of_;       // each compiled node's stage (0 on one IPU)
 };
 
 }  // namespace

@@ -63,56 +63,124 @@ MatMulPlan planMatMul(int64_t batches, int64_t M, int64_t K, int64_t N, uint32_t
   return best;
 }
 
-Status lowerMatMul(Lowering& l, const ir::Node& node) {
-  const bool gemm = node.opType() == "Gemm" || node.opType() == "GemmAct";
-  const ir::Value* a = node.input(0);
-  const ir::Value* b = node.input(1);
-  const ir::Value* c = gemm ? node.input(2) : nullptr;
-  const ir::Value* y = node.output(0);
-  const bool trans_a = gemm && node.attrInt("transA", 0) != 0;
-  const bool trans_b = gemm && node.attrInt("transB", 0) != 0;
-  const float alpha = gemm ? node.attrFloat("alpha", 1.0f) : 1.0f;
-  const float beta = gemm ? node.attrFloat("beta", 1.0f) : 1.0f;
+namespace {
 
-  // Numpy matmul semantics: promote 1-D operands, broadcast the batch dims.
-  Shape sa = a->type.staticShape(), sb = b->type.staticShape();
+// A MatMul or Gemm as the lowering sees it: numpy semantics (1-D operands promoted, batch dims
+// broadcast), and a B shared by every batch entry folded into M.
+struct MatMulOp {
+  const ir::Value *a = nullptr, *b = nullptr, *c = nullptr;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1, beta = 1;
+  int64_t M = 0, K = 0, N = 0, batches = 1;
+  std::vector<int64_t> stride_a, stride_b, batch_strides;  // batch entry -> operand entry
+  exec::BiasMode bias_mode = exec::kBiasNone;              // how Gemm's C broadcasts to [M, N]
+};
+
+Expected<MatMulOp> matMulOp(const ir::Node& node) {
+  MatMulOp op;
+  const bool gemm = node.opType() == "Gemm" || node.opType() == "GemmAct";
+  op.a = node.input(0);
+  op.b = node.input(1);
+  op.c = gemm ? node.input(2) : nullptr;
+  op.trans_a = gemm && node.attrInt("transA", 0) != 0;
+  op.trans_b = gemm && node.attrInt("transB", 0) != 0;
+  op.alpha = gemm ? node.attrFloat("alpha", 1.0f) : 1.0f;
+  op.beta = gemm ? node.attrFloat("beta", 1.0f) : 1.0f;
+  Shape sa = op.a->type.staticShape(), sb = op.b->type.staticShape();
   if (sa.size() == 1) sa.insert(sa.begin(), 1);
   if (sb.size() == 1) sb.push_back(1);
-  int64_t M = trans_a ? sa[sa.size() - 1] : sa[sa.size() - 2];
-  const int64_t K = trans_a ? sa[sa.size() - 2] : sa[sa.size() - 1];
-  const int64_t N = trans_b ? sb[sb.size() - 2] : sb[sb.size() - 1];
+  op.M = op.trans_a ? sa[sa.size() - 1] : sa[sa.size() - 2];
+  op.K = op.trans_a ? sa[sa.size() - 2] : sa[sa.size() - 1];
+  op.N = op.trans_b ? sb[sb.size() - 2] : sb[sb.size() - 1];
   Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
   POPRT_ASSIGN_OR_RETURN(Shape batch, ops::broadcastShapes(batch_a, batch_b));
-  const std::vector<int64_t> stride_a = ops::broadcastStrides(batch_a, batch), stride_b = ops::broadcastStrides(batch_b, batch);
-  const std::vector<int64_t> batch_strides = ops::contiguousStrides(batch);
-  int64_t batches = 1, batches_a = 1;
-  for (int64_t d : batch) batches *= d;
+  op.stride_a = ops::broadcastStrides(batch_a, batch);
+  op.stride_b = ops::broadcastStrides(batch_b, batch);
+  op.batch_strides = ops::contiguousStrides(batch);
+  int64_t batches_a = 1;
+  for (int64_t d : batch) op.batches *= d;
   for (int64_t d : batch_a) batches_a *= d;
   // A B shared by every batch entry (a 2-D weight, say): the entries' rows of A are one matrix of
   // batches x M rows, split over all the tiles, not each entry over its own share of them.
-  if (!trans_a && batches > 1 && batches_a == batches &&
-      std::all_of(stride_b.begin(), stride_b.end(), [](int64_t s) { return s == 0; })) {
-    M *= batches;
-    batches = 1;
+  if (!op.trans_a && op.batches > 1 && batches_a == op.batches &&
+      std::all_of(op.stride_b.begin(), op.stride_b.end(), [](int64_t s) { return s == 0; })) {
+    op.M *= op.batches;
+    op.batches = 1;
   }
-
-  // Gemm's C broadcasts to [M, N] in one of four ways.
-  exec::BiasMode bias_mode = exec::kBiasNone;
-  if (c) {
-    Shape sc = c->type.staticShape();
+  if (op.c) {
+    Shape sc = op.c->type.staticShape();
     while (sc.size() < 2) sc.insert(sc.begin(), 1);
-    bias_mode =
+    op.bias_mode =
         sc[0] == 1 ? (sc[1] == 1 ? exec::kBiasScalar : exec::kBiasRow) : (sc[1] == 1 ? exec::kBiasColumn : exec::kBiasFull);
   }
+  return op;
+}
 
-  if (M == 0 || N == 0 || batches == 0) {  // an empty output: nothing to compute
+// A block of the output: rows [m0, m0 + rows) x columns [n0, n0 + cols) of batch entry bi, over
+// K [k0, k0 + kb).
+struct MatMulBlock {
+  int64_t bi, m0, rows, n0, cols, k0, kb;
+};
+
+// The block's vertex on `tile`. Split (K in several blocks), it writes float32 partial sums
+// added up in the next superstep, and its activation waits for the sum; else Y's block.
+exec::Vertex blockVertex(Lowering& l, const MatMulOp& op, const MatMulBlock& blk, uint32_t tile, DType dt, bool split,
+                         const std::optional<exec::VertexActivation>& act) {
+  const uint64_t es = dtypeSize(dt);
+  const int64_t M = op.M, K = op.K, N = op.N, rows = blk.rows, cols = blk.cols, kb = blk.kb, k0 = blk.k0;
+  const int64_t oa = ops::broadcastOffset(blk.bi, op.batch_strides, op.stride_a) * M * K;
+  const int64_t ob = ops::broadcastOffset(blk.bi, op.batch_strides, op.stride_b) * K * N;
+  // An operand block of `reps` runs of `count` elements, `stride` apart.
+  auto block = [&](const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride) {
+    return l.operandRows(v, begin, count, reps, stride, tile);
+  };
+  // A block: rows of A, or with trans_a one run of `rows` per k (whole rows: one run).
+  const uint64_t a_off = op.trans_a ? block(op.a, oa + k0 * M + blk.m0, rows, kb, M)
+                         : kb == K  ? block(op.a, oa + blk.m0 * K, rows * K, 1, 0)
+                                    : block(op.a, oa + blk.m0 * K + k0, kb, rows, K);
+  // B block: with trans_b rows n0.. of B (whole rows: one run); else one run of `cols` per k.
+  const uint64_t b_off = !op.trans_b ? block(op.b, ob + k0 * N + blk.n0, cols, kb, N)
+                         : kb == K   ? block(op.b, ob + blk.n0 * K, cols * K, 1, 0)
+                                     : block(op.b, ob + blk.n0 * K + k0, kb, cols, K);
+  const uint64_t outputs = static_cast<uint64_t>(rows * cols);
+  const exec::Field out_field =
+      split ? exec::Field{l.scratch(tile, outputs * kPartialBytes), outputs * kPartialBytes, partialFieldDtype(dt)}
+            : exec::Field{l.allocator().allocate(tile, outputs * es), outputs * es};
+  const bool first = k0 == 0;  // Gemm's C is added once, by the first K block
+  std::vector<exec::Field> fields = {
+      out_field, {a_off, static_cast<uint64_t>(rows * kb) * es}, {b_off, static_cast<uint64_t>(kb * cols) * es}};
+  const exec::MatMulParams params{rows,       kb,         cols,
+                                  op.trans_a, op.trans_b, first ? op.bias_mode : exec::kBiasNone,
+                                  op.alpha,   op.beta,    split ? std::nullopt : act};
+  if (op.c && first) {
+    const exec::BiasMode mode = op.bias_mode;
+    const uint64_t c_off = mode == exec::kBiasScalar   ? block(op.c, 0, 1, 1, 0)
+                           : mode == exec::kBiasRow    ? block(op.c, blk.n0, cols, 1, 0)
+                           : mode == exec::kBiasColumn ? block(op.c, blk.m0, rows, 1, 0)
+                                                       : block(op.c, blk.m0 * N + blk.n0, cols, rows, N);
+    const int64_t count = mode == exec::kBiasScalar   ? 1
+                          : mode == exec::kBiasRow    ? cols
+                          : mode == exec::kBiasColumn ? rows
+                                                      : rows * cols;
+    fields.push_back({c_off, static_cast<uint64_t>(count) * es});
+  }
+  return exec::makeVertex(tile, dt, std::move(fields), params);
+}
+
+}  // namespace
+
+Status lowerMatMul(Lowering& l, const ir::Node& node) {
+  POPRT_ASSIGN_OR_RETURN(const MatMulOp op, matMulOp(node));
+  const int64_t M = op.M, K = op.K, N = op.N;
+  const ir::Value* y = node.output(0);
+  if (M == 0 || N == 0 || op.batches == 0) {  // an empty output: nothing to compute
     l.setMapping(y, {});
     return okStatus();
   }
   const uint64_t budget = l.options().tileBudget();
   const DType dt = y->type.dtype;
   const uint64_t es = dtypeSize(dt);
-  const MatMulPlan plan = planMatMul(batches, M, K, N, l.tileCount(), budget, es);
+  const MatMulPlan plan = planMatMul(op.batches, M, K, N, l.tileCount(), budget, es);
   if (!plan.fits)
     return Error(node.describe() + ": no split of the " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N) +
                  " matmul fits in " + std::to_string(budget) + " bytes per tile (hint: " + halfPrecisionHint(dt) +
@@ -138,71 +206,37 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
   };
   const bool split = plan.k_splits > 1;
   struct SplitBlock {
-    int64_t bi, m0, n0, rows, cols;
+    MatMulBlock block;
     std::vector<std::pair<uint32_t, uint64_t>> partials;  // (tile, offset) of each K block's
   };
   std::vector<SplitBlock> split_blocks;
   uint32_t tile = l.ipu() * l.tileCount();  // every matmul starts at its IPU's first tile
-  for (int64_t bi = 0; bi < batches; ++bi) {
-    const int64_t oa = ops::broadcastOffset(bi, batch_strides, stride_a) * M * K;
-    const int64_t ob = ops::broadcastOffset(bi, batch_strides, stride_b) * K * N;
-    for (int64_t m0 = 0; m0 < M; m0 += plan.rows) {
-      const int64_t rows = std::min(plan.rows, M - m0);
+  for (int64_t bi = 0; bi < op.batches; ++bi)
+    for (int64_t m0 = 0; m0 < M; m0 += plan.rows)
       for (int64_t n0 = 0; n0 < N; n0 += plan.cols) {
-        const int64_t cols = std::min(plan.cols, N - n0);
-        if (split) split_blocks.push_back({bi, m0, n0, rows, cols, {}});
+        MatMulBlock blk{bi, m0, std::min(plan.rows, M - m0), n0, std::min(plan.cols, N - n0), 0, K};
+        if (split) split_blocks.push_back({blk, {}});
         for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += std::max<int64_t>(plan.k_block, 1)) {
-          const int64_t kb = split ? std::min(plan.k_block, K - k0) : K;
-          // An operand block of `reps` runs of `count` elements, `stride` apart.
-          auto block = [&](const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride) {
-            return l.operandRows(v, begin, count, reps, stride, tile);
-          };
-          // A block: rows of A, or with trans_a one run of `rows` per k (whole rows: one run).
-          const uint64_t a_off = trans_a   ? block(a, oa + k0 * M + m0, rows, kb, M)
-                                 : kb == K ? block(a, oa + m0 * K, rows * K, 1, 0)
-                                           : block(a, oa + m0 * K + k0, kb, rows, K);
-          // B block: with trans_b rows n0.. of B (whole rows: one run); else one run of `cols` per k.
-          const uint64_t b_off = !trans_b  ? block(b, ob + k0 * N + n0, cols, kb, N)
-                                 : kb == K ? block(b, ob + n0 * K, cols * K, 1, 0)
-                                           : block(b, ob + n0 * K + k0, kb, cols, K);
-          // A K block writes float32 partial sums, added up in the next superstep; else Y's block.
-          const uint64_t outputs = static_cast<uint64_t>(rows * cols);
-          const exec::Field out_field =
-              split ? exec::Field{l.scratch(tile, outputs * kPartialBytes), outputs * kPartialBytes, partialFieldDtype(dt)}
-                    : exec::Field{l.allocator().allocate(tile, outputs * es), outputs * es};
-          const bool first = k0 == 0;  // Gemm's C is added once, by the first K block
-          std::vector<exec::Field> fields = {
-              out_field, {a_off, static_cast<uint64_t>(rows * kb) * es}, {b_off, static_cast<uint64_t>(kb * cols) * es}};
-          // A split block's activation waits for the sum.
-          const exec::MatMulParams params{
-              rows, kb, cols, trans_a, trans_b, first ? bias_mode : exec::kBiasNone, alpha, beta, split ? std::nullopt : act};
-          if (c && first) {
-            const uint64_t c_off = bias_mode == exec::kBiasScalar   ? block(c, 0, 1, 1, 0)
-                                   : bias_mode == exec::kBiasRow    ? block(c, n0, cols, 1, 0)
-                                   : bias_mode == exec::kBiasColumn ? block(c, m0, rows, 1, 0)
-                                                                    : block(c, m0 * N + n0, cols, rows, N);
-            const int64_t count = bias_mode == exec::kBiasScalar   ? 1
-                                  : bias_mode == exec::kBiasRow    ? cols
-                                  : bias_mode == exec::kBiasColumn ? rows
-                                                                   : rows * cols;
-            fields.push_back({c_off, static_cast<uint64_t>(count) * es});
-          }
-          l.computeSet().vertices.push_back(exec::makeVertex(tile, dt, std::move(fields), params));
+          blk.k0 = k0;
+          blk.kb = split ? std::min(plan.k_block, K - k0) : K;
+          exec::Vertex v = blockVertex(l, op, blk, tile, dt, split, act);
+          const uint64_t out_offset = v.fields[0].offset;
+          l.computeSet().vertices.push_back(std::move(v));
           if (split)
-            split_blocks.back().partials.emplace_back(tile, out_field.offset);
+            split_blocks.back().partials.emplace_back(tile, out_offset);
           else
-            place(bi, m0, n0, cols, 0, rows * cols, tile, out_field.offset);
+            place(bi, m0, n0, blk.cols, 0, blk.rows * blk.cols, tile, out_offset);
           tile = l.nextTile(tile);
         }
       }
-    }
-  }
   if (split) {
     l.nextSuperstep();
-    for (const SplitBlock& sb : split_blocks)
-      reducePartials(l, sb.partials, sb.rows * sb.cols, dt, act, [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
-        place(sb.bi, sb.m0, sb.n0, sb.cols, first, len, t, offset);
+    for (const SplitBlock& sb : split_blocks) {
+      const MatMulBlock& b = sb.block;
+      reducePartials(l, sb.partials, b.rows * b.cols, dt, act, [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
+        place(b.bi, b.m0, b.n0, b.cols, first, len, t, offset);
       });
+    }
   }
   std::sort(out.regions.begin(), out.regions.end(), [](const Region& x, const Region& y) { return x.begin < y.begin; });
   l.setMapping(y, std::move(out));

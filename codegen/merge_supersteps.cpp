@@ -153,14 +153,10 @@ std::string joinNames(const std::vector<std::string>& names) {
   return out;
 }
 
-}  // namespace
-
-std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
-  const std::vector<exec::Step> old = exe.main.steps;
-  // Nothing merges across a segment's bounds (its IPU's steps, its IPU-Link copies).
-  std::vector<bool> bound(old.size() + 1, false);
-  for (const exec::Segment& g : exe.segments) bound[g.begin] = bound[g.copies] = bound[g.end] = true;
-  // The program cut into supersteps; a barrier (stream or host step) is one of its own.
+// The program cut into supersteps (an exchange and the compute set after it, or either alone);
+// a barrier (stream or host step) is one of its own. `bound`: old steps that start a segment part.
+std::vector<Superstep> cutSupersteps(const exec::Executable& exe, const std::vector<bool>& bound) {
+  const std::vector<exec::Step>& old = exe.main.steps;
   std::vector<Superstep> units;
   for (size_t i = 0; i < old.size(); ++i) {
     Superstep u;
@@ -180,24 +176,18 @@ std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
     }
     units.push_back(std::move(u));
   }
-  auto barrier = [&](size_t u) { return units[u].exchanges.empty() && units[u].compute_sets.empty(); };
-  auto starts_segment_part = [&](size_t u) { return bound[units[u].old_steps[0]]; };
-  // Each superstep's footprint, made when first needed and dropped once emitted.
-  std::vector<std::optional<Footprint>> footprints(units.size());
-  std::vector<Access> scratch;
-  auto footprintOf = [&](size_t u) -> const Footprint& {
-    if (!footprints[u]) {
-      accesses(exe, units[u], scratch);
-      footprints[u].emplace(scratch);
-    }
-    return *footprints[u];
-  };
+  return units;
+}
 
+// The merged program as it is written: each superstep's exchanges and compute sets joined into
+// one of each (moved out of `exe`), and where every old step went.
+struct MergedProgram {
   std::vector<exec::Exchange> exchanges;
   std::vector<exec::ComputeSet> compute_sets;
   std::vector<exec::Step> steps;
-  std::vector<uint32_t> new_index(old.size());  // the new step each old step became part of
-  auto emit = [&](const Superstep& s) {
+  std::vector<uint32_t> new_index;  // the new step each old step became part of
+
+  void emit(exec::Executable& exe, const std::vector<exec::Step>& old, const Superstep& s) {
     if (s.exchanges.empty() && s.compute_sets.empty()) {  // a barrier, as it was
       new_index[s.old_steps[0]] = static_cast<uint32_t>(steps.size());
       steps.push_back(old[s.old_steps[0]]);
@@ -230,7 +220,32 @@ std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
       compute_sets.push_back(std::move(cs));
     }
     for (size_t i : s.old_steps) new_index[i] = old[i].kind == exec::StepKind::Exchange ? *ex_step : *cs_step;
+  }
+};
+
+}  // namespace
+
+std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
+  const std::vector<exec::Step> old = exe.main.steps;
+  // Nothing merges across a segment's bounds (its IPU's steps, its IPU-Link copies).
+  std::vector<bool> bound(old.size() + 1, false);
+  for (const exec::Segment& g : exe.segments) bound[g.begin] = bound[g.copies] = bound[g.end] = true;
+  std::vector<Superstep> units = cutSupersteps(exe, bound);
+  auto barrier = [&](size_t u) { return units[u].exchanges.empty() && units[u].compute_sets.empty(); };
+  auto starts_segment_part = [&](size_t u) { return bound[units[u].old_steps[0]]; };
+  // Each superstep's footprint, made when first needed and dropped once emitted.
+  std::vector<std::optional<Footprint>> footprints(units.size());
+  std::vector<Access> scratch;
+  auto footprintOf = [&](size_t u) -> const Footprint& {
+    if (!footprints[u]) {
+      accesses(exe, units[u], scratch);
+      footprints[u].emplace(scratch);
+    }
+    return *footprints[u];
   };
+  MergedProgram merged;
+  merged.new_index.resize(old.size());
+  auto emit = [&](const Superstep& s) { merged.emit(exe, old, s); };
 
   // Each superstep in order takes in the later ones (up to kLookahead passed over, never past a
   // barrier) that it admits and that commute with those it passed over.
@@ -265,12 +280,12 @@ std::vector<uint32_t> mergeSupersteps(exec::Executable& exe) {
     for (size_t m : members) footprints[m].reset();
   }
 
-  exe.main.steps = std::move(steps);
-  exe.exchanges = std::move(exchanges);
-  exe.compute_sets = std::move(compute_sets);
+  exe.main.steps = std::move(merged.steps);
+  exe.exchanges = std::move(merged.exchanges);
+  exe.compute_sets = std::move(merged.compute_sets);
   // Old step counts -> new: a merged superstep covers every old step in it.
   std::vector<uint32_t> remap(old.size() + 1, 0);
-  for (size_t i = 0; i < old.size(); ++i) remap[i + 1] = std::max(remap[i], new_index[i] + 1);
+  for (size_t i = 0; i < old.size(); ++i) remap[i + 1] = std::max(remap[i], merged.new_index[i] + 1);
   for (exec::Segment& g : exe.segments) {
     g.begin = remap[g.begin];
     g.copies = remap[g.copies];
