@@ -245,179 +245,229 @@ Expected<Plan> planConversion(const ConvertOptions& o) {
   return plan;
 }
 
-Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertResult& outcome, std::ostream& out) {
-  ConvertResult& result = outcome;
-  auto progress = [&](const char* stage, size_t done) {
-    if (hooks.progress) hooks.progress(stage, done, kStages);
-  };
-  applyLogging(o.logging_level);
-  POPRT_ASSIGN_OR_RETURN(Plan plan, planConversion(o));
-  passes::PipelineOptions& pipeline = plan.pipeline;
-  const exec::Target& target = plan.target;
-  const ReportDir& report_dir = plan.report_dir;
+// One conversion, stage by stage: the cache, the import and its shapes, the passes and the checks
+// around them, the compile, and the files written all or none.
+class Conversion {
+ public:
+  Conversion(const ConvertOptions& o, const ConvertHooks& hooks, ConvertResult& result, std::ostream& out)
+      : o_(o), hooks_(hooks), result_(result), out_(out) {}
 
-  // Before anything reads the model: the plugins' ops are then known to the importer.
-  if (auto st = plugin::loadPlugins(o.custom_library_so_paths); !st.ok())
-    return st.error().withContext("--custom_library_so_paths");
-
-  auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::string> warnings;
-  if (plan.sharding.strategy == exec::Strategy::Pipelined && o.batches_per_step < 2 * o.num_ipus)
-    warnings.push_back("pipelined with --batches_per_step " + std::to_string(o.batches_per_step) +
-                       ": the stages overlap only on the batches of one step (hint: --batches_per_step >= 2 x stages)");
-  bool bypassed = false;
-  POPRT_ASSIGN_OR_RETURN(CacheTiers cache, CacheTiers::open(o, bypassed, warnings));
-  if (bypassed) outcome.cache = "bypassed";
-  const ConvertFiles files = outputFiles(o);
-  if (auto stored = cache.lookup(files, warnings)) {
-    outcome.cache = cache.outcome();
-    for (const auto& w : warnings) out << "  warning: " << w << "\n";
-    result.warnings = warnings;
-    POPRT_TRY(reportCacheHit(o, cache, files, stored->summary,
-                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), result, out));
-    result.onnx = std::move(stored->onnx);
-    result.popef = std::move(stored->popef);
+  Status run() {
+    applyLogging(o_.logging_level);
+    POPRT_ASSIGN_OR_RETURN(plan_, planConversion(o_));
+    // Before anything reads the model: the plugins' ops are then known to the importer.
+    if (auto st = plugin::loadPlugins(o_.custom_library_so_paths); !st.ok())
+      return st.error().withContext("--custom_library_so_paths");
+    t0_ = std::chrono::steady_clock::now();
+    if (plan_.sharding.strategy == exec::Strategy::Pipelined && o_.batches_per_step < 2 * o_.num_ipus)
+      warnings_.push_back("pipelined with --batches_per_step " + std::to_string(o_.batches_per_step) +
+                          ": the stages overlap only on the batches of one step (hint: --batches_per_step >= 2 x stages)");
+    bool bypassed = false;
+    POPRT_ASSIGN_OR_RETURN(CacheTiers cache, CacheTiers::open(o_, bypassed, warnings_));
+    if (bypassed) result_.cache = "bypassed";
+    files_ = outputFiles(o_);
+    if (auto stored = cache.lookup(files_, warnings_)) return servedFromCache(cache, *stored);
+    if (cache.active()) result_.cache = cache.outcome();
+    progress("import", 0);
+    POPRT_TRY(importModel());
+    if (o_.show) {  // the inputs and outputs, nothing written
+      printModelIo(model_, o_.input_model, out_);
+      return okStatus();
+    }
+    progress("passes", 1);
+    POPRT_TRY(optimise());
+    if (o_.export_popef) {
+      progress("compile", 2);
+      POPRT_TRY(compile());
+    }
+    collectWarnings();
+    progress("write", 3);
+    POPRT_TRY(write(cache));
+    progress("done", kStages);
     return okStatus();
   }
-  if (cache.active()) outcome.cache = cache.outcome();
-  progress("import", 0);
-  POPRT_ASSIGN_OR_RETURN(ir::Model model, importInput(o));
-  if (model.graph->outputs().empty()) return Error(o.input_model + ": the graph has no outputs: there is nothing to compute");
-  const int64_t opset_before = model.opsetVersion();
-  if (o.convert_version != 0 && o.convert_version != opset_before) {
-    auto converted = onnxio::convertOpset(model, o.convert_version, o.input_model);
-    if (!converted.ok()) return converted.error().withContext("--convert_version " + std::to_string(o.convert_version));
-    model = std::move(converted).value();
+
+ private:
+  void progress(const char* stage, size_t done) {
+    if (hooks_.progress) hooks_.progress(stage, done, kStages);
   }
-  if (o.batch_size != 0) POPRT_TRY(passes::applyBatchSize(model, o.batch_size, o.batch_axis));
-  if (!plan.shapes.empty() || o.batch_size != 0) {
-    if (auto st = passes::applyInputShapes(model, plan.shapes); !st.ok()) return st.error().withContext(o.input_model);
-  }
-  if (o.show) {  // the inputs and outputs, nothing written
-    printModelIo(model, o.input_model, out);
-    return okStatus();
-  }
-  POPRT_TRY(ir::verify(*model.graph));
-  const size_t nodes_before = model.graph->numNodes();
-  const auto ops_before = countOps(*model.graph);
-  std::string check_snapshot;
-  if (o.check) { POPRT_ASSIGN_OR_RETURN(check_snapshot, snapshotForCheck(model)); }
-  if (pipeline.fp16.enabled && pipeline.fp16.avoid_overflow_patterns) {
-    std::string skipped;
-    auto inputs = calibrationInputs(*model.graph, o.fp16_calibration_inputs, skipped);
-    if (!inputs.ok()) return inputs.error();
-    pipeline.fp16.calibration_inputs = std::move(inputs).value();
-    if (!skipped.empty()) warnings.push_back(skipped);
-  }
-  std::string fp32_snapshot;  // the model just before float_to_half, for --precision_compare
-  progress("passes", 1);
-  auto reports = runPasses(model, pipeline, plan.pass_names, o.precision_compare ? &fp32_snapshot : nullptr);
-  if (!reports.ok()) return reports.error().withContext(o.input_model);
-  for (const auto& r : *reports)
-    if (!r.ir_after.empty()) out << "IR after " << r.name << ":\n" << r.ir_after;
-  if (o.check) POPRT_TRY(runCheck(check_snapshot, model, {o.check_rtol, o.check_atol, 0}, out));
-  std::optional<nlohmann::ordered_json> precision_json;
-  if (o.precision_compare) {
-    auto report = comparePrecision(fp32_snapshot, model, {o.precision_compare_per_layer, o.precision_compare_inputs, 0});
-    if (!report.ok()) return report.error().withContext(o.input_model);
-    printPrecisionReport(*report, out);
-    precision_json = precisionReportJson(*report);
+  double secondsSince(std::chrono::steady_clock::time_point t) const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   }
 
-  std::optional<codegen::CompileResult> compiled;
-  double codegen_seconds = 0;
-  if (o.export_popef) {
-    progress("compile", 2);
-    auto c0 = std::chrono::steady_clock::now();
-    auto result = codegen::compile(model, {target, o.available_memory_proportion, plan.sharding});
-    if (!result.ok()) return result.error().withContext(o.input_model);
-    compiled = std::move(result).value();
-    codegen_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  Status servedFromCache(CacheTiers& cache, CacheEntry& stored) {
+    result_.cache = cache.outcome();
+    for (const auto& w : warnings_) out_ << "  warning: " << w << "\n";
+    result_.warnings = warnings_;
+    POPRT_TRY(reportCacheHit(o_, cache, files_, stored.summary, secondsSince(t0_), result_, out_));
+    result_.onnx = std::move(stored.onnx);
+    result_.popef = std::move(stored.popef);
+    return okStatus();
   }
-  if (!o.export_popef)
-    for (const ir::Value* in : model.graph->inputs())
-      if (!in->isInitializer() && in->type.kind == ValueKind::Tensor && !in->type.hasStaticShape())
-        warnings.push_back("input '" + in->name() + "' has shape " + in->type.toString() +
-                           "; --export_popef needs it static (hint: --input_shape " + in->name() + "=D0,D1,...)");
-  for (const auto& r : *reports)
-    for (const auto& w : r.stats.warnings) warnings.push_back(r.name + ": " + w);
-  if (compiled) warnings.insert(warnings.end(), compiled->warnings.begin(), compiled->warnings.end());
-  if (compiled && !compiled->host_nodes.empty())
-    warnings.push_back(std::to_string(compiled->host_nodes.size()) + " of " + std::to_string(model.graph->numNodes()) +
-                       " node(s) run on the host (host fallback), not on the IPU");
+
+  // The model imported, at the asked opset, with its batch size and input shapes fixed.
+  Status importModel() {
+    POPRT_ASSIGN_OR_RETURN(model_, importInput(o_));
+    if (model_.graph->outputs().empty()) return Error(o_.input_model + ": the graph has no outputs: there is nothing to compute");
+    opset_before_ = model_.opsetVersion();
+    if (o_.convert_version != 0 && o_.convert_version != opset_before_) {
+      auto converted = onnxio::convertOpset(model_, o_.convert_version, o_.input_model);
+      if (!converted.ok()) return converted.error().withContext("--convert_version " + std::to_string(o_.convert_version));
+      model_ = std::move(converted).value();
+    }
+    if (o_.batch_size != 0) POPRT_TRY(passes::applyBatchSize(model_, o_.batch_size, o_.batch_axis));
+    if (!plan_.shapes.empty() || o_.batch_size != 0) {
+      if (auto st = passes::applyInputShapes(model_, plan_.shapes); !st.ok()) return st.error().withContext(o_.input_model);
+    }
+    return okStatus();
+  }
+
+  // The passes, with --check and --precision_compare around them.
+  Status optimise() {
+    passes::PipelineOptions& pipeline = plan_.pipeline;
+    POPRT_TRY(ir::verify(*model_.graph));
+    nodes_before_ = model_.graph->numNodes();
+    ops_before_ = countOps(*model_.graph);
+    std::string check_snapshot;
+    if (o_.check) { POPRT_ASSIGN_OR_RETURN(check_snapshot, snapshotForCheck(model_)); }
+    if (pipeline.fp16.enabled && pipeline.fp16.avoid_overflow_patterns) {
+      std::string skipped;
+      POPRT_ASSIGN_OR_RETURN(pipeline.fp16.calibration_inputs,
+                             calibrationInputs(*model_.graph, o_.fp16_calibration_inputs, skipped));
+      if (!skipped.empty()) warnings_.push_back(skipped);
+    }
+    std::string fp32_snapshot;  // the model just before float_to_half, for --precision_compare
+    auto reports = runPasses(model_, pipeline, plan_.pass_names, o_.precision_compare ? &fp32_snapshot : nullptr);
+    if (!reports.ok()) return reports.error().withContext(o_.input_model);
+    reports_ = std::move(reports).value();
+    for (const auto& r : reports_)
+      if (!r.ir_after.empty()) out_ << "IR after " << r.name << ":\n" << r.ir_after;
+    if (o_.check) POPRT_TRY(runCheck(check_snapshot, model_, {o_.check_rtol, o_.check_atol, 0}, out_));
+    if (o_.precision_compare) {
+      auto report = comparePrecision(fp32_snapshot, model_, {o_.precision_compare_per_layer, o_.precision_compare_inputs, 0});
+      if (!report.ok()) return report.error().withContext(o_.input_model);
+      printPrecisionReport(*report, out_);
+      precision_json_ = precisionReportJson(*report);
+    }
+    return okStatus();
+  }
+
+  Status compile() {
+    const auto c0 = std::chrono::steady_clock::now();
+    auto compiled = codegen::compile(model_, {plan_.target, o_.available_memory_proportion, plan_.sharding});
+    if (!compiled.ok()) return compiled.error().withContext(o_.input_model);
+    compiled_ = std::move(compiled).value();
+    codegen_seconds_ = secondsSince(c0);
+    return okStatus();
+  }
+
+  void collectWarnings() {
+    if (!o_.export_popef)
+      for (const ir::Value* in : model_.graph->inputs())
+        if (!in->isInitializer() && in->type.kind == ValueKind::Tensor && !in->type.hasStaticShape())
+          warnings_.push_back("input '" + in->name() + "' has shape " + in->type.toString() +
+                              "; --export_popef needs it static (hint: --input_shape " + in->name() + "=D0,D1,...)");
+    for (const auto& r : reports_)
+      for (const auto& w : r.stats.warnings) warnings_.push_back(r.name + ": " + w);
+    if (!compiled_) return;
+    warnings_.insert(warnings_.end(), compiled_->warnings.begin(), compiled_->warnings.end());
+    if (!compiled_->host_nodes.empty())
+      warnings_.push_back(std::to_string(compiled_->host_nodes.size()) + " of " + std::to_string(model_.graph->numNodes()) +
+                          " node(s) run on the host (host fallback), not on the IPU");
+  }
+
+  std::string summary(double seconds, const std::optional<nlohmann::ordered_json>& cache_json) const {
+    ConvertSummary s;
+    s.input_model = o_.input_model;
+    s.opset_before = opset_before_;
+    s.opset_after = model_.opsetVersion();
+    s.model = &model_;
+    s.nodes_before = ops_before_;
+    s.nodes_after = countOps(*model_.graph);
+    s.passes = &reports_;
+    s.warnings = warnings_;
+    s.compiled = compiled_ ? &*compiled_ : nullptr;
+    if (compiled_) s.target = plan_.target.name;
+    if (o_.check) s.check = std::make_pair(o_.check_rtol, o_.check_atol);
+    s.precision = o_.precision;
+    s.precision_compare = precision_json_ ? &*precision_json_ : nullptr;
+    s.seconds = seconds;
+    s.codegen_seconds = codegen_seconds_;
+    s.onnx_path = files_.onnx.string();
+    s.popef_path = files_.popef.string();
+    s.summary_path = o_.summary_json;
+    s.cache = cache_json ? &*cache_json : nullptr;
+    return summaryJson(s);
+  }
 
   // Everything is computed: now write. All the files are staged and renamed into place together,
   // so a failure anywhere (a PopEF that does not validate, a full disk) leaves the output
   // directory as it was, a fresh one not even created.
-  progress("write", 3);
-  OutputFiles staged;
-  const std::filesystem::path& model_path = files.onnx;
-  POPRT_ASSIGN_OR_RETURN(result.onnx, onnxio::serializeModel(model));
-  if (o.write_files)
-    if (auto st = staged.add(model_path, result.onnx); !st.ok()) return st.error().withContext("--output_dir " + o.output_dir);
-  const std::filesystem::path& popef_path = files.popef;
-  if (compiled) {
-    popef::PopefFile popef = makePopef(*compiled, model, o);
-    if (auto valid = popef::validatePopef(popef); !valid.ok())
-      return valid.error().withContext(popef_path.string() + ": cannot write PopEF");
-    std::vector<uint8_t> bytes = popef::serializePopef(popef);
-    popef = {};  // a big model's copies are freed before the next one is made
-    if (o.write_files) POPRT_TRY(staged.add(popef_path, bytes));
-    result.popef.assign(bytes.begin(), bytes.end());
+  Status write(CacheTiers& cache) {
+    OutputFiles staged;
+    POPRT_ASSIGN_OR_RETURN(result_.onnx, onnxio::serializeModel(model_));
+    if (o_.write_files)
+      if (auto st = staged.add(files_.onnx, result_.onnx); !st.ok())
+        return st.error().withContext("--output_dir " + o_.output_dir);
+    if (compiled_) {
+      popef::PopefFile popef = makePopef(*compiled_, model_, o_);
+      if (auto valid = popef::validatePopef(popef); !valid.ok())
+        return valid.error().withContext(files_.popef.string() + ": cannot write PopEF");
+      std::vector<uint8_t> bytes = popef::serializePopef(popef);
+      popef = {};  // a big model's copies are freed before the next one is made
+      if (o_.write_files) POPRT_TRY(staged.add(files_.popef, bytes));
+      result_.popef.assign(bytes.begin(), bytes.end());
+    }
+    const double seconds = secondsSince(t0_);
+    std::optional<nlohmann::ordered_json> cache_json;
+    if (cache.active()) cache_json = cache.describe();
+    std::string text = summary(seconds, cache_json);  // also the cache entry's
+    if (cache.active()) {                             // uploaded before the files are written; the summary says how it went
+      cache.upload(result_.onnx, result_.popef, text, warnings_);
+      cache_json = cache.describe();
+      text = summary(seconds, cache_json);
+    }
+    if (!o_.summary_json.empty() && o_.write_files)
+      if (auto st = staged.add(o_.summary_json, text); !st.ok()) return st.error().withContext("--summary_json");
+    result_.summary = text;
+    if (o_.write_files) {
+      POPRT_TRY(staged.commit());
+      result_.files = files_;
+    }
+    std::vector<std::string> report_files;  // after the compile time: the report runs the program once
+    if (!plan_.report_dir.path.empty() && o_.write_files) {
+      POPRT_ASSIGN_OR_RETURN(report_files, writeProfileReport(plan_.report_dir, {"poprt-convert", files_.popef.string()}));
+    }
+    cache.storeLocal(result_.onnx, result_.popef, text, warnings_);
+    printConversion(o_, model_, nodes_before_, files_, compiled_ ? &*compiled_ : nullptr, plan_.target, out_);
+    for (const auto& w : warnings_) out_ << "  warning: " << w << "\n";
+    result_.warnings = warnings_;
+    if (!o_.summary_json.empty()) out_ << "  summary         " << o_.summary_json << "\n";
+    if (!report_files.empty()) out_ << "  report          " << report_files.back() << "\n";
+    out_ << "  compile time    " << fixed3(seconds) << " s\n";
+    return okStatus();
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::optional<nlohmann::ordered_json> cache_json;
-  auto makeSummary = [&] {
-    ConvertSummary s;
-    s.input_model = o.input_model;
-    s.opset_before = opset_before;
-    s.opset_after = model.opsetVersion();
-    s.model = &model;
-    s.nodes_before = ops_before;
-    s.nodes_after = countOps(*model.graph);
-    s.passes = &*reports;
-    s.warnings = warnings;
-    s.compiled = compiled ? &*compiled : nullptr;
-    if (compiled) s.target = target.name;
-    if (o.check) s.check = std::make_pair(o.check_rtol, o.check_atol);
-    s.precision = o.precision;
-    s.precision_compare = precision_json ? &*precision_json : nullptr;
-    s.seconds = seconds;
-    s.codegen_seconds = codegen_seconds;
-    s.onnx_path = model_path.string();
-    s.popef_path = popef_path.string();
-    s.summary_path = o.summary_json;
-    s.cache = cache_json ? &*cache_json : nullptr;
-    return summaryJson(s);
-  };
-  if (cache.active()) cache_json = cache.describe();
-  std::string summary = makeSummary();  // also the cache entry's
-  if (cache.active()) {                 // uploaded before the files are written; the summary says how it went
-    cache.upload(result.onnx, result.popef, summary, warnings);
-    cache_json = cache.describe();
-    summary = makeSummary();
-  }
-  if (!o.summary_json.empty() && o.write_files)
-    if (auto st = staged.add(o.summary_json, summary); !st.ok()) return st.error().withContext("--summary_json");
-  result.summary = summary;
-  if (o.write_files) {
-    POPRT_TRY(staged.commit());
-    result.files = files;
-  }
-  std::vector<std::string> report_files;  // after the compile time: the report runs the program once
-  if (!report_dir.path.empty() && o.write_files) {
-    POPRT_ASSIGN_OR_RETURN(report_files, writeProfileReport(report_dir, {"poprt-convert", popef_path.string()}));
-  }
-  cache.storeLocal(result.onnx, result.popef, summary, warnings);
 
-  printConversion(o, model, nodes_before, files, compiled ? &*compiled : nullptr, target, out);
-  for (const auto& w : warnings) out << "  warning: " << w << "\n";
-  result.warnings = warnings;
-  if (!o.summary_json.empty()) out << "  summary         " << o.summary_json << "\n";
-  if (!report_files.empty()) out << "  report          " << report_files.back() << "\n";
-  out << "  compile time    " << fixed3(seconds) << " s\n";
-  progress("done", kStages);
-  return okStatus();
+  const ConvertOptions& o_;
+  const ConvertHooks& hooks_;
+  ConvertResult& result_;
+  std::ostream& out_;
+  Plan plan_;
+  std::vector<std::string> warnings_;
+  std::chrono::steady_clock::time_point t0_;
+  ConvertFiles files_;
+  ir::Model model_;
+  int64_t opset_before_ = 0;
+  size_t nodes_before_ = 0;
+  std::map<std::string, int64_t> ops_before_;
+  std::vector<passes::PassReport> reports_;
+  std::optional<nlohmann::ordered_json> precision_json_;
+  std::optional<codegen::CompileResult> compiled_;
+  double codegen_seconds_ = 0;
+};
+
+Status convertModel(const ConvertOptions& o, const ConvertHooks& hooks, ConvertResult& outcome, std::ostream& out) {
+  return Conversion(o, hooks, outcome, out).run();
 }
 
 }  // namespace

@@ -229,7 +229,9 @@ Status writePopef(const std::filesystem::path& path, const PopefFile& file) {
 
 // ---- reader ----------------------------------------------------------------------------------
 
-Expected<PopefFile> parsePopef(std::span<const uint8_t> b, const std::string& file) {
+namespace {
+// The file header: the magic, the versions this reader knows, and the blob count it declares.
+Expected<uint32_t> readFileHeader(std::span<const uint8_t> b, const std::string& file) {
   auto err = [&](const std::string& msg) { return Error(file + ": " + msg); };
   const size_t size = b.size();
 
@@ -250,12 +252,20 @@ Expected<PopefFile> parsePopef(std::span<const uint8_t> b, const std::string& fi
   uint16_t reserved = rd16(b, 10);
   if (reserved != 0) return err("reserved file header field at byte 10 is " + hex(reserved, 4) + ", expected 0");
   uint32_t count = rd32(b, 12);
-  size_t pos = kFileHeaderSize;
+  const size_t pos = kFileHeaderSize;
   if (count == 0) return err("file header declares 0 blobs; a PopEF file needs a metadata blob");
   if (count > (size - pos) / kBlobHeaderFixedSize)
     return err("truncated: the file header declares " + std::to_string(count) + " blobs, but only " + std::to_string(size - pos) +
                " bytes follow (each blob takes at least " + std::to_string(kBlobHeaderFixedSize) + ")");
+  return count;
+}
+}  // namespace
 
+Expected<PopefFile> parsePopef(std::span<const uint8_t> b, const std::string& file) {
+  auto err = [&](const std::string& msg) { return Error(file + ": " + msg); };
+  const size_t size = b.size();
+  POPRT_ASSIGN_OR_RETURN(const uint32_t count, readFileHeader(b, file));
+  size_t pos = kFileHeaderSize;
   PopefFile out;
   bool have_metadata = false;
   size_t metadata_index = 0, metadata_offset = 0;

@@ -88,17 +88,38 @@ Status loadModels(const ServeOptions& o, ModelRepository& models) {
   return okStatus();
 }
 
-Status serve(const ServeOptions& o) {
-  applyLogging(o.logging_level);
-  POPRT_TRY(loadCustomLibraries(o.custom_libraries));
-  // SIGTERM and SIGINT are taken by one thread with sigwait: blocked here, before any thread
-  // starts, so every thread inherits the mask.
+// SIGTERM and SIGINT are taken by one thread with sigwait: blocked before any thread starts, so
+// every thread inherits the mask.
+sigset_t blockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is an error on its socket, not the end
+  return stop_signals;
+}
+
+// Threads, keep-alive, body limit; SO_REUSEADDR, not the library's default SO_REUSEPORT: a second
+// server on a port in use must fail, not share the port. `listen_socket` keeps the socket, to
+// raise the backlog once bound.
+void configureHttp(httplib::Server& server, size_t threads, int& listen_socket) {
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server.set_keep_alive_max_count(100000);
+  server.set_keep_alive_timeout(kKeepAliveSeconds);
+  server.set_payload_max_length(kMaxBodyBytes);
+  server.set_tcp_nodelay(true);
+  server.set_socket_options([&listen_socket](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_socket = sock;
+  });
+}
+
+Status serve(const ServeOptions& o) {
+  applyLogging(o.logging_level);
+  POPRT_TRY(loadCustomLibraries(o.custom_libraries));
+  const sigset_t stop_signals = blockStopSignals();
 
   ServerMetrics metrics;  // outlives the models, which record into it
   BatcherOptions batching;
@@ -109,20 +130,8 @@ Status serve(const ServeOptions& o) {
   printModels(o, models);
 
   httplib::Server server;
-  const size_t threads = static_cast<size_t>(o.http_threads);
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server.set_keep_alive_max_count(100000);
-  server.set_keep_alive_timeout(kKeepAliveSeconds);
-  server.set_payload_max_length(kMaxBodyBytes);
-  server.set_tcp_nodelay(true);
-  // SO_REUSEADDR, not the library's default SO_REUSEPORT: a second server on a port in use must
-  // fail, not share the port. The socket is kept to raise the backlog below.
   int listen_socket = -1;
-  server.set_socket_options([&listen_socket](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listen_socket = sock;
-  });
+  configureHttp(server, static_cast<size_t>(o.http_threads), listen_socket);
   addRoutes(server, models, metrics, kMaxBodyBytes);
 
   // Bound before the signal thread starts, so a SIGTERM at any time finds a server to stop.

@@ -468,7 +468,16 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
   return exe;
 }
 
-Status validate(const Executable& exe) {
+namespace {
+
+constexpr int64_t kCap = int64_t{1} << 50;  // on element counts, strides and repeats
+
+// Bytes [offset, offset + bytes) lie in the memory of `tile`.
+bool inTile(const Executable& exe, uint32_t tile, uint64_t offset, uint64_t bytes) {
+  return tile < exe.tile_bytes.size() && offset <= exe.tile_bytes[tile] && bytes <= exe.tile_bytes[tile] - offset;
+}
+
+Status validateTarget(const Executable& exe) {
   const Target& t = exe.target;
   if (t.tiles_per_ipu == 0 || t.num_ipus == 0 || t.num_ipus > 64 || t.tiles_per_ipu > 8192)
     return Error("target has an invalid tile count");
@@ -482,9 +491,10 @@ Status validate(const Executable& exe) {
     if (exe.tile_bytes[i] > t.bytes_per_tile)
       return Error("tile " + std::to_string(i) + " needs " + std::to_string(exe.tile_bytes[i]) + " bytes, more than the " +
                    std::to_string(t.bytes_per_tile) + " it has");
-  auto inTile = [&](uint32_t tile, uint64_t offset, uint64_t bytes) {
-    return tile < exe.tile_bytes.size() && offset <= exe.tile_bytes[tile] && bytes <= exe.tile_bytes[tile] - offset;
-  };
+  return okStatus();
+}
+
+Status validateStreams(const Executable& exe) {
   for (const auto& s : exe.streams) {
     bool dynamic = std::any_of(s.shape.begin(), s.shape.end(), [](int64_t d) { return d < 0; });
     if (dynamic && !s.copies.empty()) return Error("stream '" + s.name + "' has a run-time shape but tile copies");
@@ -498,11 +508,14 @@ Status validate(const Executable& exe) {
         return Error("stream '" + s.name + "' has a copy with bad repeats");
       if (static_cast<u128>(c.host_offset) + static_cast<u128>(c.reps - 1) * c.host_stride + c.bytes > size)
         return Error("stream '" + s.name + "' copies outside its host buffer");
-      if (static_cast<u128>(c.reps) * c.bytes > UINT64_MAX / 2 || !inTile(c.tile, c.tile_offset, c.tileBytes()))
+      if (static_cast<u128>(c.reps) * c.bytes > UINT64_MAX / 2 || !inTile(exe, c.tile, c.tile_offset, c.tileBytes()))
         return Error("stream '" + s.name + "' copies outside the memory of tile " + std::to_string(c.tile));
     }
   }
-  constexpr int64_t kCap = int64_t{1} << 50;  // on element counts, strides and repeats
+  return okStatus();
+}
+
+Status validateLayouts(const Executable& exe) {
   for (size_t i = 0; i < exe.layouts.size(); ++i) {
     const Layout& l = exe.layouts[i];
     if (l.elem_bytes != 1 && l.elem_bytes != 2 && l.elem_bytes != 4 && l.elem_bytes != 8)
@@ -511,14 +524,18 @@ Status validate(const Executable& exe) {
     for (const auto& r : l.regions) {
       if (r.begin != next || r.count < 0 || r.count > kCap - next)
         return Error("layout " + std::to_string(i) + " has regions that do not cover its elements in order");
-      if (!inTile(r.tile, r.offset, static_cast<uint64_t>(r.count) * l.elem_bytes))
+      if (!inTile(exe, r.tile, r.offset, static_cast<uint64_t>(r.count) * l.elem_bytes))
         return Error("layout " + std::to_string(i) + " has a region outside the memory of tile " + std::to_string(r.tile));
       next += r.count;
     }
   }
+  return okStatus();
+}
+
+Status validateExchanges(const Executable& exe) {
   for (const auto& e : exe.exchanges) {
     for (const auto& c : e.copies)
-      if (!inTile(c.src_tile, c.src_offset, c.bytes) || !inTile(c.dst_tile, c.dst_offset, c.bytes))
+      if (!inTile(exe, c.src_tile, c.src_offset, c.bytes) || !inTile(exe, c.dst_tile, c.dst_offset, c.bytes))
         return Error("exchange '" + e.name + "' copies outside tile memory");
     for (const auto& g : e.gathers) {
       if (g.layout >= exe.layouts.size()) return Error("exchange '" + e.name + "' gathers from a missing layout");
@@ -540,11 +557,22 @@ Status validate(const Executable& exe) {
         return Error("exchange '" + e.name + "' gathers outside the memory of tile " + std::to_string(g.dst_tile));
     }
   }
+  return okStatus();
+}
+
+}  // namespace
+
+Status validate(const Executable& exe) {
+  POPRT_TRY(validateTarget(exe));
+  POPRT_TRY(validateStreams(exe));
+  POPRT_TRY(validateLayouts(exe));
+  POPRT_TRY(validateExchanges(exe));
+  const Target& t = exe.target;
   for (const auto& cs : exe.compute_sets)
     for (const auto& v : cs.vertices) {
       if (v.tile >= exe.tile_bytes.size()) return Error("compute set '" + cs.name + "' has a vertex on a missing tile");
       for (const auto& f : v.fields)
-        if (!inTile(v.tile, f.offset, f.bytes))
+        if (!inTile(exe, v.tile, f.offset, f.bytes))
           return Error("compute set '" + cs.name + "' has a vertex field outside the memory of tile " + std::to_string(v.tile));
     }
   for (const auto& h : exe.host_programs)

@@ -215,6 +215,30 @@ Expected<std::vector<RtValue>> evalScan9(const ir::Node& node, const std::vector
 }
 
 // Opset 8: input 0 is sequence_lens; every input has a batch axis 0, scan inputs a sequence axis 1.
+// A Scan-8 scan output: each batch item's steps padded with zeros to max_len, then stacked over
+// the batch ([batch][max_len][...]); `body_output` types it when no item ran a step.
+Expected<Tensor> stackScan8Output(const ir::Value* body_output, std::vector<std::vector<Tensor>>& per_item, int64_t batch,
+                                  int64_t max_len) {
+  const Tensor* proto = nullptr;
+  for (const auto& steps : per_item)
+    if (!steps.empty()) proto = &steps[0];
+  if (!proto) {
+    POPRT_ASSIGN_OR_RETURN(Tensor e, emptyScanOutput(body_output, 0));
+    Shape shape = e.shape();
+    shape[0] = max_len;
+    shape.insert(shape.begin(), batch);
+    return makeOutput(e.dtype(), shape);
+  }
+  POPRT_ASSIGN_OR_RETURN(Tensor zero, makeOutput(proto->dtype(), proto->shape()));
+  std::vector<Tensor> per_batch;
+  for (auto& steps : per_item) {
+    while (static_cast<int64_t>(steps.size()) < max_len) steps.push_back(zero);
+    POPRT_ASSIGN_OR_RETURN(Tensor s, cf::stackAxis(steps, 0));
+    per_batch.push_back(std::move(s));
+  }
+  return cf::stackAxis(per_batch, 0);
+}
+
 Expected<std::vector<RtValue>> evalScan8(const ir::Node& node, const std::vector<const RtValue*>& in, EvalContext& ctx) {
   POPRT_ASSIGN_OR_RETURN(const ir::Graph* body, cf::graphAttr(node, "body"));
   const int64_t m = node.attrInt("num_scan_inputs", -1);
@@ -297,27 +321,7 @@ Expected<std::vector<RtValue>> evalScan8(const ir::Node& node, const std::vector
     results.push_back(RtValue::of(std::move(s)));
   }
   for (size_t k = 0; k < n_scan_out; ++k) {
-    // Each batch item's outputs padded with zeros to max_len steps, then stacked over the batch.
-    const Tensor* proto = nullptr;
-    for (const auto& per_b : outs[k])
-      if (!per_b.empty()) proto = &per_b[0];
-    if (!proto) {
-      POPRT_ASSIGN_OR_RETURN(Tensor e, emptyScanOutput(body->outputs()[n_state + k], 0));
-      Shape shape = e.shape();
-      shape[0] = max_len;
-      shape.insert(shape.begin(), batch);
-      POPRT_ASSIGN_OR_RETURN(Tensor z, makeOutput(e.dtype(), shape));
-      results.push_back(RtValue::of(std::move(z)));
-      continue;
-    }
-    POPRT_ASSIGN_OR_RETURN(Tensor zero, makeOutput(proto->dtype(), proto->shape()));
-    std::vector<Tensor> per_batch;
-    for (auto& per_b : outs[k]) {
-      while (static_cast<int64_t>(per_b.size()) < max_len) per_b.push_back(zero);
-      POPRT_ASSIGN_OR_RETURN(Tensor s, cf::stackAxis(per_b, 0));
-      per_batch.push_back(std::move(s));
-    }
-    POPRT_ASSIGN_OR_RETURN(Tensor s, cf::stackAxis(per_batch, 0));
+    POPRT_ASSIGN_OR_RETURN(Tensor s, stackScan8Output(body->outputs()[n_state + k], outs[k], batch, max_len));
     results.push_back(RtValue::of(std::move(s)));
   }
   return results;

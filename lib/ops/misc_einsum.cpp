@@ -122,30 +122,22 @@ Acc<T> toAcc(T v) {
     return static_cast<double>(toCompute(v));
 }
 
-Expected<std::vector<Tensor>> evalEinsum(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
-  std::string eq;
-  for (char c : node.attrString("equation", ""))
-    if (c != ' ' && c != '\t' && c != '\n') eq += c;
-  if (eq.empty()) return Error("attribute 'equation' is required");
-  if (in.empty()) return Error("expects at least one input");
-  for (size_t i = 0; i < in.size(); ++i) {
-    POPRT_TRY(requireInput(in, i));
-    if (in[i]->dtype() != in[0]->dtype()) return Error("input dtypes differ");
-  }
-  const DType dtype = in[0]->dtype();
-  if (dtype == DType::Bool || dtype == DType::String || (!isInteger(dtype) && !isFloatingPoint(dtype)))
-    return Error("dtype " + std::string(dtypeName(dtype)) + " is not supported");
+// An equation applied to its inputs: each operand's labels (its ellipsis dims right-aligned to the
+// common ellipsis rank), every label's size, and the output's labels.
+struct EinsumPlan {
+  std::vector<std::vector<int>> labels;
+  std::map<int, int64_t> sizes;
+  std::vector<int> out_labels;
+};
 
-  const size_t arrow = eq.find("->");
-  const std::string lhs = eq.substr(0, arrow);
+// The operands' labels from the equation's left side; E: the common ellipsis rank.
+Expected<std::vector<std::vector<int>>> operandLabels(const std::string& lhs, const std::vector<const Tensor*>& in, int64_t& E) {
   std::vector<std::string> term_strs = split(lhs, ',');
   if (term_strs.size() != in.size())
     return Error("equation has " + std::to_string(term_strs.size()) + " terms for " + std::to_string(in.size()) + " inputs");
-
-  // Each operand's labels, with its ellipsis dims right-aligned to the common ellipsis rank.
   std::vector<ParsedTerm> parsed;
   std::vector<int64_t> ell_rank(in.size(), 0);
-  int64_t E = 0;
+  E = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     POPRT_ASSIGN_OR_RETURN(ParsedTerm t, parseTerm(term_strs[i]));
     const int64_t rank = static_cast<int64_t>(in[i]->shape().size());
@@ -163,10 +155,14 @@ Expected<std::vector<Tensor>> evalEinsum(const ir::Node& node, const std::vector
     for (int64_t k = E - ell_rank[i]; k < E; ++k) labels[i].push_back(kEllipsisBase + static_cast<int>(k));
     labels[i].insert(labels[i].end(), parsed[i].letters_after.begin(), parsed[i].letters_after.end());
   }
+  return labels;
+}
 
-  // Label sizes: equal across operands, or 1 (broadcast); equal within an operand (diagonal).
+// Label sizes: equal across operands, or 1 (broadcast); equal within an operand (diagonal).
+// `counts`: how many times each label appears.
+Expected<std::map<int, int64_t>> labelSizes(const std::vector<std::vector<int>>& labels, const std::vector<const Tensor*>& in,
+                                            std::map<int, int>& counts) {
   std::map<int, int64_t> sizes;
-  std::map<int, int> counts;
   for (size_t i = 0; i < in.size(); ++i) {
     std::map<int, int64_t> local;
     for (size_t p = 0; p < labels[i].size(); ++p) {
@@ -184,8 +180,17 @@ Expected<std::vector<Tensor>> evalEinsum(const ir::Node& node, const std::vector
       }
     }
   }
+  return sizes;
+}
 
-  std::vector<int> out_labels;
+Expected<EinsumPlan> planEinsum(const std::string& eq, const std::vector<const Tensor*>& in) {
+  EinsumPlan plan;
+  const size_t arrow = eq.find("->");
+  int64_t E = 0;
+  POPRT_ASSIGN_OR_RETURN(plan.labels, operandLabels(eq.substr(0, arrow), in, E));
+  std::map<int, int> counts;
+  POPRT_ASSIGN_OR_RETURN(plan.sizes, labelSizes(plan.labels, in, counts));
+  std::vector<int>& out_labels = plan.out_labels;
   if (arrow != std::string::npos) {
     POPRT_ASSIGN_OR_RETURN(ParsedTerm o, parseTerm(eq.substr(arrow + 2)));
     out_labels = o.letters_before;
@@ -198,110 +203,116 @@ Expected<std::vector<Tensor>> evalEinsum(const ir::Node& node, const std::vector
     std::set<int> seen;
     for (int l : out_labels) {
       if (!seen.insert(l).second) return Error("output label '" + std::string(1, static_cast<char>(l)) + "' is repeated");
-      if (!sizes.count(l)) return Error("output label '" + std::string(1, static_cast<char>(l)) + "' is not in any input");
+      if (!plan.sizes.count(l)) return Error("output label '" + std::string(1, static_cast<char>(l)) + "' is not in any input");
     }
   } else {  // implicit: the ellipsis dims, then the letters used once, in ASCII order
     for (int64_t k = 0; k < E; ++k) out_labels.push_back(kEllipsisBase + static_cast<int>(k));
     for (const auto& [l, n] : counts)
       if (l < kEllipsisBase && n == 1) out_labels.push_back(l);
   }
+  return plan;
+}
 
-  Tensor result;
-  Status st = okStatus();
-  Status dispatched = dispatchNumeric(dtype, [&](auto tag) -> void {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      st = Error("bool is not supported");
+// An operand as a term over its distinct labels (taking diagonals of repeated ones).
+template <class T>
+Term<Acc<T>> termOf(const Tensor& x, const std::vector<int>& labels) {
+  Term<Acc<T>> t;
+  const Shape& s = x.shape();
+  std::vector<int64_t> in_strides(s.size(), 1);
+  for (size_t p = s.size(); p-- > 1;) in_strides[p - 1] = in_strides[p] * s[p];
+  std::vector<int64_t> stride_of;  // per distinct label: sum of the input strides
+  for (size_t p = 0; p < labels.size(); ++p) {
+    auto pos = std::find(t.labels.begin(), t.labels.end(), labels[p]);
+    if (pos == t.labels.end()) {
+      t.labels.push_back(labels[p]);
+      t.dims.push_back(s[p]);
+      stride_of.push_back(in_strides[p]);
     } else {
-      using A = Acc<T>;
-      // Each operand as a term over its distinct labels (taking diagonals of repeated ones).
-      std::vector<Term<A>> terms(in.size());
-      for (size_t i = 0; i < in.size(); ++i) {
-        Term<A>& t = terms[i];
-        const Shape& s = in[i]->shape();
-        std::vector<int64_t> in_strides(s.size(), 1);
-        for (size_t p = s.size(); p-- > 1;) in_strides[p - 1] = in_strides[p] * s[p];
-        std::vector<int64_t> stride_of;  // per distinct label: sum of the input strides
-        for (size_t p = 0; p < labels[i].size(); ++p) {
-          auto pos = std::find(t.labels.begin(), t.labels.end(), labels[i][p]);
-          if (pos == t.labels.end()) {
-            t.labels.push_back(labels[i][p]);
-            t.dims.push_back(s[p]);
-            stride_of.push_back(in_strides[p]);
-          } else {
-            stride_of[static_cast<size_t>(pos - t.labels.begin())] += in_strides[p];
-          }
-        }
-        auto src = in[i]->data<T>();
-        int64_t n = 1;
-        for (int64_t d : t.dims) n *= d;
-        t.data.resize(static_cast<size_t>(n));
-        std::vector<int64_t> idx(t.dims.size(), 0);
-        int64_t off = 0;
-        for (int64_t e = 0; e < n; ++e) {
-          t.data[static_cast<size_t>(e)] = toAcc<T>(src[static_cast<size_t>(off)]);
-          for (size_t j = t.dims.size(); j-- > 0;) {
-            off += stride_of[j];
-            if (++idx[j] < t.dims[j]) break;
-            off -= stride_of[j] * t.dims[j];
-            idx[j] = 0;
-          }
-        }
-      }
-      // Labels needed after operand i: the output's and those of later operands.
-      auto neededAfter = [&](size_t i) {
-        std::set<int> need(out_labels.begin(), out_labels.end());
-        for (size_t j = i + 1; j < terms.size(); ++j) need.insert(terms[j].labels.begin(), terms[j].labels.end());
-        return need;
-      };
-      auto keepOf = [](const std::vector<const Term<A>*>& ts, const std::set<int>& need) {
-        std::vector<int> keep;
-        for (const Term<A>* t : ts)
-          for (int l : t->labels)
-            if (need.count(l) && std::find(keep.begin(), keep.end(), l) == keep.end()) keep.push_back(l);
-        return keep;
-      };
-      Term<A> acc;
-      for (size_t i = 0; i < terms.size(); ++i) {
-        std::set<int> need = neededAfter(i);
-        // First sum the labels only this operand has, then contract with the running product.
-        std::set<int> need_i = need;
-        if (i > 0) need_i.insert(acc.labels.begin(), acc.labels.end());
-        auto reduced = combine<A>({&terms[i]}, keepOf({&terms[i]}, need_i), sizes);
-        if (!reduced.ok()) {
-          st = reduced.error();
-          return;
-        }
-        if (i == 0) {
-          acc = std::move(*reduced);
-          continue;
-        }
-        auto next = combine<A>({&acc, &*reduced}, keepOf({&acc, &*reduced}, need), sizes);
-        if (!next.ok()) {
-          st = next.error();
-          return;
-        }
-        acc = std::move(*next);
-      }
-      auto final_term = combine<A>({&acc}, out_labels, sizes);
-      if (!final_term.ok()) {
-        st = final_term.error();
-        return;
-      }
-      Tensor y(dtype, final_term->dims);
-      auto dst = y.data<T>();
-      for (size_t e = 0; e < dst.size(); ++e) {
-        if constexpr (std::is_integral_v<T>)
-          dst[e] = static_cast<T>(final_term->data[e]);
-        else
-          dst[e] = fromCompute<T>(static_cast<typename ComputeType<T>::type>(final_term->data[e]));
-      }
-      result = std::move(y);
+      stride_of[static_cast<size_t>(pos - t.labels.begin())] += in_strides[p];
     }
-  });
-  POPRT_TRY(dispatched);
-  POPRT_TRY(st);
-  return single(std::move(result));
+  }
+  auto src = x.data<T>();
+  int64_t n = 1;
+  for (int64_t d : t.dims) n *= d;
+  t.data.resize(static_cast<size_t>(n));
+  std::vector<int64_t> idx(t.dims.size(), 0);
+  int64_t off = 0;
+  for (int64_t e = 0; e < n; ++e) {
+    t.data[static_cast<size_t>(e)] = toAcc<T>(src[static_cast<size_t>(off)]);
+    for (size_t j = t.dims.size(); j-- > 0;) {
+      off += stride_of[j];
+      if (++idx[j] < t.dims[j]) break;
+      off -= stride_of[j] * t.dims[j];
+      idx[j] = 0;
+    }
+  }
+  return t;
+}
+
+// The operands contracted left to right: each first sums the labels only it has, then joins the
+// running product, keeping the labels the output or a later operand needs.
+template <class T>
+Expected<Tensor> contract(const EinsumPlan& plan, const std::vector<const Tensor*>& in, DType dtype) {
+  using A = Acc<T>;
+  std::vector<Term<A>> terms;
+  for (size_t i = 0; i < in.size(); ++i) terms.push_back(termOf<T>(*in[i], plan.labels[i]));
+  auto neededAfter = [&](size_t i) {
+    std::set<int> need(plan.out_labels.begin(), plan.out_labels.end());
+    for (size_t j = i + 1; j < terms.size(); ++j) need.insert(terms[j].labels.begin(), terms[j].labels.end());
+    return need;
+  };
+  auto keepOf = [](const std::vector<const Term<A>*>& ts, const std::set<int>& need) {
+    std::vector<int> keep;
+    for (const Term<A>* t : ts)
+      for (int l : t->labels)
+        if (need.count(l) && std::find(keep.begin(), keep.end(), l) == keep.end()) keep.push_back(l);
+    return keep;
+  };
+  Term<A> acc;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    std::set<int> need = neededAfter(i);
+    std::set<int> need_i = need;
+    if (i > 0) need_i.insert(acc.labels.begin(), acc.labels.end());
+    POPRT_ASSIGN_OR_RETURN(Term<A> reduced, combine<A>({&terms[i]}, keepOf({&terms[i]}, need_i), plan.sizes));
+    if (i == 0) {
+      acc = std::move(reduced);
+      continue;
+    }
+    POPRT_ASSIGN_OR_RETURN(acc, combine<A>({&acc, &reduced}, keepOf({&acc, &reduced}, need), plan.sizes));
+  }
+  POPRT_ASSIGN_OR_RETURN(const Term<A> final_term, combine<A>({&acc}, plan.out_labels, plan.sizes));
+  Tensor y(dtype, final_term.dims);
+  auto dst = y.data<T>();
+  for (size_t e = 0; e < dst.size(); ++e) {
+    if constexpr (std::is_integral_v<T>)
+      dst[e] = static_cast<T>(final_term.data[e]);
+    else
+      dst[e] = fromCompute<T>(static_cast<typename ComputeType<T>::type>(final_term.data[e]));
+  }
+  return y;
+}
+
+Expected<std::vector<Tensor>> evalEinsum(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
+  std::string eq;
+  for (char c : node.attrString("equation", ""))
+    if (c != ' ' && c != '\t' && c != '\n') eq += c;
+  if (eq.empty()) return Error("attribute 'equation' is required");
+  if (in.empty()) return Error("expects at least one input");
+  for (size_t i = 0; i < in.size(); ++i) {
+    POPRT_TRY(requireInput(in, i));
+    if (in[i]->dtype() != in[0]->dtype()) return Error("input dtypes differ");
+  }
+  const DType dtype = in[0]->dtype();
+  if (dtype == DType::Bool || dtype == DType::String || (!isInteger(dtype) && !isFloatingPoint(dtype)))
+    return Error("dtype " + std::string(dtypeName(dtype)) + " is not supported");
+  POPRT_ASSIGN_OR_RETURN(const EinsumPlan plan, planEinsum(eq, in));
+  Expected<Tensor> result = Error("bool is not supported");
+  POPRT_TRY(dispatchNumeric(dtype, [&](auto tag) -> void {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool>) result = contract<T>(plan, in, dtype);
+  }));
+  POPRT_ASSIGN_OR_RETURN(Tensor y, std::move(result));
+  return single(std::move(y));
 }
 
 }  // namespace

@@ -37,7 +37,9 @@ namespace poprt::ops {
   X(Gelu, 11, "", Convert, 4, static_cast<T>(scalar::gelu(x)))                 \
   X(GeluTanh, 12, "", Convert, 4, static_cast<T>(scalar::geluTanh(x)))         \
   X(Softsign, 13, "Softsign", Convert, 2, static_cast<T>(scalar::softsign(x))) \
-  X(Softplus, 14, "Softplus", KeepFp32, 4, static_cast<T>(scalar::softplus(x)))
+  X(Softplus, 14, "Softplus", KeepFp32, 4, static_cast<T>(scalar::softplus(x))) \
+  X(Sin, 15, "Sin", Convert, 4, std::sin(x))                                   \
+  X(Cos, 16, "Cos", Convert, 4, std::cos(x))
 // clang-format on
 
 enum class UnaryFn : int32_t {

@@ -132,6 +132,78 @@ void printOutput(size_t i, const runtime::DataDesc& d, const ops::RtValue& v) {
     std::printf("  output %zu  %s  empty optional\n", i, d.name.c_str());
 }
 
+RunFacts runFacts(const RunOptions& o, runtime::ModelRunner& runner, const std::vector<runtime::DataDesc>& in_descs,
+                  const BenchResult& bench, double load_s, const std::vector<ValueDiff>& diffs, const Tolerance& tolerance) {
+  RunFacts facts;
+  facts.popef = o.popef;
+  facts.target = runner.session().targetName();
+  facts.ipu_version = runner.session().ipuVersion();
+  facts.replication_factor = runner.replicationFactor();
+  facts.batches_per_step = runner.batchesPerStep();
+  facts.batch = !in_descs.empty() && !in_descs[0].shape.empty() ? std::max<int64_t>(in_descs[0].shape[0], 1) : 1;
+  facts.benchmark = o.benchmark;
+  facts.iterations = o.bench.iterations;
+  facts.warmup = o.bench.warmup;
+  facts.warmup_s = o.bench.warmup_seconds;
+  facts.duration = o.bench.duration;
+  facts.threads = o.bench.threads;
+  facts.async = o.bench.async;
+  facts.load_s = load_s;
+  facts.latencies = bench.latencies;
+  facts.wall_s = bench.wall;
+  facts.timings = bench.timings;
+  facts.estimate = runner.estimate();
+  facts.diffs = o.expected_dir.empty() ? nullptr : &diffs;
+  facts.tolerance = tolerance;
+  return facts;
+}
+
+// The outputs and, with --expected_dir, how they compare.
+void printRun(const RunOptions& o, const RunFacts& facts, const std::vector<runtime::DataDesc>& out_descs,
+              const std::vector<ops::RtValue>& outputs, const std::vector<ValueDiff>& diffs, bool fp16) {
+  const Tolerance& tolerance = facts.tolerance;
+  std::printf("popef-run: %s (target %s, %u replica(s), %u batch(es) per step)\n", o.popef.c_str(), facts.target.c_str(),
+              facts.replication_factor, facts.batches_per_step);
+  for (size_t i = 0; i < outputs.size(); ++i) printOutput(i, out_descs[i], outputs[i]);
+  if (!o.output_dir.empty()) std::printf("  outputs written to %s\n", o.output_dir.c_str());
+  if (o.expected_dir.empty()) return;
+  const std::string judged = tolerance.compare == "cosine" ? "cosine >= " + formatError(tolerance.min_cosine)
+                             : tolerance.compare == "top1"
+                                 ? std::string("top1: the same largest element in every row")
+                                 : "rtol " + formatError(tolerance.rtol) + ", atol " + formatError(tolerance.atol) +
+                                       (fp16 && !o.tolerance_given ? ": fp16 defaults" : "");
+  std::printf("expected outputs (%s, %s)\n", o.expected_dir.c_str(), judged.c_str());
+  for (const auto& line : diffTable(diffs, "  ")) std::printf("%s\n", line.c_str());
+}
+
+// --export_times, --json, --profile and --report: what the run leaves besides the outputs.
+Status writeExtras(const RunOptions& o, const nlohmann::json& report, const BenchResult& bench,
+                   const std::vector<ops::RtValue>& inputs) {
+  if (!o.export_times.empty()) {  // trtexec's --exportTimes: every measured request
+    nlohmann::json times = nlohmann::json::array();
+    for (size_t i = 0; i < bench.latencies.size(); ++i)
+      times.push_back({{"start_ms", bench.starts[i] * 1e3}, {"latency_ms", bench.latencies[i] * 1e3}});
+    POPRT_TRY(writeOutputFile("--export_times", o.export_times, times.dump(1) + "\n"));
+    std::printf("  request times written to %s\n", o.export_times.c_str());
+  }
+  if (!o.json.empty()) {
+    POPRT_TRY(writeOutputFile("--json", o.json, report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+    std::printf("  summary written to %s\n", o.json.c_str());
+  }
+  if (o.profile) {  // one more run, traced, with the same inputs
+    POPRT_ASSIGN_OR_RETURN(sim::VerifiedPopef model, sim::readVerifiedPopef(o.popef));
+    POPRT_ASSIGN_OR_RETURN(auto profile, buildProfile(std::move(model), {"popef-run", o.popef, &inputs}));
+    for (const auto& line : profileTable(profile, 15)) std::printf("%s\n", line.c_str());
+  }
+  const ReportDir report_dir = reportDir(o.report);
+  if (!report_dir.path.empty()) {
+    // The trace is of one more run, with the same inputs, on an engine of the report's own.
+    POPRT_ASSIGN_OR_RETURN(auto files, writeProfileReport(report_dir, {"popef-run", o.popef, &inputs}));
+    std::printf("  report written to %s\n", files.back().c_str());
+  }
+  return okStatus();
+}
+
 Status run(const RunOptions& o) {
   applyLogging(o.logging_level);
   POPRT_TRY(checkOutputFile("--json", o.json));
@@ -187,64 +259,11 @@ Status run(const RunOptions& o) {
     diffs.push_back(std::move(d));
   }
 
-  RunFacts facts;
-  facts.popef = o.popef;
-  facts.target = runner->session().targetName();
-  facts.ipu_version = runner->session().ipuVersion();
-  facts.replication_factor = runner->replicationFactor();
-  facts.batches_per_step = runner->batchesPerStep();
-  facts.batch = !in_descs.empty() && !in_descs[0].shape.empty() ? std::max<int64_t>(in_descs[0].shape[0], 1) : 1;
-  facts.benchmark = o.benchmark;
-  facts.iterations = o.bench.iterations;
-  facts.warmup = o.bench.warmup;
-  facts.warmup_s = o.bench.warmup_seconds;
-  facts.duration = o.bench.duration;
-  facts.threads = o.bench.threads;
-  facts.async = o.bench.async;
-  facts.load_s = load_s;
-  facts.latencies = bench->latencies;
-  facts.wall_s = bench->wall;
-  facts.timings = bench->timings;
-  facts.estimate = runner->estimate();
-  facts.diffs = o.expected_dir.empty() ? nullptr : &diffs;
-  facts.tolerance = tolerance;
+  const RunFacts facts = runFacts(o, *runner, in_descs, *bench, load_s, diffs, tolerance);
   const nlohmann::json report = reportJson(facts);
-
-  std::printf("popef-run: %s (target %s, %u replica(s), %u batch(es) per step)\n", o.popef.c_str(), facts.target.c_str(),
-              facts.replication_factor, facts.batches_per_step);
-  for (size_t i = 0; i < outputs.size(); ++i) printOutput(i, out_descs[i], outputs[i]);
-  if (!o.output_dir.empty()) std::printf("  outputs written to %s\n", o.output_dir.c_str());
-  if (!o.expected_dir.empty()) {
-    const std::string judged = tolerance.compare == "cosine" ? "cosine >= " + formatError(tolerance.min_cosine)
-                               : tolerance.compare == "top1"
-                                   ? std::string("top1: the same largest element in every row")
-                                   : "rtol " + formatError(tolerance.rtol) + ", atol " + formatError(tolerance.atol) +
-                                         (fp16 && !o.tolerance_given ? ": fp16 defaults" : "");
-    std::printf("expected outputs (%s, %s)\n", o.expected_dir.c_str(), judged.c_str());
-    for (const auto& line : diffTable(diffs, "  ")) std::printf("%s\n", line.c_str());
-  }
+  printRun(o, facts, out_descs, outputs, diffs, fp16);
   for (const auto& line : reportText(report)) std::printf("%s\n", line.c_str());
-  if (!o.export_times.empty()) {  // trtexec's --exportTimes: every measured request
-    nlohmann::json times = nlohmann::json::array();
-    for (size_t i = 0; i < bench->latencies.size(); ++i)
-      times.push_back({{"start_ms", bench->starts[i] * 1e3}, {"latency_ms", bench->latencies[i] * 1e3}});
-    POPRT_TRY(writeOutputFile("--export_times", o.export_times, times.dump(1) + "\n"));
-    std::printf("  request times written to %s\n", o.export_times.c_str());
-  }
-  if (!o.json.empty()) {
-    POPRT_TRY(writeOutputFile("--json", o.json, report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
-    std::printf("  summary written to %s\n", o.json.c_str());
-  }
-  if (o.profile) {  // one more run, traced, with the same inputs
-    POPRT_ASSIGN_OR_RETURN(sim::VerifiedPopef model, sim::readVerifiedPopef(o.popef));
-    POPRT_ASSIGN_OR_RETURN(auto profile, buildProfile(std::move(model), {"popef-run", o.popef, &inputs}));
-    for (const auto& line : profileTable(profile, 15)) std::printf("%s\n", line.c_str());
-  }
-  if (!report_dir.path.empty()) {
-    // The trace is of one more run, with the same inputs, on an engine of the report's own.
-    POPRT_ASSIGN_OR_RETURN(auto files, writeProfileReport(report_dir, {"popef-run", o.popef, &inputs}));
-    std::printf("  report written to %s\n", files.back().c_str());
-  }
+  POPRT_TRY(writeExtras(o, report, *bench, inputs));
   std::fflush(stdout);
   return worstDiff(diffs, "--expected_dir " + o.expected_dir, tolerance);
 }
