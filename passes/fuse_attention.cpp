@@ -283,14 +283,10 @@ std::string matchAttention(ir::Node& sm, int64_t opset, Match& m) {
 class FuseAttention : public RewriteRule<Match> {
  protected:
   std::vector<std::string> rootOpTypes() const override { return {"Softmax"}; }
-  Status prepare(PassContext& ctx) override {
-    opset_ = ctx.opsets()[""];
-    return okStatus();
-  }
 
   Found<Match> match(ir::Graph&, ir::Node& sm, PassContext&) override {
     Match m;
-    std::string why = matchAttention(sm, opset_, m);
+    std::string why = matchAttention(sm, opset(), m);
     if (why.empty()) return m;
     // Only Softmaxes over MatMul scores are attention candidates worth a report.
     return m.candidate ? Found<Match>::nearMiss(why) : Found<Match>::none();
@@ -311,7 +307,7 @@ class FuseAttention : public RewriteRule<Match> {
           parts.push_back(graph.addValue(graph.uniqueName(h.source->name() + "_part" + std::to_string(i)), type));
         ir::Node* split = graph.addNode("Split", {h.source}, parts, graph.uniqueName(h.source->name() + "_split"));
         split->attributes["axis"].value = int64_t{-1};
-        if (opset_ >= 18) split->attributes["num_outputs"].value = h.parts;
+        if (opset() >= 18) split->attributes["num_outputs"].value = h.parts;
       }
       return parts[static_cast<size_t>(h.part)];
     };
@@ -327,9 +323,6 @@ class FuseAttention : public RewriteRule<Match> {
     ctx.count(m.q.part >= 0 ? "attention_packed_qkv" : "attention");
     return okStatus();
   }
-
- private:
-  int64_t opset_ = 0;
 };
 
 }  // namespace

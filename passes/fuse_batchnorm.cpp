@@ -27,10 +27,6 @@ struct BnMatch {
 class FuseBatchNorm : public RewriteRule<BnMatch> {
  protected:
   std::vector<std::string> rootOpTypes() const override { return {"BatchNormalization"}; }
-  Status prepare(PassContext& ctx) override {
-    opset_ = ctx.opsets()[""];
-    return okStatus();
-  }
 
   Status rewrite(ir::Graph& graph, BnMatch& m, PassContext& ctx) override {
     const std::string counter = fusion::counterName(m.chain.op->opType());
@@ -41,13 +37,12 @@ class FuseBatchNorm : public RewriteRule<BnMatch> {
 
   Found<BnMatch> match(ir::Graph& g, ir::Node& bn, PassContext&) override {
     using F = Found<BnMatch>;
-    const int64_t opset = opset_;
     ir::Value* x = bn.input(0);
     ir::Value* y = bn.output(0);
     if (!x || !y) return F::none();
-    if (opset >= 14 && bn.attrInt("training_mode", 0) != 0) return F::nearMiss("training_mode is set");
+    if (opset() >= 14 && bn.attrInt("training_mode", 0) != 0) return F::nearMiss("training_mode is set");
     for (size_t i = 1; i < bn.outputs().size(); ++i)  // before opset 14 the extra outputs mean training mode
-      if (bn.output(i) || opset < 14) return F::nearMiss("it has training outputs (running or saved mean/var)");
+      if (bn.output(i) || opset() < 14) return F::nearMiss("it has training outputs (running or saved mean/var)");
     const Tensor* params[4];
     const char* names[4] = {"scale", "B", "input_mean", "input_var"};
     for (size_t i = 0; i < 4; ++i) {
@@ -92,9 +87,6 @@ class FuseBatchNorm : public RewriteRule<BnMatch> {
     if (c.bias_add) nodes.push_back(c.bias_add);
     return BnMatch{std::move(nodes), c, std::move(scale), std::move(shift)};
   }
-
- private:
-  int64_t opset_ = 0;
 };
 
 }  // namespace

@@ -70,10 +70,6 @@ struct ActMatch {
 class FuseConvActivation : public RewriteRule<ActMatch> {
  protected:
   std::vector<std::string> rootOpTypes() const override { return {"Conv", "Gemm"}; }
-  Status prepare(PassContext& ctx) override {
-    opset_ = ctx.opsets()[""];
-    return okStatus();
-  }
 
   Found<ActMatch> match(ir::Graph&, ir::Node& base, PassContext&) override {
     using F = Found<ActMatch>;
@@ -102,7 +98,7 @@ class FuseConvActivation : public RewriteRule<ActMatch> {
     std::map<std::string, ir::Attribute> attrs = base.attributes;
     if (gated.mul) {
       attrs["activation"].value = std::string(gated.activation);
-    } else if (std::string why = activationAttrs(*act, opset_, attrs); !why.empty()) {
+    } else if (std::string why = activationAttrs(*act, opset(), attrs); !why.empty()) {
       return F::nearMiss(why, act);
     }
     return ActMatch{{&base, act}, std::move(attrs), gated.mul ? gated.activation : act->opType()};
@@ -122,9 +118,6 @@ class FuseConvActivation : public RewriteRule<ActMatch> {
     ctx.count(std::string(conv ? "conv_" : "gemm_") + m.act_type);
     return okStatus();
   }
-
- private:
-  int64_t opset_ = 0;
 };
 
 }  // namespace

@@ -60,24 +60,20 @@ struct HardSigmoidMatch {
 class FuseHardSigmoid : public RewriteRule<HardSigmoidMatch> {
  protected:
   std::vector<std::string> rootOpTypes() const override { return {"Div", "Mul"}; }
-  Status prepare(PassContext& ctx) override {
-    opset_ = ctx.opsets()[""];
-    return okStatus();
-  }
 
   Found<HardSigmoidMatch> match(ir::Graph&, ir::Node& div, PassContext&) override {
     using F = Found<HardSigmoidMatch>;
     ir::Value* scaled = sixthOf(&div);
     if (!scaled) return F::none();
     ir::Value* x = nullptr;
-    std::string why = matchChain(scaled, opset_, x);
+    std::string why = matchChain(scaled, opset(), x);
     if (why.empty() && !sameFloatType(x, div.output(0))) why = "x is not a floating-point tensor of the result's rank";
     if (!why.empty())
       return x || why.find("[0, 6]") != std::string::npos ? F::nearMiss(why) : F::none();  // only chains that began alike
     HardSigmoidMatch m{{&div}, x};
     // x · HardSigmoid(x) is HardSwish(x), where the opset has it.
     ir::Node* mul = singleUser(div.output(0));
-    if (opset_ >= 14 && isOp(mul, "Mul") && otherOperand(*mul, div.output(0)) == x) m.nodes.push_back(mul);
+    if (opset() >= 14 && isOp(mul, "Mul") && otherOperand(*mul, div.output(0)) == x) m.nodes.push_back(mul);
     return m;
   }
 
@@ -97,9 +93,6 @@ class FuseHardSigmoid : public RewriteRule<HardSigmoidMatch> {
     ctx.count("hard_swish");
     return okStatus();
   }
-
- private:
-  int64_t opset_ = 0;
 };
 
 }  // namespace

@@ -67,10 +67,6 @@ std::optional<Tensor> affineParam(const ir::Value* p, const ir::Value* x, int64_
 class FuseLayerNorm : public RewriteRule<Match> {
  protected:
   std::vector<std::string> rootOpTypes() const override { return {"ReduceMean"}; }
-  Status prepare(PassContext& ctx) override {
-    opset_ = ctx.opsets()[""];
-    return okStatus();
-  }
 
   Found<Match> match(ir::Graph&, ir::Node& r1, PassContext&) override {
     // Plausible candidates: the mean is subtracted from the value it was taken of.
@@ -101,7 +97,7 @@ class FuseLayerNorm : public RewriteRule<Match> {
     };
     std::vector<ir::Value*> inputs = {m.x, param(m.gamma, std::move(m.scale), "scale")};
     if (m.beta) inputs.push_back(param(m.beta, std::move(m.bias), "bias"));
-    const bool standard = opset_ >= 17;
+    const bool standard = opset() >= 17;
     ir::Node* ln = replaceWithNode(graph, m.last, standard ? "LayerNormalization" : "LayerNorm",
                                    standard ? "" : ops::graphcore::kDomain, inputs);
     ln->attributes["axis"].value = int64_t{-1};
@@ -197,8 +193,6 @@ class FuseLayerNorm : public RewriteRule<Match> {
     }
     return "";
   }
-
-  int64_t opset_ = 0;
 };
 
 }  // namespace

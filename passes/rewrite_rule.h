@@ -39,7 +39,7 @@ class RewriteRule : public Pass {
   Expected<bool> run(ir::Graph& graph, PassContext& ctx) final {
     // Dead leftovers of earlier passes would count as uses and hide single-use patterns.
     bool changed = fusion::removeDeadNodes(graph) > 0;
-    POPRT_TRY(prepare(ctx));
+    opset_ = ctx.opsets()[""];
     const std::vector<std::string> types = rootOpTypes();
     auto isRoot = [&](const ir::Node* n) {
       return std::any_of(types.begin(), types.end(), [&](const std::string& t) { return fusion::isOp(n, t.c_str()); });
@@ -71,11 +71,14 @@ class RewriteRule : public Pass {
  protected:
   // Default-domain op types a pattern is rooted at.
   virtual std::vector<std::string> rootOpTypes() const = 0;
-  // Anything the rule reads once per run (the model's opset).
-  virtual Status prepare(PassContext&) { return okStatus(); }
+  // The model's default-domain opset, for match and rewrite.
+  int64_t opset() const { return opset_; }
   virtual Found<Match> match(ir::Graph& graph, ir::Node& root, PassContext& ctx) = 0;
   // Replaces the match's nodes; may leave dead nodes and the graph out of order (run finishes it).
   virtual Status rewrite(ir::Graph& graph, Match& m, PassContext& ctx) = 0;
+
+ private:
+  int64_t opset_ = 0;
 };
 
 }  // namespace poprt::passes
