@@ -27,7 +27,8 @@ ops::LoweringFamily familyOf(const ir::Node& node) {
 std::vector<const ir::Value*> dataInputs(const ir::Node& node) {
   auto family = familyOf(node);
   if (family == ops::LoweringFamily::View || family == ops::LoweringFamily::Pool || family == ops::LoweringFamily::Reduce ||
-      family == ops::LoweringFamily::Softmax || (family == ops::LoweringFamily::Rearrange && node.opType() != "Concat"))
+      family == ops::LoweringFamily::Softmax || family == ops::LoweringFamily::CumSum ||
+      (family == ops::LoweringFamily::Rearrange && node.opType() != "Concat"))
     return {node.input(0)};
   if (family == ops::LoweringFamily::Activation) {  // Clip's constant bounds are vertex parameters
     bool constant_bounds = true;
@@ -92,6 +93,7 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
     case ops::LoweringFamily::Activation: return activationBlocker(node, l);
     case ops::LoweringFamily::Reduce:
     case ops::LoweringFamily::Softmax:
+    case ops::LoweringFamily::CumSum:
     case ops::LoweringFamily::Norm: return rowsBlocker(node, l);
     case ops::LoweringFamily::Attention: return attentionBlocker(node, l);
     default: return "";
@@ -401,6 +403,7 @@ class Compiler {
       case ops::LoweringFamily::Activation: POPRT_TRY(lowerActivation(l_, node)); break;
       case ops::LoweringFamily::Reduce:
       case ops::LoweringFamily::Softmax:
+      case ops::LoweringFamily::CumSum:
       case ops::LoweringFamily::Norm: POPRT_TRY(lowerRows(l_, node)); break;
       case ops::LoweringFamily::Attention: POPRT_TRY(lowerAttention(l_, node)); break;
       case ops::LoweringFamily::None: break;

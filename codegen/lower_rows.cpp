@@ -1,5 +1,5 @@
-// Reductions, Softmax/LogSoftmax and the row normalisations (LayerNormalization, ai.graphcore
-// LayerNorm, InstanceNormalization). Each sees its input as [outer][extent][inner], `extent` being
+// Reductions, Softmax/LogSoftmax, CumSum and the row normalisations (LayerNormalization,
+// ai.graphcore LayerNorm, InstanceNormalization). Each sees its input as [outer][extent][inner], `extent` being
 // the elements one result depends on. The outer x inner positions are split into blocks over the
 // tiles: a block covers whole outer rows (its input is one contiguous range) or part of one outer
 // row (gathered with a stride of `inner`). Each block's tile gathers its input into node scratch
@@ -154,6 +154,26 @@ Expected<RowsView> softmaxView(const ir::Node& node, int64_t opset) {
   return v;
 }
 
+// CumSum along its axis (a constant input).
+struct CumSumOp {
+  RowsView view;
+  bool exclusive = false, reverse = false;
+};
+
+Expected<CumSumOp> cumSumOp(const ir::Node& node) {
+  const Tensor* axis = node.inputs().size() > 1 ? ir::constantOf(node.input(1)) : nullptr;
+  if (!axis) return Error("its axis is not a constant");
+  POPRT_ASSIGN_OR_RETURN(const std::vector<int64_t> values, ops::toInt64s(*axis));
+  if (values.size() != 1) return Error("its axis is not one value");
+  const Shape xs = node.input(0)->type.staticShape();
+  POPRT_ASSIGN_OR_RETURN(const int64_t a, ops::normalizeAxis(values[0], static_cast<int64_t>(xs.size())));
+  CumSumOp op;
+  op.view = {ops::shapeProduct(xs, 0, a), xs[a], ops::shapeProduct(xs, a + 1, xs.size())};
+  op.exclusive = node.attrInt("exclusive", 0) != 0;
+  op.reverse = node.attrInt("reverse", 0) != 0;
+  return op;
+}
+
 // Shape without its leading 1s: how a unidirectionally broadcast parameter lines up with a suffix.
 Shape withoutLeadingOnes(Shape s) {
   while (!s.empty() && s.front() == 1) s.erase(s.begin());
@@ -245,6 +265,24 @@ Status lowerSoftmax(Lowering& l, const ir::Node& node) {
   return okStatus();
 }
 
+Status lowerCumSum(Lowering& l, const ir::Node& node) {
+  POPRT_ASSIGN_OR_RETURN(const CumSumOp op, cumSumOp(node));
+  const RowsView& v = op.view;
+  const DType dt = node.input(0)->type.dtype;
+  const uint64_t es = dtypeSize(dt);
+  TileMapping out;
+  for (const RowBlock& b : rowBlocks(l, v, maxPositions(l, static_cast<uint64_t>(v.extent) * 8))) {
+    const uint64_t in = blockInput(l, node.input(0), v, b);
+    const uint64_t y = blockOutput(l, v, b, v.extent, es, out);
+    const uint64_t bytes = static_cast<uint64_t>(b.on * v.extent * b.in) * es;
+    l.computeSet().vertices.push_back(exec::makeVertex(b.tile, dt, {{y, bytes}, {in, bytes}},
+                                                       exec::CumSumParams{op.exclusive, op.reverse, b.on, v.extent, b.in}));
+  }
+  sortRegions(out);
+  l.setMapping(node.output(0), std::move(out));
+  return okStatus();
+}
+
 Status lowerRowNorm(Lowering& l, const ir::Node& node) {
   POPRT_ASSIGN_OR_RETURN(NormOp op, normOp(node));
   const RowsView& v = op.view;
@@ -284,6 +322,10 @@ std::string rowsBlocker(const ir::Node& node, const Lowering& l) {
     auto v = softmaxView(node, l.opset());
     return v.ok() ? fits(v->extent, 2) : v.error().message();
   }
+  if (family == ops::LoweringFamily::CumSum) {
+    auto op = cumSumOp(node);
+    return op.ok() ? fits(op->view.extent, 2) : op.error().message();
+  }
   if (node.opType() == "BatchNormalization") return batchNormBlocker(node, l);
   auto op = normOp(node);
   return op.ok() ? fits(op->view.extent, 3) : op.error().message();
@@ -293,6 +335,7 @@ Status lowerRows(Lowering& l, const ir::Node& node) {
   const auto family = ops::findOp(node.domain(), node.opType())->lowering;
   if (family == ops::LoweringFamily::Reduce) return lowerReduce(l, node);
   if (family == ops::LoweringFamily::Softmax) return lowerSoftmax(l, node);
+  if (family == ops::LoweringFamily::CumSum) return lowerCumSum(l, node);
   if (node.opType() == "BatchNormalization") return lowerBatchNorm(l, node);
   return lowerRowNorm(l, node);
 }

@@ -182,7 +182,7 @@ Status lowerView(Lowering& l, const ir::Node& node);
 // Clip/LeakyRelu/HardSigmoid/HardSwish (family Activation).
 Status lowerActivation(Lowering& l, const ir::Node& node);
 std::string activationBlocker(const ir::Node& node, const Lowering& l);
-// Reduce*, Softmax/LogSoftmax and the normalisations (families Reduce, Softmax, Norm).
+// Reduce*, Softmax/LogSoftmax, CumSum and the normalisations (families Reduce, Softmax, CumSum, Norm).
 Status lowerRows(Lowering& l, const ir::Node& node);
 std::string rowsBlocker(const ir::Node& node, const Lowering& l);
 Status lowerBatchNorm(Lowering& l, const ir::Node& node);

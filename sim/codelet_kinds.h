@@ -7,7 +7,7 @@
 //   elementwise_codelets.cpp  Unary, Binary, Activation, Fill, Cast
 //   matmul_codelet.cpp        MatMul
 //   window_codelets.cpp       ConvPartial, Pool
-//   row_codelets.cpp          Reduce, Softmax, Norm, BatchNorm, Attention
+//   row_codelets.cpp          Reduce, Softmax, Norm, BatchNorm, Attention, CumSum
 //
 // A float16 vertex runs its kind's float32 functions on widened fields (sim/codelets.cpp).
 #pragma once

@@ -1,5 +1,5 @@
 // The row codelets (layouts in lib/exec/codelets.h): Reduce, Softmax, Norm, BatchNorm (per
-// channel) and Attention (one head's rows), each kind's check, run, cycles and flops together
+// channel), Attention (one head's rows) and CumSum, each kind's check, run, cycles and flops together
 // (sim/codelet_kinds.h). Statistics (sums, means, variances, softmax denominators) accumulate in double as
 // the reference evaluator does, so device and host results agree to float rounding.
 #include "sim/codelet_kinds.h"
@@ -304,6 +304,46 @@ uint64_t flopsAttention(const exec::AttentionParams& p,
                         const exec::Vertex&) {  // the two matmuls' multiply-adds, then the softmax
   const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
   return 2 * u(p.rows) * u(p.keys) * u(p.D + p.Dv) + 4 * u(p.rows) * u(p.keys);
+}
+
+// ---- CumSum --------------------------------------------------------------------------------------
+
+Status checkCumSum(const exec::CumSumParams& p, const exec::Vertex& v) {
+  POPRT_TRY(expectFloatFields(v, 2, "CumSum"));
+  const int64_t size = rowsInSize(p.outer, p.extent, p.inner);
+  if (size < 0) return Error("CumSum vertex has bad sizes");
+  if (!fieldHolds(v.fields[0], size) || !fieldHolds(v.fields[1], size))
+    return Error("CumSum vertex field sizes do not match its shape");
+  return okStatus();
+}
+
+void runCumSum(const exec::CumSumParams& p, const exec::Vertex& v, uint8_t* mem) {
+  float* out = f32(mem, v.fields[0]);
+  const float* in = f32(mem, v.fields[1]);
+  thread_local std::vector<double> acc;
+  acc.resize(static_cast<size_t>(p.inner));
+  for (int64_t o = 0; o < p.outer; ++o) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t j = 0; j < p.extent; ++j) {
+      const int64_t k = p.reverse ? p.extent - 1 - j : j;
+      const float* x = in + (o * p.extent + k) * p.inner;
+      float* y = out + (o * p.extent + k) * p.inner;
+      for (int64_t i = 0; i < p.inner; ++i) {
+        if (!p.exclusive) acc[i] += x[i];
+        y[i] = static_cast<float>(acc[i]);
+        if (p.exclusive) acc[i] += x[i];
+      }
+    }
+  }
+}
+
+uint64_t cyclesCumSum(const exec::CumSumParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+  const uint64_t n = static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);
+  return cost.kVertexOverheadCycles + cost.vectorCycles(n);
+}
+
+uint64_t flopsCumSum(const exec::CumSumParams& p, const exec::Vertex&) {  // one add per element
+  return static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);
 }
 
 }  // namespace poprt::sim

@@ -113,7 +113,8 @@ inline constexpr int64_t kMaxWindowStart = int64_t{1} << 40;   // cap on |starts
   X(Norm, 10)         \
   X(BatchNorm, 11)    \
   X(Attention, 12)    \
-  X(Cast, 13)
+  X(Cast, 13)         \
+  X(CumSum, 14)
 // clang-format on
 
 enum class Codelet : uint32_t {
@@ -341,6 +342,19 @@ struct CastParams {
   template <class Io>
   void members(Io& io) {
     io.param(count), io.param(in_dtype);
+  }
+};
+
+// CumSum: fields [out, in], both [outer][extent][inner]: the running sum along extent, from its
+// end with `reverse`, each output leaving its own element out with `exclusive` (accumulating in
+// double, as the evaluator).
+struct CumSumParams {
+  static constexpr Codelet kCodelet = Codelet::CumSum;
+  bool exclusive = false, reverse = false;
+  int64_t outer = 0, extent = 0, inner = 0;
+  template <class Io>
+  void members(Io& io) {
+    io.param(exclusive), io.param(reverse), io.param(outer), io.param(extent), io.param(inner);
   }
 };
 

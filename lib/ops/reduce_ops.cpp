@@ -413,7 +413,7 @@ void registerReduceOps(std::vector<OpDef>& ops) {
                    [kind = kind](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
                      return evalSoft(kind, node, in, ctx);
                    }});
-  ops.push_back({"CumSum", Fp16Policy::AccumulateFp32, LoweringFamily::None,
+  ops.push_back({"CumSum", Fp16Policy::AccumulateFp32, LoweringFamily::CumSum,
                  [](const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) { return evalCumSum(node, in); }});
   ops.push_back({"TopK", Fp16Policy::Convert, LoweringFamily::None, evalTopK});
 }

@@ -55,7 +55,8 @@ enum class LoweringFamily {
   Softmax,
   Norm,
   Attention,
-  Cast
+  Cast,
+  CumSum
 };
 
 using Opsets = std::map<std::string, int64_t>;  // domain ("" = ai.onnx) -> version

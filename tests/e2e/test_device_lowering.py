@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """End to end: small ONNX models made of the ops with device lowerings beyond the five basic ones
 (GELU and attention patterns the passes fuse, LayerNormalization, InstanceNormalization,
-BatchNormalization, Softmax/LogSoftmax, reductions, variadic Sum/Max/Min, Clip with constant and
-run-time bounds, LeakyRelu/HardSigmoid/HardSwish, Pow) are compiled with
+BatchNormalization, Softmax/LogSoftmax, reductions, CumSum, Sin/Cos, variadic Sum/Max/Min, Clip with
+constant and run-time bounds, LeakyRelu/HardSigmoid/HardSwish, Pow) are compiled with
 `poprt-convert --export_popef --summary_json`, which must place every node on the device, run with
 `popef-run`, and compared with numpy computing the same model in float64 (rtol 1e-4, atol 1e-5).
 
@@ -183,6 +183,23 @@ class DeviceLoweringTest(e2e_util.E2ETestCase):
         m.output("l2_all", np.sqrt((xd ** 2).sum()))
         m.node("ReduceLogSumExp", ["x"], "lse", axes=[1], keepdims=1)
         m.output("lse", np.log(np.exp(xd).sum(axis=1, keepdims=True)))
+        self.check(m)
+
+    def test_cumsum_and_trigonometry(self):
+        rng = np.random.default_rng(12)
+        m = Model("scan")
+        x = rand(rng, (2, 9, 4))
+        m.input("x", x)
+        xd = x.astype(np.float64)
+        m.node("CumSum", ["x", m.const("axis1", 1, np.int64)], "cs")
+        m.output("cs", np.cumsum(xd, axis=1))
+        m.node("CumSum", ["x", m.const("axis_last", [-1], np.int32)], "cs_rev_excl", exclusive=1, reverse=1)
+        rev = np.flip(np.cumsum(np.flip(xd, -1), axis=-1), -1)
+        m.output("cs_rev_excl", rev - xd)
+        m.node("Sin", ["x"], "sin")
+        m.output("sin", np.sin(xd))
+        m.node("Cos", ["x"], "cos")
+        m.output("cos", np.cos(xd))
         self.check(m)
 
     def test_variadic_and_activations(self):

@@ -1,4 +1,4 @@
-// Activation, Reduce, Softmax, Norm, BatchNorm and Attention codelets against the reference
+// Activation, Reduce, Softmax, CumSum, Norm, BatchNorm and Attention codelets against the reference
 // evaluator, with guard bytes around every output and sizes 0, 1, the vector width and +-1.
 #include <gtest/gtest.h>
 
@@ -104,6 +104,27 @@ TEST(SoftmaxCodelet, SoftmaxAndLogSoftmaxAlongTheMiddleAxis) {
       exec::Field out = mem.add(std::vector<float>(x.size())), in = mem.add(x);
       expectClose(run({0, exec::Codelet::Softmax, DType::Float, {out, in}, {log, outer, extent, inner}, {}}, mem), want);
     }
+}
+
+// The new kind of the typed-params change, written the way the note describes: its params in
+// lib/exec/codelets.h, its functions in sim/row_codelets.cpp, its lowering in lower_rows.cpp.
+TEST(CumSumCodelet, EveryDirectionAlongTheMiddleAxis) {
+  const std::vector<std::array<int64_t, 3>> shapes = {{0, 3, 1}, {1, 1, 1}, {2, 2, 1}, {3, 65, 1}, {2, 5, 3}, {1, 64, 2}};
+  for (int64_t exclusive = 0; exclusive < 2; ++exclusive)
+    for (int64_t reverse = 0; reverse < 2; ++reverse)
+      for (const auto& [outer, extent, inner] : shapes) {
+        SCOPED_TRACE(std::to_string(exclusive) + std::to_string(reverse) + " " + std::to_string(outer) + "x" +
+                     std::to_string(extent) + "x" + std::to_string(inner));
+        auto x = randomVector(static_cast<size_t>(outer * extent * inner), 28);
+        Tensor t = tensorOf(x, {outer, extent, inner});
+        Tensor axis(DType::Int64, {});
+        axis.data<int64_t>()[0] = 1;
+        auto want = reference("CumSum", {&t, &axis}, {{"exclusive", exclusive}, {"reverse", reverse}});
+        TileMemory mem;
+        exec::Field out = mem.add(std::vector<float>(x.size())), in = mem.add(x);
+        expectClose(run({0, exec::Codelet::CumSum, DType::Float, {out, in}, {exclusive, reverse, outer, extent, inner}, {}}, mem),
+                    want);
+      }
 }
 
 TEST(NormCodelet, LayerNormRowsWithAndWithoutBias) {
