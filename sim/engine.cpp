@@ -219,6 +219,20 @@ bool inShare(uint32_t tile, unsigned worker, unsigned workers) { return workers 
 
 }  // namespace
 
+template <class Work>
+void Engine::runSuperstep(Split& how, bool split, const Work& work) {
+  if (!split || how == Split::Inline || pool_->workers() == 1) return work(0, 1);
+  if (how == Split::Untimed) {
+    const auto start = std::chrono::steady_clock::now();
+    work(0, 1);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+    how = static_cast<uint64_t>(ns) >= kParallelNs ? Split::Parallel : Split::Inline;
+    return;
+  }
+  const unsigned workers = pool_->workers();
+  pool_->run([&](unsigned w) { work(w, workers); });
+}
+
 // Codegen only gathers into fresh buffers, so the runs of one step never overlap: each worker
 // takes the runs into its share of the tiles.
 void Engine::runExchange(uint32_t index, bool split) {
@@ -238,9 +252,7 @@ void Engine::runExchange(uint32_t index, bool split) {
       });
     }
   };
-  if (!split || !parallel_exchange_[index]) return work(0, 1);
-  const unsigned workers = pool_->workers();
-  pool_->run([&](unsigned w) { work(w, workers); });
+  runSuperstep(exchange_split_[index], split, work);
 }
 
 namespace {
@@ -284,9 +296,7 @@ void Engine::runComputeSet(uint32_t index, bool split) {
       i = next;
     }
   };
-  if (!split || !parallel_compute_[index]) return work(0, 1);
-  const unsigned workers = pool_->workers();
-  pool_->run([&](unsigned w) { work(w, workers); });
+  runSuperstep(compute_split_[index], split, work);
 }
 
 bool isFixedSize(const exec::HostStream& s) {

@@ -162,6 +162,14 @@ class Engine {
   std::pair<uint64_t, uint64_t> slowestStage() const;
   void runExchange(uint32_t index, bool split);
   void runComputeSet(uint32_t index, bool split);
+  // How a superstep uses the workers. The estimate names the candidates (enough work on the
+  // IPU); the first run of each candidate runs inline and is timed, and from then on it splits
+  // only if it took at least kParallelNs: a hand-over to spinning workers costs well under a
+  // microsecond, but the split of a few microseconds of work does not pay for the cache misses.
+  enum class Split : uint8_t { Inline, Untimed, Parallel };
+  static constexpr uint64_t kParallelNs = 20000;
+  template <class Work>
+  void runSuperstep(Split& how, bool split, const Work& work);
 
   std::shared_ptr<const exec::Executable> shared_exe_;
   const exec::Executable& exe_;  // *shared_exe_
@@ -172,7 +180,7 @@ class Engine {
   CycleEstimate estimate_;
   std::vector<StepCycles> step_cycles_;
   std::vector<SegmentCycles> segment_cycles_;
-  std::vector<bool> parallel_exchange_, parallel_compute_;  // worth splitting between workers
+  std::vector<Split> exchange_split_, compute_split_;  // by exchange and compute set
   std::unique_ptr<ThreadPool> pool_;
 };
 

@@ -53,8 +53,8 @@ void Engine::computeEstimate() {
   std::vector<uint64_t> per_tile(tiles);
   std::vector<SentRange> sends;
   std::map<std::tuple<uint32_t, int64_t, int64_t, int64_t, int64_t>, uint32_t> first_reader;  // gather source -> its dst
-  parallel_exchange_.assign(exe_.exchanges.size(), false);
-  parallel_compute_.assign(exe_.compute_sets.size(), false);
+  exchange_split_.assign(exe_.exchanges.size(), Split::Inline);
+  compute_split_.assign(exe_.compute_sets.size(), Split::Inline);
   auto busiest = [&] { return *std::max_element(per_tile.begin(), per_tile.end()); };
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> link_bytes;  // (from IPU, to IPU) -> bytes
   for (const exec::Step& step : exe_.main.steps) {
@@ -112,7 +112,8 @@ void Engine::computeEstimate() {
           c.exchange = cost.linkedExchangeCycles(c.exchange, most);
           link_bytes.clear();
         }
-        parallel_exchange_[step.index] = total >= kParallelBytes || ex.copies.size() + ex.gathers.size() >= kParallelEntries;
+        if (total >= kParallelBytes || ex.copies.size() + ex.gathers.size() >= kParallelEntries)
+          exchange_split_[step.index] = Split::Untimed;
         break;
       }
       case exec::StepKind::Compute: {
@@ -124,7 +125,7 @@ void Engine::computeEstimate() {
           total += cycles;
         }
         c.compute = busiest();
-        parallel_compute_[step.index] = cs.vertices.size() > 1 && total >= kParallelCycles;
+        if (cs.vertices.size() > 1 && total >= kParallelCycles) compute_split_[step.index] = Split::Untimed;
         break;
       }
       case exec::StepKind::HostCall: continue;  // host time is measured, not estimated; no device sync

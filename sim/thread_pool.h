@@ -1,7 +1,9 @@
 // A fixed set of worker threads that run one function on every worker and wait for all of them:
-// the simulator splits a superstep's tiles between workers this way. Workers sleep between calls.
+// the simulator splits a superstep's tiles between workers this way. Between calls a worker spins
+// briefly (the next superstep usually follows at once), then sleeps.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -31,12 +33,12 @@ class ThreadPool {
   void loop(unsigned worker);
 
   std::vector<std::thread> threads_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards the sleeping sides only: a hand-over between spinning ones takes no lock
   std::condition_variable start_, done_;
-  const std::function<void(unsigned)>* job_ = nullptr;
-  uint64_t generation_ = 0;
-  unsigned pending_ = 0;
-  bool stop_ = false;
+  const std::function<void(unsigned)>* job_ = nullptr;  // set before the generation is published
+  std::atomic<uint64_t> generation_{0};                 // one more per job (and at the end)
+  std::atomic<unsigned> pending_{0};                    // workers still on the job
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace poprt::sim
