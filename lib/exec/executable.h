@@ -18,7 +18,8 @@
 
 namespace poprt::exec {
 
-inline constexpr uint32_t kExecutableVersion = 3;
+// 4: exchange copies packed (lib/exec/packed_copies.h); version 3 files (copies as arrays) still load.
+inline constexpr uint32_t kExecutableVersion = 4;
 
 // The machine a program was compiled for (see codegen/target.h for the presets).
 struct Target {

@@ -48,6 +48,8 @@ class Reader {
   // value. Missing or unknown keys are errors.
   Status map(const std::vector<std::string_view>& keys, const std::function<Status(std::string_view)>& on_key);
   bool atEnd() const { return pos_ == in_.size(); }
+  // Whether the next item is a byte string (a field stored two ways, by format version).
+  bool nextIsBytes() const { return pos_ < in_.size() && (in_[pos_] >> 5) == 2; }
   size_t position() const { return pos_; }
 
  private:

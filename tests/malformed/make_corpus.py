@@ -345,8 +345,22 @@ def popef_cases(p):
 
     def exchange_oob(exe):  # the base model's matmul gathers its operands: add a copy to a far offset
         e = exe["exchanges"][0]
-        e["copies"].append([0, 0, 0, 1 << 30, 4])
+        e["copies"] = pio.pack_copies(pio.unpack_copies(e["copies"]) + [[0, 0, 0, 1 << 30, 4]])
     c["exe_exchange_copy_oob.popef"] = edit_cbor(base, EXE, exchange_oob)
+
+    def packed(edit_bytes):  # the first exchange's packed copies, edited
+        def apply(exe):
+            exe["exchanges"][0]["copies"] = edit_bytes(exe["exchanges"][0]["copies"])
+        return apply
+    c["exe_copies_truncated.popef"] = edit_cbor(base, EXE, packed(lambda b: pio.pack_copies([[0, 0, 1, 0, 1 << 20]])[:-1]))
+    c["exe_copies_count_lies.popef"] = edit_cbor(base, EXE, packed(lambda b: b"\xff\xff\x03" + b"\x00" * 5))
+    c["exe_copies_trailing.popef"] = edit_cbor(base, EXE, packed(lambda b: b + b"\x00"))
+    c["exe_copies_tile_64bit.popef"] = edit_cbor(base, EXE, packed(lambda b: pio.pack_copies([[1 << 40, 0, 0, 0, 4]])))
+    c["exe_copies_overlong.popef"] = edit_cbor(base, EXE, packed(lambda b: b"\x01" + b"\xff" * 10 + b"\x01" + b"\x00" * 4))
+
+    def arrays_in_v4(exe):  # version 4 stores copies packed: the old array form is refused
+        exe["exchanges"][0]["copies"] = [list(c) for c in pio.unpack_copies(exe["exchanges"][0]["copies"])]
+    c["exe_copies_as_arrays.popef"] = edit_cbor(base, EXE, arrays_in_v4)
 
     def gather_oob(exe):
         e = [e for e in exe["exchanges"] if e["gathers"]][0]
@@ -378,9 +392,9 @@ def popef_cases(p):
         exe["target"]["tiles_per_ipu"] = 0
     c["exe_zero_tiles.popef"] = edit_cbor(base, EXE, zero_tiles)
 
-    def version4(exe):
-        exe["version"] = 4
-    c["exe_version4.popef"] = edit_cbor(base, EXE, version4)
+    def version5(exe):
+        exe["version"] = 5
+    c["exe_version5.popef"] = edit_cbor(base, EXE, version5)
     c["exe_device_cap.popef"] = base  # refused under POPRT_MAX_DEVICE_BYTES=1024 (see the manifest)
 
     def truncated_exe(blobs):

@@ -136,3 +136,58 @@ def cbor_encode(x):
     if isinstance(x, dict):
         return _encode_head(5, len(x)) + b"".join(cbor_encode(k) + cbor_encode(v) for k, v in x.items())
     raise TypeError(type(x))
+
+
+# ---- packed exchange copies (executable format 4; docs/POPEF.md) ------------------------------
+def _varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _zigzag(a, b):
+    d = (b - a) % (1 << 64)
+    if d >= 1 << 63:
+        d -= 1 << 64
+    return ((d << 1) ^ (d >> 63)) % (1 << 64)
+
+
+def pack_copies(copies):
+    """[src_tile, src_offset, dst_tile, dst_offset, bytes] lists -> the packed byte string."""
+    out = bytearray(_varint(len(copies)))
+    prev = [0, 0, 0, 0, 0]
+    for c in copies:
+        out += _varint(_zigzag(prev[0], c[0])) + _varint(_zigzag(prev[1], c[1])) + _varint(_zigzag(prev[2], c[2]))
+        out += _varint(_zigzag(prev[3] + prev[4], c[3])) + _varint(_zigzag(prev[4], c[4]))
+        prev = list(c)
+    return bytes(out)
+
+
+def unpack_copies(data):
+    pos = 0
+
+    def nxt():
+        nonlocal pos
+        v, shift = 0, 0
+        while True:
+            b = data[pos]
+            pos += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+
+    def unzig(base, z):
+        return (base + ((z >> 1) ^ -(z & 1))) % (1 << 64)
+
+    copies, prev = [], [0, 0, 0, 0, 0]
+    for _ in range(nxt()):
+        c = [unzig(prev[0], nxt()), unzig(prev[1], nxt()), unzig(prev[2], nxt()), 0, 0]
+        c[3] = unzig(prev[3] + prev[4], nxt())
+        c[4] = unzig(prev[4], nxt())
+        copies.append(c)
+        prev = c
+    return copies
