@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "lib/exec/packed_copies.h"
+#include "lib/exec/packed_tables.h"
 #include "lib/support/cbor.h"
 
 namespace poprt::exec {
@@ -184,12 +184,24 @@ Status readStream(cbor::Reader& r, HostStream& hs) {
   return okStatus();
 }
 
-Status readLayout(cbor::Reader& r, Layout& layout) {
+// How the long tables (exchange copies, layout regions) were stored: arrays (format version 3) or
+// packed (4).
+struct TableForms {
+  bool arrays = false, packed = false;
+};
+
+Status readLayout(cbor::Reader& r, Layout& layout, TableForms& forms) {
   return r.map({"elem_bytes", "regions"}, [&](std::string_view k) -> Status {
     if (k == "elem_bytes") {
       POPRT_ASSIGN_OR_RETURN(layout.elem_bytes, u32(r));
       return okStatus();
     }
+    if (r.nextIsBytes()) {
+      forms.packed = true;
+      POPRT_ASSIGN_OR_RETURN(const std::vector<uint8_t> packed, r.bytes());
+      return unpackRegions(packed, layout.regions);
+    }
+    forms.arrays = true;
     return readArray(r, [&]() -> Status {
       POPRT_TRY(readTuple(r, 4));
       LayoutRegion g;
@@ -203,12 +215,7 @@ Status readLayout(cbor::Reader& r, Layout& layout) {
   });
 }
 
-// How the exchanges' copies were stored: arrays (format version 3) or packed (4).
-struct CopyForms {
-  bool arrays = false, packed = false;
-};
-
-Status readExchange(cbor::Reader& r, Exchange& ex, CopyForms& forms) {
+Status readExchange(cbor::Reader& r, Exchange& ex, TableForms& forms) {
   return r.map({"copies", "gathers", "name"}, [&](std::string_view k) -> Status {
     if (k == "name") {
       POPRT_ASSIGN_OR_RETURN(ex.name, r.text());
@@ -379,8 +386,7 @@ std::vector<uint8_t> serialize(const Executable& exe) {
   for (const auto& l : exe.layouts) {
     w.map(2);
     w.text("elem_bytes"), w.uint(l.elem_bytes);
-    w.text("regions"), w.array(l.regions.size());
-    for (const auto& r : l.regions) w.array(4), w.sint(r.begin), w.sint(r.count), w.uint(r.tile), w.uint(r.offset);
+    w.text("regions"), w.bytes(packRegions(l.regions));
   }
   w.text("load"), writeProgram(w, exe.load);
   w.text("main"), writeProgram(w, exe.main);
@@ -411,7 +417,7 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
   Executable exe;
   cbor::Reader r(bytes);
   uint64_t version = 0;
-  CopyForms copy_forms;
+  TableForms table_forms;
   Status st = r.map({"compute_sets", "exchanges", "host_programs", "layouts", "load", "main", "segments", "strategy", "streams",
                      "target", "tile_bytes", "version"},
                     [&](std::string_view k) -> Status {
@@ -457,12 +463,12 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
                       if (k == "layouts")
                         return readArray(r, [&] {
                           exe.layouts.emplace_back();
-                          return readLayout(r, exe.layouts.back());
+                          return readLayout(r, exe.layouts.back(), table_forms);
                         });
                       if (k == "exchanges")
                         return readArray(r, [&] {
                           exe.exchanges.emplace_back();
-                          return readExchange(r, exe.exchanges.back(), copy_forms);
+                          return readExchange(r, exe.exchanges.back(), table_forms);
                         });
                       if (k == "host_programs")
                         return readArray(r, [&] {
@@ -475,10 +481,10 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
                       });
                     });
   if (st.ok() && !r.atEnd()) st = Error("trailing bytes after the executable");
-  // Version 3 stores copies as arrays, version 4 packed; a file mixing them is not one either wrote.
-  if (st.ok() && ((version == 3 && copy_forms.packed) || (version == 4 && copy_forms.arrays)))
-    st = Error("exchange copies stored as " + std::string(version == 3 ? "packed bytes" : "arrays") + " in a version " +
-               std::to_string(version) + " executable");
+  // Version 3 stores the tables as arrays, version 4 packed; a file mixing them is not one either wrote.
+  if (st.ok() && ((version == 3 && table_forms.packed) || (version == 4 && table_forms.arrays)))
+    st = Error("exchange copies or layout regions stored as " + std::string(version == 3 ? "packed bytes" : "arrays") +
+               " in a version " + std::to_string(version) + " executable");
   if (!st.ok()) return st.error().withContext(source + ": malformed executable");
   if (auto valid = validate(exe); !valid.ok()) return valid.error().withContext(source);
   return exe;

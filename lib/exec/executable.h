@@ -18,7 +18,8 @@
 
 namespace poprt::exec {
 
-// 4: exchange copies packed (lib/exec/packed_copies.h); version 3 files (copies as arrays) still load.
+// 4: exchange copies and layout regions packed (lib/exec/packed_tables.h); version 3 files (both
+// as arrays) still load.
 inline constexpr uint32_t kExecutableVersion = 4;
 
 // The machine a program was compiled for (see codegen/target.h for the presets).

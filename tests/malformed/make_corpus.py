@@ -358,6 +358,10 @@ def popef_cases(p):
     c["exe_copies_tile_64bit.popef"] = edit_cbor(base, EXE, packed(lambda b: pio.pack_copies([[1 << 40, 0, 0, 0, 4]])))
     c["exe_copies_overlong.popef"] = edit_cbor(base, EXE, packed(lambda b: b"\x01" + b"\xff" * 10 + b"\x01" + b"\x00" * 4))
 
+    def regions_count_lies(exe):  # a layout's packed regions: more than its bytes can hold
+        exe["layouts"][0]["regions"] = b"\x05" + b"\x00" * 3
+    c["exe_regions_count_lies.popef"] = edit_cbor(base, EXE, regions_count_lies)
+
     def arrays_in_v4(exe):  # version 4 stores copies packed: the old array form is refused
         exe["exchanges"][0]["copies"] = [list(c) for c in pio.unpack_copies(exe["exchanges"][0]["copies"])]
     c["exe_copies_as_arrays.popef"] = edit_cbor(base, EXE, arrays_in_v4)

@@ -67,7 +67,8 @@ TEST(GoldenPopef, Fp16FromFormat3RunsAsTheModel) {
   expectGoldenOutputs("golden_v3_fp16.popef", 2e-2);
 }
 
-// Format 4 packs the exchanges' copies (lib/exec/packed_copies.h): the same model, the same outputs.
+// Format 4 packs the exchanges' copies and the layouts' regions (lib/exec/packed_tables.h): the same
+// model, the same outputs.
 TEST(GoldenPopef, Fp32AndFp16FromFormat4RunAsTheModel) {
   EXPECT_TRUE(codeletsOf(kGolden + "golden_v4_fp32.popef").count(exec::Codelet::ConvPartial));
   expectGoldenOutputs("golden_v4_fp32.popef", 1e-5);

@@ -1,4 +1,4 @@
-#include "lib/exec/packed_copies.h"
+#include "lib/exec/packed_tables.h"
 
 #include <limits>
 #include <string>
@@ -88,6 +88,49 @@ Status unpackCopies(std::span<const uint8_t> bytes, std::vector<TileCopy>& out) 
     prev = c;
   }
   if (r.left() != 0) return Error("packed copies have " + std::to_string(r.left()) + " bytes after the last copy");
+  return okStatus();
+}
+
+std::vector<uint8_t> packRegions(std::span<const LayoutRegion> regions) {
+  std::vector<uint8_t> out;
+  out.reserve(regions.size() * 5 + 4);
+  putVarint(out, regions.size());
+  LayoutRegion prev;
+  for (const LayoutRegion& g : regions) {
+    const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+    putVarint(out, zigzag(u(prev.begin) + u(prev.count), u(g.begin)));
+    putVarint(out, zigzag(u(prev.count), u(g.count)));
+    putVarint(out, zigzag(prev.tile, g.tile));
+    putVarint(out, zigzag(prev.offset + u(prev.count), g.offset));  // elements, not bytes: a guess that costs nothing
+    prev = g;
+  }
+  return out;
+}
+
+Status unpackRegions(std::span<const uint8_t> bytes, std::vector<LayoutRegion>& out) {
+  VarintReader r(bytes);
+  POPRT_ASSIGN_OR_RETURN(const uint64_t count, r.next());
+  if (count > r.left() / 4)
+    return Error("packed regions declare " + std::to_string(count) + " regions in " + std::to_string(r.left()) + " bytes");
+  out.reserve(out.size() + count);
+  LayoutRegion prev;
+  for (uint64_t i = 0; i < count; ++i) {
+    const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+    LayoutRegion g;
+    POPRT_ASSIGN_OR_RETURN(const uint64_t begin, r.next());
+    g.begin = static_cast<int64_t>(unzigzag(u(prev.begin) + u(prev.count), begin));
+    POPRT_ASSIGN_OR_RETURN(const uint64_t n, r.next());
+    g.count = static_cast<int64_t>(unzigzag(u(prev.count), n));
+    POPRT_ASSIGN_OR_RETURN(const uint64_t tile, r.next());
+    const uint64_t t = unzigzag(prev.tile, tile);
+    if (t > std::numeric_limits<uint32_t>::max()) return Error("a packed region names tile " + std::to_string(t));
+    g.tile = static_cast<uint32_t>(t);
+    POPRT_ASSIGN_OR_RETURN(const uint64_t offset, r.next());
+    g.offset = unzigzag(prev.offset + u(prev.count), offset);
+    out.push_back(g);
+    prev = g;
+  }
+  if (r.left() != 0) return Error("packed regions have " + std::to_string(r.left()) + " bytes after the last region");
   return okStatus();
 }
 

@@ -1,12 +1,12 @@
-// Exchange copies packed as the executable stores them from format version 4: every value
-// survives the round trip (extremes too), and the common patterns take a few bytes a copy.
+// Exchange copies and layout regions packed as the executable stores them from format version 4:
+// every value survives the round trip (extremes too), and the common patterns take a few bytes.
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <random>
 #include <vector>
 
-#include "lib/exec/packed_copies.h"
+#include "lib/exec/packed_tables.h"
 
 namespace poprt::exec {
 namespace {
@@ -63,6 +63,28 @@ TEST(PackedCopies, UntrustedBytesAreRefusedWithAReason) {
   EXPECT_TRUE(refused(overlong, "beyond 64 bits"));
   // src_tile 2^33: its zigzag difference 2^34 is the varint 80 80 80 80 40.
   EXPECT_TRUE(refused({1, 0x80, 0x80, 0x80, 0x80, 0x40, 0, 0, 0, 0}, "names tile"));
+}
+
+TEST(PackedRegions, RoundTripAndRefusals) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  const std::vector<LayoutRegion> regions = {{0, 100, 3, 4096},      {100, 28, 3, 4496}, {128, 1, 1471, 0},
+                                             {kMin, kMax, 0, ~0ull}, {-5, -7, 7, 1},     {kMax, kMin, 4294967295u, 12}};
+  std::vector<LayoutRegion> back;
+  ASSERT_TRUE(unpackRegions(packRegions(regions), back).ok());
+  ASSERT_EQ(back.size(), regions.size());
+  for (size_t i = 0; i < regions.size(); ++i) {
+    EXPECT_EQ(back[i].begin, regions[i].begin) << i;
+    EXPECT_EQ(back[i].count, regions[i].count) << i;
+    EXPECT_EQ(back[i].tile, regions[i].tile) << i;
+    EXPECT_EQ(back[i].offset, regions[i].offset) << i;
+  }
+  // A tensor spread over tiles in equal runs: a few bytes a region (the arrays took about 12).
+  std::vector<LayoutRegion> spread;
+  for (uint32_t t = 0; t < 1472; ++t) spread.push_back({t * 64, 64, t, 8192});
+  EXPECT_LE(packRegions(spread).size(), spread.size() * 6);
+  back.clear();
+  EXPECT_FALSE(unpackRegions(std::vector<uint8_t>{5, 0, 0, 0}, back).ok());        // 5 regions in 3 bytes
+  EXPECT_FALSE(unpackRegions(std::vector<uint8_t>{1, 0, 0, 0, 0, 0}, back).ok());  // a byte after the last
 }
 
 }  // namespace
