@@ -247,9 +247,10 @@ Status lowerReduce(Lowering& l, const ir::Node& node) {
   return okStatus();
 }
 
-Status lowerSoftmax(Lowering& l, const ir::Node& node) {
-  POPRT_ASSIGN_OR_RETURN(RowsView v, softmaxView(node, l.opset()));
-  const bool log = node.opType() == "LogSoftmax";
+// Ops whose output has the input's shape, a vertex per row block (Softmax, CumSum): paramsOf(b)
+// gives the block's vertex params.
+template <class ParamsOf>
+Status lowerSameShapeRows(Lowering& l, const ir::Node& node, const RowsView& v, const ParamsOf& paramsOf) {
   const DType dt = node.input(0)->type.dtype;
   const uint64_t es = dtypeSize(dt);
   TileMapping out;
@@ -257,30 +258,24 @@ Status lowerSoftmax(Lowering& l, const ir::Node& node) {
     const uint64_t in = blockInput(l, node.input(0), v, b);
     const uint64_t y = blockOutput(l, v, b, v.extent, es, out);
     const uint64_t bytes = static_cast<uint64_t>(b.on * v.extent * b.in) * es;
-    l.computeSet().vertices.push_back(
-        exec::makeVertex(b.tile, dt, {{y, bytes}, {in, bytes}}, exec::SoftmaxParams{log, b.on, v.extent, b.in}));
+    l.computeSet().vertices.push_back(exec::makeVertex(b.tile, dt, {{y, bytes}, {in, bytes}}, paramsOf(b)));
   }
   sortRegions(out);
   l.setMapping(node.output(0), std::move(out));
   return okStatus();
 }
 
+Status lowerSoftmax(Lowering& l, const ir::Node& node) {
+  POPRT_ASSIGN_OR_RETURN(const RowsView v, softmaxView(node, l.opset()));
+  const bool log = node.opType() == "LogSoftmax";
+  return lowerSameShapeRows(l, node, v, [&](const RowBlock& b) { return exec::SoftmaxParams{log, b.on, v.extent, b.in}; });
+}
+
 Status lowerCumSum(Lowering& l, const ir::Node& node) {
   POPRT_ASSIGN_OR_RETURN(const CumSumOp op, cumSumOp(node));
-  const RowsView& v = op.view;
-  const DType dt = node.input(0)->type.dtype;
-  const uint64_t es = dtypeSize(dt);
-  TileMapping out;
-  for (const RowBlock& b : rowBlocks(l, v, maxPositions(l, static_cast<uint64_t>(v.extent) * 8))) {
-    const uint64_t in = blockInput(l, node.input(0), v, b);
-    const uint64_t y = blockOutput(l, v, b, v.extent, es, out);
-    const uint64_t bytes = static_cast<uint64_t>(b.on * v.extent * b.in) * es;
-    l.computeSet().vertices.push_back(exec::makeVertex(b.tile, dt, {{y, bytes}, {in, bytes}},
-                                                       exec::CumSumParams{op.exclusive, op.reverse, b.on, v.extent, b.in}));
-  }
-  sortRegions(out);
-  l.setMapping(node.output(0), std::move(out));
-  return okStatus();
+  return lowerSameShapeRows(l, node, op.view, [&](const RowBlock& b) {
+    return exec::CumSumParams{op.exclusive, op.reverse, b.on, op.view.extent, b.in};
+  });
 }
 
 Status lowerRowNorm(Lowering& l, const ir::Node& node) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "lib/exec/codelets.h"
@@ -20,6 +21,16 @@ constexpr uint64_t kTranscendentalCycles = 4;  // exp/log/sqrt per element, as t
 
 // An [outer][extent][inner] view's sizes, capped (negative when a product is beyond the cap).
 int64_t rowsInSize(int64_t outer, int64_t extent, int64_t inner) { return capMul(capMul(outer, extent), inner); }
+
+// Fields [out, in], both [outer][extent][inner] (Softmax, CumSum).
+Status checkSameShapeRows(const exec::Vertex& v, int64_t outer, int64_t extent, int64_t inner, const std::string& what) {
+  POPRT_TRY(expectFloatFields(v, 2, what.c_str()));
+  const int64_t size = rowsInSize(outer, extent, inner);
+  if (size < 0) return Error(what + " vertex has bad sizes");
+  if (!fieldHolds(v.fields[0], size) || !fieldHolds(v.fields[1], size))
+    return Error(what + " vertex field sizes do not match its shape");
+  return okStatus();
+}
 
 }  // namespace
 
@@ -122,12 +133,7 @@ uint64_t flopsReduce(const exec::ReduceParams& p, const exec::Vertex&) {  // one
 // ---- Softmax -------------------------------------------------------------------------------------
 
 Status checkSoftmax(const exec::SoftmaxParams& p, const exec::Vertex& v) {
-  POPRT_TRY(expectFloatFields(v, 2, "Softmax"));
-  const int64_t size = rowsInSize(p.outer, p.extent, p.inner);
-  if (size < 0) return Error("Softmax vertex has bad sizes");
-  if (!fieldHolds(v.fields[0], size) || !fieldHolds(v.fields[1], size))
-    return Error("Softmax vertex field sizes do not match its shape");
-  return okStatus();
+  return checkSameShapeRows(v, p.outer, p.extent, p.inner, "Softmax");
 }
 
 void runSoftmax(const exec::SoftmaxParams& p, const exec::Vertex& v, uint8_t* mem) {
@@ -309,12 +315,7 @@ uint64_t flopsAttention(const exec::AttentionParams& p,
 // ---- CumSum --------------------------------------------------------------------------------------
 
 Status checkCumSum(const exec::CumSumParams& p, const exec::Vertex& v) {
-  POPRT_TRY(expectFloatFields(v, 2, "CumSum"));
-  const int64_t size = rowsInSize(p.outer, p.extent, p.inner);
-  if (size < 0) return Error("CumSum vertex has bad sizes");
-  if (!fieldHolds(v.fields[0], size) || !fieldHolds(v.fields[1], size))
-    return Error("CumSum vertex field sizes do not match its shape");
-  return okStatus();
+  return checkSameShapeRows(v, p.outer, p.extent, p.inner, "CumSum");
 }
 
 void runCumSum(const exec::CumSumParams& p, const exec::Vertex& v, uint8_t* mem) {
