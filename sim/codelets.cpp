@@ -61,13 +61,6 @@ const CodeletKind* codeletKind(exec::Codelet codelet) {
   return id >= 1 && id <= std::size(kinds) ? &kinds[id - 1] : nullptr;
 }
 
-// The params of a vertex the verifier has passed.
-VertexParams checkedParams(const exec::Vertex& v) {
-  auto params = codeletKind(v.codelet)->decode(v);
-  POPRT_CHECK(params.ok(), "a vertex that was not checked: " + params.error().message());
-  return std::move(params).value();
-}
-
 // Half vertices (dtype float16, every field binary16 except Fill's and Cast's, which handle their
 // dtypes themselves) run the float codelet on widened copies of their fields — fp16 storage, fp32
 // arithmetic, as the IPU's AMP accumulates — and narrow the output back (round to nearest even).
@@ -126,6 +119,12 @@ void runHalfVertex(const CodeletKind& kind, const exec::Vertex& v, const VertexP
 
 }  // namespace
 
+VertexParams verifiedParams(const exec::Vertex& v) {
+  auto params = codeletKind(v.codelet)->decode(v);
+  POPRT_CHECK(params.ok(), "a vertex that was not checked: " + params.error().message());
+  return std::move(params).value();
+}
+
 // Field dtypes: only float32 fields of float16 arithmetic vertices (see exec::Field). An unknown
 // id is refused before any table lookup.
 Expected<VertexParams> prepareVertex(const exec::Vertex& v) {
@@ -151,15 +150,15 @@ void runVertex(const exec::Vertex& v, const VertexParams& params, uint8_t* tile_
   kind.run(params, v, tile_memory);
 }
 
-void runVertex(const exec::Vertex& v, uint8_t* tile_memory) { runVertex(v, checkedParams(v), tile_memory); }
+void runVertex(const exec::Vertex& v, uint8_t* tile_memory) { runVertex(v, verifiedParams(v), tile_memory); }
 
 // Half arithmetic vertices are priced at the float16 rates (Fill and Cast move their own bytes).
 uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
   const exec::CostModel cost(t, isHalfArithmetic(v) ? DType::Float16 : DType::Float);
-  return codeletKind(v.codelet)->cycles(checkedParams(v), v, cost);
+  return codeletKind(v.codelet)->cycles(verifiedParams(v), v, cost);
 }
 
-uint64_t vertexFlops(const exec::Vertex& v) { return codeletKind(v.codelet)->flops(checkedParams(v), v); }
+uint64_t vertexFlops(const exec::Vertex& v) { return codeletKind(v.codelet)->flops(verifiedParams(v), v); }
 
 namespace {
 template <ops::graphcore::ActivationKind K>

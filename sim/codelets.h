@@ -24,6 +24,8 @@ inline Status checkVertex(const exec::Vertex& v) {
   auto prepared = prepareVertex(v);
   return prepared.ok() ? okStatus() : Status(prepared.error());
 }
+// The params of a vertex prepareVertex (the verifier) has passed, decoded without checking again.
+VertexParams verifiedParams(const exec::Vertex& v);
 // Runs a prepared vertex on its tile's memory.
 void runVertex(const exec::Vertex& v, const VertexParams& params, uint8_t* tile_memory);
 // Decodes and runs a checked vertex (tests and benchmarks; the engine runs prepared ones).

@@ -127,11 +127,7 @@ ResolvedVertices resolveVertices(const exec::Executable& exe) {
   for (const auto& vertices : out.sets) {
     auto& params = out.params.emplace_back();
     params.reserve(vertices.size());
-    for (const auto& v : vertices) {
-      auto prepared = prepareVertex(v);
-      POPRT_CHECK(prepared.ok(), "a vertex the verifier passed is refused: " + prepared.error().message());
-      params.push_back(std::move(prepared).value());
-    }
+    for (const auto& v : vertices) params.push_back(verifiedParams(v));  // checked by the verifier already
   }
   return out;
 }

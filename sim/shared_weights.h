@@ -26,8 +26,8 @@ struct ResolvedVertices {
   // read) missed the cache on small vertices: resnet20_cifar ran 7-9% slower, for a popef-run peak
   // of 950 rather than 1019 MB on light_densenet121 (826 MB with no copies).
   std::vector<std::vector<exec::Vertex>> sets;
-  // Each vertex's params decoded once, as sets[i][j] runs with them: their arrays view that copy's
-  // params, so the whole is moved, never copied.
+  // Each vertex's params decoded once (the verifier checked them), as sets[i][j] runs with them:
+  // their arrays view that copy's params, so the whole is moved, never copied.
   std::vector<std::vector<VertexParams>> params;
   const exec::Executable* exe = nullptr;         // resolved for
   uint64_t shared_fields = 0, shared_bytes = 0;  // fields pointed at another copy, and their bytes
