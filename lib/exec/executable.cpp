@@ -184,10 +184,21 @@ Status readStream(cbor::Reader& r, HostStream& hs) {
   return okStatus();
 }
 
-// How the long tables (exchange copies, layout regions) were stored: arrays (format version 3) or
-// packed (4).
+// How the long tables were stored, to check against the version (a file mixing the forms is not
+// one any version wrote): copies and regions as arrays until version 3, vertices until 4.
 struct TableForms {
-  bool arrays = false, packed = false;
+  bool arrays = false, packed = false;  // exchange copies and layout regions
+  bool vertex_arrays = false, packed_vertices = false;
+  Status check(uint64_t version) const {
+    const bool packed_tables = version >= 4, vertices_packed = version >= 5;
+    if (packed_tables ? arrays : packed)
+      return Error(std::string("exchange copies or layout regions stored as ") + (packed_tables ? "arrays" : "packed bytes") +
+                   " in a version " + std::to_string(version) + " executable");
+    if (vertices_packed ? vertex_arrays : packed_vertices)
+      return Error(std::string("vertices stored as ") + (vertices_packed ? "arrays" : "packed bytes") + " in a version " +
+                   std::to_string(version) + " executable");
+    return okStatus();
+  }
 };
 
 Status readLayout(cbor::Reader& r, Layout& layout, TableForms& forms) {
@@ -282,27 +293,44 @@ Status readVertex(cbor::Reader& r, Vertex& vx) {
     vx.fields.push_back(f);
     return okStatus();
   }));
+  std::vector<int64_t> params;
   POPRT_TRY(readArray(r, [&]() -> Status {
     POPRT_ASSIGN_OR_RETURN(int64_t p, r.sint());
-    vx.params.push_back(p);
+    params.push_back(p);
     return okStatus();
   }));
-  return readArray(r, [&]() -> Status {
+  vx.params = std::move(params);
+  std::vector<float> fparams;
+  POPRT_TRY(readArray(r, [&]() -> Status {
     POPRT_ASSIGN_OR_RETURN(double f, r.real());
-    vx.fparams.push_back(static_cast<float>(f));
+    fparams.push_back(static_cast<float>(f));
     return okStatus();
-  });
+  }));
+  vx.fparams = std::move(fparams);
+  return okStatus();
 }
 
-Status readComputeSet(cbor::Reader& r, ComputeSet& set) {
+Status readComputeSet(cbor::Reader& r, ComputeSet& set, TableForms& forms) {
   return r.map({"name", "vertices"}, [&](std::string_view k) -> Status {
     if (k == "name") {
       POPRT_ASSIGN_OR_RETURN(set.name, r.text());
       return okStatus();
     }
+    if (r.nextIsBytes()) {
+      forms.packed_vertices = true;
+      POPRT_ASSIGN_OR_RETURN(const std::vector<uint8_t> packed, r.bytes());
+      return unpackVertices(packed, set.vertices);
+    }
+    forms.vertex_arrays = true;
     return readArray(r, [&]() -> Status {
-      set.vertices.emplace_back();
-      return readVertex(r, set.vertices.back());
+      Vertex& v = set.vertices.emplace_back();
+      POPRT_TRY(readVertex(r, v));
+      if (set.vertices.size() > 1) {  // share repeated params as the packed form does
+        const Vertex& prev = set.vertices[set.vertices.size() - 2];
+        if (v.params == prev.params) v.params = prev.params;
+        if (v.fparams == prev.fparams) v.fparams = prev.fparams;
+      }
+      return okStatus();
     });
   });
 }
@@ -345,20 +373,7 @@ std::vector<uint8_t> serialize(const Executable& exe) {
   for (const auto& cs : exe.compute_sets) {
     w.map(2);
     w.text("name"), w.text(cs.name);
-    w.text("vertices"), w.array(cs.vertices.size());
-    for (const auto& v : cs.vertices) {
-      w.array(6);
-      w.uint(v.tile), w.uint(static_cast<uint32_t>(v.codelet)), w.text(dtypeName(v.dtype));
-      w.array(v.fields.size());
-      for (const auto& f : v.fields) {
-        w.array(f.dtype == DType::Undefined ? 2 : 3), w.uint(f.offset), w.uint(f.bytes);
-        if (f.dtype != DType::Undefined) w.text(dtypeName(f.dtype));
-      }
-      w.array(v.params.size());
-      for (int64_t p : v.params) w.sint(p);
-      w.array(v.fparams.size());
-      for (float f : v.fparams) w.real(f);
-    }
+    w.text("vertices"), w.bytes(packVertices(cs.vertices));
   }
   w.text("exchanges"), w.array(exe.exchanges.size());
   for (const auto& e : exe.exchanges) {
@@ -423,9 +438,9 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
                     [&](std::string_view k) -> Status {
                       if (k == "version") {
                         POPRT_ASSIGN_OR_RETURN(version, r.uint());
-                        if (version != kExecutableVersion && version != 3)
-                          return Error("executable format version " + std::to_string(version) + " is not supported (expected " +
-                                       std::to_string(kExecutableVersion) + " or 3)");
+                        if (version < 3 || version > kExecutableVersion)
+                          return Error("executable format version " + std::to_string(version) +
+                                       " is not supported (expected 3 to " + std::to_string(kExecutableVersion) + ")");
                         return okStatus();
                       }
                       if (k == "target") return readTarget(r, exe.target);
@@ -477,14 +492,11 @@ Expected<Executable> deserialize(std::span<const uint8_t> bytes, const std::stri
                         });
                       return readArray(r, [&] {
                         exe.compute_sets.emplace_back();
-                        return readComputeSet(r, exe.compute_sets.back());
+                        return readComputeSet(r, exe.compute_sets.back(), table_forms);
                       });
                     });
   if (st.ok() && !r.atEnd()) st = Error("trailing bytes after the executable");
-  // Version 3 stores the tables as arrays, version 4 packed; a file mixing them is not one either wrote.
-  if (st.ok() && ((version == 3 && table_forms.packed) || (version == 4 && table_forms.arrays)))
-    st = Error("exchange copies or layout regions stored as " + std::string(version == 3 ? "packed bytes" : "arrays") +
-               " in a version " + std::to_string(version) + " executable");
+  if (st.ok()) st = table_forms.check(version);
   if (!st.ok()) return st.error().withContext(source + ": malformed executable");
   if (auto valid = validate(exe); !valid.ok()) return valid.error().withContext(source);
   return exe;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,9 +20,9 @@
 
 namespace poprt::exec {
 
-// 4: exchange copies and layout regions packed (lib/exec/packed_tables.h); version 3 files (both
-// as arrays) still load.
-inline constexpr uint32_t kExecutableVersion = 4;
+// 4: exchange copies and layout regions packed (lib/exec/packed_tables.h); 5: compute sets'
+// vertices packed too. Versions 3 (every table as arrays) and 4 still load.
+inline constexpr uint32_t kExecutableVersion = 5;
 
 // The machine a program was compiled for (see codegen/target.h for the presets).
 struct Target {
@@ -61,13 +63,41 @@ struct Field {  // a byte range of the vertex's tile memory
   DType dtype = DType::Undefined;
 };
 
+// A vertex's params, immutable once built and shared by copies: the vertices of a compute set
+// mostly repeat the params of the one before (one conv block on a thousand tiles), and a packed
+// PopEF stores such a repeat in no bytes, so decoding one must cost a pointer, not a copy of
+// whatever length the file declared. To edit, take a copy (`vec()`) and assign it back.
+template <class T>
+class SharedList {
+ public:
+  SharedList() = default;
+  SharedList(std::vector<T> v) : list_(v.empty() ? nullptr : std::make_shared<const std::vector<T>>(std::move(v))) {}
+  SharedList(std::initializer_list<T> v) : SharedList(std::vector<T>(v)) {}
+  size_t size() const { return list_ ? list_->size() : 0; }
+  bool empty() const { return size() == 0; }
+  const T* data() const { return list_ ? list_->data() : nullptr; }
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size(); }
+  const T& operator[](size_t i) const { return (*list_)[i]; }
+  const T& back() const { return list_->back(); }
+  std::vector<T> vec() const { return {begin(), end()}; }
+  bool sharesWith(const SharedList& o) const { return list_ == o.list_; }
+  friend bool operator==(const SharedList& a, const SharedList& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+  friend bool operator==(const SharedList& a, const std::vector<T>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  std::shared_ptr<const std::vector<T>> list_;
+};
+
 struct Vertex {
   uint32_t tile = 0;
   Codelet codelet = Codelet::Unary;
   DType dtype = DType::Float;
   std::vector<Field> fields;  // fields[0] is the one every codelet writes; it only reads the others
-  std::vector<int64_t> params;
-  std::vector<float> fparams;
+  SharedList<int64_t> params;
+  SharedList<float> fparams;
 };
 
 struct ComputeSet {

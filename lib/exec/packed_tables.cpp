@@ -1,5 +1,6 @@
 #include "lib/exec/packed_tables.h"
 
+#include <bit>
 #include <limits>
 #include <string>
 
@@ -24,24 +25,56 @@ uint64_t unzigzag(uint64_t base, uint64_t z) { return base + ((z >> 1) ^ (~(z & 
 
 class VarintReader {
  public:
-  explicit VarintReader(std::span<const uint8_t> in) : in_(in) {}
+  VarintReader(std::span<const uint8_t> in, const char* table) : in_(in), table_(table) {}
   Expected<uint64_t> next() {
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 64; shift += 7) {
-      if (pos_ >= in_.size()) return Error("packed copies end inside a number");
+      if (pos_ >= in_.size()) return Error(std::string("packed ") + table_ + " end inside a number");
       const uint8_t b = in_[pos_++];
-      if (shift == 63 && b > 1) return Error("packed copies hold a number beyond 64 bits");
+      if (shift == 63 && b > 1) break;
       v |= static_cast<uint64_t>(b & 0x7f) << shift;
       if (!(b & 0x80)) return v;
     }
-    return Error("packed copies hold a number beyond 64 bits");
+    return Error(std::string("packed ") + table_ + " hold a number beyond 64 bits");
+  }
+  // A count read from the file, refused unless `left()` bytes can hold that many items of at
+  // least `min_bytes` each: what a reader reserves is bounded by the bytes there are.
+  Expected<uint64_t> count(const char* items, size_t min_bytes) {
+    POPRT_ASSIGN_OR_RETURN(const uint64_t n, next());
+    if (n > left() / min_bytes)
+      return Error(std::string("packed ") + table_ + " declare " + std::to_string(n) + " " + items + " in " +
+                   std::to_string(left()) + " bytes");
+    return n;
+  }
+  Expected<float> real() {  // 4 bytes, little-endian IEEE binary32
+    if (left() < 4) return Error(std::string("packed ") + table_ + " end inside a float");
+    uint32_t bits = 0;
+    for (int i = 0; i < 4; ++i) bits |= static_cast<uint32_t>(in_[pos_++]) << (8 * i);
+    return std::bit_cast<float>(bits);
   }
   size_t left() const { return in_.size() - pos_; }
+  Status finish() const {
+    if (left() != 0)
+      return Error(std::string("packed ") + table_ + " have " + std::to_string(left()) + " bytes after the last row");
+    return okStatus();
+  }
 
  private:
   std::span<const uint8_t> in_;
+  const char* table_;
   size_t pos_ = 0;
 };
+
+void putFloat(std::vector<uint8_t>& out, float f) {
+  const auto bits = std::bit_cast<uint32_t>(f);
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(bits >> (8 * i)));
+}
+
+Expected<uint32_t> tileOf(uint64_t v, const char* table) {
+  if (v > std::numeric_limits<uint32_t>::max())
+    return Error(std::string("a packed ") + table + " names tile " + std::to_string(v));
+  return static_cast<uint32_t>(v);
+}
 
 }  // namespace
 
@@ -62,24 +95,18 @@ std::vector<uint8_t> packCopies(std::span<const TileCopy> copies) {
 }
 
 Status unpackCopies(std::span<const uint8_t> bytes, std::vector<TileCopy>& out) {
-  VarintReader r(bytes);
-  POPRT_ASSIGN_OR_RETURN(const uint64_t count, r.next());
-  if (count > r.left() / 5)
-    return Error("packed copies declare " + std::to_string(count) + " copies in " + std::to_string(r.left()) + " bytes");
+  VarintReader r(bytes, "copies");
+  POPRT_ASSIGN_OR_RETURN(const uint64_t count, r.count("copies", 5));
   out.reserve(out.size() + count);
   TileCopy prev;
-  auto tile = [](uint64_t v) -> Expected<uint32_t> {
-    if (v > std::numeric_limits<uint32_t>::max()) return Error("a packed copy names tile " + std::to_string(v));
-    return static_cast<uint32_t>(v);
-  };
   for (uint64_t i = 0; i < count; ++i) {
     TileCopy c;
     POPRT_ASSIGN_OR_RETURN(const uint64_t src_tile, r.next());
-    POPRT_ASSIGN_OR_RETURN(c.src_tile, tile(unzigzag(prev.src_tile, src_tile)));
+    POPRT_ASSIGN_OR_RETURN(c.src_tile, tileOf(unzigzag(prev.src_tile, src_tile), "copy"));
     POPRT_ASSIGN_OR_RETURN(const uint64_t src_offset, r.next());
     c.src_offset = unzigzag(prev.src_offset, src_offset);
     POPRT_ASSIGN_OR_RETURN(const uint64_t dst_tile, r.next());
-    POPRT_ASSIGN_OR_RETURN(c.dst_tile, tile(unzigzag(prev.dst_tile, dst_tile)));
+    POPRT_ASSIGN_OR_RETURN(c.dst_tile, tileOf(unzigzag(prev.dst_tile, dst_tile), "copy"));
     POPRT_ASSIGN_OR_RETURN(const uint64_t dst_offset, r.next());
     c.dst_offset = unzigzag(prev.dst_offset + prev.bytes, dst_offset);
     POPRT_ASSIGN_OR_RETURN(const uint64_t n, r.next());
@@ -87,8 +114,7 @@ Status unpackCopies(std::span<const uint8_t> bytes, std::vector<TileCopy>& out) 
     out.push_back(c);
     prev = c;
   }
-  if (r.left() != 0) return Error("packed copies have " + std::to_string(r.left()) + " bytes after the last copy");
-  return okStatus();
+  return r.finish();
 }
 
 std::vector<uint8_t> packRegions(std::span<const LayoutRegion> regions) {
@@ -108,10 +134,8 @@ std::vector<uint8_t> packRegions(std::span<const LayoutRegion> regions) {
 }
 
 Status unpackRegions(std::span<const uint8_t> bytes, std::vector<LayoutRegion>& out) {
-  VarintReader r(bytes);
-  POPRT_ASSIGN_OR_RETURN(const uint64_t count, r.next());
-  if (count > r.left() / 4)
-    return Error("packed regions declare " + std::to_string(count) + " regions in " + std::to_string(r.left()) + " bytes");
+  VarintReader r(bytes, "regions");
+  POPRT_ASSIGN_OR_RETURN(const uint64_t count, r.count("regions", 4));
   out.reserve(out.size() + count);
   LayoutRegion prev;
   for (uint64_t i = 0; i < count; ++i) {
@@ -122,16 +146,142 @@ Status unpackRegions(std::span<const uint8_t> bytes, std::vector<LayoutRegion>& 
     POPRT_ASSIGN_OR_RETURN(const uint64_t n, r.next());
     g.count = static_cast<int64_t>(unzigzag(u(prev.count), n));
     POPRT_ASSIGN_OR_RETURN(const uint64_t tile, r.next());
-    const uint64_t t = unzigzag(prev.tile, tile);
-    if (t > std::numeric_limits<uint32_t>::max()) return Error("a packed region names tile " + std::to_string(t));
-    g.tile = static_cast<uint32_t>(t);
+    POPRT_ASSIGN_OR_RETURN(g.tile, tileOf(unzigzag(prev.tile, tile), "region"));
     POPRT_ASSIGN_OR_RETURN(const uint64_t offset, r.next());
     g.offset = unzigzag(prev.offset + u(prev.count), offset);
     out.push_back(g);
     prev = g;
   }
-  if (r.left() != 0) return Error("packed regions have " + std::to_string(r.left()) + " bytes after the last region");
-  return okStatus();
+  return r.finish();
+}
+
+namespace {
+
+// A packed vertex's flags: which of its parts differ from the vertex before (docs/POPEF.md).
+enum VertexFlags : uint64_t {
+  kNewKind = 1,     // codelet, dtype, field dtypes and the three counts follow; so do all values
+  kNewParams = 2,   // the params follow, as differences from the previous vertex's
+  kNewFparams = 4,  // the fparams follow, 4 bytes each
+  kNewSizes = 8,    // the fields' byte counts follow, as differences
+};
+
+bool sameKind(const Vertex& a, const Vertex& b) {
+  if (a.codelet != b.codelet || a.dtype != b.dtype || a.fields.size() != b.fields.size() || a.params.size() != b.params.size() ||
+      a.fparams.size() != b.fparams.size())
+    return false;
+  for (size_t i = 0; i < a.fields.size(); ++i)
+    if (a.fields[i].dtype != b.fields[i].dtype) return false;
+  return true;
+}
+
+bool sameSizes(const Vertex& a, const Vertex& b) {
+  for (size_t i = 0; i < a.fields.size(); ++i)
+    if (a.fields[i].bytes != b.fields[i].bytes) return false;
+  return true;
+}
+
+// ONNX's data type numbers; a field's 0 (undefined) means the vertex's own dtype.
+Expected<DType> dtypeOf(uint64_t code, bool field) {
+  if (field && code == 0) return DType::Undefined;
+  const auto dt = code <= 64 ? dtypeFromOnnx(static_cast<int64_t>(code)) : std::nullopt;
+  if (!dt || *dt == DType::Undefined) return Error("a packed vertex has dtype code " + std::to_string(code));
+  return *dt;
+}
+
+}  // namespace
+
+std::vector<uint8_t> packVertices(std::span<const Vertex> vertices) {
+  std::vector<uint8_t> out;
+  out.reserve(vertices.size() * 8 + 4);
+  putVarint(out, vertices.size());
+  const Vertex none;
+  const Vertex* prev = nullptr;
+  for (const Vertex& v : vertices) {
+    const bool kind = !prev || !sameKind(*prev, v);
+    const uint64_t flags = kind ? kNewKind | kNewParams | kNewFparams | kNewSizes
+                                : (v.params == prev->params ? 0 : kNewParams) | (v.fparams == prev->fparams ? 0 : kNewFparams) |
+                                      (sameSizes(*prev, v) ? 0 : kNewSizes);
+    putVarint(out, flags);
+    putVarint(out, zigzag(prev ? prev->tile : 0, v.tile));
+    const Vertex& base = kind ? none : *prev;  // what the differences are taken from
+    if (kind) {
+      putVarint(out, static_cast<uint32_t>(v.codelet)), putVarint(out, static_cast<uint64_t>(v.dtype));
+      putVarint(out, v.fields.size());
+      for (const Field& f : v.fields) putVarint(out, static_cast<uint64_t>(f.dtype));
+      putVarint(out, v.params.size()), putVarint(out, v.fparams.size());
+    }
+    for (size_t i = 0; i < v.fields.size(); ++i) putVarint(out, zigzag(kind ? 0 : base.fields[i].offset, v.fields[i].offset));
+    if (flags & kNewSizes)
+      for (size_t i = 0; i < v.fields.size(); ++i) putVarint(out, zigzag(kind ? 0 : base.fields[i].bytes, v.fields[i].bytes));
+    if (flags & kNewParams)
+      for (size_t i = 0; i < v.params.size(); ++i)
+        putVarint(out, zigzag(kind ? 0 : static_cast<uint64_t>(base.params[i]), v.params[i]));
+    if (flags & kNewFparams)
+      for (float f : v.fparams) putFloat(out, f);
+    prev = &v;
+  }
+  return out;
+}
+
+Status unpackVertices(std::span<const uint8_t> bytes, std::vector<Vertex>& out) {
+  VarintReader r(bytes, "vertices");
+  POPRT_ASSIGN_OR_RETURN(const uint64_t count, r.count("vertices", 2));  // flags and tile at least
+  out.reserve(out.size() + count);
+  for (uint64_t i = 0; i < count; ++i) {
+    POPRT_ASSIGN_OR_RETURN(const uint64_t flags, r.next());
+    if (flags > (kNewKind | kNewParams | kNewFparams | kNewSizes))
+      return Error("a packed vertex has unknown flags " + std::to_string(flags));
+    const bool kind = flags & kNewKind;
+    if (kind && flags != (kNewKind | kNewParams | kNewFparams | kNewSizes))
+      return Error("a packed vertex of a new kind does not give all its values");
+    if (!kind && i == 0) return Error("the first packed vertex does not give its kind");
+    Vertex v = kind ? Vertex{} : out.back();  // a copy shares the previous vertex's params
+    POPRT_ASSIGN_OR_RETURN(const uint64_t tile, r.next());
+    POPRT_ASSIGN_OR_RETURN(v.tile, tileOf(unzigzag(i == 0 ? 0 : out.back().tile, tile), "vertex"));
+    std::vector<int64_t> params;
+    if (kind) {
+      POPRT_ASSIGN_OR_RETURN(const uint64_t codelet, r.next());
+      if (codelet < 1 || codelet > kMaxCodelet) return Error("a packed vertex has unknown codelet " + std::to_string(codelet));
+      v.codelet = static_cast<Codelet>(codelet);
+      POPRT_ASSIGN_OR_RETURN(const uint64_t dtype, r.next());
+      POPRT_ASSIGN_OR_RETURN(v.dtype, dtypeOf(dtype, false));
+      POPRT_ASSIGN_OR_RETURN(const uint64_t fields, r.count("fields", 3));  // dtype, offset, bytes
+      v.fields.resize(fields);
+      for (Field& f : v.fields) {
+        POPRT_ASSIGN_OR_RETURN(const uint64_t field_dtype, r.next());
+        POPRT_ASSIGN_OR_RETURN(f.dtype, dtypeOf(field_dtype, true));
+      }
+      POPRT_ASSIGN_OR_RETURN(const uint64_t nparams, r.count("params", 1));
+      params.resize(nparams);
+      POPRT_ASSIGN_OR_RETURN(const uint64_t nfparams, r.count("fparams", 4));
+      v.fparams = std::vector<float>(nfparams);  // sized here, read below
+    } else if (flags & kNewParams) {
+      params = v.params.vec();
+    }
+    for (Field& f : v.fields) {
+      POPRT_ASSIGN_OR_RETURN(const uint64_t offset, r.next());
+      f.offset = unzigzag(f.offset, offset);
+    }
+    if (flags & kNewSizes)
+      for (Field& f : v.fields) {
+        POPRT_ASSIGN_OR_RETURN(const uint64_t n, r.next());
+        f.bytes = unzigzag(f.bytes, n);
+      }
+    if (flags & kNewParams) {
+      for (int64_t& p : params) {
+        POPRT_ASSIGN_OR_RETURN(const uint64_t d, r.next());
+        p = static_cast<int64_t>(unzigzag(static_cast<uint64_t>(p), d));
+      }
+      v.params = std::move(params);
+    }
+    if (flags & kNewFparams) {
+      std::vector<float> fparams(v.fparams.size());
+      for (float& f : fparams) { POPRT_ASSIGN_OR_RETURN(f, r.real()); }
+      v.fparams = std::move(fparams);
+    }
+    out.push_back(std::move(v));
+  }
+  return r.finish();
 }
 
 }  // namespace poprt::exec

@@ -99,10 +99,11 @@ class Reader {
 // A vertex of the kind of `P` with its params encoded.
 template <class P>
 Vertex makeVertex(uint32_t tile, DType dtype, std::vector<Field> fields, P params) {
-  Vertex v{tile, P::kCodelet, dtype, std::move(fields), {}, {}};
-  params_detail::Writer writer(v.params, v.fparams);
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  params_detail::Writer writer(ints, floats);
   params.members(writer);
-  return v;
+  return Vertex{tile, P::kCodelet, dtype, std::move(fields), std::move(ints), std::move(floats)};
 }
 
 // The params of `v` (of P's kind) as the struct, or which part of the layout they break. The

@@ -310,23 +310,46 @@ def popef_cases(p):
     c["popef_feed_mismatch.popef"] = edit(base, lambda blobs: blobs + [pio.Blob(FEED, b"x", tensor_payload("float32", [3], b"\0" * 12))])
 
     # the executable blob
-    def vertex_field_oob(exe):
-        exe["compute_sets"][0]["vertices"][0][3][0][0] = exe["target"]["bytes_per_tile"] * 2
-    c["exe_vertex_field_oob.popef"] = edit_cbor(base, EXE, vertex_field_oob)
+    def vertices(edit_vertices, index=0):  # a compute set's packed vertices, unpacked, edited, packed
+        def apply(exe):
+            cs = exe["compute_sets"][index]
+            vs = pio.unpack_vertices(cs["vertices"])
+            edit_vertices(vs)
+            cs["vertices"] = pio.pack_vertices(vs)
+        return apply
 
-    def unknown_codelet(exe):
-        exe["compute_sets"][0]["vertices"][0][1] = 99
-    c["exe_unknown_codelet.popef"] = edit_cbor(base, EXE, unknown_codelet)
+    def vertex_field_oob(vs):
+        vs[0][3][0][0] = 1 << 30
+    c["exe_vertex_field_oob.popef"] = edit_cbor(base, EXE, vertices(vertex_field_oob))
 
-    def vertex_count(exe):
-        v = exe["compute_sets"][-1]["vertices"][0]  # the Relu: params [fn, count]
-        v[4][1] += 1
-    c["exe_vertex_count_lies.popef"] = edit_cbor(base, EXE, vertex_count)
+    def unknown_codelet(vs):
+        vs[0][1] = 99
+    c["exe_unknown_codelet.popef"] = edit_cbor(base, EXE, vertices(unknown_codelet))
 
-    def misaligned(exe):
-        v = exe["compute_sets"][-1]["vertices"][0]
-        v[3][0][0] += 2
-    c["exe_vertex_misaligned.popef"] = edit_cbor(base, EXE, misaligned)
+    def vertex_count(vs):  # the Relu: params [fn, count]
+        vs[0][4][1] += 1
+    c["exe_vertex_count_lies.popef"] = edit_cbor(base, EXE, vertices(vertex_count, -1))
+
+    def misaligned(vs):
+        vs[0][3][0][0] += 2
+    c["exe_vertex_misaligned.popef"] = edit_cbor(base, EXE, vertices(misaligned, -1))
+
+    def packed_vertices(edit_bytes):  # the first compute set's packed vertices, edited as bytes
+        def apply(exe):
+            exe["compute_sets"][0]["vertices"] = edit_bytes(exe["compute_sets"][0]["vertices"])
+        return apply
+    c["exe_vertices_truncated.popef"] = edit_cbor(base, EXE, packed_vertices(lambda b: b[:-1]))
+    c["exe_vertices_count_lies.popef"] = edit_cbor(base, EXE, packed_vertices(lambda b: b"\xff\xff\x03" + b[1:]))
+    # one Unary vertex (flags 15, tile 0, codelet 1, float32, a field) declaring 2^20 params in 5 bytes
+    c["exe_vertices_params_lie.popef"] = edit_cbor(base, EXE, packed_vertices(
+        lambda b: b"\x01\x0f\x00\x01\x01\x01\x00\x80\x80\x40\x00\x00\x08\x00\x08"))
+    c["exe_vertices_inherit_first.popef"] = edit_cbor(base, EXE, packed_vertices(lambda b: b"\x01\x00\x00\x00"))
+    c["exe_vertices_flags.popef"] = edit_cbor(base, EXE, packed_vertices(lambda b: b[:1] + b"\x1f" + b[2:]))
+
+    def vertices_as_arrays(exe):  # version 5 stores vertices packed: the version 4 array form is refused
+        cs = exe["compute_sets"][0]
+        cs["vertices"] = [[v[0], v[1], "float32", [f[:2] for f in v[3]], v[4], v[5]] for v in pio.unpack_vertices(cs["vertices"])]
+    c["exe_vertices_as_arrays.popef"] = edit_cbor(base, EXE, vertices_as_arrays)
 
     def stream_copy_oob(exe):
         s = [s for s in exe["streams"] if s["role"] == 0][0]
@@ -362,9 +385,9 @@ def popef_cases(p):
         exe["layouts"][0]["regions"] = b"\x05" + b"\x00" * 3
     c["exe_regions_count_lies.popef"] = edit_cbor(base, EXE, regions_count_lies)
 
-    def arrays_in_v4(exe):  # version 4 stores copies packed: the old array form is refused
+    def arrays_in_v5(exe):  # versions 4 and 5 store copies packed: the old array form is refused
         exe["exchanges"][0]["copies"] = [list(c) for c in pio.unpack_copies(exe["exchanges"][0]["copies"])]
-    c["exe_copies_as_arrays.popef"] = edit_cbor(base, EXE, arrays_in_v4)
+    c["exe_copies_as_arrays.popef"] = edit_cbor(base, EXE, arrays_in_v5)
 
     def gather_oob(exe):
         e = [e for e in exe["exchanges"] if e["gathers"]][0]
@@ -396,9 +419,9 @@ def popef_cases(p):
         exe["target"]["tiles_per_ipu"] = 0
     c["exe_zero_tiles.popef"] = edit_cbor(base, EXE, zero_tiles)
 
-    def version5(exe):
-        exe["version"] = 5
-    c["exe_version5.popef"] = edit_cbor(base, EXE, version5)
+    def version6(exe):
+        exe["version"] = 6
+    c["exe_version6.popef"] = edit_cbor(base, EXE, version6)
     c["exe_device_cap.popef"] = base  # refused under POPRT_MAX_DEVICE_BYTES=1024 (see the manifest)
 
     def truncated_exe(blobs):

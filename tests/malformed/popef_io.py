@@ -6,6 +6,7 @@ The encoder is deliberately plain: it writes what it is given, so tests can buil
 careful writer never would (wrong CRCs, lying sizes, bad blob counts).
 """
 
+import copy
 import struct
 import zlib
 
@@ -138,7 +139,7 @@ def cbor_encode(x):
     raise TypeError(type(x))
 
 
-# ---- packed exchange copies (executable format 4; docs/POPEF.md) ------------------------------
+# ---- packed exchange copies (format 4) and vertices (format 5); docs/POPEF.md ------------------
 def _varint(v):
     out = bytearray()
     while v >= 0x80:
@@ -166,28 +167,76 @@ def pack_copies(copies):
     return bytes(out)
 
 
-def unpack_copies(data):
-    pos = 0
+class _VarintReader:
+    def __init__(self, data):
+        self.data, self.pos = data, 0
 
-    def nxt():
-        nonlocal pos
+    def next(self):
         v, shift = 0, 0
         while True:
-            b = data[pos]
-            pos += 1
+            b = self.data[self.pos]
+            self.pos += 1
             v |= (b & 0x7F) << shift
             shift += 7
             if not b & 0x80:
                 return v
 
-    def unzig(base, z):
-        return (base + ((z >> 1) ^ -(z & 1))) % (1 << 64)
 
-    copies, prev = [], [0, 0, 0, 0, 0]
-    for _ in range(nxt()):
-        c = [unzig(prev[0], nxt()), unzig(prev[1], nxt()), unzig(prev[2], nxt()), 0, 0]
-        c[3] = unzig(prev[3] + prev[4], nxt())
-        c[4] = unzig(prev[4], nxt())
+def _unzig(base, z):
+    return (base + ((z >> 1) ^ -(z & 1))) % (1 << 64)
+
+
+def _signed(v):
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def pack_vertices(vertices):
+    """[tile, codelet, dtype, [[offset, bytes, field_dtype], ...], params, fparams] lists (dtypes as
+    ONNX numbers, a field's 0 meaning the vertex's) -> the packed byte string. Every vertex is
+    written with all its values (flags 15): plain, so a test can write what the compiler never would."""
+    out = bytearray(_varint(len(vertices)))
+    prev_tile = 0
+    for tile, codelet, dtype, fields, params, fparams in vertices:
+        out += _varint(15) + _varint(_zigzag(prev_tile, tile)) + _varint(codelet) + _varint(dtype) + _varint(len(fields))
+        out += b"".join(_varint(f[2]) for f in fields) + _varint(len(params)) + _varint(len(fparams))
+        out += b"".join(_varint(_zigzag(0, f[0])) for f in fields) + b"".join(_varint(_zigzag(0, f[1])) for f in fields)
+        out += b"".join(_varint(_zigzag(0, p)) for p in params) + b"".join(struct.pack("<f", f) for f in fparams)
+        prev_tile = tile
+    return bytes(out)
+
+
+def unpack_vertices(data):
+    r, vertices = _VarintReader(data), []
+    for _ in range(r.next()):
+        flags = r.next()
+        v = copy.deepcopy(vertices[-1]) if not flags & 1 else None
+        tile = _unzig(vertices[-1][0] if vertices else 0, r.next())
+        if flags & 1:
+            codelet, dtype, nf = r.next(), r.next(), r.next()
+            fdt = [r.next() for _ in range(nf)]
+            npar, nfp = r.next(), r.next()
+            v = [tile, codelet, dtype, [[0, 0, d] for d in fdt], [0] * npar, [0.0] * nfp]
+        v[0] = tile
+        for f in v[3]:
+            f[0] = _unzig(f[0], r.next())
+        if flags & 8:
+            for f in v[3]:
+                f[1] = _unzig(f[1], r.next())
+        if flags & 2:
+            v[4] = [_signed(_unzig(p % (1 << 64), r.next())) for p in v[4]]
+        if flags & 4:
+            v[5] = [struct.unpack_from("<f", data, r.pos + 4 * i)[0] for i in range(len(v[5]))]
+            r.pos += 4 * len(v[5])
+        vertices.append(v)
+    return vertices
+
+
+def unpack_copies(data):
+    r, copies, prev = _VarintReader(data), [], [0, 0, 0, 0, 0]
+    for _ in range(r.next()):
+        c = [_unzig(prev[0], r.next()), _unzig(prev[1], r.next()), _unzig(prev[2], r.next()), 0, 0]
+        c[3] = _unzig(prev[3] + prev[4], r.next())
+        c[4] = _unzig(prev[4], r.next())
         copies.append(c)
         prev = c
     return copies

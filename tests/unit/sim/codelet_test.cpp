@@ -365,12 +365,12 @@ TEST(CheckVertex, RefusesInconsistentVertices) {
   EXPECT_FALSE(checkVertex(fn).ok());
   exec::Vertex mm{0, exec::Codelet::MatMul, DType::Float, {{0, 16}, {16, 16}, {32, 16}}, {2, 2, 2, 0, 0, 0}, {1.f, 1.f}};
   EXPECT_TRUE(checkVertex(mm).ok());
-  mm.params[1] = 3;
+  setParam(mm, 1, 3);
   EXPECT_FALSE(checkVertex(mm).ok());
   // Broadcast strides reaching past the operand buffer.
   exec::Vertex bin{0, exec::Codelet::Binary, DType::Float, {{0, 8}, {8, 8}, {16, 4}}, {0, 2, 0, 1, 0, 1, 2, 1, 1}, {}};
   EXPECT_FALSE(checkVertex(bin).ok());
-  bin.params[8] = 0;
+  setParam(bin, 8, 0);
   EXPECT_TRUE(checkVertex(bin).ok()) << checkVertex(bin).error().message();
 }
 
@@ -470,9 +470,9 @@ void checkConv(const WindowCase& c, int64_t o0 = 0, int64_t rows = -1, uint32_t 
       {}};
   if (c.bias) v.fields.push_back(mem.add(b));
   for (const Shape* s : std::initializer_list<const Shape*>{&in_dims, &block_out, &c.kernel, &c.strides, &c.dilations, &starts})
-    v.params.insert(v.params.end(), s->begin(), s->end());
+    editParams(v, [&](std::vector<int64_t>& p) { p.insert(p.end(), s->begin(), s->end()); });
   if (act_kind >= 0) {
-    v.params.push_back(act_kind);
+    editParams(v, [&](std::vector<int64_t>& p) { p.push_back(act_kind); });
     v.fparams = {alpha, beta, lo, hi};
   }
   ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
@@ -650,7 +650,7 @@ void checkPool(const std::string& op, const WindowCase& c, bool ceil_mode, bool 
                  {}};
   for (const Shape* s :
        std::initializer_list<const Shape*>{&in_dims, &block_out, &g.kernel, &g.strides, &g.dilations, &starts, &pends})
-    v.params.insert(v.params.end(), s->begin(), s->end());
+    editParams(v, [&](std::vector<int64_t>& p) { p.insert(p.end(), s->begin(), s->end()); });
   ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
   runVertex(v, mem.bytes.data());
   auto got = mem.read(out);
@@ -721,25 +721,26 @@ TEST(CheckVertex, RefusesInconsistentWindowVertices) {
     mutate(v);
     return !checkVertex(v).ok();
   };
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[1].bytes -= 4; }));           // input smaller than its dims
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[2].bytes += 4; }));           // weights larger
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[0] = 4; }));                  // rank beyond 3
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[4] = 1; }));                  // bias without a field
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[11] = 0; }));                 // stride 0
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[5] = int64_t{1} << 40; }));   // huge extent
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params[15] = int64_t{1} << 50; }));  // huge start
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[1].bytes -= 4; }));             // input smaller than its dims
+  EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[2].bytes += 4; }));             // weights larger
+  EXPECT_TRUE(bad([](exec::Vertex& v) { setParam(v, 0, 4); }));                  // rank beyond 3
+  EXPECT_TRUE(bad([](exec::Vertex& v) { setParam(v, 4, 1); }));                  // bias without a field
+  EXPECT_TRUE(bad([](exec::Vertex& v) { setParam(v, 11, 0); }));                 // stride 0
+  EXPECT_TRUE(bad([](exec::Vertex& v) { setParam(v, 5, int64_t{1} << 40); }));   // huge extent
+  EXPECT_TRUE(bad([](exec::Vertex& v) { setParam(v, 15, int64_t{1} << 50); }));  // huge start
   EXPECT_TRUE(bad([](exec::Vertex& v) {
-    v.params.push_back(99);
+    editParams(v, [](std::vector<int64_t>& p) { p.push_back(99); });
     v.fparams = {0, 0, 0, 0};
-  }));                                                               // unknown activation
-  EXPECT_TRUE(bad([](exec::Vertex& v) { v.params.push_back(0); }));  // activation without fparams
+  }));  // unknown activation
+  EXPECT_TRUE(bad(
+      [](exec::Vertex& v) { editParams(v, [](std::vector<int64_t>& p) { p.push_back(0); }); }));  // activation without fparams
   EXPECT_TRUE(bad([](exec::Vertex& v) { v.dtype = DType::Float16; }));
   EXPECT_TRUE(bad([](exec::Vertex& v) { v.fields[0].offset = 2; }));  // misaligned
   // Channel counts whose products overflow must not wrap around to match the fields.
   EXPECT_TRUE(bad([](exec::Vertex& v) {
-    v.params[1] = int64_t{1} << 24;
-    v.params[2] = int64_t{1} << 24;
-    v.params[3] = int64_t{1} << 24;
+    setParam(v, 1, int64_t{1} << 24);
+    setParam(v, 2, int64_t{1} << 24);
+    setParam(v, 3, int64_t{1} << 24);
   }));
   exec::Vertex pool{0,
                     exec::Codelet::Pool,
@@ -749,16 +750,16 @@ TEST(CheckVertex, RefusesInconsistentWindowVertices) {
                     {}};
   ASSERT_TRUE(checkVertex(pool).ok()) << checkVertex(pool).error().message();
   exec::Vertex p2 = pool;
-  p2.params[2] = 7;  // unknown kind
+  setParam(p2, 2, 7);  // unknown kind
   EXPECT_FALSE(checkVertex(p2).ok());
   p2 = pool;
   p2.fields[0].bytes = 4;
   EXPECT_FALSE(checkVertex(p2).ok());
   p2 = pool;
-  p2.params.pop_back();
+  editParams(p2, [](std::vector<int64_t>& p) { p.pop_back(); });
   EXPECT_FALSE(checkVertex(p2).ok());
   p2 = pool;
-  p2.params[3] = 2;
+  setParam(p2, 3, 2);
   EXPECT_FALSE(checkVertex(p2).ok());
 }
 
@@ -814,7 +815,7 @@ TEST(BinaryCodelet, ABasedBroadcastBufferReadsItsSlice) {
   EXPECT_EQ(mem.read(out), (std::vector<float>{206, 307, 408}));
   // A base past the first column the elements read is refused: the read would fall before the buffer.
   exec::Vertex bad = v;
-  bad.params.back() = 2;
+  editParams(bad, [](std::vector<int64_t>& p) { p.back() = 2; });
   EXPECT_FALSE(checkVertex(bad).ok());
   // So is a buffer too short for the last column read.
   bad = v;

@@ -17,6 +17,17 @@
 
 namespace poprt::sim::codelet_test {
 
+// A vertex's params are immutable once built (exec::SharedList): tests edit them through a copy.
+template <class F>
+void editParams(exec::Vertex& v, F edit) {
+  std::vector<int64_t> p = v.params.vec();
+  edit(p);
+  v.params = std::move(p);
+}
+inline void setParam(exec::Vertex& v, size_t i, int64_t value) {
+  editParams(v, [&](std::vector<int64_t>& p) { p[i] = value; });
+}
+
 inline constexpr uint8_t kGuard = 0xA5;
 inline constexpr uint64_t kGuardBytes = 32;
 

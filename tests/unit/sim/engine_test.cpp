@@ -14,9 +14,12 @@
 #include "lib/support/half.h"
 #include "sim/codelets.h"
 #include "sim/engine.h"
+#include "tests/unit/sim/codelet_test_util.h"
 
 namespace poprt::sim {
 namespace {
+
+using codelet_test::setParam;
 
 Tensor randomTensor(Shape shape, uint32_t seed) {
   Tensor t(DType::Float, std::move(shape));
@@ -835,7 +838,7 @@ TEST(Codelets, FlopsOfAMatMulVertex) {
   v.params = {2, 3, 4, 0, 0, exec::kBiasNone};
   v.fparams = {1, 1};  // alpha, beta
   EXPECT_EQ(vertexFlops(v), 2u * 2 * 3 * 4);
-  v.params[5] = exec::kBiasRow;  // plus one add per output
+  setParam(v, 5, exec::kBiasRow);  // plus one add per output
   EXPECT_EQ(vertexFlops(v), 2u * 2 * 3 * 4 + 2 * 4);
 }
 

@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "lib/exec/vertex_params.h"
+#include "tests/unit/sim/codelet_test_util.h"
 
 namespace poprt::exec {
 namespace {
+
+using sim::codelet_test::editParams;
+using sim::codelet_test::setParam;
 
 using Ints = std::vector<int64_t>;
 using Floats = std::vector<float>;
@@ -59,7 +63,7 @@ TEST(VertexParams, DecodeGivesBackWhatWasEncoded) {
   // The arrays view the vertex's own params, not a copy.
   EXPECT_EQ(p->out_dims.data(), v.params.data() + 6);
 
-  v.params.resize(v.params.size() - 2);  // the older layout without bases
+  editParams(v, [](std::vector<int64_t>& p) { p.resize(p.size() - 2); });  // the older layout without bases
   p = decodeParams<BinaryParams>(v);
   ASSERT_TRUE(p.ok()) << p.error().message();
   EXPECT_FALSE(p->bases.has_value());
@@ -74,29 +78,31 @@ TEST(VertexParams, DecodeRefusesWhatBreaksTheLayout) {
     return testing::AssertionSuccess();
   };
   Vertex v = mm;
-  v.params.pop_back();
+  editParams(v, [](std::vector<int64_t>& p) { p.pop_back(); });
   EXPECT_TRUE(refused(v, "too few params"));
   v = mm;
-  v.fparams.push_back(0);  // an fparam beyond the layout
+  std::vector<float> beyond = v.fparams.vec();
+  beyond.push_back(0);  // an fparam beyond the layout
+  v.fparams = beyond;
   EXPECT_TRUE(refused(v, "not its layout"));
   v = mm;
-  v.params.push_back(0);  // an activation kind without its floats
+  editParams(v, [](std::vector<int64_t>& p) { p.push_back(0); });  // an activation kind without its floats
   EXPECT_TRUE(refused(v, "too few params"));
   v = mm;
-  v.params[3] = 2;  // trans_a is a flag
+  setParam(v, 3, 2);  // trans_a is a flag
   EXPECT_TRUE(refused(v, "flag"));
 
   // An enum's value must fit its type before the kind's check sees it (UnaryFn is 32 bits).
   Vertex un = makeVertex(0, DType::Float, {}, UnaryParams{ops::UnaryFn::Relu, 4});
-  un.params[0] = (int64_t{1} << 32) + static_cast<int64_t>(ops::UnaryFn::Relu);
+  setParam(un, 0, (int64_t{1} << 32) + static_cast<int64_t>(ops::UnaryFn::Relu));
   EXPECT_FALSE(decodeParams<UnaryParams>(un).ok());
 
   // A negative or too long array length.
   const Ints in = {5}, k = {3}, s = {1}, st = {0};
   Vertex conv = makeVertex(0, DType::Float, {}, ConvPartialParams{1, 1, 1, 1, false, in, in, k, s, s, st, std::nullopt});
-  conv.params[0] = -1;
+  setParam(conv, 0, -1);
   EXPECT_FALSE(decodeParams<ConvPartialParams>(conv).ok());
-  conv.params[0] = int64_t{1} << 62;
+  setParam(conv, 0, int64_t{1} << 62);
   EXPECT_FALSE(decodeParams<ConvPartialParams>(conv).ok());
 }
 
