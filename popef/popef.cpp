@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <utility>
 
@@ -231,9 +233,9 @@ Status writePopef(const std::filesystem::path& path, const PopefFile& file) {
 
 namespace {
 // The file header: the magic, the versions this reader knows, and the blob count it declares.
-Expected<uint32_t> readFileHeader(std::span<const uint8_t> b, const std::string& file) {
+// `b`: the file's first min(size, kFileHeaderSize) bytes.
+Expected<uint32_t> readFileHeader(std::span<const uint8_t> b, uint64_t size, const std::string& file) {
   auto err = [&](const std::string& msg) { return Error(file + ": " + msg); };
-  const size_t size = b.size();
 
   if (size == 0) return err("empty file (expected a PopEF file starting with \"POPEF\\0\")");
   size_t magic_len = std::min(size, sizeof kFileMagic);
@@ -259,13 +261,69 @@ Expected<uint32_t> readFileHeader(std::span<const uint8_t> b, const std::string&
                " bytes follow (each blob takes at least " + std::to_string(kBlobHeaderFixedSize) + ")");
   return count;
 }
-}  // namespace
 
-Expected<PopefFile> parsePopef(std::span<const uint8_t> b, const std::string& file) {
+// Where the parser reads from: bytes in memory, or a file read piece by piece, so that reading a
+// PopEF holds each payload once rather than the whole file besides (a 1.2 GB model's popef-run
+// peaked at three copies of its weights).
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual uint64_t size() const = 0;
+  // The n bytes at pos (pos + n <= size()), valid until the next call.
+  virtual Expected<std::span<const uint8_t>> view(uint64_t pos, size_t n) = 0;
+  virtual Expected<std::vector<uint8_t>> copy(uint64_t pos, size_t n) = 0;
+};
+
+class MemorySource final : public ByteSource {
+ public:
+  explicit MemorySource(std::span<const uint8_t> b) : b_(b) {}
+  uint64_t size() const override { return b_.size(); }
+  Expected<std::span<const uint8_t>> view(uint64_t pos, size_t n) override { return b_.subspan(pos, n); }
+  Expected<std::vector<uint8_t>> copy(uint64_t pos, size_t n) override {
+    const auto v = b_.subspan(pos, n);
+    return std::vector<uint8_t>(v.begin(), v.end());
+  }
+
+ private:
+  std::span<const uint8_t> b_;
+};
+
+class FileSource final : public ByteSource {
+ public:
+  FileSource(const std::filesystem::path& path, uint64_t size) : in_(path, std::ios::binary), path_(path.string()), size_(size) {}
+  bool opened() const { return static_cast<bool>(in_); }
+  uint64_t size() const override { return size_; }
+  Expected<std::span<const uint8_t>> view(uint64_t pos, size_t n) override {
+    buffer_.resize(n);
+    POPRT_TRY(read(pos, buffer_));
+    return std::span<const uint8_t>(buffer_);
+  }
+  Expected<std::vector<uint8_t>> copy(uint64_t pos, size_t n) override {
+    std::vector<uint8_t> out(n);
+    POPRT_TRY(read(pos, out));
+    return out;
+  }
+
+ private:
+  Status read(uint64_t pos, std::vector<uint8_t>& out) {
+    in_.seekg(static_cast<std::streamoff>(pos));
+    if (!out.empty() && !in_.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size())))
+      return Error(path_ + ": read failed at byte " + std::to_string(pos));
+    return okStatus();
+  }
+  std::ifstream in_;
+  std::string path_;
+  uint64_t size_;
+  std::vector<uint8_t> buffer_;
+};
+
+Expected<PopefFile> parseFrom(ByteSource& src, const std::string& file) {
   auto err = [&](const std::string& msg) { return Error(file + ": " + msg); };
-  const size_t size = b.size();
-  POPRT_ASSIGN_OR_RETURN(const uint32_t count, readFileHeader(b, file));
-  size_t pos = kFileHeaderSize;
+  const uint64_t size = src.size();
+  POPRT_ASSIGN_OR_RETURN(const std::span<const uint8_t> head,
+                         src.view(0, static_cast<size_t>(std::min<uint64_t>(size, kFileHeaderSize))));
+  POPRT_ASSIGN_OR_RETURN(const uint32_t count, readFileHeader(head, size, file));
+  uint64_t pos = kFileHeaderSize;
   PopefFile out;
   bool have_metadata = false;
   size_t metadata_index = 0, metadata_offset = 0;
@@ -273,27 +331,28 @@ Expected<PopefFile> parsePopef(std::span<const uint8_t> b, const std::string& fi
   for (uint32_t i = 0; i < count; ++i) {
     const size_t off = pos;
     const std::string where = "blob " + std::to_string(i) + " at byte " + std::to_string(off);
-    size_t remain = size - pos;
+    uint64_t remain = size - pos;
     if (remain < kBlobHeaderFixedSize)
       return err("truncated at byte " + std::to_string(pos) + ": blob " + std::to_string(i) + " header needs " +
                  std::to_string(kBlobHeaderFixedSize) + " bytes, only " + std::to_string(remain) + " remain");
-    uint32_t magic = rd32(b, pos);
+    POPRT_ASSIGN_OR_RETURN(const std::span<const uint8_t> h, src.view(pos, kBlobHeaderFixedSize));
+    uint32_t magic = rd32(h, 0);
     if (magic != kBlobMagic)
       return err(where + ": bad blob magic " + hex(magic, 8) + ", expected " + hex(kBlobMagic, 8) +
                  " (\"BLOB\"); the file is corrupt");
-    uint16_t hver = rd16(b, pos + 4);
+    uint16_t hver = rd16(h, 4);
     if (hver > kBlobHeaderVersion)
       return err(where + ": blob header version " + std::to_string(hver) + " is newer than this reader (" +
                  std::to_string(kBlobHeaderVersion) + ")");
     if (hver == 0) return err(where + ": invalid blob header version 0 (expected 1)");
-    uint16_t type_value = rd16(b, pos + 6);
+    uint16_t type_value = rd16(h, 6);
     if (!isKnownBlobType(type_value))
       return err(where + " has unknown blob type " + std::to_string(type_value) +
                  " (known: 1 metadata, 2 executable, 3 tensor data, 4 feed data, 5 opaque)");
     auto type = static_cast<BlobType>(type_value);
-    uint64_t psize = rd64(b, pos + 8);
-    uint32_t stored_crc = rd32(b, pos + 16);
-    uint32_t name_len = rd32(b, pos + 20);
+    uint64_t psize = rd64(h, 8);
+    uint32_t stored_crc = rd32(h, 16);
+    uint32_t name_len = rd32(h, 20);
     pos += kBlobHeaderFixedSize;
     if (name_len > kMaxBlobNameBytes)
       return err(where + ": name length " + std::to_string(name_len) + " exceeds the limit of " +
@@ -302,7 +361,8 @@ Expected<PopefFile> parsePopef(std::span<const uint8_t> b, const std::string& fi
     if (name_len > remain)
       return err("truncated at byte " + std::to_string(pos) + ": blob header says " + std::to_string(name_len) +
                  " bytes of name, only " + std::to_string(remain) + " remain");
-    std::string name(reinterpret_cast<const char*>(b.data() + pos), name_len);
+    POPRT_ASSIGN_OR_RETURN(const std::span<const uint8_t> name_bytes, src.view(pos, name_len));
+    std::string name(reinterpret_cast<const char*>(name_bytes.data()), name_len);
     pos += name_len;
     if (auto ok = checkBlobName(name); !ok.ok()) return err(where + ": " + ok.error().message());
     const std::string label = where + " (" + blobLabel(type, name) + ")";
@@ -310,8 +370,8 @@ Expected<PopefFile> parsePopef(std::span<const uint8_t> b, const std::string& fi
     if (psize > remain)
       return err("truncated at byte " + std::to_string(pos) + ": blob header says " + std::to_string(psize) +
                  " bytes of payload, only " + std::to_string(remain) + " remain");
-    std::span<const uint8_t> payload = b.subspan(pos, static_cast<size_t>(psize));
-    pos += static_cast<size_t>(psize);
+    POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> payload, src.copy(pos, static_cast<size_t>(psize)));
+    pos += psize;
     uint32_t actual_crc = crc32(payload);
     if (actual_crc != stored_crc)
       return err("checksum mismatch in " + label + ": header says " + hex(stored_crc, 8) + ", payload has " + hex(actual_crc, 8) +
@@ -335,7 +395,7 @@ Expected<PopefFile> parsePopef(std::span<const uint8_t> b, const std::string& fi
       auto t = parseTensorPayload(payload);
       if (!t.ok()) return err(label + ": " + t.error().message());
     }
-    out.blobs.push_back(Blob{type, std::move(name), std::vector<uint8_t>(payload.begin(), payload.end())});
+    out.blobs.push_back(Blob{type, std::move(name), std::move(payload)});
   }
   if (pos != size)
     return err(std::to_string(size - pos) + " unexpected bytes after the last blob at byte " + std::to_string(pos) +
@@ -344,9 +404,24 @@ Expected<PopefFile> parsePopef(std::span<const uint8_t> b, const std::string& fi
   return out;
 }
 
+}  // namespace
+
+Expected<PopefFile> parsePopef(std::span<const uint8_t> bytes, const std::string& file) {
+  MemorySource src(bytes);
+  return parseFrom(src, file);
+}
+
 Expected<PopefFile> readPopef(const std::filesystem::path& path) {
-  POPRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(path));
-  return parsePopef(bytes, path.string());
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return Error(path.string() + ": no such file (or not a regular file)");
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return Error(path.string() + ": cannot read size: " + ec.message());
+  if (size > kMaxFileBytes)
+    return Error(path.string() + ": file is " + std::to_string(size) + " bytes, above the limit of " +
+                 std::to_string(kMaxFileBytes));
+  FileSource src(path, size);
+  if (!src.opened()) return Error(path.string() + ": cannot open: " + std::strerror(errno));
+  return parseFrom(src, path.string());
 }
 
 // ---- tensor data -----------------------------------------------------------------------------
@@ -372,14 +447,29 @@ Blob makeTensorDataBlob(const std::string& name, const Tensor& tensor, BlobType 
   return blob;
 }
 
-Expected<Tensor> tensorFromBlob(const Blob& blob) {
+namespace {
+Expected<TensorHeader> blobTensorPayload(const Blob& blob) {
   const std::string prefix = std::string(blobTypeName(blob.type)) + " blob " + quoteForError(blob.name);
   if (!hasTensorPayload(blob.type)) return Error(prefix + ": expected a tensor data or feed data blob");
   auto h = parseTensorPayload(blob.payload);
   if (!h.ok()) return h.error().withContext(prefix);
-  Tensor t(h->dtype, h->shape);
-  if (!h->data.empty()) std::memcpy(t.bytes().data(), h->data.data(), h->data.size());
+  return h;
+}
+}  // namespace
+
+Expected<Tensor> tensorFromBlob(const Blob& blob) {
+  POPRT_ASSIGN_OR_RETURN(const TensorHeader h, blobTensorPayload(blob));
+  Tensor t(h.dtype, h.shape);
+  if (!h.data.empty()) std::memcpy(t.bytes().data(), h.data.data(), h.data.size());
   return t;
+}
+
+Expected<Tensor> tensorFromBlob(Blob&& blob) {
+  POPRT_ASSIGN_OR_RETURN(const TensorHeader h, blobTensorPayload(blob));
+  // The elements are the payload's tail: drop the header in place.
+  std::vector<uint8_t> bytes = std::move(blob.payload);
+  bytes.erase(bytes.begin(), bytes.end() - static_cast<std::ptrdiff_t>(h.data.size()));
+  return Tensor(h.dtype, h.shape, std::move(bytes));
 }
 
 }  // namespace poprt::popef

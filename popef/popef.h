@@ -129,6 +129,8 @@ Blob makeTensorDataBlob(const std::string& name, const Tensor& tensor, BlobType 
 // Accepts TensorData and FeedData blobs. Errors start with "tensor data blob 'NAME': " (or
 // "feed data blob 'NAME': ").
 Expected<Tensor> tensorFromBlob(const Blob& blob);
+// The same, taking the payload over rather than copying it (a weight's bytes are held once).
+Expected<Tensor> tensorFromBlob(Blob&& blob);
 
 // ---- Shared helpers (exposed for tests and tools) -------------------------------------------
 

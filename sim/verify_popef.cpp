@@ -199,16 +199,17 @@ Tensor widenToFloat(const Tensor& half) {
 
 // Weights come from the tensor data blobs, one per weight stream, nothing left over (a float32
 // stream also takes a float16 blob, widened); feed data is data for an input anchor and must fit it.
-Expected<std::map<std::string, Tensor>> collectWeights(const popef::PopefFile& file, const exec::Executable& exe) {
+// The tensor data blobs' payloads move into the weights (`file` keeps the blobs, emptied).
+Expected<std::map<std::string, Tensor>> collectWeights(popef::PopefFile& file, const exec::Executable& exe) {
   std::map<std::string, const exec::HostStream*> weight_streams;
   for (const auto& s : exe.streams)
     if (s.role == Role::Weight) weight_streams[s.name] = &s;
   std::map<std::string, Tensor> weights;
-  for (const auto& b : file.blobs) {
+  for (auto& b : file.blobs) {
     if (b.type == popef::BlobType::TensorData) {
       auto it = weight_streams.find(b.name);
       if (it == weight_streams.end()) return Error("tensor data blob " + q(b.name) + " is not a weight of the executable");
-      POPRT_ASSIGN_OR_RETURN(Tensor t, popef::tensorFromBlob(b));
+      POPRT_ASSIGN_OR_RETURN(Tensor t, popef::tensorFromBlob(std::move(b)));
       const exec::HostStream& s = *it->second;
       if (t.dtype() == DType::Float16 && s.dtype == DType::Float && t.shape() == s.shape) t = widenToFloat(t);
       if (t.dtype() != s.dtype || t.shape() != s.shape)
@@ -306,6 +307,10 @@ Status verifyExecutable(const exec::Executable& exe) {
 }
 
 Expected<VerifiedPopef> verifyPopef(const popef::PopefFile& file, const std::string& source) {
+  return verifyPopef(popef::PopefFile(file), source);
+}
+
+Expected<VerifiedPopef> verifyPopef(popef::PopefFile&& file, const std::string& source) {
   auto fail = [&](const Error& e) { return e.withContext(source); };
   const popef::Metadata& md = file.metadata;
   const popef::Blob* blob = file.find(popef::BlobType::Executable, md.executable_name);
@@ -332,7 +337,7 @@ Expected<VerifiedPopef> verifyPopef(const popef::PopefFile& file, const std::str
 
 Expected<VerifiedPopef> readVerifiedPopef(const std::filesystem::path& path) {
   POPRT_ASSIGN_OR_RETURN(popef::PopefFile file, popef::readPopef(path));
-  return verifyPopef(file, path.string());
+  return verifyPopef(std::move(file), path.string());
 }
 
 }  // namespace poprt::sim

@@ -45,7 +45,9 @@ struct VerifiedPopef {
   std::vector<uint8_t> memory_profile;
 };
 
-// The checks above on a file readPopef returned; `source` starts every error.
+// The checks above on a file readPopef returned; `source` starts every error. Given the file to
+// keep, the weights take over its tensor data payloads instead of copying them.
+Expected<VerifiedPopef> verifyPopef(popef::PopefFile&& file, const std::string& source);
 Expected<VerifiedPopef> verifyPopef(const popef::PopefFile& file, const std::string& source);
 // readPopef + verifyPopef.
 Expected<VerifiedPopef> readVerifiedPopef(const std::filesystem::path& path);

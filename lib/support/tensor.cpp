@@ -30,6 +30,12 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     bytes_.resize(static_cast<size_t>(n) * dtypeSize(dtype_));
 }
 
+Tensor::Tensor(DType dtype, Shape shape, std::vector<uint8_t> bytes)
+    : dtype_(dtype), shape_(std::move(shape)), bytes_(std::move(bytes)) {
+  POPRT_CHECK(dtype_ != DType::String && bytes_.size() == static_cast<size_t>(numElements()) * dtypeSize(dtype_),
+              "Tensor: the bytes given are not the size of its elements");
+}
+
 int64_t Tensor::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape_) n *= d;

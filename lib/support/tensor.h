@@ -28,6 +28,8 @@ class Tensor {
   Tensor() = default;
   // Zero-filled tensor; the caller has checked the size (see checkedNumElements).
   Tensor(DType dtype, Shape shape);
+  // A tensor over `bytes`, taken as they are (no copy): exactly its elements' bytes, not String.
+  Tensor(DType dtype, Shape shape, std::vector<uint8_t> bytes);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }

@@ -136,6 +136,8 @@ class BiggerThanOneIpu(e2e_util.E2ETestCase):
         out = self.path("out")
         self.assertOk(self.compile(out, ["--num_ipus", "2"]))
         popef = os.path.join(out, "executable.popef")
+        # The weights once and the program in a few MB: 1.21 GB (a PopEF of format 3 took 2.4 GB).
+        self.assertLess(os.path.getsize(popef), 1.25e9)
         dump = self.assertOk(e2e_util.run_tool("popef-dump", [popef, "--json"], timeout=300))
         exe = json.loads(dump.stdout)["executable"]
         self.assertEqual(exe["num_ipus"], 2)

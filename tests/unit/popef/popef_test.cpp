@@ -669,6 +669,12 @@ TEST(PopefTest, TensorDataRoundTrip) {
     auto back = tensorFromBlob(blob);
     ASSERT_TRUE(back.ok()) << back.error().message();
     EXPECT_EQ(*back, t) << dtypeName(t.dtype());
+    // Taken over rather than copied: the same tensor, in the payload's own memory.
+    const uint8_t* payload_memory = blob.payload.data();
+    auto taken = tensorFromBlob(std::move(blob));
+    ASSERT_TRUE(taken.ok()) << taken.error().message();
+    EXPECT_EQ(*taken, t) << dtypeName(t.dtype());
+    EXPECT_EQ(taken->bytes().data(), payload_memory);
   }
   // Layout: u64 header length, CBOR header, raw bytes.
   Tensor t = floatTensor({2}, 1.0f);
