@@ -224,10 +224,10 @@ Status checkScales(const std::vector<double>& scales, size_t rank) {
 }
 
 // Output extent floor(in * scale), checked.
-Expected<Shape> scaledShape(const Shape& xs, const std::vector<double>& scales, const std::vector<double>& extent) {
+Expected<Shape> scaledShape(const Shape& xs, const std::vector<double>& scales) {
   Shape out(xs.size());
   for (size_t d = 0; d < xs.size(); ++d) {
-    const double v = std::floor(static_cast<double>(xs[d]) * scales[d] * extent[d]);
+    const double v = std::floor(static_cast<double>(xs[d]) * scales[d]);
     if (!(v >= 0) || v > static_cast<double>(kMaxDim)) return Error("output size is out of range");
     out[d] = static_cast<int64_t>(v);
   }
@@ -254,15 +254,19 @@ Expected<std::vector<Tensor>> evalResize(const ir::Node& node, const std::vector
     POPRT_ASSIGN_OR_RETURN(roi, toDoubles(*roi_t));
     if (roi.size() != 2 * r) return Error("roi must have " + std::to_string(2 * r) + " values");
   }
-  std::vector<double> extent(r, 1.0);
-  for (size_t d = 0; d < r && !roi.empty(); ++d) extent[d] = roi[d + r] - roi[d];
   std::vector<double> scales(r), len(r);
   Shape out;
   if (scales_t) {
     POPRT_ASSIGN_OR_RETURN(scales, toDoubles(*scales_t));
     POPRT_TRY(checkScales(scales, r));
-    POPRT_ASSIGN_OR_RETURN(out, scaledShape(xs, scales, extent));
-    for (size_t d = 0; d < r; ++d) len[d] = static_cast<double>(xs[d]) * scales[d] * extent[d];
+    // floor(in * scale), the roi of tf_crop_and_resize aside, as ONNX's shape inference and ONNX
+    // Runtime have it (the spec's text scales by the roi's extent too: the two would disagree).
+    POPRT_ASSIGN_OR_RETURN(out, scaledShape(xs, scales));
+    // The length align_corners divides by is in * scale, as the ONNX test data has it (ONNX
+    // Runtime divides by the floored output length there, and fails those tests); that
+    // tf_crop_and_resize divides by has no test data, and follows ONNX Runtime: the output length.
+    for (size_t d = 0; d < r; ++d)
+      len[d] = spec.coord == Coord::TfCropAndResize ? static_cast<double>(out[d]) : static_cast<double>(xs[d]) * scales[d];
   } else {
     POPRT_ASSIGN_OR_RETURN(out, toInt64s(*sizes_t));
     if (out.size() != r) return Error("sizes has " + std::to_string(out.size()) + " values, expected " + std::to_string(r));
@@ -290,7 +294,7 @@ Expected<std::vector<Tensor>> evalUpsample(const ir::Node& node, const std::vect
   POPRT_TRY(checkScales(scales, r));
   for (double s : scales)
     if (s < 1) return Error("Upsample scales must be >= 1");
-  POPRT_ASSIGN_OR_RETURN(Shape out, scaledShape(x->shape(), scales, std::vector<double>(r, 1.0)));
+  POPRT_ASSIGN_OR_RETURN(Shape out, scaledShape(x->shape(), scales));
   std::vector<double> len(r);
   for (size_t d = 0; d < r; ++d) len[d] = static_cast<double>(out[d]);
   POPRT_ASSIGN_OR_RETURN(Tensor y, resize(*x, out, scales, len, {}, spec));
