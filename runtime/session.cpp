@@ -302,8 +302,8 @@ void Session::runLoadPrograms() {
   std::vector<std::unique_ptr<Replica>> replicas;
   for (unsigned r = 0; r < replicationFactor(); ++r) {
     // The replicas run the same vertices: the first engine's resolution serves them all.
-    auto engine = sim::Engine::create(impl_->exe, impl_->model.weights, 0,
-                                      replicas.empty() ? nullptr : replicas.front()->engine->resolvedVertices());
+    auto engine =
+        sim::Engine::create(impl_->exe, impl_->model.weights, 0, replicas.empty() ? nullptr : replicas.front()->engine->plan());
     if (!engine.ok()) throw ApplicationError(impl_->path + ": " + engine.error().message());
     replicas.push_back(std::make_unique<Replica>());
     replicas.back()->engine = std::move(engine).value();

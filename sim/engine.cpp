@@ -38,7 +38,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(exec::Executable exe, const std
 
 Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const exec::Executable> shared,
                                                  const std::map<std::string, Tensor>& weights, unsigned workers,
-                                                 std::shared_ptr<const ResolvedVertices> vertices) {
+                                                 std::shared_ptr<const ExecutionPlan> plan) {
   std::unique_ptr<Engine> engine(new Engine(std::move(shared)));
   // Host programs are ONNX models run by the reference evaluator; import them once.
   for (const auto& hp : engine->exe_.host_programs) {
@@ -52,14 +52,14 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const exec::Exe
     engine->host_models_.push_back(std::move(model).value());
   }
   engine->pool_ = std::make_unique<ThreadPool>(workers ? workers : ThreadPool::defaultWorkers());
-  if (!vertices) {
-    vertices = std::make_shared<const ResolvedVertices>(resolveVertices(engine->exe_));
-    POPRT_LOG(Debug, "simulator: " << vertices->shared_fields << " vertex fields (" << vertices->shared_bytes
+  if (!plan) {
+    plan = std::make_shared<const ExecutionPlan>(makeExecutionPlan(engine->exe_));
+    POPRT_LOG(Debug, "simulator: " << plan->shared_fields << " vertex fields (" << plan->shared_bytes
                                    << " bytes) read a shared copy of their weights");
-  } else if (vertices->exe != &engine->exe_) {
-    return Error("the resolved vertices given belong to another executable");
+  } else if (plan->exe != &engine->exe_) {
+    return Error("the execution plan given belongs to another executable");
   }
-  engine->vertices_ = std::move(vertices);
+  engine->plan_ = std::move(plan);
   POPRT_TRY(engine->reload(weights));
   engine->computeEstimate();
   return engine;
@@ -236,23 +236,22 @@ void Engine::runSuperstep(Split& how, bool split, const Work& work) {
   pool_->run([&](unsigned w) { work(w, workers); });
 }
 
-// Codegen only gathers into fresh buffers, so the runs of one step never overlap: each worker
-// takes the runs into its share of the tiles.
+// Codegen only gathers into fresh buffers, so the moves of one step never overlap: each worker
+// makes the moves into its share of the tiles.
 void Engine::runExchange(uint32_t index, bool split) {
-  const auto& ex = exe_.exchanges[index];
+  const ExchangePlan& plan = plan_->exchanges[index];
+  uint8_t* const base = tiles_.base();
   auto work = [&](unsigned worker, unsigned workers) {
-    for (const auto& c : ex.copies)
-      if (inShare(c.dst_tile, worker, workers))
-        std::memmove(tiles_.tile(c.dst_tile) + c.dst_offset, tiles_.tile(c.src_tile) + c.src_offset, c.bytes);
-    for (const auto& g : ex.gathers) {
-      if (!inShare(g.dst_tile, worker, workers)) continue;
-      const exec::Layout& layout = exe_.layouts[g.layout];
-      uint8_t* dst_mem = tiles_.tile(g.dst_tile);
-      exec::forEachGatherPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t dst) {
-        std::memmove(dst_mem + dst,
-                     tiles_.tile(region.tile) + region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes,
-                     static_cast<size_t>(n) * layout.elem_bytes);
-      });
+    uint32_t begin = 0;
+    for (const ExchangeRun& run : plan.runs) {
+      if (inShare(run.dst_tile, worker, workers)) {
+        uint8_t* const dst = tiles_.tile(run.dst_tile);
+        for (uint32_t i = begin; i < run.end; ++i) {
+          const ExchangeMove& m = plan.moves[i];
+          moveBytes(dst + m.dst, base + m.src, m.bytes);
+        }
+      }
+      begin = run.end;
     }
   };
   runSuperstep(exchange_split_[index], split, work);
@@ -284,8 +283,8 @@ void prefetchInputs(const exec::Vertex& v, const uint8_t* mem) {
 // A vertex writes only its own tile's memory (it may read a shared weight copy elsewhere, which
 // nothing writes); each worker runs the vertices of its tiles, in order.
 void Engine::runComputeSet(uint32_t index, bool split) {
-  const auto& vertices = vertices_->sets[index];
-  const auto& params = vertices_->params[index];
+  const auto& vertices = plan_->sets[index];
+  const auto& params = plan_->params[index];
   uint8_t* const base = tiles_.base();
   auto work = [&](unsigned worker, unsigned workers) {
     auto mine = [&](size_t i) {

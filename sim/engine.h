@@ -11,7 +11,7 @@
 #include "lib/exec/executable.h"
 #include "lib/ir/graph.h"
 #include "lib/ops/value.h"
-#include "sim/shared_weights.h"
+#include "sim/execution_plan.h"
 #include "sim/tile_arena.h"
 
 namespace poprt::sim {
@@ -86,16 +86,16 @@ class Engine {
                                                   unsigned workers = 0);
   // The same for an executable the verifier already accepted (a VerifiedPopef's), shared between
   // engines (the runtime's replicas): it is not verified again.
-  // `vertices`: another engine's resolvedVertices() for the same executable object (the runtime's
-  // replicas share them); when null the engine resolves its own.
+  // `plan`: another engine's plan() for the same executable object (the runtime's replicas share
+  // it); when null the engine makes its own.
   static Expected<std::unique_ptr<Engine>> create(std::shared_ptr<const exec::Executable> exe,
                                                   const std::map<std::string, Tensor>& weights, unsigned workers = 0,
-                                                  std::shared_ptr<const ResolvedVertices> vertices = nullptr);
+                                                  std::shared_ptr<const ExecutionPlan> plan = nullptr);
   ~Engine();
 
   const exec::Executable& executable() const { return exe_; }
-  // The vertices as this engine runs them (sim/shared_weights.h).
-  const std::shared_ptr<const ResolvedVertices>& resolvedVertices() const { return vertices_; }
+  // The program as this engine runs it (sim/execution_plan.h).
+  const std::shared_ptr<const ExecutionPlan>& plan() const { return plan_; }
   // Runs the main program once. `inputs` in the order of the executable's Input streams,
   // `outputs` in the order of its Output streams; the bound memory must stay valid during the call.
   Status run(std::span<const InputBinding> inputs, std::span<const OutputBinding> outputs, RunTimes* times = nullptr);
@@ -174,7 +174,7 @@ class Engine {
   std::shared_ptr<const exec::Executable> shared_exe_;
   const exec::Executable& exe_;  // *shared_exe_
   TileArena tiles_;
-  std::shared_ptr<const ResolvedVertices> vertices_;
+  std::shared_ptr<const ExecutionPlan> plan_;
   std::vector<ir::Model> host_models_;  // the imported host programs
   std::vector<std::map<std::string, int64_t>> host_opsets_;
   CycleEstimate estimate_;

@@ -87,8 +87,7 @@ using WeightKey = std::tuple<uint32_t, uint64_t, uint64_t, uint64_t, uint64_t, u
 
 }  // namespace
 
-ResolvedVertices resolveVertices(const exec::Executable& exe) {
-  const std::vector<uint64_t> tile_offsets = TileArena::layout(exe.tile_bytes);
+void resolveVertexFields(const exec::Executable& exe, const std::vector<uint64_t>& tile_offsets, ExecutionPlan& out) {
   const auto copies = weightCopies(exe);
   std::map<WeightKey, uint64_t> first_copy;  // -> arena offset
   // The arena offset a field of a vertex on `tile` reads: its own, or the first copy's of its bytes.
@@ -107,8 +106,6 @@ ResolvedVertices resolveVertices(const exec::Executable& exe) {
                                      : WeightKey{w.stream, host, field.bytes, c.bytes, c.host_stride, phase};
     return first_copy.try_emplace(key, own).first->second;
   };
-  ResolvedVertices out;
-  out.exe = &exe;
   out.sets.reserve(exe.compute_sets.size());
   for (const auto& cs : exe.compute_sets) {
     auto& vertices = out.sets.emplace_back(cs.vertices);
@@ -123,13 +120,6 @@ ResolvedVertices resolveVertices(const exec::Executable& exe) {
         }
       }
   }
-  out.params.reserve(out.sets.size());
-  for (const auto& vertices : out.sets) {
-    auto& params = out.params.emplace_back();
-    params.reserve(vertices.size());
-    for (const auto& v : vertices) params.push_back(verifiedParams(v));  // checked by the verifier already
-  }
-  return out;
 }
 
 }  // namespace poprt::sim

@@ -24,6 +24,9 @@ namespace poprt::exec {
 // vertices packed too. Versions 3 (every table as arrays) and 4 still load.
 inline constexpr uint32_t kExecutableVersion = 5;
 
+// The most memory a target's tile may have: offsets inside a tile are 32 bits in the simulator.
+inline constexpr uint64_t kMaxBytesPerTile = (uint64_t{1} << 32) - 1;
+
 // The machine a program was compiled for (see codegen/target.h for the presets).
 struct Target {
   std::string name;         // ipu1, ipu2, ipu21, or "<name>-<tiles>t" for small test targets

@@ -22,6 +22,10 @@ Status validateTarget(const Executable& exe) {
   if (t.clock_hz <= 0 || t.exchange_bytes_per_cycle == 0 || t.workers_per_tile == 0 || t.vector_width_fp32 == 0 ||
       t.fp32_macs_per_cycle == 0 || t.link_bytes_per_cycle == 0)
     return Error("target figures are invalid");
+  // An IPU tile holds 256-624 KiB; 4 GiB keeps every offset inside a tile 32 bits (sim/exchange_plan.h).
+  if (t.bytes_per_tile > kMaxBytesPerTile)
+    return Error("target has " + std::to_string(t.bytes_per_tile) + " bytes per tile, more than " +
+                 std::to_string(kMaxBytesPerTile));
   if (exe.tile_bytes.size() != t.numTiles())
     return Error("tile memory table has " + std::to_string(exe.tile_bytes.size()) + " entries for " +
                  std::to_string(t.numTiles()) + " tiles");

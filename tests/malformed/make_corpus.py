@@ -415,6 +415,10 @@ def popef_cases(p):
         exe["tile_bytes"][0] = exe["target"]["bytes_per_tile"] + 1
     c["exe_tile_bytes.popef"] = edit_cbor(base, EXE, tile_too_big)
 
+    def huge_tiles(exe):  # offsets inside a tile are 32 bits in the simulator
+        exe["target"]["bytes_per_tile"] = 1 << 33
+    c["exe_tile_over_4gib.popef"] = edit_cbor(base, EXE, huge_tiles)
+
     def zero_tiles(exe):
         exe["target"]["tiles_per_ipu"] = 0
     c["exe_zero_tiles.popef"] = edit_cbor(base, EXE, zero_tiles)

@@ -62,7 +62,7 @@ std::vector<std::vector<float>> run(const exec::Executable& e) {
   return values;
 }
 
-uint64_t sharedFields(const exec::Executable& e) { return resolveVertices(e).shared_fields; }
+uint64_t sharedFields(const exec::Executable& e) { return makeExecutionPlan(e).shared_fields; }
 
 TEST(SharedWeights, IdenticalCopiesAreReadFromTheFirst) {
   // Tiles 0 and 1 hold w[0..4); tile 2 holds w[4..8).
@@ -70,7 +70,7 @@ TEST(SharedWeights, IdenticalCopiesAreReadFromTheFirst) {
   EXPECT_EQ(sharedFields(e), 1u);  // tile 1's; tile 2's bytes are other weights
   TileArena arena;
   arena.reset(e.tile_bytes);
-  const ResolvedVertices r = resolveVertices(e);
+  const ExecutionPlan r = makeExecutionPlan(e);
   // Fields as offsets from the arena's base: tile 1's weights are tile 0's copy, its output its own.
   EXPECT_EQ(r.sets[0][1].fields[1].offset, arena.offset(0));
   EXPECT_EQ(r.sets[0][1].fields[0].offset, arena.offset(1) + 32);
@@ -142,14 +142,14 @@ TEST(SharedWeights, OverlappingCopiesAreNotShared) {
 
 // The runtime's replicas: a second engine of the same executable runs the first one's resolved
 // vertices (one copy between them) in memory of its own.
-TEST(SharedWeights, EnginesOfOneExecutableShareTheirResolvedVertices) {
+TEST(SharedWeights, EnginesOfOneExecutableShareTheirPlan) {
   auto exe = std::make_shared<const exec::Executable>(
       weightsOnThreeTiles({{0, 0, 0, 16}, {0, 1, 0, 16}, {16, 2, 0, 16}}, {{0, 16}, {0, 16}, {0, 16}}));
   auto first = Engine::create(exe, {{"w", weight()}}, 1);
   ASSERT_TRUE(first.ok()) << first.error().message();
-  auto second = Engine::create(exe, {{"w", weight()}}, 1, (*first)->resolvedVertices());
+  auto second = Engine::create(exe, {{"w", weight()}}, 1, (*first)->plan());
   ASSERT_TRUE(second.ok()) << second.error().message();
-  EXPECT_EQ((*second)->resolvedVertices().get(), (*first)->resolvedVertices().get());
+  EXPECT_EQ((*second)->plan().get(), (*first)->plan().get());
   (*first)->scramble(7);  // the second engine's tiles are its own
   auto outs = (*second)->runTensors({});
   ASSERT_TRUE(outs.ok()) << outs.error().message();
@@ -158,7 +158,7 @@ TEST(SharedWeights, EnginesOfOneExecutableShareTheirResolvedVertices) {
   EXPECT_EQ((*outs)[1].data<float>()[3], 4.f);
   // Vertices resolved for another executable are refused.
   auto other = std::make_shared<const exec::Executable>(exec::Executable{});
-  auto wrong = Engine::create(other, {}, 1, (*first)->resolvedVertices());
+  auto wrong = Engine::create(other, {}, 1, (*first)->plan());
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.error().message().find("another executable"), std::string::npos) << wrong.error().message();
 }

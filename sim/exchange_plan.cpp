@@ -1,0 +1,56 @@
+#include "sim/exchange_plan.h"
+
+namespace poprt::sim {
+
+namespace {
+
+class PlanBuilder {
+ public:
+  PlanBuilder(ExchangePlan& plan, const std::vector<uint64_t>& tile_offsets) : plan_(plan), tile_offsets_(tile_offsets) {}
+
+  // `bytes` from arena offset `src` to offset `dst` of tile `dst_tile` (validated: inside the
+  // tile, so under 4 GiB, merged or not).
+  void add(uint32_t dst_tile, uint64_t dst, uint64_t src, uint64_t bytes) {
+    if (bytes == 0) return;
+    if (!plan_.runs.empty() && plan_.runs.back().dst_tile == dst_tile) {
+      ExchangeMove& last = plan_.moves.back();
+      if (uint64_t{last.dst} + last.bytes == dst && last.src + last.bytes == src) {
+        last.bytes += static_cast<uint32_t>(bytes);
+        return;
+      }
+    } else {
+      plan_.runs.push_back({dst_tile, 0});
+    }
+    plan_.moves.push_back({src, static_cast<uint32_t>(dst), static_cast<uint32_t>(bytes)});
+    plan_.runs.back().end = static_cast<uint32_t>(plan_.moves.size());
+  }
+  uint64_t tileOffset(uint32_t tile) const { return tile_offsets_[tile]; }
+
+ private:
+  ExchangePlan& plan_;
+  const std::vector<uint64_t>& tile_offsets_;
+};
+
+}  // namespace
+
+std::vector<ExchangePlan> planExchanges(const exec::Executable& exe, const std::vector<uint64_t>& tile_offsets) {
+  std::vector<ExchangePlan> plans(exe.exchanges.size());
+  for (size_t i = 0; i < exe.exchanges.size(); ++i) {
+    const exec::Exchange& ex = exe.exchanges[i];
+    PlanBuilder plan(plans[i], tile_offsets);
+    for (const auto& c : ex.copies) plan.add(c.dst_tile, c.dst_offset, plan.tileOffset(c.src_tile) + c.src_offset, c.bytes);
+    for (const auto& g : ex.gathers) {
+      const exec::Layout& layout = exe.layouts[g.layout];
+      exec::forEachGatherPiece(layout, g, [&](const exec::LayoutRegion& region, int64_t first, int64_t n, uint64_t dst) {
+        plan.add(g.dst_tile, dst,
+                 plan.tileOffset(region.tile) + region.offset + static_cast<uint64_t>(first - region.begin) * layout.elem_bytes,
+                 static_cast<uint64_t>(n) * layout.elem_bytes);
+      });
+    }
+    plans[i].runs.shrink_to_fit();
+    plans[i].moves.shrink_to_fit();
+  }
+  return plans;
+}
+
+}  // namespace poprt::sim

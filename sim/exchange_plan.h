@@ -1,0 +1,56 @@
+// An exchange as the engine runs it: its copies and every piece of its gathers resolved once, when
+// the executable is loaded, to moves between arena offsets, in program order, the pieces that
+// continue the one before merged. Running a gather no longer searches its layout's regions piece
+// by piece, nor a copy look its tiles up: light_resnet50 makes 5.3 million moves a run (1.2
+// million copies, 4.1 million gather pieces of 16-512 bytes).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "lib/exec/executable.h"
+
+namespace poprt::sim {
+
+struct ExchangeMove {
+  uint64_t src = 0;  // arena offset
+  uint32_t dst = 0;  // offset in its run's tile (a tile holds less than 4 GiB: exec::validate)
+  uint32_t bytes = 0;
+  bool operator==(const ExchangeMove&) const = default;
+};
+// The moves [the previous run's end, end) write tile dst_tile: what a worker's share is taken by.
+struct ExchangeRun {
+  uint32_t dst_tile = 0, end = 0;
+  bool operator==(const ExchangeRun&) const = default;
+};
+struct ExchangePlan {
+  std::vector<ExchangeRun> runs;
+  std::vector<ExchangeMove> moves;
+};
+
+// One plan per exchange of a verified `exe`, for an arena laid out at `tile_offsets`.
+std::vector<ExchangePlan> planExchanges(const exec::Executable& exe, const std::vector<uint64_t>& tile_offsets);
+
+// memmove, with the short moves most of an exchange is (slices of partial sums, gather rows of
+// 16-64 bytes) done inline: every load before any store, so overlapping ranges still come out as
+// memmove's.
+inline void moveBytes(uint8_t* dst, const uint8_t* src, uint32_t n) {
+  struct Chunk {
+    uint64_t a, b;
+  };
+  if (n < 16 || n > 64) return static_cast<void>(std::memmove(dst, src, n));
+  Chunk c0, c1, c2, c3;
+  std::memcpy(&c0, src, 16);
+  std::memcpy(&c1, src + n - 16, 16);
+  if (n > 32) {
+    std::memcpy(&c2, src + 16, 16);
+    std::memcpy(&c3, src + n - 32, 16);
+    std::memcpy(dst + 16, &c2, 16);
+    std::memcpy(dst + n - 32, &c3, 16);
+  }
+  std::memcpy(dst, &c0, 16);
+  std::memcpy(dst + n - 16, &c1, 16);
+}
+
+}  // namespace poprt::sim
