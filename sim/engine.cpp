@@ -225,6 +225,10 @@ bool inShare(uint32_t tile, unsigned worker, unsigned workers) { return workers 
 template <class Work>
 void Engine::runSuperstep(Split& how, bool split, const Work& work) {
   if (!split || how == Split::Inline || pool_->workers() == 1) return work(0, 1);
+  if (how == Split::Cold) {
+    how = Split::Untimed;
+    return work(0, 1);
+  }
   if (how == Split::Untimed) {
     const auto start = std::chrono::steady_clock::now();
     work(0, 1);

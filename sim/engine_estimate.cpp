@@ -113,7 +113,7 @@ void Engine::computeEstimate() {
           link_bytes.clear();
         }
         if (total >= kParallelBytes || ex.copies.size() + ex.gathers.size() >= kParallelEntries)
-          exchange_split_[step.index] = Split::Untimed;
+          exchange_split_[step.index] = Split::Cold;
         break;
       }
       case exec::StepKind::Compute: {
@@ -125,7 +125,7 @@ void Engine::computeEstimate() {
           total += cycles;
         }
         c.compute = busiest();
-        if (cs.vertices.size() > 1 && total >= kParallelCycles) compute_split_[step.index] = Split::Untimed;
+        if (cs.vertices.size() > 1 && total >= kParallelCycles) compute_split_[step.index] = Split::Cold;
         break;
       }
       case exec::StepKind::HostCall: continue;  // host time is measured, not estimated; no device sync
