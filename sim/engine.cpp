@@ -246,11 +246,11 @@ void Engine::runExchange(uint32_t index, bool split) {
   const ExchangePlan& plan = plan_->exchanges[index];
   uint8_t* const base = tiles_.base();
   auto work = [&](unsigned worker, unsigned workers) {
-    uint32_t begin = 0;
+    size_t begin = 0;
     for (const ExchangeRun& run : plan.runs) {
       if (inShare(run.dst_tile, worker, workers)) {
         uint8_t* const dst = tiles_.tile(run.dst_tile);
-        for (uint32_t i = begin; i < run.end; ++i) {
+        for (size_t i = begin; i < run.end; ++i) {
           const ExchangeMove& m = plan.moves[i];
           moveBytes(dst + m.dst, base + m.src, m.bytes);
         }

@@ -9,12 +9,16 @@ class PlanBuilder {
   PlanBuilder(ExchangePlan& plan, const std::vector<uint64_t>& tile_offsets) : plan_(plan), tile_offsets_(tile_offsets) {}
 
   // `bytes` from arena offset `src` to offset `dst` of tile `dst_tile` (validated: inside the
-  // tile, so under 4 GiB, merged or not).
+  // tile, so under 4 GiB, merged or not). A move that continues the last one on both sides is
+  // merged into it unless the merged source would read what its first part wrote (the source
+  // before the destination and overlapping it), where one memmove differs from two.
   void add(uint32_t dst_tile, uint64_t dst, uint64_t src, uint64_t bytes) {
     if (bytes == 0) return;
     if (!plan_.runs.empty() && plan_.runs.back().dst_tile == dst_tile) {
       ExchangeMove& last = plan_.moves.back();
-      if (uint64_t{last.dst} + last.bytes == dst && last.src + last.bytes == src) {
+      const uint64_t last_dst = tile_offsets_[dst_tile] + last.dst;  // in the arena, as src is
+      const bool reads_own_writes = last.src < last_dst && last.src + last.bytes + bytes > last_dst;
+      if (uint64_t{last.dst} + last.bytes == dst && last.src + last.bytes == src && !reads_own_writes) {
         last.bytes += static_cast<uint32_t>(bytes);
         return;
       }
@@ -22,7 +26,7 @@ class PlanBuilder {
       plan_.runs.push_back({dst_tile, 0});
     }
     plan_.moves.push_back({src, static_cast<uint32_t>(dst), static_cast<uint32_t>(bytes)});
-    plan_.runs.back().end = static_cast<uint32_t>(plan_.moves.size());
+    plan_.runs.back().end = plan_.moves.size();
   }
   uint64_t tileOffset(uint32_t tile) const { return tile_offsets_[tile]; }
 
@@ -51,6 +55,16 @@ std::vector<ExchangePlan> planExchanges(const exec::Executable& exe, const std::
     plans[i].moves.shrink_to_fit();
   }
   return plans;
+}
+
+uint64_t exchangeMoveBound(const exec::Executable& exe) {
+  uint64_t moves = 0;
+  for (const auto& ex : exe.exchanges) {
+    moves += ex.copies.size();
+    for (const auto& g : ex.gathers)
+      exec::forEachGatherPiece(exe.layouts[g.layout], g, [&](const exec::LayoutRegion&, int64_t, int64_t, uint64_t) { ++moves; });
+  }
+  return moves;
 }
 
 }  // namespace poprt::sim

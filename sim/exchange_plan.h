@@ -21,7 +21,8 @@ struct ExchangeMove {
 };
 // The moves [the previous run's end, end) write tile dst_tile: what a worker's share is taken by.
 struct ExchangeRun {
-  uint32_t dst_tile = 0, end = 0;
+  uint32_t dst_tile = 0;
+  size_t end = 0;
   bool operator==(const ExchangeRun&) const = default;
 };
 struct ExchangePlan {
@@ -31,6 +32,10 @@ struct ExchangePlan {
 
 // One plan per exchange of a verified `exe`, for an arena laid out at `tile_offsets`.
 std::vector<ExchangePlan> planExchanges(const exec::Executable& exe, const std::vector<uint64_t>& tile_offsets);
+// How many moves the plans of `exe` hold at most (its copies and gather pieces, before merging):
+// a few gather entries can stand for millions of pieces, so the verifier counts their memory
+// against POPRT_MAX_DEVICE_BYTES with the tiles' before anything is planned.
+uint64_t exchangeMoveBound(const exec::Executable& exe);
 
 // memmove, with the short moves most of an exchange is (slices of partial sums, gather rows of
 // 16-64 bytes) done inline: every load before any store, so overlapping ranges still come out as

@@ -12,6 +12,7 @@
 #include "lib/support/limits.h"
 #include "lib/support/text.h"
 #include "sim/codelets.h"
+#include "sim/exchange_plan.h"
 
 namespace poprt::sim {
 
@@ -122,13 +123,30 @@ Status checkStreamNames(const exec::Executable& exe) {
   return okStatus();
 }
 
+uint64_t saturatingAdd(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
+
 Status checkDeviceSize(const exec::Executable& exe) {
   POPRT_ASSIGN_OR_RETURN(uint64_t cap, maxDeviceBytes());
   uint64_t total = 0;  // each entry is at most bytes_per_tile and there are at most 2^19 tiles
-  for (uint64_t b : exe.tile_bytes) total = b > UINT64_MAX - total ? UINT64_MAX : total + b;
+  for (uint64_t b : exe.tile_bytes) total = saturatingAdd(total, b);
   if (total > cap)
     return Error("its tiles need " + std::to_string(total) + " bytes of memory in all, above the limit of " +
                  std::to_string(cap) + " (POPRT_MAX_DEVICE_BYTES)");
+  return okStatus();
+}
+
+// The simulator's exchange plan (sim/exchange_plan.h) counts against the same limit: gathers are
+// checked by now, so counting their pieces is bounded work.
+Status checkExchangePlanSize(const exec::Executable& exe) {
+  POPRT_ASSIGN_OR_RETURN(uint64_t cap, maxDeviceBytes());
+  uint64_t tiles = 0;
+  for (uint64_t b : exe.tile_bytes) tiles = saturatingAdd(tiles, b);
+  const uint64_t moves = exchangeMoveBound(exe);
+  const uint64_t plan = moves > UINT64_MAX / sizeof(ExchangeMove) ? UINT64_MAX : moves * sizeof(ExchangeMove);
+  if (saturatingAdd(tiles, plan) > cap)
+    return Error("its exchanges make " + std::to_string(moves) + " moves (" + std::to_string(plan) + " bytes to plan) besides " +
+                 std::to_string(tiles) + " bytes of tiles, above the limit of " + std::to_string(cap) +
+                 " (POPRT_MAX_DEVICE_BYTES)");
   return okStatus();
 }
 
@@ -297,6 +315,7 @@ Status verifyExecutable(const exec::Executable& exe) {
       if (auto st = checkVertex(cs.vertices[i]); !st.ok())
         return st.error().withContext("compute set " + q(cs.name) + ", vertex " + std::to_string(i));
   POPRT_TRY(checkGathers(exe));
+  POPRT_TRY(checkExchangePlanSize(exe));
   POPRT_TRY(checkPipelineStages(exe));
   for (size_t k = 0; k < exe.load.steps.size(); ++k) {
     const exec::Step& step = exe.load.steps[k];

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "lib/exec/codelets.h"
@@ -85,12 +87,17 @@ class SharedList {
   const T& back() const { return list_->back(); }
   std::vector<T> vec() const { return {begin(), end()}; }
   bool sharesWith(const SharedList& o) const { return list_ == o.list_; }
-  friend bool operator==(const SharedList& a, const SharedList& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+  // The same bits (so -0.0f is not 0.0f, as a packed repeat must not make it).
+  friend bool operator==(const SharedList& a, const SharedList& b) { return sameBits(a.begin(), a.size(), b.begin(), b.size()); }
   friend bool operator==(const SharedList& a, const std::vector<T>& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    return sameBits(a.begin(), a.size(), b.data(), b.size());
   }
 
  private:
+  static bool sameBits(const T* a, size_t na, const T* b, size_t nb) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    return na == nb && (na == 0 || std::memcmp(a, b, na * sizeof(T)) == 0);
+  }
   std::shared_ptr<const std::vector<T>> list_;
 };
 

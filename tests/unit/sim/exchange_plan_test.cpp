@@ -37,6 +37,19 @@ TEST(ExchangePlan, MovesAreResolvedGroupedByTileAndMerged) {
   EXPECT_EQ(plans[0].runs, runs);
 }
 
+// Copies that continue each other but read what the one before wrote stay two moves: one
+// memmove of both would read the old byte.
+TEST(ExchangePlan, MovesThatReadEarlierWritesAreNotMerged) {
+  exec::Executable exe;
+  exe.tile_bytes = {64};
+  exec::Exchange ex;
+  ex.copies = {{0, 0, 0, 1, 1}, {0, 1, 0, 2, 1}, {0, 10, 0, 20, 4}, {0, 14, 0, 24, 4}};  // the last two may merge
+  exe.exchanges.push_back(ex);
+  const auto plans = planExchanges(exe, {0});
+  const std::vector<ExchangeMove> moves = {{0, 1, 1}, {1, 2, 1}, {10, 20, 8}};
+  EXPECT_EQ(plans[0].moves, moves);
+}
+
 TEST(ExchangePlan, ShortMovesMatchMemmoveOnOverlappingRanges) {
   for (uint32_t n = 0; n <= 80; ++n)
     for (int shift : {-17, -16, -3, 0, 1, 16, 40}) {

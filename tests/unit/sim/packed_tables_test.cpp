@@ -132,6 +132,8 @@ TEST(PackedVertices, EveryValueSurvivesTheRoundTrip) {
       {5, Codelet::MatMul, DType::Float16, {{8, 8}}, {2, 3, 5}, {1, 2, 3}},
       {5, Codelet::MatMul, DType::Float, {{8, 8}}, {2, 3, 5}, {1, 2, 3}},  // the dtype
       {6, Codelet::Fill, DType::Float, {}, {}, {}},
+      {7, Codelet::Fill, DType::Float, {{0, 16}}, {4}, {0.0f}},
+      {8, Codelet::Fill, DType::Float, {{0, 16}}, {4}, {-0.0f}},  // equal as floats, not as bits
   };
   expectSameVertices(unpacked(packVertices(vertices)), vertices);
   EXPECT_TRUE(unpacked(packVertices({})).empty());
