@@ -15,7 +15,8 @@ namespace poprt {
 inline constexpr uint64_t kDefaultMaxTensorBytes = uint64_t{4} << 30;
 Expected<uint64_t> maxTensorBytes();
 
-// The tile memory a PopEF may ask the simulator to allocate, summed over all tiles.
+// The tile memory a PopEF may ask the simulator to allocate, summed over all tiles, with its plan
+// of the exchanges (sim/exchange_plan.h: 16 bytes a move).
 // POPRT_MAX_DEVICE_BYTES, default 16 GiB (a full ipu2 is 0.9 GiB).
 inline constexpr uint64_t kDefaultMaxDeviceBytes = uint64_t{16} << 30;
 Expected<uint64_t> maxDeviceBytes();
