@@ -412,13 +412,7 @@ Expected<PopefFile> parsePopef(std::span<const uint8_t> bytes, const std::string
 }
 
 Expected<PopefFile> readPopef(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return Error(path.string() + ": no such file (or not a regular file)");
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) return Error(path.string() + ": cannot read size: " + ec.message());
-  if (size > kMaxFileBytes)
-    return Error(path.string() + ": file is " + std::to_string(size) + " bytes, above the limit of " +
-                 std::to_string(kMaxFileBytes));
+  POPRT_ASSIGN_OR_RETURN(const uint64_t size, boundedFileSize(path));
   FileSource src(path, size);
   if (!src.opened()) return Error(path.string() + ": cannot open: " + std::strerror(errno));
   return parseFrom(src, path.string());

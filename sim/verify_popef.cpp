@@ -125,10 +125,15 @@ Status checkStreamNames(const exec::Executable& exe) {
 
 uint64_t saturatingAdd(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
 
-Status checkDeviceSize(const exec::Executable& exe) {
-  POPRT_ASSIGN_OR_RETURN(uint64_t cap, maxDeviceBytes());
+uint64_t tileBytesInAll(const exec::Executable& exe) {
   uint64_t total = 0;  // each entry is at most bytes_per_tile and there are at most 2^19 tiles
   for (uint64_t b : exe.tile_bytes) total = saturatingAdd(total, b);
+  return total;
+}
+
+Status checkDeviceSize(const exec::Executable& exe) {
+  POPRT_ASSIGN_OR_RETURN(uint64_t cap, maxDeviceBytes());
+  const uint64_t total = tileBytesInAll(exe);
   if (total > cap)
     return Error("its tiles need " + std::to_string(total) + " bytes of memory in all, above the limit of " +
                  std::to_string(cap) + " (POPRT_MAX_DEVICE_BYTES)");
@@ -139,8 +144,7 @@ Status checkDeviceSize(const exec::Executable& exe) {
 // checked by now, so counting their pieces is bounded work.
 Status checkExchangePlanSize(const exec::Executable& exe) {
   POPRT_ASSIGN_OR_RETURN(uint64_t cap, maxDeviceBytes());
-  uint64_t tiles = 0;
-  for (uint64_t b : exe.tile_bytes) tiles = saturatingAdd(tiles, b);
+  const uint64_t tiles = tileBytesInAll(exe);
   const uint64_t moves = exchangeMoveBound(exe);
   const uint64_t plan = moves > UINT64_MAX / sizeof(ExchangeMove) ? UINT64_MAX : moves * sizeof(ExchangeMove);
   if (saturatingAdd(tiles, plan) > cap)

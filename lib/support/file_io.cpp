@@ -7,13 +7,18 @@
 
 namespace poprt {
 
-Expected<std::vector<uint8_t>> readFileBytes(const std::filesystem::path& path, uint64_t max_bytes) {
+Expected<uint64_t> boundedFileSize(const std::filesystem::path& path, uint64_t max_bytes) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return Error(path.string() + ": no such file (or not a regular file)");
-  uint64_t size = std::filesystem::file_size(path, ec);
+  const uint64_t size = std::filesystem::file_size(path, ec);
   if (ec) return Error(path.string() + ": cannot read size: " + ec.message());
   if (size > max_bytes)
     return Error(path.string() + ": file is " + std::to_string(size) + " bytes, above the limit of " + std::to_string(max_bytes));
+  return size;
+}
+
+Expected<std::vector<uint8_t>> readFileBytes(const std::filesystem::path& path, uint64_t max_bytes) {
+  POPRT_ASSIGN_OR_RETURN(const uint64_t size, boundedFileSize(path, max_bytes));
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error(path.string() + ": cannot open: " + std::strerror(errno));
   std::vector<uint8_t> bytes(size);

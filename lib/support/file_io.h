@@ -15,6 +15,8 @@ namespace poprt {
 // Default cap on a single file we read whole: 4 GiB.
 inline constexpr uint64_t kMaxFileBytes = uint64_t{4} << 30;
 
+// The size of a regular file at most `max_bytes` long, or why not: the checks before a bounded read.
+Expected<uint64_t> boundedFileSize(const std::filesystem::path& path, uint64_t max_bytes = kMaxFileBytes);
 Expected<std::vector<uint8_t>> readFileBytes(const std::filesystem::path& path, uint64_t max_bytes = kMaxFileBytes);
 // Writes `bytes` to `path` through a temporary file in the same directory and a rename.
 Status writeFileAtomic(const std::filesystem::path& path, std::span<const uint8_t> bytes);
