@@ -46,6 +46,18 @@ class VarintReader {
                    std::to_string(left()) + " bytes");
     return n;
   }
+  // The next number as the difference from `base` it stores (zigzag, modulo 2^64).
+  Expected<uint64_t> delta(uint64_t base) {
+    POPRT_ASSIGN_OR_RETURN(const uint64_t z, next());
+    return unzigzag(base, z);
+  }
+  // The same for the tile of a `row` ("copy", "region", "vertex"): at most 32 bits.
+  Expected<uint32_t> tile(uint64_t base, const char* row) {
+    POPRT_ASSIGN_OR_RETURN(const uint64_t t, delta(base));
+    if (t > std::numeric_limits<uint32_t>::max())
+      return Error(std::string("a packed ") + row + " names tile " + std::to_string(t));
+    return static_cast<uint32_t>(t);
+  }
   Expected<float> real() {  // 4 bytes, little-endian IEEE binary32
     if (left() < 4) return Error(std::string("packed ") + table_ + " end inside a float");
     uint32_t bits = 0;
@@ -68,12 +80,6 @@ class VarintReader {
 void putFloat(std::vector<uint8_t>& out, float f) {
   const auto bits = std::bit_cast<uint32_t>(f);
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(bits >> (8 * i)));
-}
-
-Expected<uint32_t> tileOf(uint64_t v, const char* table) {
-  if (v > std::numeric_limits<uint32_t>::max())
-    return Error(std::string("a packed ") + table + " names tile " + std::to_string(v));
-  return static_cast<uint32_t>(v);
 }
 
 }  // namespace
@@ -101,16 +107,11 @@ Status unpackCopies(std::span<const uint8_t> bytes, std::vector<TileCopy>& out) 
   TileCopy prev;
   for (uint64_t i = 0; i < count; ++i) {
     TileCopy c;
-    POPRT_ASSIGN_OR_RETURN(const uint64_t src_tile, r.next());
-    POPRT_ASSIGN_OR_RETURN(c.src_tile, tileOf(unzigzag(prev.src_tile, src_tile), "copy"));
-    POPRT_ASSIGN_OR_RETURN(const uint64_t src_offset, r.next());
-    c.src_offset = unzigzag(prev.src_offset, src_offset);
-    POPRT_ASSIGN_OR_RETURN(const uint64_t dst_tile, r.next());
-    POPRT_ASSIGN_OR_RETURN(c.dst_tile, tileOf(unzigzag(prev.dst_tile, dst_tile), "copy"));
-    POPRT_ASSIGN_OR_RETURN(const uint64_t dst_offset, r.next());
-    c.dst_offset = unzigzag(prev.dst_offset + prev.bytes, dst_offset);
-    POPRT_ASSIGN_OR_RETURN(const uint64_t n, r.next());
-    c.bytes = unzigzag(prev.bytes, n);
+    POPRT_ASSIGN_OR_RETURN(c.src_tile, r.tile(prev.src_tile, "copy"));
+    POPRT_ASSIGN_OR_RETURN(c.src_offset, r.delta(prev.src_offset));
+    POPRT_ASSIGN_OR_RETURN(c.dst_tile, r.tile(prev.dst_tile, "copy"));
+    POPRT_ASSIGN_OR_RETURN(c.dst_offset, r.delta(prev.dst_offset + prev.bytes));
+    POPRT_ASSIGN_OR_RETURN(c.bytes, r.delta(prev.bytes));
     out.push_back(c);
     prev = c;
   }
@@ -138,17 +139,14 @@ Status unpackRegions(std::span<const uint8_t> bytes, std::vector<LayoutRegion>& 
   POPRT_ASSIGN_OR_RETURN(const uint64_t count, r.count("regions", 4));
   out.reserve(out.size() + count);
   LayoutRegion prev;
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   for (uint64_t i = 0; i < count; ++i) {
-    const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
     LayoutRegion g;
-    POPRT_ASSIGN_OR_RETURN(const uint64_t begin, r.next());
-    g.begin = static_cast<int64_t>(unzigzag(u(prev.begin) + u(prev.count), begin));
-    POPRT_ASSIGN_OR_RETURN(const uint64_t n, r.next());
-    g.count = static_cast<int64_t>(unzigzag(u(prev.count), n));
-    POPRT_ASSIGN_OR_RETURN(const uint64_t tile, r.next());
-    POPRT_ASSIGN_OR_RETURN(g.tile, tileOf(unzigzag(prev.tile, tile), "region"));
-    POPRT_ASSIGN_OR_RETURN(const uint64_t offset, r.next());
-    g.offset = unzigzag(prev.offset + u(prev.count), offset);
+    POPRT_ASSIGN_OR_RETURN(const uint64_t begin, r.delta(u(prev.begin) + u(prev.count)));
+    POPRT_ASSIGN_OR_RETURN(const uint64_t n, r.delta(u(prev.count)));
+    g.begin = static_cast<int64_t>(begin), g.count = static_cast<int64_t>(n);
+    POPRT_ASSIGN_OR_RETURN(g.tile, r.tile(prev.tile, "region"));
+    POPRT_ASSIGN_OR_RETURN(g.offset, r.delta(prev.offset + u(prev.count)));
     out.push_back(g);
     prev = g;
   }
@@ -236,8 +234,7 @@ Status unpackVertices(std::span<const uint8_t> bytes, std::vector<Vertex>& out) 
       return Error("a packed vertex of a new kind does not give all its values");
     if (!kind && i == 0) return Error("the first packed vertex does not give its kind");
     Vertex v = kind ? Vertex{} : out.back();  // a copy shares the previous vertex's params
-    POPRT_ASSIGN_OR_RETURN(const uint64_t tile, r.next());
-    POPRT_ASSIGN_OR_RETURN(v.tile, tileOf(unzigzag(i == 0 ? 0 : out.back().tile, tile), "vertex"));
+    POPRT_ASSIGN_OR_RETURN(v.tile, r.tile(i == 0 ? 0 : out.back().tile, "vertex"));
     std::vector<int64_t> params;
     if (kind) {
       POPRT_ASSIGN_OR_RETURN(const uint64_t codelet, r.next());
@@ -258,19 +255,13 @@ Status unpackVertices(std::span<const uint8_t> bytes, std::vector<Vertex>& out) 
     } else if (flags & kNewParams) {
       params = v.params.vec();
     }
-    for (Field& f : v.fields) {
-      POPRT_ASSIGN_OR_RETURN(const uint64_t offset, r.next());
-      f.offset = unzigzag(f.offset, offset);
-    }
+    for (Field& f : v.fields) { POPRT_ASSIGN_OR_RETURN(f.offset, r.delta(f.offset)); }
     if (flags & kNewSizes)
-      for (Field& f : v.fields) {
-        POPRT_ASSIGN_OR_RETURN(const uint64_t n, r.next());
-        f.bytes = unzigzag(f.bytes, n);
-      }
+      for (Field& f : v.fields) { POPRT_ASSIGN_OR_RETURN(f.bytes, r.delta(f.bytes)); }
     if (flags & kNewParams) {
       for (int64_t& p : params) {
-        POPRT_ASSIGN_OR_RETURN(const uint64_t d, r.next());
-        p = static_cast<int64_t>(unzigzag(static_cast<uint64_t>(p), d));
+        POPRT_ASSIGN_OR_RETURN(const uint64_t value, r.delta(static_cast<uint64_t>(p)));
+        p = static_cast<int64_t>(value);
       }
       v.params = std::move(params);
     }
