@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -485,18 +486,36 @@ std::map<std::string, Tensor> CompileResult::weightData() const {
 
 Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options) {
   auto result = Compiler(model, options).run();
-  if (result.ok() || result.error().message().rfind(kOutOfTileMemory, 0) != 0 ||
-      options.resident_weight_share <= kRetryResidentShare)
-    return result;
-  CompileOptions retry = options;
-  retry.resident_weight_share = kRetryResidentShare;
-  auto second = Compiler(model, retry).run();
-  if (!second.ok()) return result;  // the default placement's report
-  second->warnings.push_back("tile memory: the program fit only with weights kept resident on at most " +
-                             std::to_string(static_cast<int>(kRetryResidentShare * 100)) + "% of each tile (not " +
-                             std::to_string(static_cast<int>(options.resident_weight_share * 100)) +
-                             "%); the rest are gathered when used, which costs exchange");
-  return second;
+  if (result.ok() || result.error().message().rfind(kOutOfTileMemory, 0) != 0) return result;
+  // Out of tile memory: fewer resident weight slices first (they pile up on the tiles of each
+  // matmul's first blocks), then smaller temporaries (the planners' share, which assumes the
+  // rest of the tile is free while resident weights and live values take part of it).
+  for (const double amp_scale : kRetryMemoryScales) {
+    CompileOptions retry = options;
+    retry.resident_weight_share = std::min(options.resident_weight_share, kRetryResidentShare);
+    retry.only_copy_resident_share = retry.resident_weight_share;
+    retry.temporaries_scale = amp_scale;
+    if (retry.resident_weight_share == options.resident_weight_share &&
+        retry.only_copy_resident_share == options.only_copy_resident_share && amp_scale == 1.0)
+      continue;  // tried
+    auto fits = Compiler(model, retry).run();
+    if (!fits.ok()) {
+      if (fits.error().message().rfind(kOutOfTileMemory, 0) == 0) continue;
+      return result;  // a plan the smaller share cannot make: the default placement's report
+    }
+    std::string how = "weights kept resident on at most " + std::to_string(static_cast<int>(retry.resident_weight_share * 100)) +
+                      "% of each tile (not " + std::to_string(static_cast<int>(options.resident_weight_share * 100)) +
+                      "%); the rest are gathered when used, which costs exchange";
+    if (amp_scale != 1.0) {
+      char share[96];
+      std::snprintf(share, sizeof share, "%.2g of each tile (not %.2g, --available_memory_proportion)",
+                    options.available_memory_proportion * amp_scale, options.available_memory_proportion);
+      how += "; conv/matmul temporaries are planned within " + std::string(share) + " where a plan fits";
+    }
+    fits->warnings.push_back("tile memory: the program fit only with " + how);
+    return fits;
+  }
+  return result;
 }
 
 }  // namespace poprt::codegen

@@ -23,10 +23,20 @@ struct CompileOptions {
   // (Lowering::residentWeight); the rest of the weights are spread over all the tiles and
   // gathered when used. compile() retries a program that does not fit with kRetryResidentShare.
   double resident_weight_share = 0.4;
+  // The share a tile's resident weights may reach with slices that are their weight's only copy:
+  // refusing one would spread the whole weight, which takes the same bytes, and gather the slice
+  // into the tile's memory again when it is read (VGG-11's 411 MB classifier fits only so).
+  // compile()'s retries set it to their resident share.
+  double only_copy_resident_share = 0.75;
+  // The share of available_memory_proportion the conv and matmul planners try first; a node no
+  // plan fits there is planned within the whole proportion. compile() lowers it when a program
+  // runs out of tile memory (kRetryMemoryScales).
+  double temporaries_scale = 1.0;
   // The bytes per tile the planners may give one node's operands and results.
   uint64_t tileBudget() const {
     return static_cast<uint64_t>(available_memory_proportion * static_cast<double>(target.bytes_per_tile));
   }
+  uint64_t preferredTileBudget() const { return static_cast<uint64_t>(temporaries_scale * static_cast<double>(tileBudget())); }
 };
 
 struct CompileResult {
@@ -46,6 +56,10 @@ struct CompileResult {
 // (a BERT-Base encoder at batch 16 has 40% of its fullest tiles in them): a program that runs out
 // of tile memory is compiled again with this cap on them, and says so in its warnings.
 inline constexpr double kRetryResidentShare = 0.3;
+// Then the planners' first try (CompileOptions::temporaries_scale) is each of these in turn
+// until the program fits: a 2048-channel conv planned within 60% of a tile does not fit beside
+// the resident weights of FCN-ResNet50 (compile(), with a warning naming the share).
+inline constexpr double kRetryMemoryScales[] = {1.0, 0.5, 0.25};
 
 // Nodes the device cannot run go to host programs run by the reference evaluator. With
 // target.num_ipus > 1 the nodes are placed on the IPUs (codegen/sharding.h) and the main program

@@ -117,6 +117,9 @@ Expected<WindowOp> poolOp(const ir::Node& node) {
 bool isPool(const ir::Node& node) { return node.opType() != "Conv" && node.opType() != "ConvAct"; }
 
 ConvPlan planFor(const WindowOp& op, const CompileOptions& options) {
+  ConvPlan plan =
+      planConv(op.problem, options.target.tiles_per_ipu, options.preferredTileBudget(), options.target.fp32_macs_per_cycle);
+  if (plan.fits || options.temporaries_scale == 1.0) return plan;
   return planConv(op.problem, options.target.tiles_per_ipu, options.tileBudget(), options.target.fp32_macs_per_cycle);
 }
 

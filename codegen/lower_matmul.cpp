@@ -180,7 +180,8 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
   const uint64_t budget = l.options().tileBudget();
   const DType dt = y->type.dtype;
   const uint64_t es = dtypeSize(dt);
-  const MatMulPlan plan = planMatMul(op.batches, M, K, N, l.tileCount(), budget, es);
+  MatMulPlan plan = planMatMul(op.batches, M, K, N, l.tileCount(), l.options().preferredTileBudget(), es);
+  if (!plan.fits) plan = planMatMul(op.batches, M, K, N, l.tileCount(), budget, es);
   if (!plan.fits)
     return Error(node.describe() + ": no split of the " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N) +
                  " matmul fits in " + std::to_string(budget) + " bytes per tile (hint: " + halfPrecisionHint(dt) +

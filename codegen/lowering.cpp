@@ -114,10 +114,14 @@ std::optional<uint64_t> Lowering::residentWeight(const ir::Value* v, int64_t beg
   const auto key = std::make_tuple(v, begin, count, reps, stride, tile);
   if (auto hit = resident_.find(key); hit != resident_.end()) return hit->second;
   const uint64_t esize = dtypeSize(v->type.dtype), bytes = static_cast<uint64_t>(count * reps) * esize;
-  if (resident_bytes_[tile] + bytes >
-      static_cast<uint64_t>(options_.resident_weight_share * static_cast<double>(target().bytes_per_tile)))
+  const auto share = [&](double s) { return static_cast<uint64_t>(s * static_cast<double>(target().bytes_per_tile)); };
+  uint64_t& weight_resident = resident_of_weight_[v];
+  // A slice that is so far its weight's only copy may go past the share (only_copy_resident_share).
+  const bool only_copy = !hasMapping(v) && weight_resident + bytes <= static_cast<uint64_t>(v->type.numElements()) * esize;
+  if (resident_bytes_[tile] + bytes > share(only_copy ? options_.only_copy_resident_share : options_.resident_weight_share))
     return std::nullopt;
   resident_bytes_[tile] += bytes;
+  weight_resident += bytes;
   const uint64_t offset = mem_.allocator().allocatePersistent(tile, bytes);
   if (bytes > 0) mem_.nameResidentSlice(v, tile, offset);  // an empty slice has no block
   if (count > 0 && reps > 0)

@@ -80,8 +80,8 @@ class Lowering {
   // tile needs straight there, once, so no exchange moves weights at run time. For r < reps,
   // elements [begin + r*stride, +count) go one after another to the returned offset. Refused
   // (nullopt) when the tile's resident weights would pass CompileOptions::resident_weight_share
-  // of its memory: the caller then gathers from the weight's own mapping (requireMapping) like
-  // any value.
+  // of its memory (only_copy_resident_share for a slice no other copy of the weight overlaps):
+  // the caller then gathers from the weight's own mapping (requireMapping) like any value.
   std::optional<uint64_t> residentWeight(const ir::Value* v, int64_t begin, int64_t count, int64_t reps, int64_t stride,
                                          uint32_t tile);
   // The Weight stream of an initializer, created with its load step on first use; and every
@@ -157,7 +157,8 @@ class Lowering {
   std::unordered_map<const ir::Value*, uint32_t> layouts_;  // the exec::Layout of each value gathers read
   std::string node_;                                        // the node being lowered
   std::map<std::tuple<const ir::Value*, int64_t, int64_t, int64_t, int64_t, uint32_t>, uint64_t> resident_;
-  std::vector<uint64_t> resident_bytes_;  // per tile
+  std::vector<uint64_t> resident_bytes_;                               // per tile
+  std::unordered_map<const ir::Value*, uint64_t> resident_of_weight_;  // all its resident slices' bytes
   std::unordered_map<const ir::Value*, uint32_t> weight_streams_;
   std::vector<const ir::Value*> weights_;
   std::function<void(const ir::Value*)> placer_;

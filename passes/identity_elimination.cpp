@@ -39,8 +39,16 @@ std::string noOpReason(const ir::Node& n, int64_t opset) {
   if (op == "Identity") return x->type.isTensor() || x->type.kind == y->type.kind ? "identity" : "";
   if (op == "Dropout") {
     if (n.output(1) && !n.output(1)->uses().empty()) return "";  // the mask is used
+    // In training mode it still passes X unchanged when the ratio is a constant 0 (torchvision's
+    // Swin calls dropout with training=True and p=0): the scale is 1 and nothing is dropped.
     const Tensor* training = constantInput(n, 2);
-    if (n.input(2) && (!training || training->data<uint8_t>()[0] != 0)) return "";
+    const Tensor* ratio = constantInput(n, 1);
+    bool keeps_all = false;
+    if (ratio && ratio->numElements() == 1) {
+      auto r = ops::toDoubles(*ratio);
+      keeps_all = r.ok() && (*r)[0] == 0;
+    }
+    if (n.input(2) && (!training || training->data<uint8_t>()[0] != 0) && !keeps_all) return "";
     if (opset < 7 && n.attrInt("is_test", 0) == 0) return "";
     return "dropout";
   }

@@ -12,6 +12,9 @@ const std::vector<PassInfo>& allPasses() {
        "remove Identity, inference Dropout, same-type Cast and no-op Reshape/Transpose/Expand/Pad; merge Reshape "
        "chains, Transpose pairs and Squeeze/Unsqueeze pairs",
        makeIdentityElimination},
+      {"einsum_to_matmul",
+       "a two-input Einsum that is a batched matrix product (one contracted label) -> Transposes around a MatMul",
+       makeEinsumToMatMul},
       // Fusions match on static shapes: first infer/fold/simplify again until nothing changes.
       {"shape_fixpoint",
        "re-infer types, fold and remove no-ops again until nothing changes (Shape chains of values typed only "

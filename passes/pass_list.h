@@ -10,6 +10,7 @@ namespace poprt::passes {
 std::unique_ptr<Pass> makeInferShapes();
 std::unique_ptr<Pass> makeConstantFolding();
 std::unique_ptr<Pass> makeIdentityElimination();
+std::unique_ptr<Pass> makeEinsumToMatMul();
 // Folding fusions (fuse_*.cpp; shared helpers in fusion_util.h).
 std::unique_ptr<Pass> makeFuseBatchNorm();
 std::unique_ptr<Pass> makeFuseMulAddIntoConvMatMul();

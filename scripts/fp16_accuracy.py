@@ -44,50 +44,22 @@ def top1_agreement(expected, got, axis):
     return float(np.mean(a == b))
 
 
-def run(argv, timeout):
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
-    if p.returncode != 0:
-        raise RuntimeError("%s failed (exit %d): %s" % (os.path.basename(argv[0]), p.returncode,
-                                                          p.stderr.decode("utf-8", "replace").strip()))
-    return p.stdout.decode("utf-8", "replace")
-
-
 def weight_bytes(bin_dir, popef, timeout):
     """The PopEF's weights, as popef-dump counts them: its tensor data blobs (the device's weights)
     and the tensors its host programs hold."""
-    dump = json.loads(run([os.path.join(bin_dir, "popef-dump"), popef, "--json"], timeout))
+    dump = json.loads(e2e_util.run_checked([os.path.join(bin_dir, "popef-dump"), popef, "--json"], timeout))
     return (sum(b["bytes"] for b in dump["blobs"] if b["type"] == "tensor data") +
             dump["executable"]["host_program_weight_bytes"])
-
-
-def compile_and_run(bin_dir, model, out, shapes, inputs, precision_args, timeout):
-    """Compiles the model into `out` and runs it once; returns (summary, run summary)."""
-    summary_path = os.path.join(out, "summary.json")
-    args = [os.path.join(bin_dir, "poprt-convert"), "--input_model", model, "--export_popef", "--output_dir", out,
-            "--summary_json", summary_path] + precision_args + shapes
-    run(args, timeout)
-    run_json = os.path.join(out, "run.json")
-    run([os.path.join(bin_dir, "popef-run"), os.path.join(out, "executable.popef"), "--output_dir",
-         os.path.join(out, "outputs"), "--json", run_json] + inputs, timeout)
-    with open(summary_path) as f, open(run_json) as g:
-        return json.load(f), json.load(g)
 
 
 def check(folder, bin_dir, work, extra, timeout):
     name = folder.split("@")[0]
     data = os.path.join(MODELS_DIR, folder)
-    with open(os.path.join(data, "meta.json")) as f:
-        meta = json.load(f)
+    meta, shapes, inputs = e2e_util.stored_run_flags(data)
     out = os.path.join(work, folder)
     model = os.path.join(MODELS_DIR, name + ".onnx")
-    shapes = []
-    for inp in meta["inputs"]:
-        shapes += ["--input_shape", "%s=%s" % (inp["name"], ",".join(str(d) for d in inp["dims"]))]
-    inputs = []
-    for inp in meta["inputs"]:
-        inputs += ["--input", "%s=%s" % (inp["name"], glob.glob(os.path.join(data, "input_%d_*.npy" % inp["index"]))[0])]
     t0 = time.time()
-    summary, fp16_run = compile_and_run(bin_dir, model, out, shapes, inputs, ["--precision", "fp16"] + extra, timeout)
+    summary, fp16_run = e2e_util.compile_and_run(bin_dir, model, out, shapes, inputs, ["--precision", "fp16"] + extra, timeout)
     t1 = time.time()
     counters = {p["name"]: p["counters"] for p in summary["passes"]}
     placement = summary.get("placement") or {}
@@ -96,7 +68,7 @@ def check(folder, bin_dir, work, extra, timeout):
     nodes = "%d/%d" % (f2h.get("nodes_fp16", 0), f2h.get("nodes_kept_fp32", 0))
     # The same model in float32: its weight bytes and estimated IPU latency, for the ratios.
     out32 = out + "-fp32"
-    _, fp32_run = compile_and_run(bin_dir, model, out32, shapes, inputs, [], timeout)
+    _, fp32_run = e2e_util.compile_and_run(bin_dir, model, out32, shapes, inputs, [], timeout)
     weights = (weight_bytes(bin_dir, os.path.join(out, "executable.popef"), timeout),
                weight_bytes(bin_dir, os.path.join(out32, "executable.popef"), timeout))
     latency_us = (fp16_run["ipu_estimate"]["latency_us"], fp32_run["ipu_estimate"]["latency_us"])

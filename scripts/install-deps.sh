@@ -18,6 +18,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc  # popef-serve's gRPC endpoint
   python3-grpcio python3-grpc-tools  # its end-to-end test's client, generated from serve/kserve.proto
   python3-yaml  # the deploy/ manifests' offline test
+  python3-torch python3-torchvision  # the exported-model zoo (scripts/zoo.py, tests/e2e/test_zoo.py)
   chromium fonts-dejavu-core  # the profile report's page test (tests/e2e/test_profile_report.py)
 )
 if [ "${1:-}" = "--clang" ]; then

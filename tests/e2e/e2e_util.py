@@ -141,6 +141,46 @@ def run_cmd(argv, timeout=300, cwd=None, env=None):
         return Result(argv, None, out, err, timed_out=True)
 
 
+def run_checked(argv, timeout, env=None):
+    """Runs a command for a script (not a test): its stdout, or RuntimeError naming the tool, its
+    exit code and its stderr."""
+    p = subprocess.run([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, env=env)
+    if p.returncode != 0:
+        raise RuntimeError("%s failed (exit %d): %s" % (os.path.basename(argv[0]), p.returncode,
+                                                          p.stderr.decode("utf-8", "replace").strip()))
+    return p.stdout.decode("utf-8", "replace")
+
+
+def stored_run_flags(data_dir):
+    """For a folder in ../shared/models' layout (meta.json, input_<i>_<name>.npy): (meta, the
+    --input_shape flags fixing the stored inputs' shapes, the --input flags reading them)."""
+    import glob
+    with open(os.path.join(data_dir, "meta.json")) as f:
+        meta = json.load(f)
+    shapes, inputs = [], []
+    for inp in meta["inputs"]:
+        shapes += ["--input_shape", "%s=%s" % (inp["name"], ",".join(str(d) for d in inp["dims"]))]
+        files = glob.glob(os.path.join(data_dir, "input_%d_*.npy" % inp["index"]))
+        if len(files) != 1:
+            raise RuntimeError("%s: %d files for input %d" % (data_dir, len(files), inp["index"]))
+        inputs += ["--input", "%s=%s" % (inp["name"], files[0])]
+    return meta, shapes, inputs
+
+
+def compile_and_run(bin_dir, model, out, shapes, inputs, convert_args, timeout):
+    """poprt-convert --export_popef of `model` into `out` (with `shapes`, --input_shape flags, and
+    `convert_args`), then popef-run once on `inputs` (--input flags) into out/outputs. Returns
+    (the compile summary, popef-run's --json summary); RuntimeError when a tool fails."""
+    summary_path = os.path.join(out, "summary.json")
+    run_checked([os.path.join(bin_dir, "poprt-convert"), "--input_model", model, "--export_popef", "--output_dir", out,
+                 "--summary_json", summary_path] + convert_args + shapes, timeout)
+    run_json = os.path.join(out, "run.json")
+    run_checked([os.path.join(bin_dir, "popef-run"), os.path.join(out, "executable.popef"), "--output_dir",
+                 os.path.join(out, "outputs"), "--json", run_json] + inputs, timeout)
+    with open(summary_path) as f, open(run_json) as g:
+        return json.load(f), json.load(g)
+
+
 def precision_accuracy(expected, got, tol=1e-2):
     """How a reduced-precision output compares with the fp32 one: (cosine similarity, max abs
     error, count of NaN/Inf where `expected` is finite, all within atol = rtol = tol). Cosine and

@@ -125,13 +125,16 @@ class ConvertFeaturesTest(e2e_util.E2ETestCase):
     # ------------------------------------------------------------------ no silent no-ops
 
     def test_out_of_memory_hints_name_fp16_for_float32_data(self):
-        # A 400x400 float32 weight (640 KB) is more than a 1-tile target holds (624 KiB); in float16
-        # it takes half. The float32 error suggests --precision fp16 first; the float16 one cannot.
+        # Two 400x400 float32 weights (640 KB each) are more than a 1-tile target holds (624 KiB);
+        # in float16 they take half, still more than the tile. The float32 error suggests
+        # --precision fp16 first; the float16 one cannot.
         rng = np.random.default_rng(0)
-        g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")], "g",
+        g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["h"], name="mm"),
+                               helper.make_node("MatMul", ["h", "W2"], ["y"], name="mm2")], "g",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 400])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 400])],
-                              [numpy_helper.from_array(rng.uniform(-1, 1, (400, 400)).astype(np.float32), "W")])
+                              [numpy_helper.from_array(rng.uniform(-1, 1, (400, 400)).astype(np.float32), "W"),
+                               numpy_helper.from_array(rng.uniform(-1, 1, (400, 400)).astype(np.float32), "W2")])
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
         m.ir_version = 8
         model = self.path("big.onnx")

@@ -94,6 +94,28 @@ TEST(IdentityElimination, RemovesNoOpsAndMergesPairs) {
   EXPECT_EQ(opTypes(g), (Ops{"Relu"}));
 }
 
+// Dropout in training mode passes X unchanged only when its ratio is a constant 0 (torchvision's
+// Swin exports its attention dropout so); a real ratio drops elements and stays.
+TEST(IdentityElimination, TrainingDropoutGoesOnlyWithRatioZero) {
+  for (float ratio : {0.0f, 0.5f}) {
+    ir::Model m = emptyModel();
+    ir::Graph& g = *m.graph;
+    ir::Value* x = g.addInput("x", f32({2, 3}));
+    Tensor r(DType::Float, {});
+    r.data<float>()[0] = ratio;
+    Tensor training(DType::Bool, {});
+    training.data<bool>()[0] = true;
+    ir::Value* e = g.addValue("e", f32({2, 3}));
+    ir::Value* y = g.addValue("y", f32({2, 3}));
+    g.addNode("Dropout", {x, g.addInitializer("ratio", std::move(r)), g.addInitializer("training", std::move(training))}, {e},
+              "dropout");
+    g.addNode("Relu", {e}, {y}, "relu");
+    g.addOutput(y);
+    EXPECT_EQ(runPassChecked(m, "identity_elimination"), ratio == 0.0f) << "ratio " << ratio;
+    EXPECT_EQ(g.nodes().back()->input(0) == x, ratio == 0.0f) << "ratio " << ratio;
+  }
+}
+
 TEST(IdentityElimination, KeepsGraphOutputsAndRealWork) {
   ir::Model m = emptyModel();
   ir::Graph& g = *m.graph;

@@ -649,10 +649,33 @@ TEST(Compile, OutOfMemoryRetriesWithFewerResidentWeights) {
   ASSERT_EQ(compiled->warnings.size(), 1u);
   EXPECT_NE(compiled->warnings[0].find("at most 30% of each tile (not 40%)"), std::string::npos) << compiled->warnings[0];
   options.resident_weight_share = codegen::kRetryResidentShare;  // fits at once: nothing to say
+  options.only_copy_resident_share = codegen::kRetryResidentShare;
   auto direct = codegen::compile(m, options);
   ASSERT_TRUE(direct.ok()) << direct.error().message();
   EXPECT_TRUE(direct->warnings.empty());
   expectSimMatchesReference(m, {{"x", randomTensor({256, 128}, 99)}}, 2);
+}
+
+// A weight bigger than the tiles' resident share, read as one slice per tile (a classifier's
+// columns): each slice is the weight's only copy, so it stays resident past the share instead of
+// being spread and gathered again into the same tiles (which would not fit two tiles).
+TEST(Compile, OnlyCopiesOfAWeightStayResidentPastTheShare) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = *m.graph;
+  ir::Value* x = g.addInput("x", f32({1, 384}));
+  Tensor wt = randomTensor({384, 448}, 31);  // 672 KiB: 336 KiB a tile, more than 40% of 624 KiB
+  ir::Value* w = g.addInitializer("w", std::move(wt));
+  ir::Value* y = g.addValue("y", f32({1, 448}));
+  g.addNode("MatMul", {x, w}, {y}, "classifier");
+  g.addOutput(y);
+  codegen::CompileOptions options{*codegen::makeTarget("ipu2", 1, 2), 0.6};
+  auto compiled = codegen::compile(m, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  EXPECT_TRUE(compiled->warnings.empty()) << compiled->warnings.front();
+  options.only_copy_resident_share = options.resident_weight_share;  // as before: spread, then gathered
+  EXPECT_FALSE(codegen::compile(m, options).ok());
+  expectSimMatchesReference(m, {{"x", randomTensor({1, 384}, 32)}}, 2);
 }
 
 // Memory is reused once values die: a value stays while a view of it lives (v reads r1's memory
