@@ -15,6 +15,7 @@
 #include "converter/cache_tiers.h"
 #include "converter/check.h"
 #include "converter/make_popef.h"
+#include "converter/mixed_precision.h"
 #include "converter/precision.h"
 #include "converter/profile_report.h"
 #include "converter/sharding_config.h"
@@ -66,6 +67,7 @@ void checkFp16Flags(const ConvertOptions& o) {
                        : f.io                               ? "--fp16_io"
                        : !o.fp16_calibration_inputs.empty() ? "--fp16_calibration_input"
                        : o.precision_compare                ? "--precision_compare"
+                       : o.fp16_min_cosine > 0              ? "--fp16_min_cosine"
                                                             : nullptr;
     if (flag) throw UsageError(std::string(flag) + " needs --precision fp16");
   }
@@ -79,16 +81,22 @@ void checkFp16Flags(const ConvertOptions& o) {
 
 // Runs the pipeline; with `fp32_snapshot`, in two parts, keeping the model as it is just before
 // float_to_half (so --precision_compare compares graphs whose value names match).
+// The passes before float_to_half (part 0) or from it on (part 1) of the pipeline `names`.
+passes::PipelineOptions pipelinePart(const passes::PipelineOptions& options, const std::vector<std::string>& names, int part) {
+  auto split = std::find(names.begin(), names.end(), "float_to_half");
+  passes::PipelineOptions p = options;
+  p.passes = part == 0 ? std::vector<std::string>(names.begin(), split) : std::vector<std::string>(split, names.end());
+  p.skip_passes.clear();
+  if (std::find(p.passes.begin(), p.passes.end(), p.print_ir_after) == p.passes.end()) p.print_ir_after.clear();
+  return p;
+}
+
 Expected<std::vector<passes::PassReport>> runPasses(ir::Model& model, const passes::PipelineOptions& options,
                                                     const std::vector<std::string>& names, std::string* fp32_snapshot) {
   if (!fp32_snapshot) return passes::runPipeline(model, options);
-  auto split = std::find(names.begin(), names.end(), "float_to_half");
   std::vector<passes::PassReport> reports;
   for (int part = 0; part < 2; ++part) {
-    passes::PipelineOptions p = options;
-    p.passes = part == 0 ? std::vector<std::string>(names.begin(), split) : std::vector<std::string>(split, names.end());
-    p.skip_passes.clear();
-    if (std::find(p.passes.begin(), p.passes.end(), p.print_ir_after) == p.passes.end()) p.print_ir_after.clear();
+    const passes::PipelineOptions p = pipelinePart(options, names, part);
     if (!p.passes.empty()) {  // (an empty list would mean the default pipeline)
       POPRT_ASSIGN_OR_RETURN(auto r, passes::runPipeline(model, p));
       reports.insert(reports.end(), r.begin(), r.end());
@@ -336,10 +344,15 @@ class Conversion {
                              calibrationInputs(*model_.graph, o_.fp16_calibration_inputs, skipped));
       if (!skipped.empty()) warnings_.push_back(skipped);
     }
-    std::string fp32_snapshot;  // the model just before float_to_half, for --precision_compare
-    auto reports = runPasses(model_, pipeline, plan_.pass_names, o_.precision_compare ? &fp32_snapshot : nullptr);
+    // The model just before float_to_half, for --precision_compare and --fp16_min_cosine.
+    std::string fp32_snapshot;
+    const bool min_cosine = pipeline.fp16.enabled && o_.fp16_min_cosine > 0;
+    auto reports = runPasses(model_, pipeline, plan_.pass_names, o_.precision_compare || min_cosine ? &fp32_snapshot : nullptr);
     if (!reports.ok()) return reports.error().withContext(o_.input_model);
     reports_ = std::move(reports).value();
+    if (min_cosine) {
+      if (Status st = meetMinCosine(fp32_snapshot); !st.ok()) return st.error().withContext(o_.input_model);
+    }
     for (const auto& r : reports_)
       if (!r.ir_after.empty()) out_ << "IR after " << r.name << ":\n" << r.ir_after;
     if (o_.check) POPRT_TRY(runCheck(check_snapshot, model_, {o_.check_rtol, o_.check_atol, 0}, out_));
@@ -348,6 +361,34 @@ class Conversion {
       if (!report.ok()) return report.error().withContext(o_.input_model);
       printPrecisionReport(*report, out_);
       precision_json_ = precisionReportJson(*report);
+    }
+    return okStatus();
+  }
+
+  // --fp16_min_cosine: nodes kept float32 until the float16 model's outputs reach it.
+  Status meetMinCosine(const std::string& fp32_snapshot) {
+    POPRT_ASSIGN_OR_RETURN(MixedPrecisionOutcome m,
+                           meetFp16Cosine(fp32_snapshot, model_, pipelinePart(plan_.pipeline, plan_.pass_names, 1),
+                                          o_.fp16_min_cosine, o_.fp16_calibration_inputs, "--fp16_calibration_input"));
+    char cosines[96];
+    std::snprintf(cosines, sizeof cosines, "%.6f", m.cosine_before);
+    const std::string before = cosines;
+    std::snprintf(cosines, sizeof cosines, "%.6f", m.cosine_after);
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", o_.fp16_min_cosine);
+    const std::string target = "--fp16_min_cosine " + std::string(value);
+    if (!m.met) {
+      warnings_.push_back("float16 outputs reach cosine " + before + " on the calibration inputs, below " + target +
+                          (m.candidates ? ", and " + std::string(cosines) + " with all " + std::to_string(m.candidates) +
+                                              " converted nodes in float32: the model is left as float_to_half made it"
+                                        : ", and float_to_half converted no node to keep in float32"));
+    } else if (!m.kept_fp32.empty()) {
+      kept_fp32_ = m.kept_fp32;
+      std::string names;
+      for (const std::string& n : m.kept_fp32) names += (names.empty() ? "" : ", ") + n;
+      warnings_.push_back("kept " + std::to_string(m.kept_fp32.size()) + " of " + std::to_string(m.candidates) +
+                          " converted nodes in float32 for " + target + " (cosine " + before + " -> " + cosines +
+                          " on the calibration inputs, " + std::to_string(m.evaluations) + " evaluations): " + names);
     }
     return okStatus();
   }
@@ -410,7 +451,7 @@ class Conversion {
       if (auto st = staged.add(files_.onnx, result_.onnx); !st.ok())
         return st.error().withContext("--output_dir " + o_.output_dir);
     if (compiled_) {
-      popef::PopefFile popef = makePopef(*compiled_, model_, o_);
+      popef::PopefFile popef = makePopef(*compiled_, model_, o_, kept_fp32_);
       if (auto valid = popef::validatePopef(popef); !valid.ok())
         return valid.error().withContext(files_.popef.string() + ": cannot write PopEF");
       std::vector<uint8_t> bytes = popef::serializePopef(popef);
@@ -462,6 +503,7 @@ class Conversion {
   std::map<std::string, int64_t> ops_before_;
   std::vector<passes::PassReport> reports_;
   std::optional<nlohmann::ordered_json> precision_json_;
+  std::vector<std::string> kept_fp32_;  // nodes --fp16_min_cosine kept in float32
   std::optional<codegen::CompileResult> compiled_;
   double codegen_seconds_ = 0;
 };

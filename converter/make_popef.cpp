@@ -1,5 +1,7 @@
 #include "converter/make_popef.h"
 
+#include <set>
+
 #include <cmath>
 
 #include "lib/exec/memory_profile.h"
@@ -13,7 +15,9 @@ namespace {
 // Under --precision fp16 a float32 weight (one float_to_half left in float32, e.g. by the range
 // check) is stored as float16 when every value is finite and within +-65504, so the file holds
 // half its bytes; its weight stream and the device keep float32 and the PopEF's reader widens it
-// back when it loads the file (sim/verify_popef.cpp). Other weights are stored as they are.
+// back when it loads the file (sim/verify_popef.cpp). Other weights are stored as they are, and
+// so are those a node kept in float32 on request reads (--fp16_skip_op_types,
+// --fp16_skip_node_names, --fp16_min_cosine): rounding them would undo what was asked.
 popef::Blob weightBlob(const std::string& name, const Tensor& w, bool fp16) {
   if (!fp16 || w.dtype() != DType::Float) return popef::makeTensorDataBlob(name, w);
   for (float x : w.data<float>())
@@ -25,9 +29,25 @@ popef::Blob weightBlob(const std::string& name, const Tensor& w, bool fp16) {
   return popef::makeTensorDataBlob(name, half);
 }
 
+// The weights nodes kept in float32 on request read.
+std::set<const ir::Value*> requestedFp32Weights(const ir::Model& model, const ConvertOptions& o,
+                                                const std::vector<std::string>& kept_fp32) {
+  const passes::Fp16Options& f = o.pipeline.fp16;
+  std::set<std::string> nodes(f.skip_node_names.begin(), f.skip_node_names.end());
+  nodes.insert(kept_fp32.begin(), kept_fp32.end());
+  const std::set<std::string> op_types(f.skip_op_types.begin(), f.skip_op_types.end());
+  std::set<const ir::Value*> weights;
+  for (const auto& n : model.graph->nodes())
+    if (nodes.count(n->name()) || op_types.count(n->opType()))
+      for (const ir::Value* v : n->inputs())
+        if (v && v->isInitializer()) weights.insert(v);
+  return weights;
+}
+
 }  // namespace
 
-popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ir::Model& model, const ConvertOptions& o) {
+popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ir::Model& model, const ConvertOptions& o,
+                           const std::vector<std::string>& kept_fp32) {
   const exec::Executable& exe = compiled.executable;
   popef::PopefFile file;
   auto& md = file.metadata;
@@ -66,8 +86,9 @@ popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ir::Mod
   // Readers refuse the PopEF by name when a plugin its ops come from is not loaded.
   if (auto plugins = plugin::pluginRecord(model); !plugins.is_null()) md.extra["plugins"] = std::move(plugins);
   file.blobs.push_back({popef::BlobType::Executable, "executable", exec::serialize(exe)});
+  const std::set<const ir::Value*> exact = requestedFp32Weights(model, o, kept_fp32);
   for (const ir::Value* w : compiled.weights)
-    file.blobs.push_back(weightBlob(w->name(), *w->initializer(), o.precision == "fp16"));
+    file.blobs.push_back(weightBlob(w->name(), *w->initializer(), o.precision == "fp16" && !exact.count(w)));
   // The compiler's memory profile for the reports (docs/REPORT.md): a few numbers per tile and node.
   file.blobs.push_back(
       {popef::BlobType::Opaque, exec::kMemoryProfileBlobName, exec::serializeMemoryProfile(compiled.memory_profile)});

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "codegen/compiler.h"
 #include "converter/options.h"
@@ -14,6 +15,9 @@
 namespace poprt::converter {
 
 // `model` is the optimised model that was compiled (the plugins its ops come from are recorded).
-popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ir::Model& model, const ConvertOptions& o);
+// `kept_fp32`: nodes --fp16_min_cosine kept in float32; with the skip lists' nodes, their float32
+// weights are stored as they are (see weightBlob).
+popef::PopefFile makePopef(const codegen::CompileResult& compiled, const ir::Model& model, const ConvertOptions& o,
+                           const std::vector<std::string>& kept_fp32 = {});
 
 }  // namespace poprt::converter

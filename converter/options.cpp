@@ -62,6 +62,11 @@ const std::vector<OptionSpec>& optionTable() {
        "NAME=FILE.npy|.pb: an input of the float16 range check (which keeps nodes handling values beyond the float16 "
        "range in float32; default: generated inputs, as --check's) (repeatable)",
        [](ConvertOptions& o) -> FieldRef { return &o.fp16_calibration_inputs; }},
+      {"fp16_min_cosine",
+       "with --precision fp16: keep the converted nodes that add the most error in float32 until "
+       "every float output's cosine similarity to the float32 model's reaches this, on the calibration inputs with the "
+       "reference evaluator (default: no target)",
+       [](ConvertOptions& o) -> FieldRef { return &o.fp16_min_cosine; }, false, proportion},
       {"precision_compare",
        "with --precision fp16: run the float32 and the float16 model with the reference evaluator and report the "
        "error and cosine similarity of each output",

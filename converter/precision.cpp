@@ -27,14 +27,6 @@ constexpr size_t kWorstLayersShown = 15;
 
 using ops::opsetsOf;
 
-Expected<ir::Model> reimport(const std::string& bytes, const std::string& what) {
-  onnx::ModelProto proto;
-  if (!proto.ParseFromString(bytes)) throw InternalError("--precision_compare: the " + what + " does not parse");
-  auto m = onnxio::importModelProto(proto, "", what, {/*run_checker=*/false, /*infer_shapes=*/false});
-  if (!m.ok()) return m.error().withContext("--precision_compare");
-  return m;
-}
-
 std::string fmtCosine(double v) {
   if (std::isnan(v)) return "nan";
   char buf[32];
@@ -152,6 +144,14 @@ Expected<std::vector<std::pair<std::string, ops::RtValue>>> readOrGenerate(
 
 }  // namespace
 
+Expected<ir::Model> reimportModel(const std::string& bytes, const std::string& what) {
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(bytes)) throw InternalError("the " + what + " does not parse");
+  auto m = onnxio::importModelProto(proto, "", what, {/*run_checker=*/false, /*infer_shapes=*/false});
+  if (!m.ok()) return m.error().withContext("the " + what);
+  return m;
+}
+
 Expected<std::vector<std::pair<std::string, ops::RtValue>>> calibrationInputs(const ir::Graph& graph,
                                                                               const std::vector<std::string>& files,
                                                                               std::string& skipped) {
@@ -185,9 +185,9 @@ void precisionDiff(const std::vector<double>& ref, const std::vector<double>& go
 
 Expected<PrecisionReport> comparePrecision(const std::string& fp32_snapshot, const ir::Model& fp16,
                                            const PrecisionCompareOptions& o) {
-  POPRT_ASSIGN_OR_RETURN(ir::Model ref, reimport(fp32_snapshot, "float32 model"));
+  POPRT_ASSIGN_OR_RETURN(ir::Model ref, reimportModel(fp32_snapshot, "float32 model"));
   POPRT_ASSIGN_OR_RETURN(std::string fp16_bytes, onnxio::serializeModel(fp16));
-  POPRT_ASSIGN_OR_RETURN(ir::Model half, reimport(fp16_bytes, "float16 model"));
+  POPRT_ASSIGN_OR_RETURN(ir::Model half, reimportModel(fp16_bytes, "float16 model"));
   const size_t model_outputs = ref.graph->outputs().size();
   if (half.graph->outputs().size() != model_outputs)
     throw InternalError("--precision_compare: float_to_half changed the number of outputs");
@@ -198,8 +198,8 @@ Expected<PrecisionReport> comparePrecision(const std::string& fp32_snapshot, con
 
   PrecisionReport report;
   std::string dynamic;
-  POPRT_ASSIGN_OR_RETURN(auto inputs, readOrGenerate(*ref.graph, o.inputs, "--precision_compare_input", o.seed,
-                                                     report.file_inputs, report.generated_inputs, dynamic));
+  POPRT_ASSIGN_OR_RETURN(auto inputs, readOrGenerate(*ref.graph, o.inputs, o.input_flag, o.seed, report.file_inputs,
+                                                     report.generated_inputs, dynamic));
   if (!dynamic.empty())
     return Error("--precision_compare: input '" + dynamic +
                  "' has a dynamic shape; generated inputs need a static one (hint: "

@@ -23,6 +23,7 @@ struct PrecisionCompareOptions {
   bool per_layer = false;
   std::vector<std::string> inputs;  // NAME=FILE (.npy or .pb); the others are generated
   uint64_t seed = 0;
+  std::string input_flag = "--precision_compare_input";  // the flag `inputs` came from, for errors
 };
 
 // How one value of the fp16 model compares with the fp32 model's.
@@ -46,6 +47,9 @@ struct PrecisionReport {
 // `fp32_snapshot` is the serialized fp32 model; `fp16` the converted one. Errors name the flag.
 Expected<PrecisionReport> comparePrecision(const std::string& fp32_snapshot, const ir::Model& fp16,
                                            const PrecisionCompareOptions& options);
+
+// A model serialized by the conversion (the float32 snapshot), imported again as it was.
+Expected<ir::Model> reimportModel(const std::string& bytes, const std::string& what);
 
 // The inputs of float_to_half's range check: --fp16_calibration_input files (NAME=FILE), the
 // others generated as --check's are. When an input has no file and no static shape there is no

@@ -39,6 +39,7 @@ CONVERT = {
     "--enable_avoid_overflow_patterns": None,
     "--fp16_keep_vector_regions": None,
     "--fp16_calibration_input": (["--precision", "fp16", "--input_shape", "x=4,64"], "x", 2, "--fp16_calibration_input"),
+    "--fp16_min_cosine": ([], "1.5", 2, "--fp16_min_cosine"),
     "--precision_compare": None,
     "--precision_compare_per_layer": None,
     "--precision_compare_input": ([], "x=" + NO_FILE, 2, "--precision_compare_input"),  # needs --precision_compare

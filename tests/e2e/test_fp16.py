@@ -266,52 +266,88 @@ def tensor_blobs(popef_path):
 
 
 class Fp16WeightStorageTest(e2e_util.E2ETestCase):
-    def test_float32_weights_are_stored_as_float16_when_they_fit(self):
-        # x[2,8] -> MatMul(w1) -> Relu -> MatMul(w2) -> y, all kept float32 by the skip list, so only
-        # the storage of the weights changes: w1 fits float16, w2 holds 1e5 (beyond 65504).
-        rng = np.random.default_rng(3)
-        w1 = rng.standard_normal((8, 16)).astype(np.float32)
-        w2 = (rng.standard_normal((16, 4)) * 0.5).astype(np.float32)
-        w2[0, 0] = 1.0e5
-        nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
-                 helper.make_node("Relu", ["h"], ["r"], name="relu"),
-                 helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")]
+    def save_model(self, nodes, outputs, weights):
         g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
-                              [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, [2, 4]) for o in outputs],
+                              [numpy_helper.from_array(w, n) for n, w in weights.items()])
         model = self.path("m.onnx")
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), model)
-        x = rng.standard_normal((2, 8)).astype(np.float32)
+        return model
+
+    def convert_and_run(self, model, x, out, *extra):
+        """The PopEF's tensor data blobs, and popef-run's outputs {name: array} on x."""
         np.save(self.path("x.npy"), x)
+        self.assertOk(e2e_util.run_tool("poprt-convert", ["--input_model", model, "--export_popef", "--output_dir",
+                                                          self.path(out)] + list(extra)))
+        self.assertOk(e2e_util.run_tool("popef-run", [self.path(out, "executable.popef"), "--input",
+                                                      "x=" + self.path("x.npy"), "--output_dir", self.path(out, "run")]))
+        outputs = {f.split("_", 2)[2][:-4]: np.load(self.path(out, "run", f)) for f in os.listdir(self.path(out, "run"))}
+        return tensor_blobs(self.path(out, "executable.popef")), outputs
 
-        def convert(out, *extra):
-            self.assertOk(e2e_util.run_tool("poprt-convert", ["--input_model", model, "--export_popef", "--output_dir",
-                                                              self.path(out)] + list(extra)))
-            return tensor_blobs(self.path(out, "executable.popef"))
-
-        fp16 = convert("fp16", "--precision", "fp16", "--fp16_skip_op_types", "MatMul,Relu")
-        fp32 = convert("fp32")
-        self.assertEqual(sorted(fp16), sorted(fp32))
-        by_size = {len(d) // (2 if t == "float16" else 4): (name, t) for name, (t, _, d) in fp16.items()}
-        self.assertEqual(by_size[w1.size][1], "float16")   # fits: stored as float16
-        self.assertEqual(by_size[w2.size][1], "float32")   # 1e5 does not fit
-        name1 = by_size[w1.size][0]
-        stored = np.frombuffer(fp16[name1][2], "<f2").astype(np.float32)
-        self.assertEqual(sorted(stored.tolist()), sorted(w1.astype(np.float16).astype(np.float32).ravel().tolist()))
+    def test_float32_weights_are_stored_as_float16_when_they_fit(self):
+        # x[2,8] -> MatMul(w1) -> y1 and MatMul(w2) -> y2 with weights of 3e4: the range check
+        # keeps both MatMuls float32 (their outputs pass 65504). w1 fits float16 and is stored so;
+        # w2 holds 1e5 (beyond 65504) and keeps float32.
+        rng = np.random.default_rng(3)
+        w1 = np.clip(rng.standard_normal((8, 4)) * 3e4, -65000, 65000).astype(np.float32)
+        w2 = np.clip(rng.standard_normal((8, 4)) * 3e4, -65000, 65000).astype(np.float32)
+        w2[0, 0] = 1.0e5
+        model = self.save_model([helper.make_node("MatMul", ["x", "w1"], ["y1"], name="mm1"),
+                                 helper.make_node("MatMul", ["x", "w2"], ["y2"], name="mm2")], ["y1", "y2"],
+                                {"w1": w1, "w2": w2})
+        x = rng.uniform(-1, 1, (2, 8)).astype(np.float32)
+        fp16, got = self.convert_and_run(model, x, "fp16", "--precision", "fp16")
+        fp32, _ = self.convert_and_run(model, x, "fp32")
+        self.assertEqual((fp16["w1"][0], fp16["w2"][0]), ("float16", "float32"))
+        stored = np.frombuffer(fp16["w1"][2], "<f2").astype(np.float32)
+        np.testing.assert_array_equal(stored, w1.astype(np.float16).astype(np.float32).ravel())
         for t, _, _ in fp32.values():
             self.assertEqual(t, "float32")  # --precision fp32 stores weights as they are
-
-        self.assertOk(e2e_util.run_tool("popef-run", [self.path("fp16", "executable.popef"), "--input",
-                                                      "x=" + self.path("x.npy"), "--output_dir", self.path("run")]))
-        got = np.load(self.path("run", "output_0_y.npy"))
-        # The model in float64 with w1 rounded to float16, and without the rounding.
+        # popef-run computes with w1 rounded to float16, and w2 as it is.
         w1_16 = w1.astype(np.float16).astype(np.float64)
-        expected = np.maximum(x.astype(np.float64) @ w1_16, 0) @ w2.astype(np.float64)
-        unrounded = np.maximum(x.astype(np.float64) @ w1.astype(np.float64), 0) @ w2.astype(np.float64)
+        expected = x.astype(np.float64) @ w1_16
+        unrounded = x.astype(np.float64) @ w1.astype(np.float64)
         atol = 1e-6 * np.abs(expected).max()
-        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=atol)
+        np.testing.assert_allclose(got["y1"], expected, rtol=1e-5, atol=atol)
         self.assertGreater(np.abs(unrounded - expected).max(), 100 * atol)  # the rounding is visible
+        np.testing.assert_allclose(got["y2"], x.astype(np.float64) @ w2.astype(np.float64), rtol=1e-5, atol=atol)
 
+    def test_weights_of_nodes_kept_float32_on_request_are_stored_as_they_are(self):
+        # x[2,8] -> MatMul(w1) -> Relu -> MatMul(w2) -> y, kept float32 by the skip list: the
+        # weights keep every bit, and popef-run computes with them unrounded.
+        rng = np.random.default_rng(4)
+        w1 = rng.standard_normal((8, 16)).astype(np.float32)
+        w2 = (rng.standard_normal((16, 4)) * 0.5).astype(np.float32)
+        model = self.save_model([helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+                                 helper.make_node("Relu", ["h"], ["r"], name="relu"),
+                                 helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")], ["y"], {"w1": w1, "w2": w2})
+        x = rng.standard_normal((2, 8)).astype(np.float32)
+        for flags in (["--fp16_skip_op_types", "MatMul,Relu"], ["--fp16_skip_node_names", "mm1,relu,mm2"]):
+            with self.subTest(flags=flags):
+                blobs, got = self.convert_and_run(model, x, flags[0].strip("-"), "--precision", "fp16", *flags)
+                self.assertEqual({n: b[0] for n, b in blobs.items()}, {"w1": "float32", "w2": "float32"})
+                expected = np.maximum(x.astype(np.float64) @ w1.astype(np.float64), 0) @ w2.astype(np.float64)
+                np.testing.assert_allclose(got["y"], expected, rtol=1e-5, atol=1e-6 * np.abs(expected).max())
+
+    def test_min_cosine_keeps_yolox_nano_within_0_999_of_onnx_runtime(self):
+        # Rounding yolox_nano's weights to float16 alone gives cosine 0.9969 against its float32
+        # output in ONNX Runtime: plain fp16 cannot reach 0.999, --fp16_min_cosine 0.999 must
+        # (calibrated on the stored input, judged against ONNX Runtime's stored output).
+        data = os.path.join(MODELS_DIR, "yolox_nano")
+        if not os.path.isdir(data):
+            self.skipTest("%s does not exist" % data)
+        image = glob.glob(os.path.join(data, "input_0_*.npy"))[0]
+        for flags, passes in (([], False), (["--fp16_min_cosine", "0.999", "--fp16_calibration_input", "images=" + image], True)):
+            with self.subTest(flags=flags):
+                out = self.path("yolox%d" % len(flags))
+                r = self.assertOk(e2e_util.run_tool("poprt-convert", [
+                    "--input_model", os.path.join(MODELS_DIR, "yolox_nano.onnx"), "--precision", "fp16", "--export_popef",
+                    "--output_dir", out] + flags, timeout=300))
+                if flags:
+                    self.assertIn("for --fp16_min_cosine 0.999", r.stdout)
+                run = e2e_util.run_tool("popef-run", [os.path.join(out, "executable.popef"), "--input", "images=" + image,
+                                                      "--expected_dir", data, "--compare", "cosine"], timeout=300)
+                self.assertEqual(run.returncode, 0 if passes else 1, run.describe())
 
     def test_host_program_weights_are_float16_too(self):
         # An LSTM runs on the host: its weights travel inside the host program, where popef-dump
