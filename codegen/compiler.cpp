@@ -104,7 +104,9 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
 constexpr std::string_view kOutOfTileMemory = "out of tile memory on ";
 
 // A one-line error naming the worst tiles, their bytes and what lived on each when it peaked.
-Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
+// `serializable`: the nodes --serialize_matmul could split (a Conv, MatMul or Gemm with a constant
+// weight); the worst tile peaking at one of them gets a hint naming it.
+Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used, const std::set<std::string>& serializable) {
   const exec::Target& target = l.target();
   const uint64_t cap = target.bytes_per_tile;
   std::vector<uint32_t> over;
@@ -139,7 +141,8 @@ Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used) {
   const bool float32 = std::any_of(streams.begin(), streams.end(), [](const exec::HostStream& s) {
     return s.role == exec::HostStream::Role::Weight && s.dtype == DType::Float;
   });
-  const std::string fp16 = halfPrecisionHint(float32 ? DType::Float : DType::Float16);
+  std::string fp16 = halfPrecisionHint(float32 ? DType::Float : DType::Float16);
+  if (const std::string& node = l.peakStep(over[0]); serializable.count(node)) fp16 += serializeHint(node);
   return Error(msg + (target.num_ipus == 1
                           ? " hint: " + fp16 + "a smaller batch or input shape, or shard the model over more IPUs (--num_ipus)"
                           : " hint: " + fp16 +
@@ -293,7 +296,14 @@ class Compiler {
     exec::Executable& exe = l_.executable();
     result_.weights = l_.weights();
     exe.tile_bytes = l_.finalizeMemory();
-    POPRT_TRY(checkMemory(l_, exe.tile_bytes));
+    std::set<std::string> serializable;
+    for (const ir::Node* n : nodes_) {
+      const std::string& op = n->opType();
+      if ((op == "Conv" || op == "ConvAct" || op == "MatMul" || op == "Gemm" || op == "GemmAct") && n->inputs().size() > 1 &&
+          n->input(1) && n->input(1)->isInitializer())
+        serializable.insert(n->name());
+    }
+    POPRT_TRY(checkMemory(l_, exe.tile_bytes, serializable));
     const std::vector<uint32_t> steps_after = mergeSupersteps(exe);
     result_.memory_profile = l_.memoryProfile();
     for (auto& point : result_.memory_profile.liveness) point.program_steps = steps_after.at(point.program_steps);
@@ -477,6 +487,25 @@ class Compiler {
 };
 
 }  // namespace
+
+namespace {
+constexpr std::string_view kSerializeFlag = "--serialize_matmul '";
+}  // namespace
+
+std::string serializeHint(const std::string& node_name) {
+  return std::string(kSerializeFlag) + node_name + "=" + std::to_string(kSerializeFactor) +
+         "' (its temporaries in four passes), ";
+}
+
+std::optional<std::string> nodeToSerialize(const std::string& error_message) {
+  const size_t at = error_message.find(kSerializeFlag);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t begin = at + kSerializeFlag.size();
+  const std::string tail = "=" + std::to_string(kSerializeFactor) + "'";
+  const size_t end = error_message.find(tail, begin);
+  if (end == std::string::npos) return std::nullopt;
+  return error_message.substr(begin, end - begin);
+}
 
 std::map<std::string, Tensor> CompileResult::weightData() const {
   std::map<std::string, Tensor> data;

@@ -3,6 +3,9 @@
 // them in the load program (weights to tiles) and the main program (inputs in, supersteps, outputs out).
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include <map>
 #include <string>
 #include <utility>
@@ -51,6 +54,13 @@ struct CompileResult {
   std::vector<std::string> warnings;                 // for the user, one line each
   exec::MemoryProfile memory_profile;                // for the profile reports (docs/REPORT.md)
 };
+
+// A node too big for the tiles that --serialize_matmul can split (a Conv, MatMul or Gemm with a
+// constant weight) is named in the error's hint, "--serialize_matmul 'NODE=4'"; poprt-convert
+// serialises the node so named and compiles again (nodeToSerialize reads the name back).
+inline constexpr int64_t kSerializeFactor = 4;
+std::string serializeHint(const std::string& node_name);
+std::optional<std::string> nodeToSerialize(const std::string& error_message);
 
 // Resident weight slices save exchange, but pile up on the tiles of each matmul's first blocks
 // (a BERT-Base encoder at batch 16 has 40% of its fullest tiles in them): a program that runs out

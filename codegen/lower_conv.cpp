@@ -348,7 +348,8 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
   }
   if (!plan.fits)
     return Error(node.describe() + ": no split fits in " + std::to_string(l.options().tileBudget()) + " bytes per tile (hint: " +
-                 halfPrecisionHint(node.output(0)->type.dtype) + "raise --available_memory_proportion or use more IPUs)");
+                 halfPrecisionHint(node.output(0)->type.dtype) + (op.problem.has_weights ? serializeHint(node.name()) : "") +
+                 "raise --available_memory_proportion or use more IPUs)");
   return WindowLowering(l, node, op, plan).run();
 }
 
@@ -363,7 +364,7 @@ std::string windowBlocker(const ir::Node& node, const CompileOptions& options) {
   if (!plan.fits)
     return "no split of it fits in " + std::to_string(options.tileBudget()) + " bytes per tile (the smallest needs " +
            std::to_string(plan.bytes_per_tile) + "; hint: " + halfPrecisionHint(node.output(0)->type.dtype) +
-           "raise --available_memory_proportion)";
+           (op->problem.has_weights ? serializeHint(node.name()) : "") + "raise --available_memory_proportion)";
   return "";
 }
 

@@ -116,6 +116,7 @@ class Lowering {
   std::vector<uint64_t> finalizeMemory();
   // What lived on `tile` when it peaked over its capacity (TileMemory::describePeak).
   std::string describePeak(uint32_t tile, size_t items) const { return mem_.describePeak(tile, items); }
+  const std::string& peakStep(uint32_t tile) const { return mem_.peakStep(tile); }
   // Liveness and per-tile peaks (TileMemory::memoryProfile), after finalizeMemory.
   exec::MemoryProfile memoryProfile() const { return mem_.memoryProfile(); }
 

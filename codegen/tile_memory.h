@@ -45,6 +45,8 @@ class TileMemory {
   // `items` of them: "at node 'mm': w 816.0 KiB, copies of x 4.0 KiB and 3 more, 1.2 KiB"; "" if the
   // tile never went over.
   std::string describePeak(uint32_t tile, size_t items) const;
+  // The node whose step `tile` peaked at ("" for the end of the program).
+  const std::string& peakStep(uint32_t tile) const { return peaks_.at(tile).step; }
 
   // The liveness points and per-tile peaks recorded by endStep, with each tile's persistent region
   // (weights) as it stands now; op_types are the caller's to fill.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 
@@ -202,6 +203,9 @@ void printConversion(const ConvertOptions& o, const ir::Model& model, size_t nod
 
 // What the flags ask for, checked before any work: a value no model could take is a usage error
 // (exit 2), like an unknown flag; an unwritable output file is an error.
+// Nodes poprt-convert serialises on its own when a compile runs out of tile memory at them.
+constexpr size_t kMaxAutoSerialized = 4;
+
 struct Plan {
   passes::PipelineOptions pipeline;
   std::vector<passes::InputShape> shapes;
@@ -223,6 +227,14 @@ Expected<Plan> planConversion(const ConvertOptions& o) {
   plan.pipeline = o.pipeline;
   plan.pipeline.fp16.enabled = o.precision == "fp16";
   checkFp16Flags(o);
+  for (const std::string& text : o.serialize_matmul) {
+    auto [node, factor] = splitAssignment(text, "--serialize_matmul");
+    char* end = nullptr;
+    const long long f = std::strtoll(factor.c_str(), &end, 10);
+    if (factor.empty() || *end != '\0' || f < 2 || f > 1024)
+      throw UsageError("--serialize_matmul " + text + ": the factor must be a whole number from 2 to 1024");
+    plan.pipeline.serialize_matmul.emplace_back(node, f);
+  }
   if (!(o.available_memory_proportion > 0 && o.available_memory_proportion <= 1))  // NaN too
     throw UsageError("--available_memory_proportion must be in (0, 1]");
   for (const auto& text : o.input_shapes) {
@@ -395,8 +407,32 @@ class Conversion {
 
   Status compile() {
     const auto c0 = std::chrono::steady_clock::now();
-    auto compiled = codegen::compile(model_, {plan_.target, o_.available_memory_proportion, plan_.sharding});
-    if (!compiled.ok()) return compiled.error().withContext(o_.input_model);
+    const codegen::CompileOptions options{plan_.target, o_.available_memory_proportion, plan_.sharding};
+    auto compiled = codegen::compile(model_, options);
+    // Out of tile memory at a node --serialize_matmul can split: split it as the error's hint
+    // says and compile again (at most kMaxAutoSerialized nodes, never a slice again), with a
+    // warning naming them. When that does not fit either, the error is the model's own.
+    const auto first = compiled.ok() ? std::nullopt : std::optional<Error>(compiled.error());
+    std::vector<std::string> serialized;
+    for (size_t i = 0; i < kMaxAutoSerialized && !compiled.ok(); ++i) {
+      const std::optional<std::string> node = codegen::nodeToSerialize(compiled.error().message());
+      if (!node || std::any_of(serialized.begin(), serialized.end(),
+                               [&](const std::string& s) { return node->rfind(s + "/serial", 0) == 0; }))
+        break;
+      passes::PipelineOptions serialize;
+      serialize.passes = {"serialize_matmul"};
+      serialize.serialize_matmul = {{*node, codegen::kSerializeFactor}};
+      if (!passes::runPipeline(model_, serialize).ok()) break;
+      serialized.push_back(*node);
+      compiled = codegen::compile(model_, options);
+    }
+    if (!compiled.ok()) return first->withContext(o_.input_model);
+    if (!serialized.empty()) {
+      std::string names;
+      for (const std::string& n : serialized) names += (names.empty() ? "'" : ", '") + n + "'";
+      warnings_.push_back("out of tile memory otherwise: " + names + " serialized into " +
+                          std::to_string(codegen::kSerializeFactor) + " passes over output-channel slices (--serialize_matmul)");
+    }
     compiled_ = std::move(compiled).value();
     codegen_seconds_ = secondsSince(c0);
     return okStatus();

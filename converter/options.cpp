@@ -75,6 +75,11 @@ const std::vector<OptionSpec>& optionTable() {
        [](ConvertOptions& o) -> FieldRef { return &o.precision_compare_per_layer; }},
       {"precision_compare_input", "NAME=FILE.npy|.pb: an input --precision_compare reads instead of generating (repeatable)",
        [](ConvertOptions& o) -> FieldRef { return &o.precision_compare_inputs; }},
+      {"serialize_matmul",
+       "NODE=FACTOR: split that Conv, MatMul or Gemm (constant weight) into FACTOR nodes over slices of its output "
+       "channels, so that each needs about 1/FACTOR of the tile memory for temporaries; an out-of-memory error names "
+       "the node to give (repeatable)",
+       [](ConvertOptions& o) -> FieldRef { return &o.serialize_matmul; }},
       {"ipu_version", "ipu1, ipu2 or ipu21 (default ipu2)", [](ConvertOptions& o) -> FieldRef { return &o.ipu_version; }},
       {"num_ipus", "IPUs to shard the model over (default 1): see --execution_strategy, --manual_sharding_config",
        [](ConvertOptions& o) -> FieldRef { return &o.num_ipus; }, false, countRange},

@@ -36,6 +36,7 @@ struct ConvertOptions {
   std::vector<std::string> precision_compare_inputs;  // NAME=FILE
   std::vector<std::string> fp16_calibration_inputs;   // NAME=FILE
   double fp16_min_cosine = 0;                         // 0: no accuracy target (mixed_precision.h)
+  std::vector<std::string> serialize_matmul;          // NODE=FACTOR (passes/serialize_matmul.cpp)
   std::string ipu_version = "ipu2";
   uint32_t num_ipus = 1;
   std::string execution_strategy = "sharded";  // with num_ipus > 1: sharded or pipelined

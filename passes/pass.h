@@ -25,7 +25,9 @@ struct PassContext {
   ir::Model& model;
   int64_t max_tensor_size = int64_t{1} << 27;  // bytes a folded constant may take (--max_tensor_size)
   Fp16Options fp16;                            // --precision fp16 and its options
-  PassStats stats;                             // of the pass that is running
+  // --serialize_matmul: node name -> the number of slices (serialize_matmul.cpp).
+  std::vector<std::pair<std::string, int64_t>> serialize_matmul;
+  PassStats stats;  // of the pass that is running
 
   ops::Opsets opsets() const;
   void count(const std::string& what, int64_t n = 1) { stats.counters[what] += n; }

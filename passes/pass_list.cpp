@@ -47,6 +47,10 @@ const std::vector<PassInfo>& allPasses() {
        makeFuseAttention},
       {"fuse_conv_activation", "Conv/Gemm followed by its only use, an activation -> ai.graphcore ConvAct/GemmAct",
        makeFuseConvActivation},
+      {"serialize_matmul",
+       "--serialize_matmul NODE=FACTOR: split that Conv, MatMul or Gemm (constant weight) into FACTOR nodes over "
+       "slices of its output channels, joined by a Concat (each needs about 1/FACTOR of the temporaries)",
+       makeSerializeMatMul},
       // Precision after the fusions (they match float32 patterns; the fused ops have fp16 policies).
       {"float_to_half",
        "--precision fp16: float32 weights and activations -> float16 as each op's fp16 policy says (KeepFp32 ops, "

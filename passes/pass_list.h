@@ -25,6 +25,7 @@ std::unique_ptr<Pass> makeFuseGelu();
 std::unique_ptr<Pass> makeFuseHardSigmoid();
 std::unique_ptr<Pass> makeFuseAttention();
 std::unique_ptr<Pass> makeFuseConvActivation();
+std::unique_ptr<Pass> makeSerializeMatMul();
 // --precision fp16 (float_to_half.cpp, with fp16_overflow.h), then Cast clean-up.
 std::unique_ptr<Pass> makeFloatToHalf();
 std::unique_ptr<Pass> makeFoldCasts();

@@ -50,7 +50,7 @@ Expected<std::vector<PassReport>> runPipeline(ir::Model& model, const PipelineOp
   POPRT_ASSIGN_OR_RETURN(std::vector<std::string> pipeline, resolvePipeline(options));
   std::vector<PassReport> reports;
   for (const auto& name : pipeline) {
-    PassContext ctx{model, options.max_tensor_size, options.fp16, {}};
+    PassContext ctx{model, options.max_tensor_size, options.fp16, options.serialize_matmul, {}};
     auto pass = findPass(name)->make();
     auto t0 = std::chrono::steady_clock::now();
     auto changed = pass->run(*model.graph, ctx);

@@ -15,6 +15,7 @@ struct PipelineOptions {
   std::string print_ir_after;            // pass name whose result goes into its report (ir_after)
   int64_t max_tensor_size = int64_t{1} << 27;
   Fp16Options fp16;
+  std::vector<std::pair<std::string, int64_t>> serialize_matmul;  // --serialize_matmul NODE=FACTOR
 };
 
 struct PassReport {

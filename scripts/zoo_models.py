@@ -14,7 +14,9 @@ Imported by scripts/zoo.py only: torch is imported lazily, inside the builders.
 import collections
 
 # known: {precision: why} for a check that fails today and why; the zoo test expects it to
-# fail, and fails when it passes (so the entry is updated), as unittest's expectedFailure.
+# fail, and fails when it passes (so the entry is updated), as unittest's expectedFailure. A why
+# starting "tolerance:" says the tools succeed and only the comparison fails: a compile or run
+# failure is then a failure of the test too.
 Entry = collections.namedtuple("Entry", "name tier opset inputs build known", defaults=({},))
 
 # Rounding these models' weights to float16 alone (ONNX Runtime, float32 math) already gives an
@@ -193,7 +195,8 @@ ZOO = [
     # Segmentation, detection heads, video, optical flow.
     Entry("fcn_resnet50", "all", 13, {"image": [1, 3, 320, 320]},
           _first_output(_tv("segmentation.fcn_resnet50", weights_backbone=None, aux_loss=False)),
-          {"fp32": "out of tile memory: the 2048-channel 3x3 classifier conv's smallest plan needs 370 KiB per tile",
+          {"fp32": "tolerance: 5 of 2,150,400 values beyond atol 1e-4 (max 1.4e-4; the reference evaluator's double "
+                   "sums too): float32 rounding of 18,432-term sums in ONNX Runtime",
            "fp16": FP16_WEIGHTS_FLOOR}),
     Entry("deeplabv3_mobilenet_v3_large", "all", 13, {"image": [1, 3, 320, 320]},
           _first_output(_tv("segmentation.deeplabv3_mobilenet_v3_large", weights_backbone=None, aux_loss=False))),

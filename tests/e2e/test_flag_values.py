@@ -43,6 +43,7 @@ CONVERT = {
     "--precision_compare": None,
     "--precision_compare_per_layer": None,
     "--precision_compare_input": ([], "x=" + NO_FILE, 2, "--precision_compare_input"),  # needs --precision_compare
+    "--serialize_matmul": ([], "mm=1", 2, "--serialize_matmul"),
     "--ipu_version": ([], "ipu3", 2, "--ipu_version"),
     "--num_ipus": ([], "0", 2, "--num_ipus"),
     "--execution_strategy": ([], "diagonal", 2, "--execution_strategy"),

@@ -56,7 +56,9 @@ def failure_details(r):
         p = r.get(precision, {})
         if "failure" in p:
             lines.append("%s: %s" % (precision, p["failure"]))
-        if "known" in p and p["ok"]:
+        if "unexpected" in p:
+            lines.append("%s: %s (known: %s)" % (precision, p["unexpected"], p["known"]))
+        elif "known" in p and p["ok"]:
             lines.append("%s passes, but scripts/zoo_models.py lists it as known to fail (%s): update the entry"
                          % (precision, p["known"]))
         lines += ["%s output %s: %s" % (precision, o["output"], o) for o in p.get("outputs", []) if not o["ok"]]

@@ -52,13 +52,12 @@ inline ops::Opsets opsetsOf(const ir::Model& m) {
 // Runs `passes` (empty: the default pipeline) and checks: the graph verifies, (with
 // `check_types`) every node output has a dtype and a rank, and the outputs equal the evaluator's
 // before the passes, at the model's opsets, within tol + tol*|x| (NaN and infinities must match).
-inline std::vector<PassReport> runPassesChecked(ir::Model& m, std::vector<std::string> passes, double tol = 1e-5,
-                                                bool check_types = false) {
+// The same with every pipeline option given (the passes' own options, such as serialize_matmul's).
+inline std::vector<PassReport> runOptionsChecked(ir::Model& m, const PipelineOptions& options, double tol = 1e-5,
+                                                 bool check_types = false) {
   auto inputs = randomInputs(*m.graph);
   auto before = ops::evaluateGraph(*m.graph, inputs, opsetsOf(m));
   EXPECT_TRUE(before.ok()) << before.error().message();
-  PipelineOptions options;
-  options.passes = std::move(passes);
   auto reports = runPipeline(m, options);
   EXPECT_TRUE(reports.ok()) << (reports.ok() ? "" : reports.error().message());
   auto st = ir::verify(*m.graph);
@@ -92,6 +91,13 @@ inline std::vector<PassReport> runPassesChecked(ir::Model& m, std::vector<std::s
     }
   }
   return reports.ok() ? std::move(reports).value() : std::vector<PassReport>{};
+}
+
+inline std::vector<PassReport> runPassesChecked(ir::Model& m, std::vector<std::string> passes, double tol = 1e-5,
+                                                bool check_types = false) {
+  PipelineOptions options;
+  options.passes = std::move(passes);
+  return runOptionsChecked(m, options, tol, check_types);
 }
 
 // Runs the named pass alone (checked as above); returns whether it changed the graph.
