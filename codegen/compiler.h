@@ -3,10 +3,8 @@
 // them in the load program (weights to tiles) and the main program (inputs in, supersteps, outputs out).
 #pragma once
 
-#include <optional>
-#include <string>
-
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>

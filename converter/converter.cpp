@@ -80,8 +80,6 @@ void checkFp16Flags(const ConvertOptions& o) {
   if (Status st = passes::checkSkipOpTypes(f.skip_op_types); !st.ok()) throw UsageError(st.error().message());
 }
 
-// Runs the pipeline; with `fp32_snapshot`, in two parts, keeping the model as it is just before
-// float_to_half (so --precision_compare compares graphs whose value names match).
 // The passes before float_to_half (part 0) or from it on (part 1) of the pipeline `names`.
 passes::PipelineOptions pipelinePart(const passes::PipelineOptions& options, const std::vector<std::string>& names, int part) {
   auto split = std::find(names.begin(), names.end(), "float_to_half");
@@ -92,6 +90,8 @@ passes::PipelineOptions pipelinePart(const passes::PipelineOptions& options, con
   return p;
 }
 
+// Runs the pipeline; with `fp32_snapshot`, in two parts, keeping the model as it is just before
+// float_to_half (so --precision_compare compares graphs whose value names match).
 Expected<std::vector<passes::PassReport>> runPasses(ir::Model& model, const passes::PipelineOptions& options,
                                                     const std::vector<std::string>& names, std::string* fp32_snapshot) {
   if (!fp32_snapshot) return passes::runPipeline(model, options);
@@ -201,11 +201,11 @@ void printConversion(const ConvertOptions& o, const ir::Model& model, size_t nod
   }
 }
 
-// What the flags ask for, checked before any work: a value no model could take is a usage error
-// (exit 2), like an unknown flag; an unwritable output file is an error.
 // Nodes poprt-convert serialises on its own when a compile runs out of tile memory at them.
 constexpr size_t kMaxAutoSerialized = 4;
 
+// What the flags ask for, checked before any work: a value no model could take is a usage error
+// (exit 2), like an unknown flag; an unwritable output file is an error.
 struct Plan {
   passes::PipelineOptions pipeline;
   std::vector<passes::InputShape> shapes;
@@ -382,16 +382,13 @@ class Conversion {
     POPRT_ASSIGN_OR_RETURN(MixedPrecisionOutcome m,
                            meetFp16Cosine(fp32_snapshot, model_, pipelinePart(plan_.pipeline, plan_.pass_names, 1),
                                           o_.fp16_min_cosine, o_.fp16_calibration_inputs, "--fp16_calibration_input"));
-    char cosines[96];
-    std::snprintf(cosines, sizeof cosines, "%.6f", m.cosine_before);
-    const std::string before = cosines;
-    std::snprintf(cosines, sizeof cosines, "%.6f", m.cosine_after);
+    const std::string before = formatCosine(m.cosine_before), after = formatCosine(m.cosine_after);
     char value[32];
     std::snprintf(value, sizeof value, "%g", o_.fp16_min_cosine);
     const std::string target = "--fp16_min_cosine " + std::string(value);
     if (!m.met) {
       warnings_.push_back("float16 outputs reach cosine " + before + " on the calibration inputs, below " + target +
-                          (m.candidates ? ", and " + std::string(cosines) + " with all " + std::to_string(m.candidates) +
+                          (m.candidates ? ", and " + after + " with all " + std::to_string(m.candidates) +
                                               " converted nodes in float32: the model is left as float_to_half made it"
                                         : ", and float_to_half converted no node to keep in float32"));
     } else if (!m.kept_fp32.empty()) {
@@ -399,7 +396,7 @@ class Conversion {
       std::string names;
       for (const std::string& n : m.kept_fp32) names += (names.empty() ? "" : ", ") + n;
       warnings_.push_back("kept " + std::to_string(m.kept_fp32.size()) + " of " + std::to_string(m.candidates) +
-                          " converted nodes in float32 for " + target + " (cosine " + before + " -> " + cosines +
+                          " converted nodes in float32 for " + target + " (cosine " + before + " -> " + after +
                           " on the calibration inputs, " + std::to_string(m.evaluations) + " evaluations): " + names);
     }
     return okStatus();

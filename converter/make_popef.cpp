@@ -1,8 +1,7 @@
 #include "converter/make_popef.h"
 
-#include <set>
-
 #include <cmath>
+#include <set>
 
 #include "lib/exec/memory_profile.h"
 #include "lib/plugin/plugin.h"

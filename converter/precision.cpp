@@ -27,13 +27,6 @@ constexpr size_t kWorstLayersShown = 15;
 
 using ops::opsetsOf;
 
-std::string fmtCosine(double v) {
-  if (std::isnan(v)) return "nan";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6f", v);
-  return buf;
-}
-
 PrecisionDiff diffOf(const std::string& name, const ops::RtValue& ref, const ops::RtValue& got) {
   PrecisionDiff d;
   d.name = name;
@@ -77,7 +70,7 @@ std::vector<std::string> row(const PrecisionDiff& d, bool layer) {
     r.insert(r.end(), {d.dtype, "-", "-", "-", "-", "not comparable: " + d.mismatch});
     return r;
   }
-  r.insert(r.end(), {d.dtype, fmtCosine(d.cosine), formatError(d.max_abs), formatError(d.max_rel), formatError(d.ref_max),
+  r.insert(r.end(), {d.dtype, formatCosine(d.cosine), formatError(d.max_abs), formatError(d.max_rel), formatError(d.ref_max),
                      d.new_nonfinite ? std::to_string(d.new_nonfinite) + " new NaN/Inf" : "-"});
   return r;
 }
@@ -143,6 +136,13 @@ Expected<std::vector<std::pair<std::string, ops::RtValue>>> readOrGenerate(
 }
 
 }  // namespace
+
+std::string formatCosine(double v) {
+  if (std::isnan(v)) return "nan";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", v);
+  return buf;
+}
 
 Expected<ir::Model> reimportModel(const std::string& bytes, const std::string& what) {
   onnx::ModelProto proto;

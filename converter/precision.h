@@ -48,6 +48,9 @@ struct PrecisionReport {
 Expected<PrecisionReport> comparePrecision(const std::string& fp32_snapshot, const ir::Model& fp16,
                                            const PrecisionCompareOptions& options);
 
+// A cosine similarity as the reports print it ("0.999220", "nan").
+std::string formatCosine(double v);
+
 // A model serialized by the conversion (the float32 snapshot), imported again as it was.
 Expected<ir::Model> reimportModel(const std::string& bytes, const std::string& what);
 

@@ -6,30 +6,13 @@
 // weights of a big model (PopRT serialises large matmuls the same way). Named nodes this pass
 // cannot split are an error naming the node and why.
 #include <algorithm>
-#include <cstring>
 
+#include "lib/ops/op_util.h"
 #include "passes/fusion_util.h"
 #include "passes/pass_list.h"
 
 namespace poprt::passes {
 namespace {
-
-// Elements [begin, end) of `t` along `axis`, every other axis whole.
-Tensor sliceAlong(const Tensor& t, size_t axis, int64_t begin, int64_t end) {
-  Shape shape = t.shape();
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < axis; ++i) outer *= shape[i];
-  for (size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
-  const size_t esize = dtypeSize(t.dtype());
-  const size_t row = static_cast<size_t>(inner) * esize;
-  const int64_t extent = shape[axis];
-  shape[axis] = end - begin;
-  Tensor out(t.dtype(), shape);
-  for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(out.bytes().data() + static_cast<size_t>(o * (end - begin)) * row,
-                t.bytes().data() + static_cast<size_t>(o * extent + begin) * row, static_cast<size_t>(end - begin) * row);
-  return out;
-}
 
 // Where a node's output channels lie: in the weight (input `weight`, axis `axis`) and in the
 // output (axis `out_axis`, -1 for the last); a bias (input `bias`) is sliced when it holds one
@@ -92,12 +75,13 @@ class SerializeMatMul : public Pass {
       for (int64_t i = 0; i < pieces; ++i) {
         const int64_t begin = channels * i / pieces, end = channels * (i + 1) / pieces;
         std::vector<ir::Value*> inputs = node_inputs;
-        inputs[s.weight] =
-            fusion::addConstant(graph, node_inputs[s.weight]->name() + "/serial", sliceAlong(w, s.axis, begin, end));
+        inputs[s.weight] = fusion::addConstant(graph, node_inputs[s.weight]->name() + "/serial",
+                                               ops::sliceAxis(w, static_cast<int64_t>(s.axis), begin, end - begin));
         if (slice_bias)
-          inputs[s.bias] = fusion::addConstant(
-              graph, node_inputs[s.bias]->name() + "/serial",
-              sliceAlong(Tensor(bias->dtype(), {channels}, {bias->bytes().begin(), bias->bytes().end()}), 0, begin, end));
+          inputs[s.bias] =
+              fusion::addConstant(graph, node_inputs[s.bias]->name() + "/serial",
+                                  ops::sliceAxis(Tensor(bias->dtype(), {channels}, {bias->bytes().begin(), bias->bytes().end()}),
+                                                 0, begin, end - begin));
         // The slice's type: y's, with end - begin channels (a pass types every value it makes).
         ir::TensorType type = y->type;
         if (type.dims) {

@@ -109,6 +109,18 @@ void copyBlock(const Tensor& src, int64_t from, Tensor& dst, int64_t to, int64_t
               static_cast<size_t>(count) * es);
 }
 
+Tensor sliceAxis(const Tensor& x, int64_t axis, int64_t start, int64_t len) {
+  Shape shape = x.shape();
+  const int64_t dim = shape[static_cast<size_t>(axis)];
+  shape[static_cast<size_t>(axis)] = len;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  Tensor y(x.dtype(), shape);
+  for (int64_t o = 0; o < outer; ++o) copyBlock(x, (o * dim + start) * inner, y, o * len * inner, len * inner);
+  return y;
+}
+
 Expected<std::vector<double>> broadcastTo(const Tensor& t, const Shape& shape, const std::string& what) {
   auto b = broadcastShapes(t.shape(), shape);
   if (!b.ok() || *b != shape)

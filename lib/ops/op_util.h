@@ -150,5 +150,7 @@ Expected<std::vector<int64_t>> intsAttr(const ir::Node& node, const std::string&
 // Copies `count` consecutive elements of `src` from element `from` to `dst` at element `to`; the
 // dtypes are equal (any dtype, strings included) and the ranges in bounds.
 void copyBlock(const Tensor& src, int64_t from, Tensor& dst, int64_t to, int64_t count);
+// Elements [start, start + len) along `axis` of x, every other axis whole (in bounds).
+Tensor sliceAxis(const Tensor& x, int64_t axis, int64_t start, int64_t len);
 
 }  // namespace poprt::ops

@@ -218,19 +218,6 @@ Outputs evalConcat(const ir::Node& node, const Inputs& in, EvalContext&) {
   return single(std::move(y));
 }
 
-// Elements [start, start + len) along `axis` of x.
-Tensor sliceAxis(const Tensor& x, int64_t axis, int64_t start, int64_t len) {
-  Shape shape = x.shape();
-  const int64_t dim = shape[static_cast<size_t>(axis)];
-  shape[static_cast<size_t>(axis)] = len;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
-  for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
-  Tensor y(x.dtype(), shape);
-  for (int64_t o = 0; o < outer; ++o) copyBlock(x, (o * dim + start) * inner, y, o * len * inner, len * inner);
-  return y;
-}
-
 Outputs evalSplit(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
   POPRT_ASSIGN_OR_RETURN(const Tensor* x, requireInput(in, 0));
   const int64_t r = rankOf(*x);
