@@ -15,6 +15,7 @@
 #include "lib/onnx/onnx_io.h"
 #include "lib/ops/registry.h"
 #include "lib/support/bytes.h"
+#include "passes/serialize_matmul.h"
 
 namespace poprt::codegen {
 namespace {
@@ -104,9 +105,8 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
 constexpr std::string_view kOutOfTileMemory = "out of tile memory on ";
 
 // A one-line error naming the worst tiles, their bytes and what lived on each when it peaked.
-// `serializable`: the nodes --serialize_matmul could split (a Conv, MatMul or Gemm with a constant
-// weight); the worst tile peaking at one of them gets a hint naming it.
-Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used, const std::set<std::string>& serializable) {
+// `nodes`: the compiled nodes by name, for the hint to serialise the one the worst tile peaks at.
+Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used, const std::map<std::string, const ir::Node*>& nodes) {
   const exec::Target& target = l.target();
   const uint64_t cap = target.bytes_per_tile;
   std::vector<uint32_t> over;
@@ -142,7 +142,7 @@ Status checkMemory(const Lowering& l, const std::vector<uint64_t>& used, const s
     return s.role == exec::HostStream::Role::Weight && s.dtype == DType::Float;
   });
   std::string fp16 = halfPrecisionHint(float32 ? DType::Float : DType::Float16);
-  if (const std::string& node = l.peakStep(over[0]); serializable.count(node)) fp16 += serializeHint(node);
+  if (auto it = nodes.find(l.peakStep(over[0])); it != nodes.end()) fp16 += serializeHint(*it->second);
   return Error(msg + (target.num_ipus == 1
                           ? " hint: " + fp16 + "a smaller batch or input shape, or shard the model over more IPUs (--num_ipus)"
                           : " hint: " + fp16 +
@@ -296,14 +296,9 @@ class Compiler {
     exec::Executable& exe = l_.executable();
     result_.weights = l_.weights();
     exe.tile_bytes = l_.finalizeMemory();
-    std::set<std::string> serializable;
-    for (const ir::Node* n : nodes_) {
-      const std::string& op = n->opType();
-      if ((op == "Conv" || op == "ConvAct" || op == "MatMul" || op == "Gemm" || op == "GemmAct") && n->inputs().size() > 1 &&
-          n->input(1) && n->input(1)->isInitializer())
-        serializable.insert(n->name());
-    }
-    POPRT_TRY(checkMemory(l_, exe.tile_bytes, serializable));
+    std::map<std::string, const ir::Node*> by_name;
+    for (const ir::Node* n : nodes_) by_name.emplace(n->name(), n);
+    POPRT_TRY(checkMemory(l_, exe.tile_bytes, by_name));
     const std::vector<uint32_t> steps_after = mergeSupersteps(exe);
     result_.memory_profile = l_.memoryProfile();
     for (auto& point : result_.memory_profile.liveness) point.program_steps = steps_after.at(point.program_steps);
@@ -492,8 +487,9 @@ namespace {
 constexpr std::string_view kSerializeFlag = "--serialize_matmul '";
 }  // namespace
 
-std::string serializeHint(const std::string& node_name) {
-  return std::string(kSerializeFlag) + node_name + "=" + std::to_string(kSerializeFactor) +
+std::string serializeHint(const ir::Node& node) {
+  if (!passes::serializeBlocker(node).empty()) return "";
+  return std::string(kSerializeFlag) + node.name() + "=" + std::to_string(kSerializeFactor) +
          "' (its temporaries in four passes), ";
 }
 

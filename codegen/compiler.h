@@ -57,7 +57,7 @@ struct CompileResult {
 // constant weight) is named in the error's hint, "--serialize_matmul 'NODE=4'"; poprt-convert
 // serialises the node so named and compiles again (nodeToSerialize reads the name back).
 inline constexpr int64_t kSerializeFactor = 4;
-std::string serializeHint(const std::string& node_name);
+std::string serializeHint(const ir::Node& node);  // "" for a node serialize_matmul cannot split
 std::optional<std::string> nodeToSerialize(const std::string& error_message);
 
 // Resident weight slices save exchange, but pile up on the tiles of each matmul's first blocks

@@ -347,8 +347,8 @@ Status lowerWindow(Lowering& l, const ir::Node& node, const WindowOp& op) {
     return okStatus();
   }
   if (!plan.fits)
-    return Error(node.describe() + ": no split fits in " + std::to_string(l.options().tileBudget()) + " bytes per tile (hint: " +
-                 halfPrecisionHint(node.output(0)->type.dtype) + (op.problem.has_weights ? serializeHint(node.name()) : "") +
+    return Error(node.describe() + ": no split fits in " + std::to_string(l.options().tileBudget()) +
+                 " bytes per tile (hint: " + halfPrecisionHint(node.output(0)->type.dtype) + serializeHint(node) +
                  "raise --available_memory_proportion or use more IPUs)");
   return WindowLowering(l, node, op, plan).run();
 }
@@ -364,7 +364,7 @@ std::string windowBlocker(const ir::Node& node, const CompileOptions& options) {
   if (!plan.fits)
     return "no split of it fits in " + std::to_string(options.tileBudget()) + " bytes per tile (the smallest needs " +
            std::to_string(plan.bytes_per_tile) + "; hint: " + halfPrecisionHint(node.output(0)->type.dtype) +
-           (op->problem.has_weights ? serializeHint(node.name()) : "") + "raise --available_memory_proportion)";
+           serializeHint(node) + "raise --available_memory_proportion)";
   return "";
 }
 

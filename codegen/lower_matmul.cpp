@@ -185,8 +185,7 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
   if (!plan.fits)
     return Error(node.describe() + ": no split of the " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N) +
                  " matmul fits in " + std::to_string(budget) + " bytes per tile (hint: " + halfPrecisionHint(dt) +
-                 (node.input(1) && node.input(1)->isInitializer() ? serializeHint(node.name()) : "") +
-                 "raise --available_memory_proportion or use more IPUs)");
+                 serializeHint(node) + "raise --available_memory_proportion or use more IPUs)");
 
   // GemmAct: the activation runs in the vertex, on each output as it is written.
   std::optional<exec::VertexActivation> act;

@@ -7,6 +7,8 @@
 // cannot split are an error naming the node and why.
 #include <algorithm>
 
+#include "passes/serialize_matmul.h"
+
 #include "lib/ops/op_util.h"
 #include "passes/fusion_util.h"
 #include "passes/pass_list.h"
@@ -44,6 +46,12 @@ Split splitOf(const ir::Node& n) {
   if (s.why.empty() && !w) s.why = "its weight is not a constant";
   return s;
 }
+
+}  // namespace
+
+std::string serializeBlocker(const ir::Node& n) { return splitOf(n).why; }
+
+namespace {
 
 class SerializeMatMul : public Pass {
  public:
