@@ -1,5 +1,6 @@
 #include "converter/make_popef.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -36,10 +37,12 @@ std::set<const ir::Value*> requestedFp32Weights(const ir::Model& model, const Co
   nodes.insert(kept_fp32.begin(), kept_fp32.end());
   const std::set<std::string> op_types(f.skip_op_types.begin(), f.skip_op_types.end());
   std::set<const ir::Value*> weights;
-  for (const auto& n : model.graph->nodes())
-    if (nodes.count(n->name()) || op_types.count(n->opType()))
+  for (const auto& n : model.graph->nodes()) {
+    const std::vector<std::string> keys = passes::skipOpTypeKeys(*n);
+    if (nodes.count(n->name()) || std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return op_types.count(k); }))
       for (const ir::Value* v : n->inputs())
         if (v && v->isInitializer()) weights.insert(v);
+  }
   return weights;
 }
 

@@ -57,17 +57,6 @@ const Tensor* constantTensor(const ir::Value* v) {
   return t && t->dtype() == DType::Float ? t : nullptr;
 }
 
-// The op types --fp16_skip_op_types matches a node by: its own and, for ai.graphcore ConvAct and
-// GemmAct, the op they fused (so "Conv" keeps every convolution in fp32, fused or not).
-std::vector<std::string> skipKeys(const ir::Node& n) {
-  std::vector<std::string> keys = {n.opType()};
-  if (n.domain() == ops::graphcore::kDomain) {
-    if (n.opType() == "ConvAct") keys.push_back("Conv");
-    if (n.opType() == "GemmAct") keys.push_back("Gemm");
-  }
-  return keys;
-}
-
 std::string fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
@@ -287,7 +276,7 @@ class FloatToHalf : public Pass {
 
   bool skipped(const ir::Node& n) const {
     if (skip_names_.count(n.name())) return true;
-    for (const std::string& key : skipKeys(n))
+    for (const std::string& key : skipOpTypeKeys(n))
       if (skip_types_.count(key)) return true;
     return false;
   }
@@ -301,7 +290,7 @@ class FloatToHalf : public Pass {
     std::set<std::string> types, names;
     std::function<void(const ir::Graph&)> collect = [&](const ir::Graph& g) {
       for (const auto& n : g.nodes()) {
-        for (const std::string& key : skipKeys(*n)) types.insert(key);
+        for (const std::string& key : skipOpTypeKeys(*n)) types.insert(key);
         names.insert(n->name());
         for (const ir::Graph* body : n->subgraphs()) collect(*body);
       }
@@ -348,7 +337,7 @@ class FloatToHalf : public Pass {
     if (!n.subgraphs().empty())
       return keep("control_flow", "a control-flow node (its bodies convert; their results are cast back)");
     if (!d.roles) return keep("kept_no_schema", "ONNX has no schema for it");
-    for (const std::string& key : skipKeys(n))
+    for (const std::string& key : skipOpTypeKeys(n))
       if (skip_types_.count(key)) return keep("kept_skip_op_type", "--fp16_skip_op_types " + key);
     if (skip_names_.count(n.name())) return keep("kept_skip_node_name", "--fp16_skip_node_names " + n.name());
     if (auto it = overflow_.find(&n); it != overflow_.end()) return keep("kept_overflow_pattern", it->second);
@@ -564,6 +553,15 @@ class FloatToHalf : public Pass {
 };
 
 }  // namespace
+
+std::vector<std::string> skipOpTypeKeys(const ir::Node& n) {
+  std::vector<std::string> keys = {n.opType()};
+  if (n.domain() == ops::graphcore::kDomain) {
+    if (n.opType() == "ConvAct") keys.push_back("Conv");
+    if (n.opType() == "GemmAct") keys.push_back("Gemm");
+  }
+  return keys;
+}
 
 Status checkSkipOpTypes(const std::vector<std::string>& op_types) {
   for (const std::string& t : op_types) {
