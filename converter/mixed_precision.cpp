@@ -53,7 +53,8 @@ Expected<MixedPrecisionOutcome> meetFp16Cosine(const std::string& fp32_snapshot,
                                                const passes::PipelineOptions& fp16_passes, double min_cosine,
                                                const std::vector<std::string>& inputs, const std::string& flag) {
   MixedPrecisionOutcome outcome;
-  PrecisionCompareOptions compare{/*per_layer=*/true, inputs, 0, flag};
+  std::vector<ops::RtValue> fp32_outputs;  // the float32 model runs once, not once per trial
+  PrecisionCompareOptions compare{/*per_layer=*/true, inputs, 0, flag, &fp32_outputs};
   POPRT_ASSIGN_OR_RETURN(const PrecisionReport first, comparePrecision(fp32_snapshot, fp16, compare));
   ++outcome.evaluations;
   outcome.cosine_before = outcome.cosine_after = worstCosine(first);

@@ -219,9 +219,17 @@ Expected<PrecisionReport> comparePrecision(const std::string& fp32_snapshot, con
     half_inputs.emplace_back(name, std::move(copy));
   }
 
-  ops::EvalContext ctx_ref(opsetsOf(ref), o.seed);
-  auto a = ops::runGraph(*ref.graph, inputs, ctx_ref);
-  if (!a.ok()) return a.error().withContext("--precision_compare: the float32 model fails");
+  std::vector<ops::RtValue> ran;
+  const std::vector<ops::RtValue>* a = &ran;
+  if (o.fp32_outputs && !o.fp32_outputs->empty() && !o.per_layer) {
+    a = o.fp32_outputs;
+  } else {
+    ops::EvalContext ctx_ref(opsetsOf(ref), o.seed);
+    auto run = ops::runGraph(*ref.graph, inputs, ctx_ref);
+    if (!run.ok()) return run.error().withContext("--precision_compare: the float32 model fails");
+    ran = std::move(run).value();
+    if (o.fp32_outputs) o.fp32_outputs->assign(ran.begin(), ran.begin() + static_cast<std::ptrdiff_t>(model_outputs));
+  }
   ops::EvalContext ctx_half(opsetsOf(half), o.seed);
   auto b = ops::runGraph(*half.graph, half_inputs, ctx_half);
   if (!b.ok()) return b.error().withContext("--precision_compare: the float16 model fails");

@@ -24,6 +24,9 @@ struct PrecisionCompareOptions {
   std::vector<std::string> inputs;  // NAME=FILE (.npy or .pb); the others are generated
   uint64_t seed = 0;
   std::string input_flag = "--precision_compare_input";  // the flag `inputs` came from, for errors
+  // The float32 model's outputs on these inputs, for comparing several float16 models with one
+  // run of it: filled by the first call, read (the float32 model not run again) by the next.
+  std::vector<ops::RtValue>* fp32_outputs = nullptr;
 };
 
 // How one value of the fp16 model compares with the fp32 model's.
