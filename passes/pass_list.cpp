@@ -12,6 +12,11 @@ const std::vector<PassInfo>& allPasses() {
        "remove Identity, inference Dropout, same-type Cast and no-op Reshape/Transpose/Expand/Pad; merge Reshape "
        "chains, Transpose pairs and Squeeze/Unsqueeze pairs",
        makeIdentityElimination},
+      // Before the shape fixpoint, which folds the constants it makes (a zero point's float value).
+      {"quantized_to_float",
+       "QuantizeLinear/DequantizeLinear/DynamicQuantizeLinear, ConvInteger/MatMulInteger and QLinearConv/QLinearMatMul "
+       "-> float32 ops on the same integers (q - zero point), so quantized models run on the device",
+       makeQuantizedToFloat},
       {"einsum_to_matmul",
        "a two-input Einsum that is a batched matrix product (one contracted label) -> Transposes around a MatMul",
        makeEinsumToMatMul},

@@ -11,6 +11,7 @@ std::unique_ptr<Pass> makeInferShapes();
 std::unique_ptr<Pass> makeConstantFolding();
 std::unique_ptr<Pass> makeIdentityElimination();
 std::unique_ptr<Pass> makeEinsumToMatMul();
+std::unique_ptr<Pass> makeQuantizedToFloat();
 // Folding fusions (fuse_*.cpp; shared helpers in fusion_util.h).
 std::unique_ptr<Pass> makeFuseBatchNorm();
 std::unique_ptr<Pass> makeFuseMulAddIntoConvMatMul();

@@ -40,8 +40,6 @@ const MathEntry kMath[] = {
     {"Tan", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::tan(x))},
     {"Erf", Types::Numeric, Fp16Policy::Convert, POPRT_FIXED(std::erf(x))},
     {"Sign", Types::Numeric, Fp16Policy::Convert, POPRT_FIXED(x > 0 ? 1.0 : (x < 0 ? -1.0 : x))},
-    // nearbyint in the default rounding mode rounds halves to even, as Round requires.
-    {"Round", Types::Float, Fp16Policy::Convert, POPRT_FIXED(std::nearbyint(x))},
     {"HardSwish", Types::Float, Fp16Policy::Convert, POPRT_FIXED(scalar::hardSwish(x))},
     {"Elu", Types::Float, Fp16Policy::Convert,
      [](const ir::Node& n) -> ScalarFn {

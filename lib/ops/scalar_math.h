@@ -19,7 +19,8 @@ namespace poprt::ops {
 //            approximate "none" / "tanh", see graphcore_ops.h), registered by elementwise.cpp;
 // fp16:      that op's Fp16Policy;
 // cost:      device cycles per float32 vector (sim/elementwise_codelets.cpp): transcendentals 4;
-// value:     the result at `x` of type T (double in the evaluator, float in the codelet).
+// value:     the result at `x` of type T (double in the evaluator, float in the codelet); Round's
+//            nearbyint rounds halves to even in the default rounding mode, as ONNX's Round does.
 // A new unary op is one row here plus its test (tests/unit/sim/scalar_table_test.cpp sweeps them all).
 // clang-format off
 #define POPRT_UNARY_FUNCTIONS(X)                                               \
@@ -39,7 +40,8 @@ namespace poprt::ops {
   X(Softsign, 13, "Softsign", Convert, 2, static_cast<T>(scalar::softsign(x))) \
   X(Softplus, 14, "Softplus", KeepFp32, 4, static_cast<T>(scalar::softplus(x))) \
   X(Sin, 15, "Sin", Convert, 4, std::sin(x))                                   \
-  X(Cos, 16, "Cos", Convert, 4, std::cos(x))
+  X(Cos, 16, "Cos", Convert, 4, std::cos(x))                                   \
+  X(Round, 17, "Round", Convert, 1, std::nearbyint(x))
 // clang-format on
 
 enum class UnaryFn : int32_t {

@@ -44,9 +44,9 @@ TEST(FormatPins, UnaryAndBinaryFunctions) {
   const std::vector<std::pair<U, int64_t>> unary = {
       {U::Relu, 0},      {U::Neg, 1},       {U::Abs, 2},        {U::Exp, 3},   {U::Log, 4},   {U::Sqrt, 5},
       {U::Sigmoid, 6},   {U::Tanh, 7},      {U::Reciprocal, 8}, {U::Floor, 9}, {U::Ceil, 10}, {U::Gelu, 11},
-      {U::GeluTanh, 12}, {U::Softsign, 13}, {U::Softplus, 14},  {U::Sin, 15},  {U::Cos, 16}};
+      {U::GeluTanh, 12}, {U::Softsign, 13}, {U::Softplus, 14},  {U::Sin, 15},  {U::Cos, 16},  {U::Round, 17}};
   for (const auto& [fn, id] : unary) EXPECT_EQ(n(fn), id);
-  EXPECT_EQ(n(ops::kLastUnaryFn), 16);
+  EXPECT_EQ(n(ops::kLastUnaryFn), 17);
   using B = ops::BinaryFn;
   const std::vector<std::pair<B, int64_t>> binary = {{B::Add, 0}, {B::Sub, 1}, {B::Mul, 2}, {B::Div, 3},
                                                      {B::Max, 4}, {B::Min, 5}, {B::Pow, 6}};

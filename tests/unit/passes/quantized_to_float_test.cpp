@@ -1,0 +1,147 @@
+// quantized_to_float against the reference evaluator's quantized ops (themselves checked against
+// the ONNX test data by the conformance suite): the same outputs, integer ones bit for bit, with
+// no quantized op left.
+#include <random>
+
+#include "tests/unit/passes/fusion_test_util.h"
+
+namespace poprt::passes {
+namespace {
+
+using namespace poprt::passes::testing;
+
+const std::vector<std::string> kQuantizedOps = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ConvInteger",
+                                                "MatMulInteger",  "QLinearConv",      "QLinearMatMul"};
+
+// Random integers of `dtype` in [lo, hi].
+ir::Value* ints(Builder& b, DType dtype, Shape shape, int lo, int hi, uint32_t seed) {
+  Tensor t(dtype, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(lo, hi);
+  if (dtype == DType::UInt8) {
+    for (auto& v : t.data<uint8_t>()) v = static_cast<uint8_t>(dist(rng));
+  } else if (dtype == DType::Int8) {
+    for (auto& v : t.data<int8_t>()) v = static_cast<int8_t>(dist(rng));
+  } else {
+    for (auto& v : t.data<int32_t>()) v = dist(rng);
+  }
+  return b.graph().addInitializer(b.graph().uniqueName("q"), std::move(t));
+}
+ir::Value* integer(Builder& b, DType dtype, int v) { return ints(b, dtype, {}, v, v, 0); }
+
+// Positive float constants (scales) in [lo, hi].
+ir::Value* scales(Builder& b, Shape shape, float lo, float hi, uint32_t seed) {
+  Tensor t = randomTensor(std::move(shape), seed);
+  for (float& x : t.data<float>()) x = lo + (x + 1) / 2 * (hi - lo);
+  return b.graph().addInitializer(b.graph().uniqueName("s"), std::move(t));
+}
+
+// Runs infer_shapes then the pass, checked against the evaluator (`tol`; integer outputs exact);
+// returns the pass's report.
+PassReport convert(ir::Model& m, double tol = 1e-6) {
+  runPipelineChecked(m, {"infer_shapes", "quantized_to_float"}, tol);
+  return g_reports.empty() ? PassReport{} : g_reports.back();
+}
+
+void expectNoQuantizedOps(const ir::Model& m) {
+  for (const std::string& op : kQuantizedOps) EXPECT_EQ(countOps(*m.graph, op), 0) << op << "\n" << reportText();
+}
+
+// QDQ: a fake-quantised activation (uint8, a zero point) before a Relu, and an int8 output read
+// as it is (the integers are made again from the float values by a Cast).
+TEST(QuantizedToFloat, QuantizeDequantizePairsAndIntegerOutputs) {
+  ir::Model m = emptyModel(13);
+  Builder b(m);
+  ir::Value* x = b.input("x", {2, 3, 4, 5});
+  ir::Value* q = b.op("QuantizeLinear", {x, b.constant(0.01f), integer(b, DType::UInt8, 131)});
+  b.output(b.op("Relu", {b.op("DequantizeLinear", {q, b.constant(0.01f), integer(b, DType::UInt8, 131)})}));
+  // Per axis (opset 13): a scale per channel of axis 1, int8.
+  b.output(b.op("QuantizeLinear", {x, scales(b, {3}, 0.002f, 0.02f, 3), ints(b, DType::Int8, {3}, -3, -3, 0)},
+                {{"axis", int64_t{1}}}));
+  PassReport r = convert(m, 0);
+  EXPECT_EQ(counter(r, "quantize_linear"), 2) << reportText();
+  EXPECT_EQ(counter(r, "dequantize_linear"), 1);
+  expectNoQuantizedOps(m);
+  EXPECT_EQ(countOps(*m.graph, "Cast"), 1);  // only the int8 output is made as integers
+}
+
+// Dynamic quantization as ONNX Runtime writes it: DynamicQuantizeLinear -> ConvInteger (uint8
+// weights, a zero point per output channel) -> Cast -> Mul by the scales; and the same for a
+// MatMulInteger.
+TEST(QuantizedToFloat, DynamicQuantizationOfConvAndMatMul) {
+  ir::Model m = emptyModel(13);
+  Builder b(m);
+  ir::Value* x = b.input("x", {1, 4, 6, 6});
+  auto dq = b.ops("DynamicQuantizeLinear", {x}, 3);
+  ir::Value* acc =
+      b.op("ConvInteger", {dq[0], ints(b, DType::UInt8, {5, 4, 3, 3}, 0, 255, 1), dq[2], ints(b, DType::UInt8, {5}, 100, 150, 2)},
+           {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  ir::Value* f = b.op("Cast", {acc}, {{"to", int64_t{1}}});
+  b.output(b.op("Mul", {f, b.op("Mul", {dq[1], b.constant(0.003f)})}));
+  ir::Value* a = b.input("a", {3, 8});
+  auto dqa = b.ops("DynamicQuantizeLinear", {a}, 3);
+  ir::Value* mm = b.op("MatMulInteger", {dqa[0], ints(b, DType::Int8, {8, 6}, -128, 127, 4), dqa[2], integer(b, DType::Int8, 0)});
+  b.output(b.op("Mul", {b.op("Cast", {mm}, {{"to", int64_t{1}}}), dqa[1]}));
+  b.output(dqa[2]);  // the zero point itself, as uint8
+  PassReport r = convert(m);
+  EXPECT_EQ(counter(r, "dynamic_quantize_linear"), 2) << reportText();
+  EXPECT_EQ(counter(r, "conv_integer"), 1);
+  EXPECT_EQ(counter(r, "matmul_integer"), 1);
+  EXPECT_EQ(counter(r, "casts_to_float"), 2);
+  expectNoQuantizedOps(m);
+}
+
+// An all-zero input has scale 0: the evaluator gives zero point 0 and y 0, not NaN.
+TEST(QuantizedToFloat, DynamicQuantizationOfZeros) {
+  ir::Model m = emptyModel(13);
+  Builder b(m);
+  ir::Value* x = b.op("Mul", {b.input("x", {4, 4}), b.constant(0.f)});
+  auto dq = b.ops("DynamicQuantizeLinear", {x}, 3);
+  for (ir::Value* v : dq) b.output(v);
+  convert(m, 0);
+  expectNoQuantizedOps(m);
+}
+
+// QOperator: QuantizeLinear -> QLinearConv (int8 weights, a scale per channel, int32 bias) ->
+// MaxPool and Reshape on the quantized values -> QLinearMatMul (a scale per column) ->
+// DequantizeLinear. Every step's integers are the evaluator's, so the float output is exact.
+TEST(QuantizedToFloat, QLinearConvAndMatMulChains) {
+  ir::Model m = emptyModel(13);
+  Builder b(m);
+  ir::Value* x = b.input("x", {1, 3, 8, 8});
+  ir::Value *xs = b.constant(0.008f), *xz = integer(b, DType::UInt8, 128);
+  ir::Value* q = b.op("QuantizeLinear", {x, xs, xz});
+  ir::Value *ys = b.constant(0.05f), *yz = integer(b, DType::UInt8, 7);
+  ir::Value* c = b.op("QLinearConv",
+                      {q, xs, xz, ints(b, DType::Int8, {4, 3, 3, 3}, -127, 127, 5), scales(b, {4}, 0.001f, 0.01f, 6),
+                       integer(b, DType::Int8, 0), ys, yz, ints(b, DType::Int32, {4}, -2000, 2000, 7)},
+                      {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}});
+  ir::Value* p = b.op("MaxPool", {c}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  ir::Value* flat = b.op("Reshape", {p, b.ints({1, 16})});
+  ir::Value *zs = b.constant(0.1f), *zz = integer(b, DType::UInt8, 120);
+  ir::Value* mm = b.op("QLinearMatMul", {flat, ys, yz, ints(b, DType::Int8, {16, 5}, -127, 127, 8),
+                                         scales(b, {5}, 0.002f, 0.02f, 9), ints(b, DType::Int8, {5}, -3, 3, 10), zs, zz});
+  b.output(b.op("DequantizeLinear", {mm, zs, zz}));
+  b.output(c);  // uint8, exact
+  PassReport r = convert(m, 0);
+  EXPECT_EQ(counter(r, "qlinear_conv"), 1) << reportText();
+  EXPECT_EQ(counter(r, "qlinear_matmul"), 1);
+  EXPECT_EQ(counter(r, "layout_ops_centered"), 2);
+  expectNoQuantizedOps(m);
+}
+
+// A weight that is not a constant stays on the host, reported as a near miss naming why.
+TEST(QuantizedToFloat, NonConstantWeightsStayOnTheHost) {
+  ir::Model m = emptyModel(13);
+  Builder b(m);
+  auto dq = b.ops("DynamicQuantizeLinear", {b.input("x", {2, 4})}, 3);
+  auto dw = b.ops("DynamicQuantizeLinear", {b.input("w", {4, 3})}, 3);
+  b.output(b.op("MatMulInteger", {dq[0], dw[0], dq[2], dw[2]}));
+  PassReport r = convert(m, 0);
+  EXPECT_EQ(countOps(*m.graph, "MatMulInteger"), 1);
+  ASSERT_EQ(r.stats.near_misses.size(), 1u) << reportText();
+  EXPECT_NE(r.stats.near_misses[0].find("its weight is not a constant"), std::string::npos) << r.stats.near_misses[0];
+}
+
+}  // namespace
+}  // namespace poprt::passes
