@@ -1,5 +1,6 @@
 #include "passes/fusion_util.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -36,12 +37,22 @@ std::string singleUseProblem(const ir::Value* v, const ir::Node& producer) {
 }
 
 // Fills the op-specific fields of `c` (rank, axis, channels, dtype); returns why not otherwise.
+// Weights that are all integers of 8-bit range: a quantized model's, as quantized_to_float leaves
+// them (q - zero point).
+bool quantizedIntegers(const Tensor& w) {
+  auto values = ops::toDoubles(w);
+  return values.ok() && !values->empty() &&
+         std::all_of(values->begin(), values->end(), [](double v) { return v == std::nearbyint(v) && std::fabs(v) <= 255; });
+}
+
 std::string describeOp(const ir::Node& op, LinearChain& c) {
   const std::string& type = op.opType();
   const Tensor* w = constantOf(op.input(1));
   if (!op.input(0)) return "it has no data input";
   if (!w) return notConstant(op.input(1), "its weight (input 1)");
   if (!isFloatingPoint(w->dtype())) return "its weight is not floating-point";
+  if (quantizedIntegers(*w))
+    return "its weights are a quantized model's integers: their sums are exact, folded scales would round them";
   const Shape& ws = w->shape();
   c.dtype = w->dtype();
   if (type == "Conv" || type == "ConvTranspose") {

@@ -6,17 +6,17 @@ const std::vector<PassInfo>& allPasses() {
   // The default pipeline runs them in this order.
   static const std::vector<PassInfo> passes = {
       {"infer_shapes", "propagate static shapes and types through the graph (ONNX shape inference)", makeInferShapes},
+      // Before constant_folding, which would fold a QDQ model's dequantized weights to floats.
+      {"quantized_to_float",
+       "QuantizeLinear/DequantizeLinear/DynamicQuantizeLinear, ConvInteger/MatMulInteger, QLinearConv/QLinearMatMul and "
+       "QDQ Conv/MatMul/Gemm -> float32 ops on the same integers (q - zero point), so quantized models run on the device",
+       makeQuantizedToFloat},
       {"constant_folding", "evaluate nodes with constant inputs (and Shape/Size of static tensors) into initializers",
        makeConstantFolding},
       {"identity_elimination",
        "remove Identity, inference Dropout, same-type Cast and no-op Reshape/Transpose/Expand/Pad; merge Reshape "
        "chains, Transpose pairs and Squeeze/Unsqueeze pairs",
        makeIdentityElimination},
-      // Before the shape fixpoint, which folds the constants it makes (a zero point's float value).
-      {"quantized_to_float",
-       "QuantizeLinear/DequantizeLinear/DynamicQuantizeLinear, ConvInteger/MatMulInteger and QLinearConv/QLinearMatMul "
-       "-> float32 ops on the same integers (q - zero point), so quantized models run on the device",
-       makeQuantizedToFloat},
       {"einsum_to_matmul",
        "a two-input Einsum that is a batched matrix product (one contracted label) -> Transposes around a MatMul",
        makeEinsumToMatMul},

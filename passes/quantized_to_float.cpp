@@ -2,7 +2,10 @@
 // integers, so they compile to device vertices instead of running on the host's evaluator:
 // QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (QDQ and dynamic quantization),
 // ConvInteger and MatMulInteger (dynamic), QLinearConv and QLinearMatMul (QOperator), and the
-// layout ops and max pools between them.
+// layout ops and max pools between them. In QDQ models, a Conv, MatMul or Gemm of dequantized
+// operands becomes the op on their integers times the scales, and a QuantizeLinear of it (after a
+// Relu or not) one rounding of the sums times scale / y_scale, as a quantized op computes it.
+// It runs before constant_folding, which would turn the dequantized weights into floats.
 //
 // A quantized tensor q with zero point z is carried as the float32 tensor q - z (its "centered"
 // form): QuantizeLinear is Clip(Round(x / scale), lo - z, hi - z), a Conv or MatMul reads the
@@ -66,6 +69,10 @@ bool passesCentered(const ir::Node& n) {
   return n.domain().empty() && kOps.count(n.opType()) && n.outputs().size() == 1;
 }
 
+// DynamicQuantizeLinear's min and max reduce rows of at most this many elements (32 KiB), each on
+// one tile, then the rows' results.
+constexpr int64_t kReductionRow = 8192;
+
 class Rewriter {
  public:
   Rewriter(ir::Graph& g, PassContext& ctx) : g_(g), ctx_(ctx) {}
@@ -82,6 +89,7 @@ class Rewriter {
     if (op == "ConvInteger" || op == "MatMulInteger") return integerProduct(n, false);
     if (op == "QLinearConv" || op == "QLinearMatMul") return integerProduct(n, true);
     if (op == "Cast") return castToFloat(n);
+    if (op == "Conv" || op == "MatMul" || op == "Gemm") return dequantizedProduct(n);
     if (passesCentered(*n)) return passThrough(n);
     return "";
   }
@@ -90,6 +98,21 @@ class Rewriter {
   ir::Graph& g_;
   PassContext& ctx_;
   std::map<const ir::Value*, Centered> centered_;  // integer value -> its centered form
+  // DequantizeLinear outputs this pass made: value -> the centered input and its one scale (QDQ
+  // activations, which a Conv or MatMul then reads as integers).
+  struct Dequantized {
+    ir::Value* centered;
+    float scale;
+  };
+  std::map<const ir::Value*, Dequantized> dequantized_;
+  // Products of integers this pass made from QDQ patterns: value = acc * scale[channel], the
+  // channel on `axis` (-1 for the last); a QuantizeLinear of it folds the scales into one.
+  struct Scaled {
+    ir::Value* acc;
+    std::vector<double> scale;
+    int64_t axis;
+  };
+  std::map<const ir::Value*, Scaled> scaled_;
   bool changed_ = false;
 
   // ---- building blocks --------------------------------------------------------------------------
@@ -217,9 +240,32 @@ class Rewriter {
     auto scale_in = broadcastScale(*n, scale, x->type.dims->size());
     if (!scale_in) return "its per-axis scale is not a constant";
     const std::string base = n->name();
-    remove(n);
-    ir::Value* r = node("Round", {node("Div", {x, *scale_in}, floatLike(x), base)}, floatLike(x), base);
-    ir::Value* lo = scalar(base + "/lo", range->first - (*zps)[0]);
+    // Of a QDQ product, through a Relu or not: acc * (scale / y_scale), rounded once, as a
+    // quantized op computes it (the Relu is the clip at the zero point).
+    const ir::Node* relu =
+        x->producer() && x->producer()->domain().empty() && x->producer()->opType() == "Relu" ? x->producer() : nullptr;
+    const auto product = scaled_.find(relu ? relu->input(0) : x);
+    const auto y_scale = constantValues(scale);
+    double lowest = range->first - (*zps)[0];
+    ir::Value* r = nullptr;
+    if (product != scaled_.end() && y_scale && y_scale->size() == 1) {
+      const Scaled& p = product->second;
+      std::vector<double> multiplier;
+      for (double v : p.scale) multiplier.push_back(static_cast<float>(v) / static_cast<float>((*y_scale)[0]));
+      const size_t rank = x->type.dims->size();
+      const Shape shape = multiplier.size() == 1 ? Shape{}
+                          : p.axis == 1          ? channelShape(multiplier.size(), 1, rank)
+                                                 : Shape{static_cast<int64_t>(multiplier.size())};
+      remove(n);
+      r = node("Round", {node("Mul", {p.acc, constant(base + "/multiplier", multiplier, shape)}, floatLike(x), base)},
+               floatLike(x), base);
+      if (relu) lowest = std::max(lowest, 0.0);
+      ctx_.count("requantized_products");
+    } else {
+      remove(n);
+      r = node("Round", {node("Div", {x, *scale_in}, floatLike(x), base)}, floatLike(x), base);
+    }
+    ir::Value* lo = scalar(base + "/lo", lowest);
     ir::Value* hi = scalar(base + "/hi", range->second - (*zps)[0]);
     // Per axis, the zero points are all equal (checked above): one of them stands for all.
     if (zp && constantOf(zp)->numElements() != 1) {
@@ -258,8 +304,11 @@ class Rewriter {
     auto scale_in = broadcastScale(*n, scale, q->type.dims->size());
     if (!scale_in) return "its per-axis scale is not a constant";
     const std::string base = n->name();
+    const std::optional<std::vector<double>> one_scale = constantValues(scale);
     remove(n);
-    node("Mul", {centeredInput(q, zp, base), *scale_in}, y->type, base, y);
+    ir::Value* c = centeredInput(q, zp, base);
+    node("Mul", {c, *scale_in}, y->type, base, y);
+    if (one_scale && one_scale->size() == 1) dequantized_[y] = {c, static_cast<float>((*one_scale)[0])};
     ctx_.count("dequantize_linear");
     return "";
   }
@@ -274,8 +323,25 @@ class Rewriter {
     const std::string base = n->name();
     remove(n);
     const ir::TensorType one = ir::TensorType::of(DType::Float, {});
+    // The whole tensor's min and max in two steps, over rows of `row` elements and then over the
+    // rows' results: one row of every element would not fit a tile.
+    const int64_t count = x->type.hasStaticShape() ? x->type.numElements() : 0;
+    int64_t row = 1;
+    for (int64_t k = std::min<int64_t>(count, kReductionRow); k > 1 && row == 1; --k)
+      if (count % k == 0) row = k;
+    ir::Value* rows = nullptr;
+    if (row >= 64 && row < count) {
+      rows = node("Reshape", {x, fusion::addConstant(g_, base + "/rows", ops::int64Tensor({count / row, row}, {2}))},
+                  ir::TensorType::of(DType::Float, {count / row, row}), base);
+    }
     auto reduce = [&](const char* op) {
-      ir::Value* out = node(op, {x}, one, base);
+      ir::Value* in = x;
+      if (rows) {
+        in = node(op, {rows}, ir::TensorType::of(DType::Float, {count / row}), base);
+        in->producer()->attributes["axes"].value = std::vector<int64_t>{1};
+        in->producer()->attributes["keepdims"].value = int64_t{0};
+      }
+      ir::Value* out = node(op, {in}, one, base);
       out->producer()->attributes["keepdims"].value = int64_t{0};
       return out;
     };
@@ -356,6 +422,95 @@ class Rewriter {
     ir::Value* hi = scalar(base + "/hi", out_range->second - (*y_zp)[0]);
     define(y, {node("Clip", {r, lo, hi}, floatLike(y), base), y_zp_value}, base);
     ctx_.count(conv ? "qlinear_conv" : "qlinear_matmul");
+    return "";
+  }
+
+  // A constant DequantizeLinear (a QDQ weight or bias, which constant_folding has not folded yet):
+  // its integers minus the zero point, its scales and its axis.
+  struct ConstantDequantized {
+    std::vector<double> centered, scale;
+    int64_t axis = 0;
+    Shape shape;
+  };
+  static std::optional<ConstantDequantized> constantDequantized(const ir::Value* v) {
+    const ir::Node* p = v ? v->producer() : nullptr;
+    if (!p || !p->domain().empty() || p->opType() != "DequantizeLinear" || !isFloat32(v)) return std::nullopt;
+    auto q = constantValues(p->input(0)), scale = constantValues(p->input(1));
+    auto zp = p->input(2) ? constantValues(p->input(2)) : std::vector<double>{0.0};
+    if (!q || !scale || !zp || (zp->size() != 1 && zp->size() != scale->size())) return std::nullopt;
+    ConstantDequantized d{std::move(*q), std::move(*scale), p->attrInt("axis", 1), constantOf(p->input(0))->shape()};
+    if (d.axis < 0) d.axis += static_cast<int64_t>(d.shape.size());
+    if (d.scale.size() > 1 && (d.axis < 0 || d.axis >= static_cast<int64_t>(d.shape.size()))) return std::nullopt;
+    const int64_t channels = static_cast<int64_t>(d.scale.size());
+    const int64_t inner = channels > 1 ? ops::shapeProduct(d.shape, static_cast<size_t>(d.axis) + 1) : 1;
+    for (size_t i = 0; i < d.centered.size(); ++i)
+      d.centered[i] -= (*zp)[zp->size() == 1 ? 0 : static_cast<size_t>((static_cast<int64_t>(i) / inner) % channels)];
+    return d;
+  }
+
+  // QDQ: Conv/MatMul/Gemm of a dequantized activation (one constant scale) and a constant
+  // dequantized weight (a scale per tensor or per output channel) -> the same op on the integers,
+  // times scale_x * scale_w per channel (in float, as ONNX Runtime's QLinearConv computes it); a
+  // bias dequantized from int32 at exactly those scales (as quantizers write it) joins the
+  // integer sums, any other is added after scaling. The float op summed rounded products instead.
+  std::string dequantizedProduct(ir::Node* n) {
+    auto xi = dequantized_.find(n->input(0));
+    if (xi == dequantized_.end()) return "";
+    const auto w = constantDequantized(n->input(1));
+    if (!w) return "";                   // a float weight: the op stays a float op
+    const std::string op = n->opType();  // a copy: n is removed below
+    const bool conv = op == "Conv", trans_b = op == "Gemm" && n->attrInt("transB", 0) != 0;
+    if (op == "Gemm" && (n->attrInt("transA", 0) != 0 || n->attrFloat("alpha", 1.f) != 1.f || n->attrFloat("beta", 1.f) != 1.f))
+      return "a Gemm with transA, alpha or beta of dequantized operands";
+    if (!conv && w->shape.size() != 2) return "its dequantized weight is not 2-D";
+    ir::Value* y = n->output(0);
+    if (!y->type.hasRank()) return "its output has no known rank";
+    const int64_t w_axis = conv || trans_b ? 0 : 1;  // the weight's output-channel axis
+    if (w->scale.size() > 1 && w->axis != w_axis) return "its weight's scales are not per output channel";
+    const int64_t channels = w->shape[static_cast<size_t>(w_axis)];
+    std::vector<double> scale;
+    for (double s : w->scale) scale.push_back(static_cast<float>(xi->second.scale * static_cast<float>(s)));
+    // The bias: integers at exactly these scales, or float values added after scaling.
+    ir::Value* b = n->input(2);
+    std::optional<std::vector<double>> int_bias, float_bias;
+    if (b) {
+      auto bd = constantDequantized(b);
+      if (bd && bd->scale.size() == scale.size() && std::equal(scale.begin(), scale.end(), bd->scale.begin()))
+        int_bias = bd->centered;
+      else if (bd)
+        float_bias = [&] {
+          std::vector<double> v(bd->centered.size());
+          for (size_t i = 0; i < v.size(); ++i)
+            v[i] = static_cast<float>(bd->centered[i]) * static_cast<float>(bd->scale[bd->scale.size() == 1 ? 0 : i]);
+          return v;
+        }();
+      else
+        float_bias = constantValues(b);
+      if (int_bias ? static_cast<int64_t>(int_bias->size()) != channels
+                   : !float_bias || (float_bias->size() != 1 && static_cast<int64_t>(float_bias->size()) != channels))
+        return "its bias is not a constant per output channel";
+    }
+    const std::string base = n->name();
+    const auto attributes = n->attributes;
+    const Shape w_shape = w->shape;
+    ir::Value* w_centered = constant(base + "/w", w->centered, w_shape);
+    std::vector<ir::Value*> inputs = {xi->second.centered, w_centered};
+    if (int_bias) inputs.push_back(constant(base + "/bias", *int_bias, {channels}));
+    remove(n);
+    ir::Value* acc = node(op, inputs, floatLike(y), base);
+    acc->producer()->attributes = attributes;
+    const size_t rank = y->type.dims->size();
+    auto channelConstant = [&](const std::string& name, const std::vector<double>& v) {
+      return constant(base + name, v, v.size() == 1 ? Shape{} : conv ? channelShape(v.size(), 1, rank) : Shape{channels});
+    };
+    if (!float_bias) {
+      node("Mul", {acc, channelConstant("/scale", scale)}, y->type, base, y);
+    } else {
+      ir::Value* scaled = node("Mul", {acc, channelConstant("/scale", scale)}, floatLike(y), base);
+      node("Add", {scaled, channelConstant("/bias", *float_bias)}, y->type, base, y);
+    }
+    if (!float_bias) scaled_[y] = {acc, scale, conv ? 1 : -1};
+    ctx_.count("qdq_" + fusion::counterName(op));
     return "";
   }
 

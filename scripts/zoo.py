@@ -11,7 +11,12 @@ exported again.
 Check: poprt-convert --export_popef at the stored input shapes, then popef-run on the stored
 inputs. float32 passes when every output is within rtol 1e-3, atol 1e-4 of ONNX Runtime's;
 float16 (--precision fp16) when every float output has cosine >= 0.999 or is within 1e-2, with no
-NaN/Inf ONNX Runtime does not have. Prints a table (model, compile seconds, device/host nodes,
+NaN/Inf ONNX Runtime does not have.
+
+The quantized zoo (zoo_models.QUANTIZED): a zoo model written by scripts/quantize.py as QDQ,
+QOperator or dynamic quantization (calibrated with ONNX Runtime on other inputs), ONNX Runtime's
+outputs of the quantized model as the reference, compiled in float32 ("int8" in the results:
+poprt runs the same integers in float32) and passing at cosine >= 0.999. Prints a table (model, compile seconds, device/host nodes,
 float32 error, float16 cosine); --json FILE writes it; exit 1 when a model fails, or when a
 check an entry lists as known to fail (scripts/zoo_models.py says why) passes.
 
@@ -34,7 +39,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 import e2e_util  # noqa: E402
 from test_roundtrip_shared_models import ORT_DIR, ort_env  # noqa: E402
-from zoo_models import ZOO  # noqa: E402
+import quantize  # noqa: E402
+from zoo_models import QUANTIZED, ZOO, QEntry  # noqa: E402
 
 RTOL, ATOL = 1e-3, 1e-4
 MIN_COSINE, FP16_TOL = 0.999, 1e-2
@@ -42,14 +48,25 @@ TIMEOUT = 1800
 
 
 def select(tier, only):
-    entries = [e for e in ZOO if tier == "all" or e.tier == tier]
+    everything = ZOO + QUANTIZED
+    entries = [e for e in everything if tier == "all" or e.tier == tier]
     if only:
         wanted = only.split(",")
-        unknown = sorted(set(wanted) - {e.name for e in ZOO})
+        unknown = sorted(set(wanted) - {e.name for e in everything})
         if unknown:
             raise SystemExit("zoo: no model named %s (see scripts/zoo_models.py)" % ", ".join(unknown))
-        entries = [e for e in ZOO if e.name in wanted]
+        entries = [e for e in everything if e.name in wanted]
     return entries
+
+
+def base_of(entry):
+    """The float entry a quantized one is made from (itself for a float entry)."""
+    return next(e for e in ZOO if e.name == entry.base) if isinstance(entry, QEntry) else entry
+
+
+def precisions_of(entry, precisions):
+    """What an entry is checked in: a quantized one only as "int8" (compiled as float32)."""
+    return ("int8",) if isinstance(entry, QEntry) and precisions else precisions
 
 
 # Bumped when the way models are made changes, so that exported models are made again.
@@ -58,6 +75,9 @@ RECIPE_VERSION = 3
 
 def recipe(entry):
     import torch
+    if isinstance(entry, QEntry):
+        return {"name": entry.name, "base": recipe(base_of(entry)), "format": entry.format,
+                "quantizer": quantize.VERSION}
     return {"name": entry.name, "opset": entry.opset, "inputs": entry.inputs, "torch": torch.__version__,
             "recipe": RECIPE_VERSION}
 
@@ -101,11 +121,37 @@ def calibrate_batch_norm(model, entry):
 def export(entry, zoo_dir, node_env):
     """Writes zoo_dir/NAME.onnx and NAME/ (ONNX Runtime's inputs and outputs) unless they are
     there from the same recipe. Each file is written beside its place and renamed into it."""
-    import torch
     data = os.path.join(zoo_dir, entry.name)
     stamp = os.path.join(data, "zoo.json")
     if os.path.isfile(stamp) and e2e_util.read_json(stamp) == recipe(entry):
         return False
+    onnx_path = os.path.join(zoo_dir, entry.name + ".onnx")
+    if isinstance(entry, QEntry):
+        export_quantized(entry, zoo_dir, onnx_path, node_env)
+    else:
+        export_float(entry, onnx_path)
+    reference(entry, onnx_path, data, node_env)
+    return True
+
+
+def export_quantized(entry, zoo_dir, onnx_path, node_env):
+    """NAME.onnx: the base entry's model (exported first when needed) through scripts/quantize.py,
+    calibrated by ONNX Runtime on inputs of another seed than the reference's."""
+    import onnx
+    base = base_of(entry)
+    export(base, zoo_dir, node_env)
+    base_path = os.path.join(zoo_dir, base.name + ".onnx")
+    ranges = None
+    if entry.format != "dynamic":
+        ranges = quantize.calibrate(base_path, node_env, ORT_DIR, ["--range", "-1,1", "--seed", "7", "--dim", "batch=1"])
+    tmp = onnx_path + ".part"
+    onnx.save(quantize.quantize(onnx.load(base_path), entry.format, ranges), tmp)
+    os.replace(tmp, onnx_path)
+
+
+def export_float(entry, onnx_path):
+    """NAME.onnx: the entry's module with seeded random weights, exported by torch.onnx.export."""
+    import torch
     torch.manual_seed(0)
     model = entry.build().eval()
     randomize_zero_weights(model)
@@ -118,11 +164,14 @@ def export(entry, zoo_dir, node_env):
     dynamic = {n: {0: "batch"} for n, shape in entry.inputs.items() if shape[0] == "batch"}
     if dynamic:
         dynamic.update({n: {0: "batch"} for n in output_names})
-    onnx_path = os.path.join(zoo_dir, entry.name + ".onnx")
     tmp = onnx_path + ".part"
     torch.onnx.export(model, args, tmp, opset_version=entry.opset, input_names=list(entry.inputs),
                       output_names=output_names, dynamic_axes=dynamic or None)
     os.replace(tmp, onnx_path)
+
+
+def reference(entry, onnx_path, data, node_env):
+    """data/: ONNX Runtime's inputs and outputs of onnx_path, and the recipe stamp."""
     tmp_dir = data + ".part"
     shutil.rmtree(tmp_dir, ignore_errors=True)
     e2e_util.run_checked(["node", os.path.join(ORT_DIR, "ort_run.js"), onnx_path, "--outdir", tmp_dir, "--runs", "1", "--warmup", "0",
@@ -135,7 +184,6 @@ def export(entry, zoo_dir, node_env):
         json.dump(recipe(entry), f)
     shutil.rmtree(data, ignore_errors=True)
     os.replace(tmp_dir, data)
-    return True
 
 
 def compare(data, meta, outputs_dir, precision):
@@ -150,7 +198,7 @@ def compare(data, meta, outputs_dir, precision):
             rows.append({"output": outp["name"], "ok": False, "error": "shape %s, ONNX Runtime %s" % (got.shape, want.shape)})
         elif want.dtype.kind != "f":
             rows.append({"output": outp["name"], "ok": bool(np.array_equal(want, got))})
-        elif precision == "fp32":
+        elif precision == "fp32":  # "int8" is compared as float16 is, by cosine
             w, g = want.astype(np.float64), got.astype(np.float64)
             ratio = np.abs(g - w) / (ATOL + RTOL * np.abs(w))
             worst = float(np.nanmax(ratio)) if ratio.size else 0.0
@@ -170,7 +218,7 @@ def check(entry, zoo_dir, bin_dir, work, precision):
     out = os.path.join(work, entry.name + "-" + precision)
     t0 = time.monotonic()
     summary, _ = e2e_util.compile_and_run(bin_dir, os.path.join(zoo_dir, entry.name + ".onnx"), out, shapes, inputs,
-                                          ["--precision", precision], TIMEOUT)
+                                          ["--precision", "fp32" if precision == "int8" else precision], TIMEOUT)
     placement = summary.get("placement") or {}
     result = {"compile_s": summary.get("compile_seconds"), "check_s": time.monotonic() - t0,
               "device_nodes": len(placement.get("device_nodes", [])), "host_nodes": len(placement.get("host_nodes", [])),
@@ -183,7 +231,8 @@ def check(entry, zoo_dir, bin_dir, work, precision):
 def check_entry(entry, zoo_dir, bin_dir, work, precisions, node_env):
     """Exports the entry when needed and checks it in each precision: the zoo's row, its "ok"
     whether everything passed. Failures are in the row, not raised."""
-    r = {"model": entry.name, "tier": entry.tier, "opset": entry.opset}
+    precisions = precisions_of(entry, precisions)
+    r = {"model": entry.name, "tier": entry.tier, "opset": base_of(entry).opset}
     try:
         t0 = time.monotonic()
         if export(entry, zoo_dir, node_env):
@@ -221,7 +270,7 @@ def describe(r, precision):
     return cell + ("" if r["ok"] else " FAIL")
 
 
-TABLE_HEADER = "%-30s %5s %6s %9s %-24s %-24s" % ("model", "opset", "comp s", "dev/host", "fp32 (worst output)",
+TABLE_HEADER = "%-30s %5s %6s %9s %-24s %-24s" % ("model", "opset", "comp s", "dev/host", "fp32|int8 (worst output)",
                                                  "fp16 (worst output)")
 
 
@@ -229,11 +278,12 @@ def table_row(r):
     """One model's line: its float32 compile time and placement, each precision's worst output."""
     if "export_failure" in r:
         return "%-30s %5d  export FAIL %s" % (r["model"], r["opset"], r["export_failure"].splitlines()[0][:120])
-    first = r.get("fp32") or r.get("fp16") or {}
+    first = r.get("fp32") or r.get("int8") or r.get("fp16") or {}
+    left = describe(r["fp32"], "fp32") if "fp32" in r else "int8 " + describe(r["int8"], "int8") if "int8" in r else "-"
     return "%-30s %5d %6s %9s %-24s %-24s" % (
         r["model"], r["opset"], "%.1f" % first["compile_s"] if first.get("compile_s") is not None else "-",
         "%d/%d" % (first["device_nodes"], first["host_nodes"]) if "device_nodes" in first else "-",
-        describe(r["fp32"], "fp32") if "fp32" in r else "-", describe(r["fp16"], "fp16") if "fp16" in r else "-")
+        left, describe(r["fp16"], "fp16") if "fp16" in r else "-")
 
 
 def main():

@@ -8,6 +8,7 @@ models run in the default test suite, the rest in the labelled zoo group (tests/
 
 Detectors with random weights produce near-tied scores, so a detector entry exports its raw
 heads (the class logits and box regressions before decoding and NMS), not post-NMS boxes.
+The quantized zoo (QUANTIZED, at the end) names a base entry and a format of scripts/quantize.py.
 Imported by scripts/zoo.py only: torch is imported lazily, inside the builders.
 """
 
@@ -208,4 +209,28 @@ ZOO = [
     Entry("r3d_18", "all", 13, {"clip": [1, 3, 8, 112, 112]}, _tv("video.r3d_18")),
     Entry("r2plus1d_18", "all", 13, {"clip": [1, 3, 8, 112, 112]}, _tv("video.r2plus1d_18")),
     Entry("raft_small", "all", 16, {"frame1": [1, 3, 128, 128], "frame2": [1, 3, 128, 128]}, _raft_small),
+]
+
+# The quantized zoo: zoo models written by the project's quantizer (scripts/quantize.py) in the
+# three forms deployment pipelines produce, checked against ONNX Runtime running the same
+# quantized model (cosine >= 0.999; poprt compiles them in float32 on the same integers).
+QEntry = collections.namedtuple("QEntry", "name tier base format known", defaults=({},))
+
+QUANTIZED = [
+    QEntry("resnet18_qdq", "fast", "resnet18", "qdq"),
+    QEntry("resnet18_qoperator", "fast", "resnet18", "qoperator"),
+    QEntry("resnet18_dynamic", "fast", "resnet18", "dynamic"),
+    QEntry("transformer_encoder_dynamic", "fast", "transformer_encoder", "dynamic"),
+    QEntry("mobilenet_v2_qdq", "all", "mobilenet_v2", "qdq"),
+    QEntry("mobilenet_v2_qoperator", "all", "mobilenet_v2", "qoperator"),
+    QEntry("mobilenet_v2_dynamic", "all", "mobilenet_v2", "dynamic"),
+    QEntry("resnet50_qdq", "all", "resnet50", "qdq"),
+    QEntry("squeezenet1_1_qoperator", "all", "squeezenet1_1", "qoperator"),
+    QEntry("efficientnet_b0_qdq", "all", "efficientnet_b0", "qdq",
+           {"int8": "tolerance: every quantized op matches ONNX Runtime's bit for bit, but its float Sigmoids (the "
+                    "squeeze-excitation gates) differ by an ulp from ONNX Runtime's approximation, 2 of 94,080 values "
+                    "of block 2 round to the other integer, and the flips spread through 14 more blocks (cosine 0.998)"}),
+    QEntry("transformer_qdq", "all", "transformer", "qdq"),
+    QEntry("transformer_encoder_qoperator", "all", "transformer_encoder", "qoperator"),
+    QEntry("vit_b_16_dynamic", "all", "vit_b_16", "dynamic"),
 ]

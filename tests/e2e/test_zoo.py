@@ -2,7 +2,8 @@
 """End to end: the exported-model zoo (scripts/zoo.py, scripts/zoo_models.py). Each model of the
 tier is exported from PyTorch with random weights (once: kept in --zoo-dir), run by ONNX Runtime,
 compiled by poprt-convert and run by popef-run in float32 (rtol 1e-3, atol 1e-4 against ONNX
-Runtime) and float16 (cosine >= 0.999 or within 1e-2). One subTest per model; the zoo's table is
+Runtime) and float16 (cosine >= 0.999 or within 1e-2); the quantized zoo's models (QDQ, QOperator,
+dynamic) at cosine >= 0.999 against ONNX Runtime running the same quantized model. One subTest per model; the zoo's table is
 printed at the end.
 
     /usr/bin/python3 tests/e2e/test_zoo.py --bin-dir build/bin --tier fast --zoo-dir build/zoo
@@ -52,7 +53,7 @@ def failure_details(r):
     if "export_failure" in r:
         return r["export_failure"]
     lines = []
-    for precision in ("fp32", "fp16"):
+    for precision in ("fp32", "fp16", "int8"):
         p = r.get(precision, {})
         if "failure" in p:
             lines.append("%s: %s" % (precision, p["failure"]))

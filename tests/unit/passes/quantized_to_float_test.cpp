@@ -71,7 +71,7 @@ TEST(QuantizedToFloat, QuantizeDequantizePairsAndIntegerOutputs) {
 TEST(QuantizedToFloat, DynamicQuantizationOfConvAndMatMul) {
   ir::Model m = emptyModel(13);
   Builder b(m);
-  ir::Value* x = b.input("x", {1, 4, 6, 6});
+  ir::Value* x = b.input("x", {1, 4, 40, 60});  // 9,600 elements: min and max over rows of 4,800, then of those
   auto dq = b.ops("DynamicQuantizeLinear", {x}, 3);
   ir::Value* acc =
       b.op("ConvInteger", {dq[0], ints(b, DType::UInt8, {5, 4, 3, 3}, 0, 255, 1), dq[2], ints(b, DType::UInt8, {5}, 100, 150, 2)},
@@ -88,6 +88,7 @@ TEST(QuantizedToFloat, DynamicQuantizationOfConvAndMatMul) {
   EXPECT_EQ(counter(r, "conv_integer"), 1);
   EXPECT_EQ(counter(r, "matmul_integer"), 1);
   EXPECT_EQ(counter(r, "casts_to_float"), 2);
+  EXPECT_EQ(countOps(*m.graph, "ReduceMin"), 3);  // two steps for x, one for a
   expectNoQuantizedOps(m);
 }
 
@@ -128,6 +129,43 @@ TEST(QuantizedToFloat, QLinearConvAndMatMulChains) {
   EXPECT_EQ(counter(r, "qlinear_matmul"), 1);
   EXPECT_EQ(counter(r, "layout_ops_centered"), 2);
   expectNoQuantizedOps(m);
+}
+
+// QDQ as quantizers write it: Q -> DQ on the activation, an int8 weight with a scale per channel
+// and an int32 bias at scale x_scale * w_scale behind DequantizeLinear, a Relu, Q -> DQ after: the
+// conv runs on the integers and the QuantizeLinear rounds acc * (scales / y_scale) once.
+TEST(QuantizedToFloat, QdqConvRunsOnTheIntegers) {
+  ir::Model m = emptyModel(13);
+  Builder b(m);
+  ir::Value* x = b.input("x", {1, 3, 6, 6});
+  ir::Value *xs = b.constant(0.008f), *xz = integer(b, DType::UInt8, 128);
+  ir::Value* xd = b.op("DequantizeLinear", {b.op("QuantizeLinear", {x, xs, xz}), xs, xz});
+  const std::vector<float> w_scale = {0.004f, 0.007f, 0.0031f, 0.01f};
+  Tensor ws(DType::Float, {4}), bs(DType::Float, {4});
+  for (size_t i = 0; i < 4; ++i) {
+    ws.data<float>()[i] = w_scale[i];
+    bs.data<float>()[i] = 0.008f * w_scale[i];  // in float, as the pass compares it
+  }
+  ir::Value* wd = b.op("DequantizeLinear",
+                       {ints(b, DType::Int8, {4, 3, 3, 3}, -127, 127, 11), b.graph().addInitializer("w_scale", ws),
+                        ints(b, DType::Int8, {4}, 0, 0, 0)},
+                       {{"axis", int64_t{0}}});
+  ir::Value* bd = b.op(
+      "DequantizeLinear",
+      {ints(b, DType::Int32, {4}, -3000, 3000, 12), b.graph().addInitializer("b_scale", bs), ints(b, DType::Int32, {4}, 0, 0, 0)},
+      {{"axis", int64_t{0}}});
+  ir::Value* y = b.op("Relu", {b.op("Conv", {xd, wd, bd}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})});
+  ir::Value *ys = b.constant(0.03f), *yz = integer(b, DType::UInt8, 0);
+  b.output(b.op("DequantizeLinear", {b.op("QuantizeLinear", {y, ys, yz}), ys, yz}));
+  PassReport r = convert(m);
+  EXPECT_EQ(counter(r, "qdq_conv"), 1) << reportText();
+  EXPECT_EQ(counter(r, "requantized_products"), 1);
+  // The conv reads the integers: its weight is the int8 values themselves.
+  const ir::Node* conv = findNode(*m.graph, "Conv");
+  ASSERT_NE(conv, nullptr);
+  ASSERT_NE(constantOf(conv->input(1)), nullptr);
+  EXPECT_EQ(constantOf(conv->input(1))->dtype(), DType::Float);
+  for (float v : constantOf(conv->input(1))->data<float>()) EXPECT_EQ(v, std::nearbyint(v));
 }
 
 // A weight that is not a constant stays on the host, reported as a near miss naming why.
