@@ -214,6 +214,10 @@ ZOO = [
 # The quantized zoo: zoo models written by the project's quantizer (scripts/quantize.py) in the
 # three forms deployment pipelines produce, checked against ONNX Runtime running the same
 # quantized model (cosine >= 0.999; poprt compiles them in float32 on the same integers).
+# Quantized nets amplify an ulp: a float op between quantized ones that rounds differently from
+# ONNX Runtime's puts a value on the other side of a rounding step, and the flip spreads.
+FLOAT_OPS_ULP = ("tolerance: every quantized op matches ONNX Runtime's bit for bit (checked layer by layer), but float "
+                 "ops between them differ from ONNX Runtime's by an ulp and the values rounded the other way spread")
 QEntry = collections.namedtuple("QEntry", "name tier base format known", defaults=({},))
 
 QUANTIZED = [
@@ -227,10 +231,11 @@ QUANTIZED = [
     QEntry("resnet50_qdq", "all", "resnet50", "qdq"),
     QEntry("squeezenet1_1_qoperator", "all", "squeezenet1_1", "qoperator"),
     QEntry("efficientnet_b0_qdq", "all", "efficientnet_b0", "qdq",
-           {"int8": "tolerance: every quantized op matches ONNX Runtime's bit for bit, but its float Sigmoids (the "
-                    "squeeze-excitation gates) differ by an ulp from ONNX Runtime's approximation, 2 of 94,080 values "
-                    "of block 2 round to the other integer, and the flips spread through 14 more blocks (cosine 0.998)"}),
+           {"int8": FLOAT_OPS_ULP + ": Sigmoid gates, 2 of 94,080 values of block 2 first (cosine 0.998)"}),
     QEntry("transformer_qdq", "all", "transformer", "qdq"),
     QEntry("transformer_encoder_qoperator", "all", "transformer_encoder", "qoperator"),
     QEntry("vit_b_16_dynamic", "all", "vit_b_16", "dynamic"),
+    QEntry("deeplabv3_mobilenet_v3_large_dynamic", "all", "deeplabv3_mobilenet_v3_large", "dynamic",
+           {"int8": FLOAT_OPS_ULP + ": a residual Add after a HardSigmoid gate, 1 of 64,000 values of block 5 first "
+                    "(cosine 0.9985)"}),
 ]
