@@ -81,8 +81,24 @@ class Rewriter {
   // Rewrites `n` if it is a quantized op of a form this pass takes; the reason when it is one
   // this pass leaves on the host, empty when done or not a quantized op at all.
   std::string visit(ir::Node* n) {
-    if (!n->domain().empty()) return "";
+    if (!n->domain().empty() || n->outputs().empty() || !n->output(0)) return "";
     const std::string& op = n->opType();
+    // The inputs each rewrite reads unconditionally (the checker lets a model leave any out).
+    static const std::map<std::string, std::vector<size_t>> kRequired = {{"QuantizeLinear", {0, 1}},
+                                                                         {"DequantizeLinear", {0, 1}},
+                                                                         {"DynamicQuantizeLinear", {0}},
+                                                                         {"ConvInteger", {0, 1}},
+                                                                         {"MatMulInteger", {0, 1}},
+                                                                         {"QLinearConv", {0, 1, 3, 4, 6, 7}},
+                                                                         {"QLinearMatMul", {0, 1, 3, 4, 6, 7}},
+                                                                         {"Cast", {0}},
+                                                                         {"Conv", {0, 1}},
+                                                                         {"MatMul", {0, 1}},
+                                                                         {"Gemm", {0, 1}}};
+    if (auto it = kRequired.find(op); it != kRequired.end())
+      for (size_t i : it->second)
+        if (!n->input(i)) return "";
+    if (op == "DynamicQuantizeLinear" && (n->outputs().size() != 3 || !n->output(1) || !n->output(2))) return "";
     if (op == "QuantizeLinear") return quantize(n);
     if (op == "DequantizeLinear") return dequantize(n);
     if (op == "DynamicQuantizeLinear") return dynamicQuantize(n);
@@ -374,7 +390,8 @@ class Rewriter {
     if (x_zp && !(x_zp->type.hasStaticShape() && x_zp->type.numElements() == 1)) return "x's zero point is not one value";
     const Tensor* wt = constantOf(w);
     if (!wt) return "its weight is not a constant";
-    if (!conv && wt->shape().size() != 2) return "its weight is not 2-D";
+    if (conv ? wt->shape().size() < 3 : wt->shape().size() != 2)
+      return conv ? "its weight has rank < 3" : "its weight is not 2-D";
     // A conv's output channels are the weight's axis 0, a matmul's its columns (axis 1).
     const int64_t w_axis = conv ? 0 : 1;
     const int64_t channels = wt->shape()[static_cast<size_t>(w_axis)];
@@ -462,7 +479,8 @@ class Rewriter {
     const bool conv = op == "Conv", trans_b = op == "Gemm" && n->attrInt("transB", 0) != 0;
     if (op == "Gemm" && (n->attrInt("transA", 0) != 0 || n->attrFloat("alpha", 1.f) != 1.f || n->attrFloat("beta", 1.f) != 1.f))
       return "a Gemm with transA, alpha or beta of dequantized operands";
-    if (!conv && w->shape.size() != 2) return "its dequantized weight is not 2-D";
+    if (conv ? w->shape.size() < 3 : w->shape.size() != 2)
+      return conv ? "its dequantized weight has rank < 3" : "its dequantized weight is not 2-D";
     ir::Value* y = n->output(0);
     if (!y->type.hasRank()) return "its output has no known rank";
     const int64_t w_axis = conv || trans_b ? 0 : 1;  // the weight's output-channel axis
