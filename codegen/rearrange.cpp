@@ -66,6 +66,12 @@ Expected<RearrangeMap> rearrangeMap(const ir::Node& node, const ops::Opsets& ops
   ops::EvalContext ctx(opsets);
   auto outs = def->eval(*run, args, ctx);
   if (!outs.ok()) return Error("cannot plan the copies: " + outs.error().message());
+  // Each input's element count, 0 for one that is not data (an index naming it is an error); once,
+  // not per element: the loop below runs over every element of the outputs.
+  std::vector<int64_t> data_elements(node.inputs().size(), 0);
+  for (size_t i = 0; i < node.inputs().size(); ++i)
+    if (node.input(i) && isDataInput(node, i)) data_elements[i] = node.input(i)->type.numElements();
+  const bool pad = node.opType() == "Pad";
   for (const Tensor& out : *outs) {
     if (out.dtype() != DType::Int64) return Error("the op changed the index dtype");
     if (out.numElements() > kMaxElements) return Error("output too large to plan as copies");
@@ -74,13 +80,13 @@ Expected<RearrangeMap> rearrangeMap(const ir::Node& node, const ops::Opsets& ops
     for (size_t e = 0; e < sources.size(); ++e) {
       int64_t code = d[e];
       if (code == 0) {  // a fill: only Pad makes them
-        if (node.opType() != "Pad") return Error("the op fills elements with a constant");
+        if (!pad) return Error("the op fills elements with a constant");
         continue;
       }
       int64_t input = code >> kInputShift;
       int64_t element = (code & ((int64_t{1} << kInputShift) - 1)) - 1;
-      if (input < 0 || input >= static_cast<int64_t>(node.inputs().size()) || element < 0 ||
-          !isDataInput(node, static_cast<size_t>(input)) || element >= node.input(static_cast<size_t>(input))->type.numElements())
+      if (input < 0 || input >= static_cast<int64_t>(data_elements.size()) || element < 0 ||
+          element >= data_elements[static_cast<size_t>(input)])
         return Error("the op computed new values; it is not a pure rearrangement");
       sources[e] = {static_cast<int32_t>(input), element};
     }

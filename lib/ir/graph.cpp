@@ -26,8 +26,9 @@ Shape TensorType::staticShape() const {
 }
 
 int64_t TensorType::numElements() const {
-  int64_t n = 1;
-  for (int64_t d : staticShape()) n *= d;
+  POPRT_CHECK(hasStaticShape(), "shape is not static: " + toString());
+  int64_t n = 1;  // from the dims, without building the shape: the compiler asks often
+  for (const Dim& d : *dims) n *= d.value;
   return n;
 }
 

@@ -8,7 +8,7 @@
 namespace poprt::onnxio {
 namespace {
 
-void exportGraph(const ir::Graph& g, onnx::GraphProto* gp);
+void exportGraph(const ir::Graph& g, onnx::GraphProto* gp, WeightData weights);
 
 void valueInfo(const ir::Value& v, onnx::ValueInfoProto* vi) {
   vi->set_name(v.name());
@@ -16,7 +16,7 @@ void valueInfo(const ir::Value& v, onnx::ValueInfoProto* vi) {
   if (v.type.dtype != DType::Undefined || !v.type.isTensor()) typeToProto(v.type, vi->mutable_type());
 }
 
-void exportAttribute(const std::string& name, const ir::Attribute& attr, onnx::AttributeProto* ap) {
+void exportAttribute(const std::string& name, const ir::Attribute& attr, onnx::AttributeProto* ap, WeightData weights) {
   ap->set_name(name);
   if (!attr.doc_string.empty()) ap->set_doc_string(attr.doc_string);
   const auto& v = attr.value;
@@ -34,7 +34,7 @@ void exportAttribute(const std::string& name, const ir::Attribute& attr, onnx::A
     tensorToProto(*t, "", ap->mutable_t());
   } else if (auto* g = std::get_if<ir::GraphPtr>(&v)) {
     ap->set_type(onnx::AttributeProto::GRAPH);
-    exportGraph(**g, ap->mutable_g());
+    exportGraph(**g, ap->mutable_g(), weights);
   } else if (auto* fs = std::get_if<std::vector<float>>(&v)) {
     ap->set_type(onnx::AttributeProto::FLOATS);
     for (float x : *fs) ap->add_floats(x);
@@ -49,7 +49,7 @@ void exportAttribute(const std::string& name, const ir::Attribute& attr, onnx::A
     for (const auto& x : *ts) tensorToProto(x, "", ap->add_tensors());
   } else if (auto* gs = std::get_if<std::vector<ir::GraphPtr>>(&v)) {
     ap->set_type(onnx::AttributeProto::GRAPHS);
-    for (const auto& x : *gs) exportGraph(*x, ap->add_graphs());
+    for (const auto& x : *gs) exportGraph(*x, ap->add_graphs(), weights);
   } else if (auto* tp = std::get_if<ir::TensorType>(&v)) {
     ap->set_type(onnx::AttributeProto::TYPE_PROTO);
     typeToProto(*tp, ap->mutable_tp());
@@ -59,11 +59,17 @@ void exportAttribute(const std::string& name, const ir::Attribute& attr, onnx::A
   }
 }
 
-void exportGraph(const ir::Graph& g, onnx::GraphProto* gp) {
+void exportGraph(const ir::Graph& g, onnx::GraphProto* gp, WeightData weights) {
   gp->set_name(g.name());
   if (!g.doc_string.empty()) gp->set_doc_string(g.doc_string);
   for (const ir::Value* v : g.inputs()) valueInfo(*v, gp->add_input());
-  for (const ir::Value* v : g.initializers()) tensorToProto(*v->initializer(), v->name(), gp->add_initializer());
+  for (const ir::Value* v : g.initializers()) {
+    if (weights == WeightData::ShapesOnly && v->initializer()->numElements() > kShapeDataElements) {
+      if (!v->isGraphInput()) valueInfo(*v, gp->add_input());  // its type, without its values
+      continue;
+    }
+    tensorToProto(*v->initializer(), v->name(), gp->add_initializer());
+  }
   for (const auto& n : g.nodes()) {
     auto* np = gp->add_node();
     np->set_op_type(n->opType());
@@ -72,7 +78,7 @@ void exportGraph(const ir::Graph& g, onnx::GraphProto* gp) {
     if (!n->doc_string.empty()) np->set_doc_string(n->doc_string);
     for (const ir::Value* in : n->inputs()) np->add_input(in ? in->name() : "");
     for (const ir::Value* out : n->outputs()) np->add_output(out ? out->name() : "");
-    for (const auto& [name, attr] : n->attributes) exportAttribute(name, attr, np->add_attribute());
+    for (const auto& [name, attr] : n->attributes) exportAttribute(name, attr, np->add_attribute(), weights);
     for (const ir::Value* out : n->outputs())
       if (out && !out->isGraphOutput() && (out->type.dtype != DType::Undefined || !out->type.isTensor()))
         valueInfo(*out, gp->add_value_info());
@@ -82,7 +88,7 @@ void exportGraph(const ir::Graph& g, onnx::GraphProto* gp) {
 
 }  // namespace
 
-onnx::ModelProto exportModelProto(const ir::Model& model) {
+onnx::ModelProto exportModelProto(const ir::Model& model, WeightData weights) {
   onnx::ModelProto proto;
   proto.set_ir_version(model.ir_version);
   for (const auto& op : model.opset_imports) {
@@ -101,7 +107,7 @@ onnx::ModelProto exportModelProto(const ir::Model& model) {
     p->set_value(v);
   }
   for (const auto& f : model.functions) proto.add_functions()->ParseFromString(f);
-  exportGraph(*model.graph, proto.mutable_graph());
+  exportGraph(*model.graph, proto.mutable_graph(), weights);
   return proto;
 }
 

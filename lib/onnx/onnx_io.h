@@ -31,7 +31,13 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
 // converter has no adapter for).
 Expected<ir::Model> convertOpset(const ir::Model& model, int64_t opset, const std::string& source);
 
-onnx::ModelProto exportModelProto(const ir::Model& model);
+// What an export carries of the initializers: all of them, or (for shape inference) only those of
+// at most kShapeDataElements elements, the rest as typed graph inputs: shapes are computed from
+// small constants (a Reshape's target, Resize's scales), and copying a big model's weights into
+// the proto for every inference took longer than the inference (ViT-B/16: 346 MB, 3 times).
+enum class WeightData { Full, ShapesOnly };
+inline constexpr int64_t kShapeDataElements = 1024;
+onnx::ModelProto exportModelProto(const ir::Model& model, WeightData weights = WeightData::Full);
 // The model's ONNX bytes; models over protobuf's 2 GiB limit are refused with an error.
 Expected<std::string> serializeModel(const ir::Model& model);
 

@@ -113,7 +113,7 @@ Status runOnnxShapeInference(onnx::ModelProto& proto, InferenceStrictness strict
 }
 
 Status inferShapes(ir::Model& model) {
-  onnx::ModelProto proto = exportModelProto(model);
+  onnx::ModelProto proto = exportModelProto(model, WeightData::ShapesOnly);
   // Old types would only constrain inference; clear what it can recompute.
   proto.mutable_graph()->clear_value_info();
   keepCustomOpTypes(*model.graph, *proto.mutable_graph());
