@@ -68,10 +68,17 @@ void accesses(const exec::Executable& exe, const Superstep& s, std::vector<Acces
 class Ranges {
  public:
   void add(uint32_t tile, uint64_t begin, uint64_t end) {
-    if (begin < end) ranges_.push_back({tile, begin, end});
+    if (begin >= end) return;
+    // A vertex's or copy's pieces mostly follow each other: extending the last range keeps the
+    // list (and the sort below, most of a big model's merge time) short.
+    if (!ranges_.empty() && ranges_.back().tile == tile && ranges_.back().end == begin) {
+      ranges_.back().end = end;
+      return;
+    }
+    ranges_.push_back({tile, begin, end});
   }
   void finish() {
-    std::sort(ranges_.begin(), ranges_.end());
+    sortByTileAndBegin();
     std::vector<Range> merged;
     for (const Range& r : ranges_) {
       if (!merged.empty() && merged.back().tile == r.tile && r.begin <= merged.back().end)
@@ -98,6 +105,29 @@ class Ranges {
   const std::vector<Range>& list() const { return ranges_; }
 
  private:
+  // By tile with a counting sort (a superstep touches every tile, a few ranges each), then each
+  // tile's few ranges by begin; ranges that start together merge in finish() whatever their ends.
+  void sortByTileAndBegin() {
+    auto by_begin = [](const Range& a, const Range& b) { return a.begin < b.begin; };
+    if (ranges_.size() < 64) {
+      std::sort(ranges_.begin(), ranges_.end(),
+                [](const Range& a, const Range& b) { return a.tile != b.tile ? a.tile < b.tile : a.begin < b.begin; });
+      return;
+    }
+    uint32_t tiles = 0;
+    for (const Range& r : ranges_) tiles = std::max(tiles, r.tile + 1);
+    std::vector<size_t> start(static_cast<size_t>(tiles) + 1, 0);
+    for (const Range& r : ranges_) ++start[r.tile + 1];
+    for (size_t t = 0; t < tiles; ++t) start[t + 1] += start[t];
+    std::vector<Range> sorted(ranges_.size());
+    std::vector<size_t> next(start.begin(), start.end() - 1);
+    for (const Range& r : ranges_) sorted[next[r.tile]++] = r;
+    for (size_t t = 0; t < tiles; ++t)
+      std::sort(sorted.begin() + static_cast<std::ptrdiff_t>(start[t]),
+                sorted.begin() + static_cast<std::ptrdiff_t>(start[t + 1]), by_begin);
+    ranges_ = std::move(sorted);
+  }
+
   std::vector<Range> ranges_;
 };
 
