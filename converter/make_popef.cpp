@@ -17,7 +17,8 @@ namespace {
 // half its bytes; its weight stream and the device keep float32 and the PopEF's reader widens it
 // back when it loads the file (sim/verify_popef.cpp). Other weights are stored as they are, and
 // so are those a node kept in float32 on request reads (--fp16_skip_op_types,
-// --fp16_skip_node_names, --fp16_min_cosine): rounding them would undo what was asked.
+// --fp16_skip_node_names, --fp16_min_cosine): rounding them would undo what was asked; and those
+// of a quantized op's integer arithmetic (its scales), which is exact only unrounded.
 popef::Blob weightBlob(const std::string& name, const Tensor& w, bool fp16) {
   if (!fp16 || w.dtype() != DType::Float) return popef::makeTensorDataBlob(name, w);
   for (float x : w.data<float>())
@@ -39,7 +40,8 @@ std::set<const ir::Value*> requestedFp32Weights(const ir::Model& model, const Co
   std::set<const ir::Value*> weights;
   for (const auto& n : model.graph->nodes()) {
     const std::vector<std::string> keys = passes::skipOpTypeKeys(*n);
-    if (nodes.count(n->name()) || std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return op_types.count(k); }))
+    if (nodes.count(n->name()) || passes::isIntegerArithmetic(*n) ||
+        std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return op_types.count(k); }))
       for (const ir::Value* v : n->inputs())
         if (v && v->isInitializer()) weights.insert(v);
   }

@@ -340,6 +340,7 @@ class FloatToHalf : public Pass {
     for (const std::string& key : skipOpTypeKeys(n))
       if (skip_types_.count(key)) return keep("kept_skip_op_type", "--fp16_skip_op_types " + key);
     if (skip_names_.count(n.name())) return keep("kept_skip_node_name", "--fp16_skip_node_names " + n.name());
+    if (isIntegerArithmetic(n)) return keep("kept_integer_arithmetic", "a quantized op's integers, exact in float32 only");
     if (auto it = overflow_.find(&n); it != overflow_.end()) return keep("kept_overflow_pattern", it->second);
     if (auto it = out_of_range_.find(&n); it != out_of_range_.end()) return keep("kept_out_of_range", it->second);
     if (def->fp16 == ops::Fp16Policy::KeepFp32) return keep("kept_policy", "its fp16 policy is KeepFp32");
@@ -553,6 +554,13 @@ class FloatToHalf : public Pass {
 };
 
 }  // namespace
+
+namespace {
+constexpr const char* kIntegerArithmetic = "poprt: a quantized op's integer arithmetic (exact in float32 only)";
+}  // namespace
+
+void markIntegerArithmetic(ir::Node& n) { n.doc_string = kIntegerArithmetic; }
+bool isIntegerArithmetic(const ir::Node& n) { return n.doc_string == kIntegerArithmetic; }
 
 std::vector<std::string> skipOpTypeKeys(const ir::Node& n) {
   std::vector<std::string> keys = {n.opType()};

@@ -27,6 +27,14 @@ struct Fp16Options {
 // GemmAct, the op they fused (so "Conv" keeps every convolution in fp32, fused or not).
 std::vector<std::string> skipOpTypeKeys(const ir::Node& n);
 
+// The nodes quantized_to_float makes carry a quantized model's integers in float32, exactly only
+// there (float16 holds integers up to 2048 and rounds the sums and scales): float_to_half keeps
+// them float32 and the PopEF their weights unrounded. The mark is the node's doc_string, so it
+// survives the model's export and re-import between pipelines (--precision_compare's snapshot,
+// --fp16_min_cosine's trials) and shows in the converted ONNX.
+void markIntegerArithmetic(ir::Node& n);
+bool isIntegerArithmetic(const ir::Node& n);
+
 // An error naming the first entry of --fp16_skip_op_types that no op of the registry has (a typo
 // would otherwise keep nothing in fp32, silently).
 Status checkSkipOpTypes(const std::vector<std::string>& op_types);

@@ -29,6 +29,7 @@
 #include <set>
 
 #include "lib/ops/op_util.h"
+#include "passes/fp16_options.h"
 #include "passes/fusion_util.h"
 #include "passes/pass_list.h"
 
@@ -573,11 +574,15 @@ class QuantizedToFloat : public Pass {
     Rewriter rewriter(graph, ctx);
     std::vector<ir::Node*> nodes;
     for (const auto& n : graph.nodes()) nodes.push_back(n.get());
+    std::set<std::string> before;  // by name: a removed node's memory may hold a new one
+    for (const ir::Node* n : nodes) before.insert(n->name());
     for (ir::Node* n : nodes) {
       const std::string why = rewriter.visit(n);
       if (!why.empty()) ctx.nearMiss(*n, "stays on the host: " + why);
     }
     if (!rewriter.changed()) return false;
+    for (const auto& n : graph.nodes())
+      if (!before.count(n->name())) markIntegerArithmetic(*n);
     POPRT_TRY(fusion::finishRewrites(graph));
     return true;
   }

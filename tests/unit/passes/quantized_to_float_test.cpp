@@ -3,6 +3,7 @@
 // no quantized op left.
 #include <random>
 
+#include "passes/fp16_options.h"
 #include "tests/unit/passes/fusion_test_util.h"
 
 namespace poprt::passes {
@@ -166,6 +167,32 @@ TEST(QuantizedToFloat, QdqConvRunsOnTheIntegers) {
   ASSERT_NE(constantOf(conv->input(1)), nullptr);
   EXPECT_EQ(constantOf(conv->input(1))->dtype(), DType::Float);
   for (float v : constantOf(conv->input(1))->data<float>()) EXPECT_EQ(v, std::nearbyint(v));
+}
+
+// Under --precision fp16 the integer arithmetic stays float32 (float16 would round the sums and
+// the scales): the QOperator chain's float output is the evaluator's, exactly, after float_to_half.
+TEST(QuantizedToFloat, IntegerArithmeticStaysFloat32UnderFp16) {
+  ir::Model m = emptyModel(13);
+  Builder b(m);
+  ir::Value* x = b.input("x", {1, 3, 8, 8});
+  ir::Value *xs = b.constant(0.008f), *xz = integer(b, DType::UInt8, 128);
+  ir::Value *ys = b.constant(0.05f), *yz = integer(b, DType::UInt8, 7);
+  ir::Value* c =
+      b.op("QLinearConv",
+           {b.op("QuantizeLinear", {x, xs, xz}), xs, xz, ints(b, DType::Int8, {4, 3, 3, 3}, -127, 127, 5),
+            scales(b, {4}, 0.001f, 0.01f, 6), integer(b, DType::Int8, 0), ys, yz, ints(b, DType::Int32, {4}, -2000, 2000, 7)},
+           {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  b.output(b.op("Relu", {b.op("DequantizeLinear", {c, ys, yz})}));
+  runPassesChecked(m, {"infer_shapes"});
+  PipelineOptions options;
+  options.passes = {"quantized_to_float", "float_to_half"};
+  options.fp16.enabled = true;
+  options.fp16.avoid_overflow_patterns = false;
+  g_reports = runOptionsChecked(m, options, 0);
+  EXPECT_GT(counter(g_reports.back(), "kept_integer_arithmetic"), 5) << reportText();
+  for (const auto& n : m.graph->nodes())
+    if (isIntegerArithmetic(*n))
+      for (const ir::Value* v : n->outputs()) EXPECT_NE(v->type.dtype, DType::Float16) << n->describe();
 }
 
 // A weight that is not a constant stays on the host, reported as a near miss naming why.
