@@ -16,7 +16,7 @@ NaN/Inf ONNX Runtime does not have.
 The quantized zoo (zoo_models.QUANTIZED): a zoo model written by scripts/quantize.py as QDQ,
 QOperator or dynamic quantization (calibrated with ONNX Runtime on other inputs), ONNX Runtime's
 outputs of the quantized model as the reference, compiled in float32 ("int8" in the results:
-poprt runs the same integers in float32) and passing at cosine >= 0.999. Prints a table (model, compile seconds, device/host nodes,
+poprt runs the same integers in float32) and with --precision fp16, each passing at cosine >= 0.999. Prints a table (model, compile seconds, device/host nodes,
 float32 error, float16 cosine); --json FILE writes it; exit 1 when a model fails, or when a
 check an entry lists as known to fail (scripts/zoo_models.py says why) passes.
 
@@ -65,8 +65,9 @@ def base_of(entry):
 
 
 def precisions_of(entry, precisions):
-    """What an entry is checked in: a quantized one only as "int8" (compiled as float32)."""
-    return ("int8",) if isinstance(entry, QEntry) and precisions else precisions
+    """What an entry is checked in: a quantized one as "int8" (compiled as float32) and with
+    --precision fp16 (its integer arithmetic stays float32, the float ops between convert)."""
+    return ("int8", "fp16") if isinstance(entry, QEntry) and precisions else precisions
 
 
 # Bumped when the way models are made changes, so that exported models are made again.
