@@ -104,20 +104,26 @@ TEST(QuantizedToFloat, DynamicQuantizationOfZeros) {
   expectNoQuantizedOps(m);
 }
 
+// QuantizeLinear(x) -> QLinearConv with 4 int8 3x3 filters (a scale per channel, an int32 bias) at
+// scales and zero points xs/xz in and ys/yz out: the QOperator start both QLinearConv tests use.
+ir::Value* quantizedConv(Builder& b, ir::Value* x, ir::Value* xs, ir::Value* xz, ir::Value* ys, ir::Value* yz,
+                         std::map<std::string, ir::AttributeValue> attrs) {
+  return b.op("QLinearConv",
+              {b.op("QuantizeLinear", {x, xs, xz}), xs, xz, ints(b, DType::Int8, {4, 3, 3, 3}, -127, 127, 5),
+               scales(b, {4}, 0.001f, 0.01f, 6), integer(b, DType::Int8, 0), ys, yz, ints(b, DType::Int32, {4}, -2000, 2000, 7)},
+              std::move(attrs));
+}
+
 // QOperator: QuantizeLinear -> QLinearConv (int8 weights, a scale per channel, int32 bias) ->
 // MaxPool and Reshape on the quantized values -> QLinearMatMul (a scale per column) ->
 // DequantizeLinear. Every step's integers are the evaluator's, so the float output is exact.
 TEST(QuantizedToFloat, QLinearConvAndMatMulChains) {
   ir::Model m = emptyModel(13);
   Builder b(m);
-  ir::Value* x = b.input("x", {1, 3, 8, 8});
   ir::Value *xs = b.constant(0.008f), *xz = integer(b, DType::UInt8, 128);
-  ir::Value* q = b.op("QuantizeLinear", {x, xs, xz});
   ir::Value *ys = b.constant(0.05f), *yz = integer(b, DType::UInt8, 7);
-  ir::Value* c = b.op("QLinearConv",
-                      {q, xs, xz, ints(b, DType::Int8, {4, 3, 3, 3}, -127, 127, 5), scales(b, {4}, 0.001f, 0.01f, 6),
-                       integer(b, DType::Int8, 0), ys, yz, ints(b, DType::Int32, {4}, -2000, 2000, 7)},
-                      {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}});
+  ir::Value* c = quantizedConv(b, b.input("x", {1, 3, 8, 8}), xs, xz, ys, yz,
+                               {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}});
   ir::Value* p = b.op("MaxPool", {c}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
   ir::Value* flat = b.op("Reshape", {p, b.ints({1, 16})});
   ir::Value *zs = b.constant(0.1f), *zz = integer(b, DType::UInt8, 120);
@@ -174,14 +180,9 @@ TEST(QuantizedToFloat, QdqConvRunsOnTheIntegers) {
 TEST(QuantizedToFloat, IntegerArithmeticStaysFloat32UnderFp16) {
   ir::Model m = emptyModel(13);
   Builder b(m);
-  ir::Value* x = b.input("x", {1, 3, 8, 8});
   ir::Value *xs = b.constant(0.008f), *xz = integer(b, DType::UInt8, 128);
   ir::Value *ys = b.constant(0.05f), *yz = integer(b, DType::UInt8, 7);
-  ir::Value* c =
-      b.op("QLinearConv",
-           {b.op("QuantizeLinear", {x, xs, xz}), xs, xz, ints(b, DType::Int8, {4, 3, 3, 3}, -127, 127, 5),
-            scales(b, {4}, 0.001f, 0.01f, 6), integer(b, DType::Int8, 0), ys, yz, ints(b, DType::Int32, {4}, -2000, 2000, 7)},
-           {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  ir::Value* c = quantizedConv(b, b.input("x", {1, 3, 8, 8}), xs, xz, ys, yz, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
   b.output(b.op("Relu", {b.op("DequantizeLinear", {c, ys, yz})}));
   runPassesChecked(m, {"infer_shapes"});
   PipelineOptions options;
