@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <system_error>
 
 namespace poprt {
@@ -82,12 +83,16 @@ Status OutputFiles::makeParents(const std::filesystem::path& path) {
 }
 
 Status OutputFiles::add(const std::filesystem::path& path, std::span<const uint8_t> bytes) {
-  POPRT_TRY(makeParents(path));
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return Error(path.string() + ": is a directory");
   std::filesystem::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(staged_.size());
-  staged_.push_back({path, tmp});  // before writing, so a partial temporary file is removed too
+  {
+    // The bookkeeping under the lock, the write outside it: two big files write at once.
+    std::lock_guard<std::mutex> lock(mutex_);
+    POPRT_TRY(makeParents(path));
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return Error(path.string() + ": is a directory");
+    tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(staged_.size());
+    staged_.push_back({path, tmp});  // before writing, so a partial temporary file is removed too
+  }
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out) return Error(path.string() + ": cannot write: " + std::strerror(errno));
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ Status writeOutputFile(const std::string& flag, const std::string& file, const s
 // without a successful commit() — an error on the way, an exception — it removes the temporary
 // files and the directories it created, so a failed run leaves the file system as it found it.
 // (A rename that fails halfway through commit() is reported; the files renamed before it stay.)
+// add() may run on several threads at once; commit() and the destructor after they are done.
 class OutputFiles {
  public:
   OutputFiles() = default;
@@ -55,6 +57,7 @@ class OutputFiles {
   };
   Status makeParents(const std::filesystem::path& path);
   void rollback();
+  std::mutex mutex_;  // staged_ and created_dirs_, for add() on several threads
   std::vector<Staged> staged_;
   std::vector<std::filesystem::path> created_dirs_;  // outermost first
   bool committed_ = false;
