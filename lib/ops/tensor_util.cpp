@@ -56,16 +56,24 @@ Expected<Tensor> transposeTensor(const Tensor& in, const std::vector<int64_t>& p
   for (int64_t i = 0; i < rank; ++i)
     out_shape[static_cast<size_t>(i)] = in.shape()[static_cast<size_t>(perm[static_cast<size_t>(i)])];
   const std::vector<int64_t> in_strides = contiguousStrides(in.shape());
-  const std::vector<int64_t> out_strides = contiguousStrides(out_shape);
+  // The source offset of each output element, walking the output in order with an odometer: one
+  // add per element and a carry now and then, not a division per dim (the compiler plans every
+  // device Transpose by running this on index tensors).
+  std::vector<int64_t> step(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d) step[static_cast<size_t>(d)] = in_strides[static_cast<size_t>(perm[static_cast<size_t>(d)])];
   const int64_t n = in.numElements();
   std::vector<int64_t> src(static_cast<size_t>(n));
-  std::vector<int64_t> idx;
+  std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
+  int64_t off = 0;
   for (int64_t i = 0; i < n; ++i) {
-    unravel(i, out_strides, idx);
-    int64_t off = 0;
-    for (int64_t d = 0; d < rank; ++d)
-      off += idx[static_cast<size_t>(d)] * in_strides[static_cast<size_t>(perm[static_cast<size_t>(d)])];
     src[static_cast<size_t>(i)] = off;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      const auto k = static_cast<size_t>(d);
+      off += step[k];
+      if (++idx[k] < out_shape[k]) break;
+      off -= step[k] * out_shape[k];
+      idx[k] = 0;
+    }
   }
   return takeElements(in, out_shape, src);
 }
