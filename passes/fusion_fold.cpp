@@ -40,9 +40,11 @@ std::string singleUseProblem(const ir::Value* v, const ir::Node& producer) {
 // Weights that are all integers of 8-bit range: a quantized model's, as quantized_to_float leaves
 // them (q - zero point).
 bool quantizedIntegers(const Tensor& w) {
-  auto values = ops::toDoubles(w);
-  return values.ok() && !values->empty() &&
-         std::all_of(values->begin(), values->end(), [](double v) { return v == std::nearbyint(v) && std::fabs(v) <= 255; });
+  // float32 only (what the pass makes), read in place and stopped at the first other value: every
+  // fold candidate's weight comes here, and a float model's first value already says no.
+  if (w.dtype() != DType::Float || w.numElements() == 0) return false;
+  return std::all_of(w.data<float>().begin(), w.data<float>().end(),
+                     [](float v) { return v == std::nearbyint(v) && std::fabs(v) <= 255; });
 }
 
 std::string describeOp(const ir::Node& op, LinearChain& c) {

@@ -61,6 +61,28 @@ std::optional<std::vector<double>> constantValues(const ir::Value* v) {
   return std::move(*d);
 }
 
+// Whether every value equals the first (a per-axis zero point that is one value in effect).
+bool uniform(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [&](double x) { return x == v[0]; });
+}
+
+// values (a tensor of `shape`) minus zero_point: one value, or one per slice along `axis`. False
+// when the zero points fit neither.
+bool subtractZeroPoints(std::vector<double>& values, const std::vector<double>& zero_point, const Shape& shape, int64_t axis) {
+  if (zero_point.size() == 1) {
+    for (double& v : values) v -= zero_point[0];
+    return true;
+  }
+  if (axis < 0 || axis >= static_cast<int64_t>(shape.size()) ||
+      static_cast<int64_t>(zero_point.size()) != shape[static_cast<size_t>(axis)])
+    return false;
+  const auto channels = static_cast<int64_t>(zero_point.size());
+  const int64_t inner = ops::shapeProduct(shape, static_cast<size_t>(axis) + 1);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] -= zero_point[static_cast<size_t>((static_cast<int64_t>(i) / inner) % channels)];
+  return true;
+}
+
 // The layout ops and max pools that commute with subtracting a scalar zero point: run on the
 // centered values, they give the centered result.
 bool passesCentered(const ir::Node& n) {
@@ -194,9 +216,6 @@ class Rewriter {
     };
     auto va = values(a), vb = values(b);
     if (!va || !vb) return false;
-    auto uniform = [](const std::vector<double>& v) {
-      return std::all_of(v.begin(), v.end(), [&](double x) { return x == v[0]; });
-    };
     if (*va == *vb) return true;
     return uniform(*va) && uniform(*vb) && (*va)[0] == (*vb)[0];
   }
@@ -223,12 +242,8 @@ class Rewriter {
     auto zp = zero_point ? constantValues(zero_point) : std::vector<double>{0.0};
     if (!values || !zp) return std::nullopt;
     const Shape shape = constantOf(w)->shape();
-    if (shape.empty() || axis >= static_cast<int64_t>(shape.size())) return std::nullopt;
-    const int64_t channels = shape[static_cast<size_t>(axis)];
-    if (zp->size() != 1 && static_cast<int64_t>(zp->size()) != channels) return std::nullopt;
-    const int64_t inner = ops::shapeProduct(shape, static_cast<size_t>(axis) + 1);
-    for (size_t i = 0; i < values->size(); ++i)
-      (*values)[i] -= (*zp)[zp->size() == 1 ? 0 : static_cast<size_t>((static_cast<int64_t>(i) / inner) % channels)];
+    if (shape.empty() || axis >= static_cast<int64_t>(shape.size()) || !subtractZeroPoints(*values, *zp, shape, axis))
+      return std::nullopt;
     return constant(base + "/w", *values, shape);
   }
 
@@ -251,8 +266,7 @@ class Rewriter {
     if (!range) return "its output is not int8 or uint8";
     auto zps = zp ? constantValues(zp) : std::vector<double>{0.0};
     if (!zps) return "its zero point is not a constant";
-    if (!std::all_of(zps->begin(), zps->end(), [&](double v) { return v == (*zps)[0]; }))
-      return "its zero points differ by channel";
+    if (!uniform(*zps)) return "its zero points differ by channel";
     if (!x->type.hasRank()) return "its input has no known rank";
     auto scale_in = broadcastScale(*n, scale, x->type.dims->size());
     if (!scale_in) return "its per-axis scale is not a constant";
@@ -459,10 +473,7 @@ class Rewriter {
     ConstantDequantized d{std::move(*q), std::move(*scale), p->attrInt("axis", 1), constantOf(p->input(0))->shape()};
     if (d.axis < 0) d.axis += static_cast<int64_t>(d.shape.size());
     if (d.scale.size() > 1 && (d.axis < 0 || d.axis >= static_cast<int64_t>(d.shape.size()))) return std::nullopt;
-    const int64_t channels = static_cast<int64_t>(d.scale.size());
-    const int64_t inner = channels > 1 ? ops::shapeProduct(d.shape, static_cast<size_t>(d.axis) + 1) : 1;
-    for (size_t i = 0; i < d.centered.size(); ++i)
-      d.centered[i] -= (*zp)[zp->size() == 1 ? 0 : static_cast<size_t>((static_cast<int64_t>(i) / inner) % channels)];
+    if (!subtractZeroPoints(d.centered, *zp, d.shape, d.axis)) return std::nullopt;
     return d;
   }
 
