@@ -191,6 +191,8 @@ class Compiler {
         if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes_));
         POPRT_TRY(lowerOnDevice(*nodes_[i], i, map ? &*map : nullptr));
         releaseDeadAfter(*nodes_[i], i);
+        if (l_.options().stop_when_over && overCapacity())
+          return Error(std::string(kOutOfTileMemory) + l_.target().name + " (stopped after node '" + node_names_[i] + "')");
       } else {
         if (pipelined)
           return Error("pipelined execution runs every node on the IPUs, but node '" + node_names_[i] +
@@ -289,6 +291,13 @@ class Compiler {
         why = planned.error().message();
     }
     return why;
+  }
+
+  bool overCapacity() const {
+    const TileAllocator& a = l_.allocator();
+    for (uint32_t t = 0; t < a.tiles(); ++t)
+      if (a.peak(t) > l_.target().bytes_per_tile) return true;
+    return false;
   }
 
   // Memory laid out and checked, supersteps merged, the profile's steps and op types.
@@ -510,13 +519,19 @@ std::map<std::string, Tensor> CompileResult::weightData() const {
 }
 
 Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options) {
-  auto result = Compiler(model, options).run();
-  if (result.ok() || result.error().message().rfind(kOutOfTileMemory, 0) != 0) return result;
+  // Each placement is tried with stop_when_over; the report of one that does not fit is the default
+  // placement's, compiled in full when it is needed.
+  auto full_report = [&] { return Compiler(model, options).run(); };
+  CompileOptions first = options;
+  first.stop_when_over = true;
+  auto result = Compiler(model, first).run();
+  if (!result.ok() && result.error().message().rfind(kOutOfTileMemory, 0) != 0) return result;
+  if (result.ok()) return result;
   // Out of tile memory: fewer resident weight slices first (they pile up on the tiles of each
   // matmul's first blocks), then smaller temporaries (the planners' share, which assumes the
   // rest of the tile is free while resident weights and live values take part of it).
   for (const double amp_scale : kRetryMemoryScales) {
-    CompileOptions retry = options;
+    CompileOptions retry = first;
     retry.resident_weight_share = std::min(options.resident_weight_share, kRetryResidentShare);
     retry.only_copy_resident_share = retry.resident_weight_share;
     retry.temporaries_scale = amp_scale;
@@ -526,7 +541,7 @@ Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& op
     auto fits = Compiler(model, retry).run();
     if (!fits.ok()) {
       if (fits.error().message().rfind(kOutOfTileMemory, 0) == 0) continue;
-      return result;  // a plan the smaller share cannot make: the default placement's report
+      return full_report();  // a plan the smaller share cannot make: the default placement's report
     }
     std::string how = "weights kept resident on at most " + std::to_string(static_cast<int>(retry.resident_weight_share * 100)) +
                       "% of each tile (not " + std::to_string(static_cast<int>(options.resident_weight_share * 100)) +
@@ -540,7 +555,7 @@ Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& op
     fits->warnings.push_back("tile memory: the program fit only with " + how);
     return fits;
   }
-  return result;
+  return full_report();
 }
 
 }  // namespace poprt::codegen

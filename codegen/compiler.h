@@ -33,6 +33,10 @@ struct CompileOptions {
   // plan fits there is planned within the whole proportion. compile() lowers it when a program
   // runs out of tile memory (kRetryMemoryScales).
   double temporaries_scale = 1.0;
+  // Stop at the first node after which a tile needs more than its memory: a tile's need only grows
+  // as nodes are compiled, so the program cannot fit. compile() tries its placements so and
+  // compiles in full only the one whose report it gives.
+  bool stop_when_over = false;
   // The bytes per tile the planners may give one node's operands and results.
   uint64_t tileBudget() const {
     return static_cast<uint64_t>(available_memory_proportion * static_cast<double>(target.bytes_per_tile));

@@ -31,6 +31,7 @@ class Lowering {
   const exec::Executable& executable() const { return exe_; }
   // Memory a lowering allocates itself and maps no value onto lives until its node ends.
   TileAllocator& allocator() { return mem_.allocator(); }
+  const TileAllocator& allocator() const { return mem_.allocator(); }
 
   const TileMapping& mapping(const ir::Value* v) const { return mappings_.at(v); }
   bool hasMapping(const ir::Value* v) const { return mappings_.count(v) != 0; }

@@ -25,6 +25,7 @@ class TileMemory {
   TileMemory(uint32_t tiles, uint64_t capacity);
 
   TileAllocator& allocator() { return alloc_; }
+  const TileAllocator& allocator() const { return alloc_; }
   // `v` holds the blocks under its mapping `m` (its own, or the one it shares as a view).
   void holdMapping(const ir::Value* v, const TileMapping& m);
   // `v` holds the block starting at (tile, start): a copy of some of its elements.

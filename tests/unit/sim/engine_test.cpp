@@ -623,6 +623,22 @@ TEST(Compile, OutOfMemoryNamesTheWorstTiles) {
   for (const char* w : {"w0 256.0 KiB", "w1 256.0 KiB", "w2 256.0 KiB"}) EXPECT_NE(msg.find(w), std::string::npos) << msg;
 }
 
+// compile() tries placements with stop_when_over: 1 MiB weights on 4 tiles (256 KiB each a tile)
+// never die, so a chain of them goes over the tiles' 624 KiB at some layer. The stop names the
+// first layer at which the chain cut there, compiled in full, does not fit either.
+TEST(Compile, StopsAtTheFirstNodeOverTheTiles) {
+  const codegen::CompileOptions full{*codegen::makeTarget("ipu2", 1, 4), 0.6};
+  int first_over = 0;
+  while (codegen::compile(matMulChain(1, 512, first_over + 1), full).ok()) ASSERT_LT(++first_over, 4);
+  codegen::CompileOptions stop = full;
+  stop.stop_when_over = true;
+  auto stopped = codegen::compile(matMulChain(1, 512, 5), stop);
+  ASSERT_FALSE(stopped.ok());
+  const std::string msg = stopped.error().message();
+  EXPECT_EQ(msg.rfind("out of tile memory on ipu2-4t", 0), 0u) << msg;
+  EXPECT_NE(msg.find("(stopped after node 'mm" + std::to_string(first_over) + "')"), std::string::npos) << msg;
+}
+
 // Weights small enough to stay as slices on the tiles that read them fill 40% of each tile; the
 // report names those slices by their weight too.
 TEST(Compile, OutOfMemoryNamesResidentWeightSlices) {
