@@ -216,6 +216,11 @@ Status Engine::runProgram(const exec::Program& program, RunState& state, RunTime
 
 namespace {
 
+// Moves [first, last) into the tile at `dst`.
+void makeMoves(const ExchangeMove* first, const ExchangeMove* last, uint8_t* dst, const uint8_t* base) {
+  for (const ExchangeMove* m = first; m != last; ++m) moveBytes(dst + m->dst, base + m->src, m->bytes);
+}
+
 // Whether `tile` is in `worker`'s share of the tiles (one worker: all of them, with no division
 // per copy or vertex).
 bool inShare(uint32_t tile, unsigned worker, unsigned workers) { return workers == 1 || tile % workers == worker; }
@@ -248,13 +253,8 @@ void Engine::runExchange(uint32_t index, bool split) {
   auto work = [&](unsigned worker, unsigned workers) {
     size_t begin = 0;
     for (const ExchangeRun& run : plan.runs) {
-      if (inShare(run.dst_tile, worker, workers)) {
-        uint8_t* const dst = tiles_.tile(run.dst_tile);
-        for (size_t i = begin; i < run.end; ++i) {
-          const ExchangeMove& m = plan.moves[i];
-          moveBytes(dst + m.dst, base + m.src, m.bytes);
-        }
-      }
+      if (inShare(run.dst_tile, worker, workers))
+        makeMoves(plan.moves.data() + begin, plan.moves.data() + run.end, tiles_.tile(run.dst_tile), base);
       begin = run.end;
     }
   };
@@ -285,10 +285,12 @@ void prefetchInputs(const exec::Vertex& v, const uint8_t* mem) {
 }  // namespace
 
 // A vertex writes only its own tile's memory (it may read a shared weight copy elsewhere, which
-// nothing writes); each worker runs the vertices of its tiles, in order.
+// nothing writes); each worker runs the vertices of its tiles, in order, each after the moves of
+// the exchange before it that it makes itself (ExecutionPlan::vertex_moves).
 void Engine::runComputeSet(uint32_t index, bool split) {
   const auto& vertices = plan_->sets[index];
   const auto& params = plan_->params[index];
+  const VertexMoves& moves = plan_->vertex_moves[index];
   uint8_t* const base = tiles_.base();
   auto work = [&](unsigned worker, unsigned workers) {
     auto mine = [&](size_t i) {
@@ -297,6 +299,10 @@ void Engine::runComputeSet(uint32_t index, bool split) {
     };
     for (size_t i = mine(0); i < vertices.size();) {
       const size_t next = mine(i + 1);
+      if (!moves.ends.empty()) {
+        const ExchangeMove* m = moves.moves.data();
+        makeMoves(m + (i ? moves.ends[i - 1] : 0), m + moves.ends[i], tiles_.tile(vertices[i].tile), base);
+      }
       if (next < vertices.size()) prefetchInputs(vertices[next], base);
       runVertex(vertices[i], params[i], base);
       i = next;

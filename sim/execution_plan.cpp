@@ -17,6 +17,22 @@ ExecutionPlan makeExecutionPlan(const exec::Executable& exe) {
     for (const auto& v : vertices) params.push_back(verifiedParams(v));  // checked by the verifier already
   }
   plan.exchanges = planExchanges(exe, tile_offsets);
+  plan.vertex_moves.resize(plan.sets.size());
+  // Steps that run a set or an exchange, in any program: only one that runs once, right after its
+  // exchange, can make that exchange's moves.
+  std::vector<uint32_t> set_runs(exe.compute_sets.size(), 0), exchange_runs(exe.exchanges.size(), 0);
+  for (const exec::Program* program : {&exe.load, &exe.main})
+    for (const exec::Step& step : program->steps) {
+      if (step.kind == exec::StepKind::Compute) ++set_runs[step.index];
+      if (step.kind == exec::StepKind::Exchange) ++exchange_runs[step.index];
+    }
+  const auto& steps = exe.main.steps;
+  for (size_t i = 0; i + 1 < steps.size(); ++i) {
+    const exec::Step &exchange = steps[i], &set = steps[i + 1];
+    if (exchange.kind != exec::StepKind::Exchange || set.kind != exec::StepKind::Compute) continue;
+    if (exchange_runs[exchange.index] != 1 || set_runs[set.index] != 1) continue;
+    plan.vertex_moves[set.index] = deferMovesToReaders(plan.exchanges[exchange.index], plan.sets[set.index], tile_offsets);
+  }
   return plan;
 }
 

@@ -23,7 +23,10 @@ struct ExecutionPlan {
   // Each vertex's params decoded once (the verifier checked them), as sets[i][j] runs with them:
   // their arrays view that vertex's params, so the whole is moved, never copied.
   std::vector<std::vector<VertexParams>> params;
-  std::vector<ExchangePlan> exchanges;           // by exchange
+  std::vector<ExchangePlan> exchanges;  // by exchange
+  // By compute set: the moves of the exchange run right before it that its vertices make
+  // (deferMovesToReaders), for a set and an exchange each run at that one place.
+  std::vector<VertexMoves> vertex_moves;
   const exec::Executable* exe = nullptr;         // planned for
   uint64_t shared_fields = 0, shared_bytes = 0;  // fields pointed at another copy, and their bytes
 

@@ -4,20 +4,17 @@
 #include <map>
 #include <tuple>
 
+#include "sim/byte_ranges.h"
+
 namespace poprt::sim {
 namespace {
 
 using Role = exec::HostStream::Role;
 
-struct Range {
-  uint64_t begin, end;
-  bool operator<(const Range& o) const { return begin < o.begin; }
-};
-
 // The byte ranges of each tile that anything but the load program writes: vertex outputs,
 // exchange destinations and non-weight stream copies, merged and sorted.
-std::vector<std::vector<Range>> writtenRanges(const exec::Executable& exe) {
-  std::vector<std::vector<Range>> written(exe.tile_bytes.size());
+std::vector<std::vector<ByteRange>> writtenRanges(const exec::Executable& exe) {
+  std::vector<std::vector<ByteRange>> written(exe.tile_bytes.size());
   for (const auto& cs : exe.compute_sets)
     for (const auto& v : cs.vertices)
       if (!v.fields.empty()) written[v.tile].push_back({v.fields[0].offset, v.fields[0].offset + v.fields[0].bytes});
@@ -32,24 +29,8 @@ std::vector<std::vector<Range>> writtenRanges(const exec::Executable& exe) {
   for (const auto& s : exe.streams)
     if (s.role != Role::Weight)
       for (const auto& c : s.copies) written[c.tile].push_back({c.tile_offset, c.tile_offset + c.tileBytes()});
-  for (auto& ranges : written) {
-    std::sort(ranges.begin(), ranges.end());
-    std::vector<Range> merged;
-    for (const Range& r : ranges) {
-      if (!merged.empty() && r.begin <= merged.back().end)
-        merged.back().end = std::max(merged.back().end, r.end);
-      else
-        merged.push_back(r);
-    }
-    ranges = std::move(merged);
-  }
+  for (auto& ranges : written) ranges = mergeRanges(std::move(ranges));
   return written;
-}
-
-bool overlaps(const std::vector<Range>& sorted, uint64_t begin, uint64_t end) {
-  auto it = std::upper_bound(sorted.begin(), sorted.end(), Range{begin, 0});  // first starting after begin
-  if (it != sorted.begin() && std::prev(it)->end > begin) return true;
-  return it != sorted.end() && it->begin < end;
 }
 
 // A weight stream copy on a tile, shareable when nothing else writes its bytes.
@@ -75,7 +56,7 @@ std::vector<std::vector<WeightCopy>> weightCopies(const exec::Executable& exe) {
     for (size_t i = 0; i < list.size(); ++i) {
       if (i > 0 && list[i].begin < list[reach].end) list[i].shareable = list[reach].shareable = false;
       if (i > 0 && list[i].end > list[reach].end) reach = i;
-      if (overlaps(written[t], list[i].begin, list[i].end)) list[i].shareable = false;
+      if (overlapsAny(written[t], list[i].begin, list[i].end)) list[i].shareable = false;
     }
   }
   return copies;

@@ -62,5 +62,66 @@ TEST(ExchangePlan, ShortMovesMatchMemmoveOnOverlappingRanges) {
     }
 }
 
+// deferMovesToReaders, on two tiles of 1 KiB: tile 0 at arena offset 0, tile 1 at 1024. Vertices
+// have fields [written, read...] as arena offsets.
+const std::vector<uint64_t> kTwoTiles = {0, 1024};
+
+exec::Vertex vertexOn(uint32_t tile, std::vector<exec::Field> fields) {
+  exec::Vertex v;
+  v.tile = tile;
+  v.fields = std::move(fields);
+  return v;
+}
+
+ExchangePlan movesTo(uint32_t tile, std::vector<ExchangeMove> moves) {
+  ExchangePlan plan;
+  plan.runs.push_back({tile, moves.size()});
+  plan.moves = std::move(moves);
+  return plan;
+}
+
+TEST(DeferMoves, TheFirstVertexReadingAnyByteOfAMoveMakesIt) {
+  const ExchangeMove a{100, 0, 32}, b{132, 64, 16}, unread{200, 512, 8};
+  ExchangePlan plan = movesTo(1, {a, b, unread});
+  const std::vector<exec::Vertex> vertices = {
+      vertexOn(0, {{300, 16}, {400, 16}}),                           // another tile's
+      vertexOn(1, {{1024 + 800, 16}, {1024 + 16, 32}}),              // reads the second half of a
+      vertexOn(1, {{1024 + 832, 16}, {1024, 32}, {1024 + 64, 16}}),  // a whole, then b
+  };
+  const VertexMoves moves = deferMovesToReaders(plan, vertices, kTwoTiles);
+  EXPECT_EQ(moves.ends, (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_EQ(moves.moves, (std::vector<ExchangeMove>{a, b}));
+  EXPECT_EQ(plan.moves, std::vector<ExchangeMove>{unread});
+  EXPECT_EQ(plan.runs, (std::vector<ExchangeRun>{{1, 1}}));
+}
+
+// Where making a move at its reader could change what is read, the exchange keeps it.
+TEST(DeferMoves, MovesStayWhereTheOrderMatters) {
+  struct Case {
+    const char* what;
+    ExchangePlan plan;
+    std::vector<exec::Vertex> vertices;
+  };
+  const std::vector<Case> cases = {
+      {"a vertex of the set writes its source", movesTo(1, {{1024 + 900, 0, 16}}), {vertexOn(1, {{1024 + 900, 16}, {1024, 16}})}},
+      {"a vertex of the set writes its destination",
+       movesTo(1, {{100, 0, 16}}),
+       {vertexOn(1, {{1024, 16}, {1024 + 200, 16}}), vertexOn(1, {{1024 + 300, 16}, {1024, 16}})}},
+      {"another move reads its destination",
+       movesTo(1, {{100, 0, 16}, {1024, 32, 16}}),
+       {vertexOn(1, {{1024 + 300, 16}, {1024, 48}})}},
+      {"another move writes its destination too",
+       movesTo(1, {{100, 0, 16}, {200, 8, 16}}),
+       {vertexOn(1, {{1024 + 300, 16}, {1024, 24}})}},
+      {"a vertex on another tile reads it", movesTo(1, {{100, 0, 16}}), {vertexOn(0, {{300, 16}, {1024, 16}})}},
+  };
+  for (const Case& c : cases) {
+    ExchangePlan plan = c.plan;
+    const VertexMoves moves = deferMovesToReaders(plan, c.vertices, kTwoTiles);
+    EXPECT_TRUE(moves.moves.empty()) << c.what;
+    EXPECT_EQ(plan.moves, c.plan.moves) << c.what;
+  }
+}
+
 }  // namespace
 }  // namespace poprt::sim
