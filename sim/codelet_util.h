@@ -37,9 +37,9 @@ void activate(const ops::graphcore::Activation& act, const float* in, float* out
 
 // a * b for sizes, or -1 when either is negative or the product exceeds kProductCap.
 inline int64_t capMul(int64_t a, int64_t b) {
-  if (a < 0 || b < 0) return -1;
-  if (b != 0 && a > kProductCap / b) return -1;
-  return a * b;
+  int64_t product = 0;  // no division: codelets check sizes per vertex run
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &product) || product > kProductCap) return -1;
+  return product;
 }
 
 // `n` float32 fields, each 4-byte aligned.

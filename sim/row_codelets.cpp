@@ -47,10 +47,12 @@ Status checkReduce(const exec::ReduceParams& p, const exec::Vertex& v) {
 }
 
 namespace {
-// acc[i] += row[i]: the sum kinds' inner loop, all of a conv reduction's work (a split conv runs
-// a Reduce vertex per slice of its output), vectorised per CPU.
-POPRT_VECTOR_CLONES void addRow(double* acc, const float* row, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += row[i];
+// acc[i] += rows[e * n + i] for each row e in turn: the sum kinds' loop, all of a conv reduction's
+// work (a split conv runs a Reduce vertex per slice of its output), vectorised per CPU, and called
+// once per vertex: a call per row went through the clone dispatch 21,664 x 9 times a resnet20 run.
+POPRT_VECTOR_CLONES void addRows(double* acc, const float* rows, int64_t count, int64_t n) {
+  for (int64_t e = 0; e < count; ++e, rows += n)
+    for (int64_t i = 0; i < n; ++i) acc[i] += rows[i];
 }
 }  // namespace
 
@@ -81,12 +83,11 @@ void runReduce(const exec::ReduceParams& p, const exec::Vertex& v, uint8_t* mem)
         out[o * inner + i] = static_cast<float>(std::isfinite(mx[i]) ? std::log(acc[i]) + mx[i] : mx[i]);
       continue;
     }
-    for (int64_t e = 0; e < extent; ++e) {
+    const bool sum = kind == exec::kReduceSum || kind == exec::kReduceMean || kind == exec::kReduceLogSum;
+    if (sum) addRows(acc.data(), x, extent, inner);
+    for (int64_t e = 0; e < (sum ? 0 : extent); ++e) {
       const float* row = x + e * inner;
       switch (kind) {
-        case exec::kReduceSum:
-        case exec::kReduceMean:
-        case exec::kReduceLogSum: addRow(acc.data(), row, inner); break;
         case exec::kReduceProd:
           for (int64_t i = 0; i < inner; ++i) acc[i] *= row[i];
           break;

@@ -271,14 +271,17 @@ void convPadded(const Window3& w, const float* x, const float* wts, int64_t Cg, 
             for (int64_t xx = x0; xx < x1; ++xx) dst[xx] = src[first + xx * s2];
         }
       }
+  // Each tap's place in its channel's planes, then the rows: the divisions once per tap.
   row_of.resize(static_cast<size_t>(rows));
-  for (int64_t c = 0, k = 0; c < Cg; ++c)
-    for (int64_t ky = 0; ky < k1; ++ky)
-      for (int64_t kx = 0; kx < k2; ++kx) {
-        const int64_t oy = ky * w.dil[1], ox = kx * w.dil[2];
-        const int64_t phase = (oy % s1) * s2 + ox % s2;
-        row_of[static_cast<size_t>(k++)] = padded.data() + (c * phases + phase) * plane + oy / s1 * qw + ox / s2;
-      }
+  for (int64_t ky = 0, k = 0; ky < k1; ++ky)
+    for (int64_t kx = 0; kx < k2; ++kx) {
+      const int64_t oy = ky * w.dil[1], ox = kx * w.dil[2];
+      const int64_t phase = (oy % s1) * s2 + ox % s2;
+      row_of[static_cast<size_t>(k++)] = padded.data() + phase * plane + oy / s1 * qw + ox / s2;
+    }
+  for (int64_t c = 1; c < Cg; ++c)
+    for (int64_t k = 0; k < k1 * k2; ++k)
+      row_of[static_cast<size_t>(c * k1 * k2 + k)] = row_of[static_cast<size_t>(k)] + c * phases * plane;
   if (qw == width) return gemmRows(wts, Mb, rows, row_of.data(), n, out, n);  // no dropped columns
   product.resize(static_cast<size_t>(Mb * n));
   gemmRows(wts, Mb, rows, row_of.data(), n, product.data(), n);
