@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <optional>
 #include <set>
 
 #include "lib/exec/memory_profile.h"
@@ -12,15 +14,44 @@ namespace poprt::converter {
 
 namespace {
 
-// Under --precision fp16 a float32 weight (one float_to_half left in float32, e.g. by the range
-// check) is stored as float16 when every value is finite and within +-65504, so the file holds
-// half its bytes; its weight stream and the device keep float32 and the PopEF's reader widens it
-// back when it loads the file (sim/verify_popef.cpp). Other weights are stored as they are, and
-// so are those a node kept in float32 on request reads (--fp16_skip_op_types,
-// --fp16_skip_node_names, --fp16_min_cosine): rounding them would undo what was asked; and those
-// of a quantized op's integer arithmetic (its scales), which is exact only unrounded.
+// A float32 weight of integers that int8 or int16 holds (a quantized model's weights, centered
+// by quantized_to_float; masks and counts) is stored in the narrower type, a quarter or half of
+// its bytes, and widened back exactly by the PopEF's reader (sim/verify_popef.cpp). A value that
+// would not come back with the same bits (a fraction, -0.0, NaN) keeps the float32 storage.
+std::optional<DType> exactIntegerStorage(const Tensor& w) {
+  float lo = 0, hi = 0;
+  for (float x : w.data<float>()) {
+    if (!(std::fabs(x) <= 32767.0f)) return std::nullopt;
+    const float back = static_cast<float>(static_cast<int32_t>(x));
+    if (std::memcmp(&back, &x, sizeof x) != 0) return std::nullopt;
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+  }
+  return lo >= -128.0f && hi <= 127.0f ? DType::Int8 : DType::Int16;
+}
+
+template <class Int>
+Tensor narrowed(const Tensor& w, DType dtype) {
+  Tensor out(dtype, w.shape());
+  auto src = w.data<float>();
+  auto dst = out.data<Int>();
+  for (size_t i = 0; i < src.size(); ++i) dst[i] = static_cast<Int>(src[i]);
+  return out;
+}
+
+// Under --precision fp16 another float32 weight (one float_to_half left in float32, e.g. by the
+// range check) is stored as float16 when every value is finite and within +-65504, so the file
+// holds half its bytes; its weight stream and the device keep float32 and the reader widens it
+// back. Other weights are stored as they are, and so are those a node kept in float32 on request
+// reads (--fp16_skip_op_types, --fp16_skip_node_names, --fp16_min_cosine): rounding them would
+// undo what was asked; and those of a quantized op's integer arithmetic (its scales), which is
+// exact only unrounded.
 popef::Blob weightBlob(const std::string& name, const Tensor& w, bool fp16) {
-  if (!fp16 || w.dtype() != DType::Float) return popef::makeTensorDataBlob(name, w);
+  if (w.dtype() != DType::Float || w.numElements() == 0) return popef::makeTensorDataBlob(name, w);
+  if (auto integers = exactIntegerStorage(w))
+    return popef::makeTensorDataBlob(
+        name, *integers == DType::Int8 ? narrowed<int8_t>(w, DType::Int8) : narrowed<int16_t>(w, DType::Int16));
+  if (!fp16) return popef::makeTensorDataBlob(name, w);
   for (float x : w.data<float>())
     if (!(std::fabs(x) <= 65504.0f)) return popef::makeTensorDataBlob(name, w);  // NaN fails the test too
   Tensor half(DType::Float16, w.shape());

@@ -209,18 +209,31 @@ Status checkAnchors(const popef::Metadata& md, const exec::Executable& exe) {
   return okStatus();
 }
 
-// A float32 weight poprt-convert --precision fp16 stored as float16 (docs/POPEF.md): the
-// weight stream and the device take float32.
-Tensor widenToFloat(const Tensor& half) {
-  Tensor t(DType::Float, half.shape());
-  auto src = half.data<uint16_t>();
+// A float32 weight poprt-convert stored narrower (docs/POPEF.md): float16 under --precision
+// fp16, int8/int16 when its values are such integers. The weight stream and the device take
+// float32; every value widens exactly.
+template <class Narrow, class Widen>
+Tensor widenToFloat(const Tensor& narrow, Widen widen) {
+  Tensor t(DType::Float, narrow.shape());
+  auto src = narrow.data<Narrow>();
   auto dst = t.data<float>();
-  for (size_t i = 0; i < src.size(); ++i) dst[i] = halfBitsToFloat(src[i]);
+  for (size_t i = 0; i < src.size(); ++i) dst[i] = widen(src[i]);
   return t;
 }
 
+// `t` as its float32 weight stream `s` takes it, if `t` is a narrower storage of it.
+Tensor widenedForStream(Tensor t, const exec::HostStream& s) {
+  if (s.dtype != DType::Float || t.shape() != s.shape) return t;
+  switch (t.dtype()) {
+    case DType::Float16: return widenToFloat<uint16_t>(t, halfBitsToFloat);
+    case DType::Int8: return widenToFloat<int8_t>(t, [](int8_t v) { return static_cast<float>(v); });
+    case DType::Int16: return widenToFloat<int16_t>(t, [](int16_t v) { return static_cast<float>(v); });
+    default: return t;
+  }
+}
+
 // Weights come from the tensor data blobs, one per weight stream, nothing left over (a float32
-// stream also takes a float16 blob, widened); feed data is data for an input anchor and must fit it.
+// stream also takes a float16, int8 or int16 blob, widened); feed data is data for an input anchor and must fit it.
 // The tensor data blobs' payloads move into the weights (`file` keeps the blobs, emptied).
 Expected<std::map<std::string, Tensor>> collectWeights(popef::PopefFile& file, const exec::Executable& exe) {
   std::map<std::string, const exec::HostStream*> weight_streams;
@@ -233,7 +246,7 @@ Expected<std::map<std::string, Tensor>> collectWeights(popef::PopefFile& file, c
       if (it == weight_streams.end()) return Error("tensor data blob " + q(b.name) + " is not a weight of the executable");
       POPRT_ASSIGN_OR_RETURN(Tensor t, popef::tensorFromBlob(std::move(b)));
       const exec::HostStream& s = *it->second;
-      if (t.dtype() == DType::Float16 && s.dtype == DType::Float && t.shape() == s.shape) t = widenToFloat(t);
+      t = widenedForStream(std::move(t), s);
       if (t.dtype() != s.dtype || t.shape() != s.shape)
         return Error("tensor data blob " + q(b.name) + " is " + std::string(dtypeName(t.dtype())) + shapeToString(t.shape()) +
                      ", its weight stream " + std::string(dtypeName(s.dtype)) + shapeToString(s.shape));

@@ -265,7 +265,7 @@ def tensor_blobs(popef_path):
     return out
 
 
-class Fp16WeightStorageTest(e2e_util.E2ETestCase):
+class WeightStorageTest(e2e_util.E2ETestCase):
     def save_model(self, nodes, outputs, weights):
         g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
                               [helper.make_tensor_value_info(o, TensorProto.FLOAT, [2, 4]) for o in outputs],
@@ -311,6 +311,35 @@ class Fp16WeightStorageTest(e2e_util.E2ETestCase):
         np.testing.assert_allclose(got["y1"], expected, rtol=1e-5, atol=atol)
         self.assertGreater(np.abs(unrounded - expected).max(), 100 * atol)  # the rounding is visible
         np.testing.assert_allclose(got["y2"], x.astype(np.float64) @ w2.astype(np.float64), rtol=1e-5, atol=atol)
+
+    def test_float32_weights_of_integers_are_stored_as_int8_or_int16(self):
+        # Four weights of x[2,8] -> MatMul -> y<i>: integers within int8, integers up to 300
+        # (int16), integers with a -0.0 (whose sign int8 would lose) and fractions. Under both
+        # precisions the first two are stored narrower, the others as they are, and popef-run
+        # computes with every weight exactly as it was.
+        rng = np.random.default_rng(5)
+        w = {"w8": rng.integers(-128, 128, (8, 4)).astype(np.float32),
+             "w16": rng.integers(-300, 301, (8, 4)).astype(np.float32),
+             "wneg0": rng.integers(-5, 6, (8, 4)).astype(np.float32),
+             "wfrac": (rng.integers(-5, 6, (8, 4)) + 0.5).astype(np.float32)}
+        w["w16"][0, 0] = 300
+        w["wneg0"][0, 0] = -0.0
+        names = list(w)
+        model = self.save_model([helper.make_node("MatMul", ["x", n], ["y_" + n], name="mm_" + n) for n in names],
+                                ["y_" + n for n in names], w)
+        x = rng.uniform(-1, 1, (2, 8)).astype(np.float32)
+        # Under fp16 the MatMuls are kept float32 (so their weights are float32 weights) and
+        # their fractional weight is stored as it is.
+        for flags in ([], ["--precision", "fp16", "--fp16_skip_op_types", "MatMul"]):
+            with self.subTest(flags=flags):
+                blobs, got = self.convert_and_run(model, x, "fp16" if flags else "fp32", *flags)
+                self.assertEqual({n: blobs[n][0] for n in names},
+                                 {"w8": "int8", "w16": "int16", "wneg0": "float32", "wfrac": "float32"})
+                np.testing.assert_array_equal(np.frombuffer(blobs["w8"][2], "i1").astype(np.float32), w["w8"].ravel())
+                np.testing.assert_array_equal(np.frombuffer(blobs["w16"][2], "<i2").astype(np.float32), w["w16"].ravel())
+                for n in ("w8", "w16", "wneg0"):
+                    expected = x.astype(np.float64) @ w[n].astype(np.float64)
+                    np.testing.assert_allclose(got["y_" + n], expected, rtol=1e-6, atol=1e-5, err_msg=n)
 
     def test_weights_of_nodes_kept_float32_on_request_are_stored_as_they_are(self):
         # x[2,8] -> MatMul(w1) -> Relu -> MatMul(w2) -> y, kept float32 by the skip list: the

@@ -296,7 +296,7 @@ def popef_cases(p):
         w.payload = tensor_payload("float64", [4, 3], b"\0" * 96)
     c["popef_weight_dtype.popef"] = edit(base, tensor_wrong_dtype)
 
-    def tensor_bfloat16(blobs):  # a float32 stream takes a float16 blob (widened), no other narrower dtype
+    def tensor_bfloat16(blobs):  # a float32 stream takes a float16, int8 or int16 blob (widened), no other narrower dtype
         w = pio.find(blobs, TENSOR, b"W")
         w.payload = tensor_payload("bfloat16", [4, 3], b"\0" * 24)
     c["popef_weight_bfloat16.popef"] = edit(base, tensor_bfloat16)
