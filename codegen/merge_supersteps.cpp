@@ -97,12 +97,34 @@ class Ranges {
     return it->tile == tile && it->end > begin;
   }
 
+  // Whether a range of `other` overlaps one of these. Both lists are sorted by (tile, begin) and
+  // coalesced: a short one is looked up range by range, lists of a size are walked side by side
+  // (two footprints of a whole-model superstep have a range or more per tile each).
+  bool overlapsAny(const Ranges& other) const {
+    const Ranges& small = other.ranges_.size() <= ranges_.size() ? other : *this;
+    const Ranges& big = &small == &other ? *this : other;
+    if (small.ranges_.size() * 16 < big.ranges_.size())
+      return std::any_of(small.ranges_.begin(), small.ranges_.end(),
+                         [&](const Range& r) { return big.overlaps(r.tile, r.begin, r.end); });
+    auto a = ranges_.begin(), b = other.ranges_.begin();
+    while (a != ranges_.end() && b != other.ranges_.end()) {
+      if (a->tile != b->tile)
+        a->tile < b->tile ? ++a : ++b;
+      else if (a->end <= b->begin)
+        ++a;
+      else if (b->end <= a->begin)
+        ++b;
+      else
+        return true;
+    }
+    return false;
+  }
+
   struct Range {
     uint32_t tile;
     uint64_t begin, end;
     auto operator<=>(const Range&) const = default;
   };
-  const std::vector<Range>& list() const { return ranges_; }
 
  private:
   // By tile with a counting sort (a superstep touches every tile, a few ranges each), then each
@@ -146,10 +168,7 @@ struct Footprint {
   // adjacent.
   bool admits(const Footprint& other) const {
     auto hits = [&](Access::Kind kind, std::initializer_list<Access::Kind> kinds) {
-      for (const auto& r : other.ranges[kind].list())
-        for (Access::Kind k : kinds)
-          if (ranges[k].overlaps(r.tile, r.begin, r.end)) return true;
-      return false;
+      return std::any_of(kinds.begin(), kinds.end(), [&](Access::Kind k) { return ranges[k].overlapsAny(other.ranges[kind]); });
     };
     // Exchanges run at once, before any compute.
     return !hits(Access::ExchangeRead, {Access::ExchangeWrite, Access::ComputeWrite}) &&
@@ -164,11 +183,10 @@ struct Footprint {
   bool commutes(const Footprint& other) const {
     for (Access::Kind a : {Access::ExchangeRead, Access::ExchangeWrite, Access::ComputeRead, Access::ComputeWrite}) {
       const bool writes = a == Access::ExchangeWrite || a == Access::ComputeWrite;
-      for (const auto& r : other.ranges[a].list())
-        for (Access::Kind k : {Access::ExchangeRead, Access::ExchangeWrite, Access::ComputeRead, Access::ComputeWrite}) {
-          const bool other_writes = k == Access::ExchangeWrite || k == Access::ComputeWrite;
-          if ((writes || other_writes) && ranges[k].overlaps(r.tile, r.begin, r.end)) return false;
-        }
+      for (Access::Kind k : {Access::ExchangeRead, Access::ExchangeWrite, Access::ComputeRead, Access::ComputeWrite}) {
+        const bool other_writes = k == Access::ExchangeWrite || k == Access::ComputeWrite;
+        if ((writes || other_writes) && ranges[k].overlapsAny(other.ranges[a])) return false;
+      }
     }
     return true;
   }
