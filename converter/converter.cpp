@@ -480,14 +480,23 @@ class Conversion {
   // directory as it was, a fresh one not even created.
   Status write(CacheTiers& cache) {
     OutputFiles staged;
-    POPRT_ASSIGN_OR_RETURN(result_.onnx, onnxio::serializeModel(model_));
-    // The ONNX file is written while the PopEF is made: both hold the weights, and writing a big
-    // model's twice was a third of its compile (ViT-B/16: 733 MB). Joined before `staged` goes.
-    std::future<Status> onnx_written;
-    if (o_.write_files) onnx_written = std::async(std::launch::async, [&] { return staged.add(files_.onnx, result_.onnx); });
+    // The ONNX file is serialized and written while the PopEF is made (both only read the model):
+    // both hold the weights, and making and writing a big model's twice was a third of its
+    // compile (ViT-B/16: 733 MB). Joined before `staged` goes.
+    std::optional<Error> onnx_error;  // serializing it, not writing it
+    std::future<Status> onnx_written = std::async(std::launch::async, [&]() -> Status {
+      auto bytes = onnxio::serializeModel(model_);
+      if (!bytes.ok()) {
+        onnx_error = bytes.error();
+        return okStatus();
+      }
+      result_.onnx = std::move(bytes).value();
+      return o_.write_files ? staged.add(files_.onnx, result_.onnx) : okStatus();
+    });
     auto onnxWritten = [&]() -> Status {
       if (!onnx_written.valid()) return okStatus();
       if (Status st = onnx_written.get(); !st.ok()) return st.error().withContext("--output_dir " + o_.output_dir);
+      if (onnx_error) return *onnx_error;
       return okStatus();
     };
     if (compiled_) {
