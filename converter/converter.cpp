@@ -503,10 +503,9 @@ class Conversion {
       popef::PopefFile popef = makePopef(*compiled_, model_, o_, kept_fp32_);
       if (auto valid = popef::validatePopef(popef); !valid.ok())
         return valid.error().withContext(files_.popef.string() + ": cannot write PopEF");
-      std::vector<uint8_t> bytes = popef::serializePopef(popef);
+      popef::serializePopef(popef, result_.popef);
       popef = {};  // a big model's copies are freed before the next one is made
-      if (o_.write_files) POPRT_TRY(staged.add(files_.popef, bytes));
-      result_.popef.assign(bytes.begin(), bytes.end());
+      if (o_.write_files) POPRT_TRY(staged.add(files_.popef, result_.popef));
     }
     POPRT_TRY(onnxWritten());
     const double seconds = secondsSince(t0_);

@@ -26,9 +26,11 @@ constexpr uint8_t kFileMagic[6] = {'P', 'O', 'P', 'E', 'F', 0};
 
 // ---- little-endian byte writer / reader ---------------------------------------------------
 
+// Into a byte vector, or a string (poprt-convert's result holds the PopEF as one).
+template <class Out>
 class ByteWriter {
  public:
-  explicit ByteWriter(std::vector<uint8_t>& out) : out_(out) {}
+  explicit ByteWriter(Out& out) : out_(out) {}
   void u16(uint16_t v) { le(v, 2); }
   void u32(uint32_t v) { le(v, 4); }
   void u64(uint64_t v) { le(v, 8); }
@@ -37,7 +39,7 @@ class ByteWriter {
 
  private:
   void le(uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+    for (int i = 0; i < n; ++i) out_.push_back(static_cast<typename Out::value_type>(v >> (8 * i)));
   }
   // resize + memcpy rather than vector::insert, which trips a GCC 12 -Wstringop-overflow false
   // positive when inlined.
@@ -47,7 +49,7 @@ class ByteWriter {
     out_.resize(old + n);
     std::memcpy(out_.data() + old, data, n);
   }
-  std::vector<uint8_t>& out_;
+  Out& out_;
 };
 
 // Callers check the size before reading; these read from a span known to be long enough.
@@ -190,16 +192,18 @@ Status validatePopef(const PopefFile& file) {
   return okStatus();
 }
 
-std::vector<uint8_t> serializePopef(const PopefFile& file) {
+namespace {
+template <class Out>
+void serializeInto(const PopefFile& file, Out& out) {
   Status valid = validatePopef(file);
   POPRT_CHECK(valid.ok(), "serializePopef: invalid PopefFile: " + valid.error().message());
   std::vector<uint8_t> metadata = encodeMetadata(file.metadata);
 
   size_t total = kFileHeaderSize + kBlobHeaderFixedSize + metadata.size();
   for (const Blob& b : file.blobs) total += kBlobHeaderFixedSize + b.name.size() + b.payload.size();
-  std::vector<uint8_t> out;
+  out.clear();
   out.reserve(total);
-  ByteWriter w(out);
+  ByteWriter<Out> w(out);
 
   w.bytes(std::span<const uint8_t>(kFileMagic));
   w.u16(kFormatVersion);
@@ -219,8 +223,16 @@ std::vector<uint8_t> serializePopef(const PopefFile& file) {
   };
   blob(BlobType::Metadata, "", metadata);
   for (const Blob& b : file.blobs) blob(b.type, b.name, b.payload);
+}
+}  // namespace
+
+std::vector<uint8_t> serializePopef(const PopefFile& file) {
+  std::vector<uint8_t> out;
+  serializeInto(file, out);
   return out;
 }
+
+void serializePopef(const PopefFile& file, std::string& out) { serializeInto(file, out); }
 
 Status writePopef(const std::filesystem::path& path, const PopefFile& file) {
   Status valid = validatePopef(file);

@@ -112,6 +112,8 @@ Status validatePopef(const PopefFile& file);
 // Metadata blob first, then `blobs` in order. The file must pass validatePopef (InternalError
 // otherwise).
 std::vector<uint8_t> serializePopef(const PopefFile& file);
+// The same bytes in `out` (replaced): poprt-convert's result holds a PopEF as a string.
+void serializePopef(const PopefFile& file, std::string& out);
 // validatePopef, serializePopef, then an atomic write (temporary file + rename).
 Status writePopef(const std::filesystem::path& path, const PopefFile& file);
 
