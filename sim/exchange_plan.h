@@ -30,6 +30,11 @@ struct ExchangePlan {
   std::vector<ExchangeMove> moves;
 };
 
+// The bytes planning takes per move at most: the move itself, and while deferMovesToReaders
+// sorts one exchange's moves, their destination range and the kept or deferred copy (a growing
+// vector's slack included). The verifier counts this against POPRT_MAX_DEVICE_BYTES.
+inline constexpr uint64_t kPlanBytesPerMove = 4 * sizeof(ExchangeMove);
+
 // One plan per exchange of a verified `exe`, for an arena laid out at `tile_offsets`.
 std::vector<ExchangePlan> planExchanges(const exec::Executable& exe, const std::vector<uint64_t>& tile_offsets);
 
@@ -49,6 +54,8 @@ struct VertexMoves {
 //  - its destination is read by the exchange, written by another move or by a vertex of the set;
 //  - a vertex on another tile reads its destination (the reader's worker would not be the one
 //    making the move).
+// (makeExecutionPlan calls it only for an exchange and a set that run once, one right after the
+// other, on the same side of every segment bound.)
 VertexMoves deferMovesToReaders(ExchangePlan& exchange, const std::vector<exec::Vertex>& vertices,
                                 const std::vector<uint64_t>& tile_offsets);
 // How many moves the plans of `exe` hold at most (its copies and gather pieces, before merging):

@@ -26,10 +26,16 @@ ExecutionPlan makeExecutionPlan(const exec::Executable& exe) {
       if (step.kind == exec::StepKind::Compute) ++set_runs[step.index];
       if (step.kind == exec::StepKind::Exchange) ++exchange_runs[step.index];
     }
+  // Nor across a segment's bounds: a pipelined engine runs the parts on each side of one in
+  // different phases, with another batch's steps between them.
   const auto& steps = exe.main.steps;
+  std::vector<bool> bound(steps.size() + 1, false);
+  for (const exec::Segment& g : exe.segments)
+    for (uint32_t at : {g.begin, g.copies, g.end})
+      if (at <= steps.size()) bound[at] = true;
   for (size_t i = 0; i + 1 < steps.size(); ++i) {
     const exec::Step &exchange = steps[i], &set = steps[i + 1];
-    if (exchange.kind != exec::StepKind::Exchange || set.kind != exec::StepKind::Compute) continue;
+    if (exchange.kind != exec::StepKind::Exchange || set.kind != exec::StepKind::Compute || bound[i + 1]) continue;
     if (exchange_runs[exchange.index] != 1 || set_runs[set.index] != 1) continue;
     plan.vertex_moves[set.index] = deferMovesToReaders(plan.exchanges[exchange.index], plan.sets[set.index], tile_offsets);
   }

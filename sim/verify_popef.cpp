@@ -146,7 +146,7 @@ Status checkExchangePlanSize(const exec::Executable& exe) {
   POPRT_ASSIGN_OR_RETURN(uint64_t cap, maxDeviceBytes());
   const uint64_t tiles = tileBytesInAll(exe);
   const uint64_t moves = exchangeMoveBound(exe);
-  const uint64_t plan = moves > UINT64_MAX / sizeof(ExchangeMove) ? UINT64_MAX : moves * sizeof(ExchangeMove);
+  const uint64_t plan = moves > UINT64_MAX / kPlanBytesPerMove ? UINT64_MAX : moves * kPlanBytesPerMove;
   if (saturatingAdd(tiles, plan) > cap)
     return Error("its exchanges make " + std::to_string(moves) + " moves (" + std::to_string(plan) + " bytes to plan) besides " +
                  std::to_string(tiles) + " bytes of tiles, above the limit of " + std::to_string(cap) +

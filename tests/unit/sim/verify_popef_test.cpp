@@ -106,19 +106,20 @@ TEST(VerifyExecutable, RefusesADeviceAboveTheCap) {
 }
 
 // The exchange plan's moves count against the cap with the tiles: 48 bytes of tiles, and 5 moves
-// of 16 bytes (the copy, and the gather's 4 rows of one element) need 128.
+// (the copy, and the gather's 4 rows of one element) of 64 bytes each to plan (a move of 16
+// bytes, held up to four times while planning) need 368.
 TEST(VerifyExecutable, RefusesAnExchangePlanAboveTheCap) {
   exec::Executable e = reluExecutable();
   e.layouts.push_back({4, {{0, 4, 0, 0}}});
   e.exchanges[0].gathers.push_back({0, 0, 1, 4, 1, 1, 0, 4});
-  ::setenv("POPRT_MAX_DEVICE_BYTES", "127", 1);
+  ::setenv("POPRT_MAX_DEVICE_BYTES", "367", 1);
   Status refused = verifyExecutable(e);
-  ::setenv("POPRT_MAX_DEVICE_BYTES", "128", 1);
+  ::setenv("POPRT_MAX_DEVICE_BYTES", "368", 1);
   Status accepted = verifyExecutable(e);
   ::unsetenv("POPRT_MAX_DEVICE_BYTES");
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message().find("its exchanges make 5 moves (80 bytes to plan) besides 48 bytes of tiles, above the "
-                                           "limit of 127 (POPRT_MAX_DEVICE_BYTES)"),
+  EXPECT_NE(refused.error().message().find("its exchanges make 5 moves (320 bytes to plan) besides 48 bytes of tiles, above the "
+                                           "limit of 367 (POPRT_MAX_DEVICE_BYTES)"),
             std::string::npos)
       << refused.error().message();
   EXPECT_TRUE(accepted.ok()) << accepted.error().message();
