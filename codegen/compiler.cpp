@@ -525,8 +525,7 @@ Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& op
   CompileOptions first = options;
   first.stop_when_over = true;
   auto result = Compiler(model, first).run();
-  if (!result.ok() && result.error().message().rfind(kOutOfTileMemory, 0) != 0) return result;
-  if (result.ok()) return result;
+  if (result.ok() || result.error().message().rfind(kOutOfTileMemory, 0) != 0) return result;
   // Out of tile memory: fewer resident weight slices first (they pile up on the tiles of each
   // matmul's first blocks), then smaller temporaries (the planners' share, which assumes the
   // rest of the tile is free while resident weights and live values take part of it).

@@ -494,7 +494,6 @@ class Conversion {
       return o_.write_files ? staged.add(files_.onnx, result_.onnx) : okStatus();
     });
     auto onnxWritten = [&]() -> Status {
-      if (!onnx_written.valid()) return okStatus();
       if (Status st = onnx_written.get(); !st.ok()) return st.error().withContext("--output_dir " + o_.output_dir);
       if (onnx_error) return *onnx_error;
       return okStatus();

@@ -106,8 +106,8 @@ std::vector<ReadCluster> readClusters(const std::vector<exec::Vertex>& vertices,
 std::optional<std::vector<ByteRange>> orderedDestinations(const ExchangePlan& exchange,
                                                           const std::vector<uint64_t>& tile_offsets) {
   struct Span {
-    uint64_t begin, end;
-    size_t first, last;  // moves
+    uint64_t tile, begin, end;  // the destination tile's arena offset, and the run's bytes there
+    size_t first, last;         // moves
   };
   std::vector<Span> spans;
   size_t begin = 0;
@@ -117,7 +117,7 @@ std::optional<std::vector<ByteRange>> orderedDestinations(const ExchangePlan& ex
       if (exchange.moves[i].dst < uint64_t{exchange.moves[i - 1].dst} + exchange.moves[i - 1].bytes) return std::nullopt;
     if (run.end > begin) {
       const ExchangeMove& last = exchange.moves[run.end - 1];
-      spans.push_back({tile + exchange.moves[begin].dst, tile + last.dst + last.bytes, begin, run.end});
+      spans.push_back({tile, tile + exchange.moves[begin].dst, tile + last.dst + last.bytes, begin, run.end});
     }
     begin = run.end;
   }
@@ -125,9 +125,9 @@ std::optional<std::vector<ByteRange>> orderedDestinations(const ExchangePlan& ex
   std::vector<ByteRange> written;
   for (size_t s = 0; s < spans.size(); ++s) {
     if (s > 0 && spans[s].begin < spans[s - 1].end) return std::nullopt;
-    const uint64_t tile = spans[s].begin - exchange.moves[spans[s].first].dst;
     for (size_t i = spans[s].first; i < spans[s].last; ++i) {
-      const ByteRange r{tile + exchange.moves[i].dst, tile + exchange.moves[i].dst + exchange.moves[i].bytes};
+      const uint64_t at = spans[s].tile + exchange.moves[i].dst;
+      const ByteRange r{at, at + exchange.moves[i].bytes};
       if (!written.empty() && r.begin <= written.back().end)
         written.back().end = std::max(written.back().end, r.end);
       else
@@ -159,7 +159,6 @@ VertexMoves deferMovesToReaders(ExchangePlan& exchange, const std::vector<exec::
 
   std::vector<std::vector<ExchangeMove>> by_vertex(vertices.size());
   ExchangePlan kept;
-  bool deferred = false;
   size_t begin = 0;
   for (const ExchangeRun& run : exchange.runs) {
     const uint64_t tile = tile_offsets[run.dst_tile];
@@ -180,7 +179,6 @@ VertexMoves deferMovesToReaders(ExchangePlan& exchange, const std::vector<exec::
       const bool set_writes_dst = write != set_writes.end() && write->begin < dst_end;
       if (read_here && !set_writes_dst && !read_written.overlaps(m.src, m.src + m.bytes)) {
         by_vertex[cluster->first].push_back(m);
-        deferred = true;
         continue;
       }
       if (kept.runs.empty() || kept.runs.back().dst_tile != run.dst_tile) kept.runs.push_back({run.dst_tile, 0});
@@ -189,7 +187,7 @@ VertexMoves deferMovesToReaders(ExchangePlan& exchange, const std::vector<exec::
     }
     begin = run.end;
   }
-  if (!deferred) return out;
+  if (kept.moves.size() == exchange.moves.size()) return out;  // nothing deferred
   kept.runs.shrink_to_fit();
   kept.moves.shrink_to_fit();
   exchange = std::move(kept);

@@ -83,32 +83,33 @@ void runReduce(const exec::ReduceParams& p, const exec::Vertex& v, uint8_t* mem)
         out[o * inner + i] = static_cast<float>(std::isfinite(mx[i]) ? std::log(acc[i]) + mx[i] : mx[i]);
       continue;
     }
-    const bool sum = kind == exec::kReduceSum || kind == exec::kReduceMean || kind == exec::kReduceLogSum;
-    if (sum) addRows(acc.data(), x, extent, inner);
-    for (int64_t e = 0; e < (sum ? 0 : extent); ++e) {
-      const float* row = x + e * inner;
-      switch (kind) {
-        case exec::kReduceProd:
-          for (int64_t i = 0; i < inner; ++i) acc[i] *= row[i];
-          break;
-        case exec::kReduceL1:
-          for (int64_t i = 0; i < inner; ++i) acc[i] += std::fabs(static_cast<double>(row[i]));
-          break;
-        case exec::kReduceL2:
-        case exec::kReduceSumSquare:
-          for (int64_t i = 0; i < inner; ++i) acc[i] += static_cast<double>(row[i]) * row[i];
-          break;
-        case exec::kReduceMax:  // NaN wins, as in the evaluator
-          for (int64_t i = 0; i < inner; ++i)
-            if (!std::isnan(acc[i]) && (std::isnan(row[i]) || row[i] > acc[i])) acc[i] = row[i];
-          break;
-        case exec::kReduceMin:
-          for (int64_t i = 0; i < inner; ++i)
-            if (!std::isnan(acc[i]) && (std::isnan(row[i]) || row[i] < acc[i])) acc[i] = row[i];
-          break;
-        default: break;
+    if (kind == exec::kReduceSum || kind == exec::kReduceMean || kind == exec::kReduceLogSum)
+      addRows(acc.data(), x, extent, inner);
+    else
+      for (int64_t e = 0; e < extent; ++e) {
+        const float* row = x + e * inner;
+        switch (kind) {
+          case exec::kReduceProd:
+            for (int64_t i = 0; i < inner; ++i) acc[i] *= row[i];
+            break;
+          case exec::kReduceL1:
+            for (int64_t i = 0; i < inner; ++i) acc[i] += std::fabs(static_cast<double>(row[i]));
+            break;
+          case exec::kReduceL2:
+          case exec::kReduceSumSquare:
+            for (int64_t i = 0; i < inner; ++i) acc[i] += static_cast<double>(row[i]) * row[i];
+            break;
+          case exec::kReduceMax:  // NaN wins, as in the evaluator
+            for (int64_t i = 0; i < inner; ++i)
+              if (!std::isnan(acc[i]) && (std::isnan(row[i]) || row[i] > acc[i])) acc[i] = row[i];
+            break;
+          case exec::kReduceMin:
+            for (int64_t i = 0; i < inner; ++i)
+              if (!std::isnan(acc[i]) && (std::isnan(row[i]) || row[i] < acc[i])) acc[i] = row[i];
+            break;
+          default: break;
+        }
       }
-    }
     for (int64_t i = 0; i < inner; ++i) {
       double a = acc[i];
       if (kind == exec::kReduceMean) a /= static_cast<double>(extent);  // 0/0 = NaN when empty
