@@ -316,15 +316,14 @@ Outputs evalSlice(const ir::Node& node, const Inputs& in, EvalContext& ctx) {
     step[a] = st;
   }
   POPRT_ASSIGN_OR_RETURN(int64_t n, checkedElementCount(shape));
-  const std::vector<int64_t> in_strides = contiguousStrides(x->shape()), out_strides = contiguousStrides(shape);
-  std::vector<int64_t> src(static_cast<size_t>(n)), idx;
-  for (int64_t i = 0; i < n; ++i) {
-    unravel(i, out_strides, idx);
-    int64_t off = 0;
-    for (size_t d = 0; d < idx.size(); ++d) off += (begin[d] + idx[d] * step[d]) * in_strides[d];
-    src[static_cast<size_t>(i)] = off;
+  const std::vector<int64_t> in_strides = contiguousStrides(x->shape());
+  int64_t base = 0;
+  std::vector<int64_t> strides(static_cast<size_t>(r));
+  for (size_t d = 0; d < static_cast<size_t>(r); ++d) {
+    base += begin[d] * in_strides[d];
+    strides[d] = step[d] * in_strides[d];
   }
-  return single(takeElements(*x, shape, src));
+  return single(takeStrided(*x, std::move(shape), n == 0 ? 0 : base, strides));
 }
 
 // ---- Expand, Tile, Pad -------------------------------------------------------------------

@@ -56,26 +56,68 @@ Expected<Tensor> transposeTensor(const Tensor& in, const std::vector<int64_t>& p
   for (int64_t i = 0; i < rank; ++i)
     out_shape[static_cast<size_t>(i)] = in.shape()[static_cast<size_t>(perm[static_cast<size_t>(i)])];
   const std::vector<int64_t> in_strides = contiguousStrides(in.shape());
-  // The source offset of each output element, walking the output in order with an odometer: one
-  // add per element and a carry now and then, not a division per dim (the compiler plans every
-  // device Transpose by running this on index tensors).
   std::vector<int64_t> step(static_cast<size_t>(rank));
   for (int64_t d = 0; d < rank; ++d) step[static_cast<size_t>(d)] = in_strides[static_cast<size_t>(perm[static_cast<size_t>(d)])];
-  const int64_t n = in.numElements();
-  std::vector<int64_t> src(static_cast<size_t>(n));
-  std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
-  int64_t off = 0;
+  return takeStrided(in, std::move(out_shape), 0, step);
+}
+
+namespace {
+// Calls visit(offset, i) for every output element i of `shape` in order, offset = base + sum of
+// index[d] * step[d], with an odometer: one add per element and a carry now and then, not a
+// division per dim (the compiler plans every device Transpose by running it on index tensors).
+template <class Visit>
+void walkStrided(const Shape& shape, int64_t base, const std::vector<int64_t>& step, int64_t n, const Visit& visit) {
+  const size_t rank = shape.size();
+  std::vector<int64_t> idx(rank, 0);
+  int64_t off = base;
   for (int64_t i = 0; i < n; ++i) {
-    src[static_cast<size_t>(i)] = off;
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      const auto k = static_cast<size_t>(d);
+    visit(off, i);
+    for (size_t k = rank; k-- > 0;) {
       off += step[k];
-      if (++idx[k] < out_shape[k]) break;
-      off -= step[k] * out_shape[k];
+      if (++idx[k] < shape[k]) break;
+      off -= step[k] * shape[k];
       idx[k] = 0;
     }
   }
-  return takeElements(in, out_shape, src);
+}
+
+template <size_t kBytes>
+void copyStrided(const uint8_t* in, uint8_t* out, const Shape& shape, int64_t base, const std::vector<int64_t>& step, int64_t n) {
+  walkStrided(shape, base, step, n, [&](int64_t off, int64_t i) {
+    std::memcpy(out + static_cast<size_t>(i) * kBytes, in + static_cast<size_t>(off) * kBytes, kBytes);
+  });
+}
+}  // namespace
+
+Tensor takeStrided(const Tensor& in, Shape out_shape, int64_t base, const std::vector<int64_t>& step) {
+  const int64_t n = shapeProduct(out_shape, 0, out_shape.size());
+  const size_t es = in.dtype() == DType::String ? 0 : dtypeSize(in.dtype());
+  const bool unit_rows = !out_shape.empty() && step.back() == 1 && out_shape.back() > 0;
+  if (es == 0 || (es != 1 && es != 2 && es != 4 && es != 8 && !unit_rows)) {
+    std::vector<int64_t> src(static_cast<size_t>(n));
+    walkStrided(out_shape, base, step, n, [&](int64_t off, int64_t i) { src[static_cast<size_t>(i)] = off; });
+    return takeElements(in, std::move(out_shape), src);
+  }
+  Tensor out(in.dtype(), std::move(out_shape));
+  const Shape& shape = out.shape();
+  const uint8_t* s = in.bytes().data();
+  uint8_t* o = out.bytes().data();
+  if (unit_rows) {  // whole rows of the last dim: one copy each
+    const int64_t row = shape.back();
+    const Shape rows(shape.begin(), shape.end() - 1);
+    const std::vector<int64_t> row_step(step.begin(), step.end() - 1);
+    walkStrided(rows, base, row_step, n / row, [&](int64_t off, int64_t r) {
+      std::memcpy(o + static_cast<size_t>(r * row) * es, s + static_cast<size_t>(off) * es, static_cast<size_t>(row) * es);
+    });
+    return out;
+  }
+  switch (es) {
+    case 1: copyStrided<1>(s, o, shape, base, step, n); break;
+    case 2: copyStrided<2>(s, o, shape, base, step, n); break;
+    case 4: copyStrided<4>(s, o, shape, base, step, n); break;
+    default: copyStrided<8>(s, o, shape, base, step, n); break;
+  }
+  return out;
 }
 
 Expected<Tensor> reshaped(const Tensor& in, Shape shape) {

@@ -34,6 +34,11 @@ Tensor takeElements(const Tensor& in, Shape out_shape, const std::vector<int64_t
 // The multi-index of flat index `flat` in `shape` (strides from contiguousStrides(shape)).
 void unravel(int64_t flat, const std::vector<int64_t>& strides, std::vector<int64_t>& index);
 
+// The strided view of `in` as a tensor of `out_shape`: element (i0, i1, ...) is
+// in[base + i0 * step[0] + i1 * step[1] + ...] (one step per dim of out_shape, the caller keeps
+// every offset inside `in`). Slice and Transpose.
+Tensor takeStrided(const Tensor& in, Shape out_shape, int64_t base, const std::vector<int64_t>& step);
+
 // Permutes the axes of `in` (perm[i] = input axis of output axis i; validated here).
 Expected<Tensor> transposeTensor(const Tensor& in, const std::vector<int64_t>& perm);
 
