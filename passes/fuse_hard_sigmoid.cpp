@@ -1,6 +1,8 @@
 // fuse_hard_sigmoid: the chains exporters write for MobileNetV3's hard activations become ONNX ops.
 //   Clip(x + 3, 0, 6) / 6           (or · (1/6))          -> HardSigmoid(x, alpha 1/6, beta 0.5)
 //   x · HardSigmoid(x, 1/6, 0.5)    (either operand order) -> HardSwish(x)   (opset >= 14)
+//   x · Clip(x + 3, 0, 6) / 6       (PaddlePaddle's hardswish) -> HardSwish(x), or below opset 14
+//                                                              x · HardSigmoid(x, 1/6, 0.5)
 // HardSigmoid exists from opset 6, HardSwish from 14; below 14, fuse_conv_activation still takes
 // a Conv or Gemm followed by that Mul into a ConvAct/GemmAct with the HardSwish activation. Every
 // interior value must have no other use; Clip's bounds must be constants.
@@ -35,6 +37,17 @@ std::string matchChain(ir::Value* scaled, int64_t opset, ir::Value*& x) {
   return "";
 }
 
+// x when `product` is x · Clip(x + 3, 0, 6) (either operand order), used only by what scales it.
+ir::Value* clippedProductOf(ir::Value* product, int64_t opset) {
+  ir::Node* mul = product->producer();
+  if (!isOp(mul, "Mul") || !singleUser(product)) return nullptr;
+  for (size_t i = 0; i < 2; ++i) {
+    ir::Value* x = nullptr;
+    if (matchChain(mul->input(i), opset, x).empty() && x == mul->input(1 - i)) return x;
+  }
+  return nullptr;
+}
+
 // The value a Div by 6 or a Mul by 1/6 scales, else nullptr.
 ir::Value* sixthOf(const ir::Node* n) {
   if (isOp(n, "Div")) {
@@ -55,6 +68,7 @@ bool sameFloatType(const ir::Value* a, const ir::Value* b) {
 struct HardSigmoidMatch {
   std::vector<ir::Node*> nodes;  // the Div by 6 (or Mul by 1/6), then x · it when that becomes HardSwish
   ir::Value* x = nullptr;
+  bool scales_product = false;  // the Div scales x · Clip(x + 3, 0, 6), not the Clip
 };
 
 class FuseHardSigmoid : public RewriteRule<HardSigmoidMatch> {
@@ -65,6 +79,10 @@ class FuseHardSigmoid : public RewriteRule<HardSigmoidMatch> {
     using F = Found<HardSigmoidMatch>;
     ir::Value* scaled = sixthOf(&div);
     if (!scaled) return F::none();
+    if (ir::Value* x = clippedProductOf(scaled, opset())) {
+      if (!sameFloatType(x, div.output(0))) return F::nearMiss("x is not a floating-point tensor of the result's rank");
+      return HardSigmoidMatch{{&div}, x, true};
+    }
     ir::Value* x = nullptr;
     std::string why = matchChain(scaled, opset(), x);
     if (why.empty() && !sameFloatType(x, div.output(0))) why = "x is not a floating-point tensor of the result's rank";
@@ -80,6 +98,7 @@ class FuseHardSigmoid : public RewriteRule<HardSigmoidMatch> {
   Status rewrite(ir::Graph& graph, HardSigmoidMatch& m, PassContext& ctx) override {
     ir::Node* div = m.nodes[0];
     const ir::TensorType type = div->output(0)->type;
+    if (m.scales_product) return rewriteProduct(graph, div, m.x, ctx);
     ir::Node* hs = replaceWithNode(graph, div, "HardSigmoid", "", {m.x});
     hs->attributes["alpha"].value = static_cast<float>(1.0 / 6.0);
     hs->attributes["beta"].value = 0.5f;
@@ -91,6 +110,27 @@ class FuseHardSigmoid : public RewriteRule<HardSigmoidMatch> {
     ir::Node* swish = replaceWithNode(graph, mul, "HardSwish", "", {m.x});
     refineType(swish->output(0), mul_type);
     ctx.count("hard_swish");
+    return okStatus();
+  }
+
+ private:
+  // x · Clip(x + 3, 0, 6) / 6: HardSwish(x) where the opset has it; below, the Clip becomes
+  // HardSigmoid(x) and the Div x · it, which fuse_conv_activation takes after a Conv or Gemm.
+  Status rewriteProduct(ir::Graph& graph, ir::Node* div, ir::Value* x, PassContext& ctx) {
+    const ir::TensorType type = div->output(0)->type;
+    if (opset() >= 14) {
+      refineType(replaceWithNode(graph, div, "HardSwish", "", {x})->output(0), type);
+      ctx.count("hard_swish");
+      return okStatus();
+    }
+    ir::Node* clip = otherOperand(*div->input(0)->producer(), x)->producer();
+    const ir::TensorType clip_type = clip->output(0)->type;
+    ir::Node* hs = replaceWithNode(graph, clip, "HardSigmoid", "", {x});
+    hs->attributes["alpha"].value = static_cast<float>(1.0 / 6.0);
+    hs->attributes["beta"].value = 0.5f;
+    refineType(hs->output(0), clip_type);
+    refineType(replaceWithNode(graph, div, "Mul", "", {x, hs->output(0)})->output(0), type);
+    ctx.count("hard_sigmoid");
     return okStatus();
   }
 };
