@@ -25,6 +25,10 @@ const std::vector<PassInfo>& allPasses() {
        "re-infer types, fold and remove no-ops again until nothing changes (Shape chains of values typed only "
        "after the first folding), for the fusions that follow",
        makeShapeFixpoint},
+      {"trim_conv_taps",
+       "drop the kernel taps of a Conv (constant weight, static dims) that read only padding for every output, "
+       "shrinking its pads: dilated convs over small maps (DeepLabV3's ASPP)",
+       makeTrimConvTaps},
       // Before the folds, which would take the + 3 of a Gemm's hard sigmoid into its bias.
       {"fuse_hard_sigmoid",
        "Clip(x + 3, 0, 6) / 6 -> HardSigmoid, and x * that -> HardSwish (opset >= 14; before, fuse_conv_activation "
