@@ -122,6 +122,20 @@ Expected<std::vector<double>> resizeAxis(const std::vector<double>& data, Shape&
   next[axis] = out;
   POPRT_ASSIGN_OR_RETURN(int64_t n, checkedElementCount(next));
   std::vector<double> res(static_cast<size_t>(n));
+  if (inner == 1) {  // the last axis: one sum per output element, the same as below
+    for (int64_t a = 0; a < outer; ++a) {
+      const double* src = data.data() + a * len;
+      double* dst = res.data() + a * out;
+      for (int64_t o = 0; o < out; ++o) {
+        const auto& taps = plan.taps[static_cast<size_t>(o)];
+        double acc = taps.empty() ? extrapolation : 0.0;
+        for (const Tap& tp : taps) acc += tp.weight * src[tp.index];
+        dst[o] = acc;
+      }
+    }
+    shape = std::move(next);
+    return res;
+  }
   for (int64_t a = 0; a < outer; ++a)
     for (int64_t o = 0; o < out; ++o) {
       double* dst = res.data() + (a * out + o) * inner;
