@@ -425,6 +425,7 @@ class Conversion {
       compiled = codegen::compile(model_, options);
     }
     if (!compiled.ok()) return first->withContext(o_.input_model);
+    serializeHostFallbacks(options, compiled, serialized);
     if (!serialized.empty()) {
       std::string names;
       for (const std::string& n : serialized) names += (names.empty() ? "'" : ", '") + n + "'";
@@ -434,6 +435,37 @@ class Conversion {
     compiled_ = std::move(compiled).value();
     codegen_seconds_ = secondsSince(c0);
     return okStatus();
+  }
+
+  // Nodes that went to the host for want of tile memory, their reasons giving the
+  // --serialize_matmul hint (a 3-D conv over whole 56x56 planes): serialised and compiled again
+  // on a copy of the model, kept when fewer nodes then run on the host. The first compile's
+  // weights point into the model it compiled, so that model is kept whole when the try fails.
+  void serializeHostFallbacks(const codegen::CompileOptions& options, Expected<codegen::CompileResult>& compiled,
+                              std::vector<std::string>& serialized) {
+    std::vector<std::pair<std::string, int64_t>> requests;
+    for (const std::string& why : compiled->host_reasons)
+      if (auto node = codegen::nodeToSerialize(why); node && serialized.size() + requests.size() < kMaxAutoSerialized)
+        requests.emplace_back(*node, codegen::kSerializeFactor);
+    if (requests.empty()) return;
+    auto bytes = onnxio::serializeModel(model_);
+    if (!bytes.ok()) return;  // over protobuf's 2 GiB: no copy to try it on
+    auto copy = reimportModel(*bytes, "model");
+    if (!copy.ok()) return;
+    ir::Model before = std::move(model_);
+    model_ = std::move(copy).value();
+    passes::PipelineOptions serialize;
+    serialize.passes = {"serialize_matmul"};
+    serialize.serialize_matmul = requests;
+    if (passes::runPipeline(model_, serialize).ok()) {
+      auto again = codegen::compile(model_, options);
+      if (again.ok() && again->host_nodes.size() < compiled->host_nodes.size()) {
+        compiled = std::move(again);
+        for (const auto& [node, factor] : requests) serialized.push_back(node);
+        return;
+      }
+    }
+    model_ = std::move(before);
   }
 
   void collectWarnings() {

@@ -145,6 +145,47 @@ class ConvertFeaturesTest(e2e_util.E2ETestCase):
         line = self.convert_fails(args + ["--precision", "fp16"], mentions=["out of tile memory", "hint: "])
         self.assertNotIn("--precision fp16", line)
 
+    def test_a_conv_that_fits_only_serialized_goes_to_the_device_serialized(self):
+        # A temporal 3x1x1 conv as R(2+1)D has them, over whole 32x32 planes: on 8 tiles no split of
+        # it fits, so it would fall back to the host; in 4 passes over output channels it fits. On
+        # 4 tiles not even that fits: it stays on the host, the model as it was. Either way the
+        # output is the conv numpy computes.
+        rng = np.random.default_rng(3)
+        w = rng.uniform(-0.5, 0.5, (32, 32, 3, 1, 1)).astype(np.float32)
+        bias = rng.uniform(-0.1, 0.1, (32,)).astype(np.float32)
+        x = rng.uniform(-1, 1, (1, 32, 4, 32, 32)).astype(np.float32)
+        g = helper.make_graph([helper.make_node("Conv", ["x", "w", "b"], ["y"], name="temporal", kernel_shape=[3, 1, 1],
+                                                pads=[1, 0, 0, 1, 0, 0])], "t3d",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(x.shape))],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        model, x_path = self.path("t3d.onnx"), self.path("x.npy")
+        onnx.save(m, model)
+        np.save(x_path, x)
+        padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (0, 0), (0, 0)))
+        ref = sum(np.einsum("oc,nctij->notij", w[:, :, k, 0, 0], padded[:, :, k:k + 4]) for k in range(3))
+        ref += bias.reshape(1, -1, 1, 1, 1)
+        for tiles, on_device in (("8", True), ("4", False)):
+            out, summary = self.path("out" + tiles), self.path("summary%s.json" % tiles)
+            self.convert(["--input_model", model, "--export_popef", "--output_dir", out, "--tiles_per_ipu", tiles,
+                          "--summary_json", summary])
+            s = self.load_summary(summary)
+            serialized = [w for w in s["warnings"] if "serialized into 4 passes" in w]
+            if on_device:
+                self.assertEqual(s["placement"]["host_nodes"], [])
+                self.assertEqual(len(serialized), 1, s["warnings"])
+                self.assertIn("'temporal'", serialized[0])
+            else:
+                self.assertEqual([h["node"] for h in s["placement"]["host_nodes"]], ["temporal"])
+                self.assertIn("--serialize_matmul 'temporal=4'", s["placement"]["host_nodes"][0]["reason"])
+                self.assertEqual(serialized, [])
+            self.assertOk(e2e_util.run_tool("popef-run", [os.path.join(out, "executable.popef"), "--input", "x=" + x_path,
+                                                          "--output_dir", self.path("res" + tiles)]))
+            got = np.load(self.path("res" + tiles, "output_0_y.npy"))
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+
     def test_flags_that_would_do_nothing_are_refused(self):
         # fp16 without the pass that makes it: float32 weights recorded as fp16, before this was refused.
         self.convert_fails(["--input_model", MLP, "--input_shape", MLP_SHAPE, "--precision", "fp16", "--export_popef",
