@@ -12,6 +12,7 @@
 #include "lib/support/half.h"
 #include "sim/codelet_kinds.h"
 #include "sim/codelet_util.h"
+#include "sim/logistic.h"
 
 namespace poprt::sim {
 
@@ -174,11 +175,11 @@ void activate(const ops::graphcore::Activation& act, const float* in, float* out
     case K::Relu: return activateAs<K::Relu>(act, in, out, n);
     case K::Clip: return activateAs<K::Clip>(act, in, out, n);
     case K::LeakyRelu: return activateAs<K::LeakyRelu>(act, in, out, n);
-    case K::Sigmoid: return activateAs<K::Sigmoid>(act, in, out, n);
+    case K::Sigmoid: return logisticActivation(false, in, out, n);
     case K::HardSigmoid: return activateAs<K::HardSigmoid>(act, in, out, n);
     case K::HardSwish: return activateAs<K::HardSwish>(act, in, out, n);
     case K::Tanh: return activateAs<K::Tanh>(act, in, out, n);
-    case K::Swish: return activateAs<K::Swish>(act, in, out, n);
+    case K::Swish: return logisticActivation(true, in, out, n);
   }
 }
 

@@ -1,0 +1,117 @@
+#include "sim/logistic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "lib/ops/scalar_math.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define POPRT_LOGISTIC_AVX512 1
+#include <immintrin.h>
+#endif
+
+namespace poprt::sim {
+namespace {
+
+// The evaluator's way, one element at a time (lib/ops/scalar_math.h).
+float exact(bool swish, float x) {
+  const double xd = x;
+  return static_cast<float>(swish ? ops::scalar::swish(xd) : ops::scalar::sigmoid(xd));
+}
+
+#ifdef POPRT_LOGISTIC_AVX512
+
+constexpr double kLimit = 80;  // |x| beyond it (or NaN) goes the evaluator's way: e^80 < float's max
+
+constexpr int kVectors = 4;  // vectors of 8 in flight: each one's exp is a long chain of dependent steps
+constexpr int kBlock = 8 * kVectors;
+
+// kBlock elements. e^-x = 2^k e^r with k = round(-x log2 e) and |r| <= ln 2 / 2 (Cody and Waite's
+// two-part ln 2), e^r by its Taylor series to r^11 (the rest is below 7e-15 of it), 2^k put into
+// the exponent bits; 1 / (1 + e^-x) from the 14-bit reciprocal and two Newton steps. The double
+// result is within 2^-45 of the exact value relative to it, the evaluator's (libm's exp) within
+// 2^-50. So when every double within 2^-40 of ours rounds to the same float as ours (the
+// midpoints between that float and its neighbours, exact in double, lie farther), the
+// evaluator's does too, and the lane is done; the others (zero, infinities, NaN, |x| > kLimit or
+// near a midpoint, about 1 in 30,000) are left to the evaluator's way. Writes out[0, kBlock) and
+// returns the lanes done, bit i for element i.
+template <bool kSwish>
+__attribute__((target("avx512f,avx2,fma"), always_inline)) inline uint32_t logisticBlock(const float* in, float* out) {
+  const __m512d limit = _mm512_set1_pd(kLimit), shifter = _mm512_set1_pd(0x1.8p52), one = _mm512_set1_pd(1.0);
+  constexpr double kTaylor[] = {1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0,
+                                1.0 / 24.0,      1.0 / 6.0,      0.5,           1.0,          1.0};
+  __m512d x[kVectors], t[kVectors], r[kVectors], p[kVectors], q[kVectors], v[kVectors];
+  for (int j = 0; j < kVectors; ++j) {
+    x[j] = _mm512_cvtps_pd(_mm256_loadu_ps(in + 8 * j));  // every input read before any output is written
+    const __m512d y = _mm512_min_pd(_mm512_max_pd(_mm512_sub_pd(_mm512_setzero_pd(), x[j]), _mm512_set1_pd(-kLimit)), limit);
+    t[j] = _mm512_fmadd_pd(y, _mm512_set1_pd(1.4426950408889634), shifter);
+    const __m512d k = _mm512_sub_pd(t[j], shifter);
+    r[j] = _mm512_fnmadd_pd(k, _mm512_set1_pd(6.93147180369123816490e-01), y);
+    r[j] = _mm512_fnmadd_pd(k, _mm512_set1_pd(1.90821492927058770002e-10), r[j]);
+    p[j] = _mm512_set1_pd(1.0 / 39916800.0);  // 1/11!
+  }
+  for (const double c : kTaylor)
+    for (int j = 0; j < kVectors; ++j) p[j] = _mm512_fmadd_pd(p[j], r[j], _mm512_set1_pd(c));
+  for (int j = 0; j < kVectors; ++j) {
+    const __m512i bits = _mm512_slli_epi64(_mm512_add_epi64(_mm512_castpd_si512(t[j]), _mm512_set1_epi64(1023)), 52);
+    p[j] = _mm512_fmadd_pd(p[j], _mm512_castsi512_pd(bits), one);  // 1 + e^-x
+    q[j] = _mm512_rcp14_pd(p[j]);
+  }
+  for (int step = 0; step < 2; ++step)
+    for (int j = 0; j < kVectors; ++j) q[j] = _mm512_fmadd_pd(q[j], _mm512_fnmadd_pd(p[j], q[j], one), q[j]);
+  uint32_t done = 0;
+  for (int j = 0; j < kVectors; ++j) {
+    v[j] = kSwish ? _mm512_mul_pd(x[j], q[j]) : q[j];
+    const __m256 f = _mm512_cvtpd_ps(v[j]);
+    _mm256_storeu_ps(out + 8 * j, f);
+    // The float's neighbours by the bits of |f|, and the midpoints with them in double.
+    const __m256i a_bits = _mm256_and_si256(_mm256_castps_si256(f), _mm256_set1_epi32(0x7fffffff));
+    const __m512d a = _mm512_cvtps_pd(_mm256_castsi256_ps(a_bits));
+    const __m512d up = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_add_epi32(a_bits, _mm256_set1_epi32(1))));
+    const __m512d down = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_sub_epi32(a_bits, _mm256_set1_epi32(1))));
+    const __m512d half = _mm512_set1_pd(0.5);
+    const __m512d av = _mm512_abs_pd(v[j]), margin = _mm512_mul_pd(av, _mm512_set1_pd(0x1p-40));
+    __mmask8 ok = _mm512_cmp_pd_mask(_mm512_abs_pd(x[j]), limit, _CMP_LE_OQ);
+    ok &= _mm512_cmp_pd_mask(a, _mm512_setzero_pd(), _CMP_GT_OQ);
+    ok &= _mm512_cmp_pd_mask(a, _mm512_set1_pd(3.4028234663852886e38), _CMP_LE_OQ);
+    ok &= _mm512_cmp_pd_mask(_mm512_sub_pd(av, margin), _mm512_mul_pd(_mm512_add_pd(a, down), half), _CMP_GT_OQ);
+    ok &= _mm512_cmp_pd_mask(_mm512_add_pd(av, margin), _mm512_mul_pd(_mm512_add_pd(a, up), half), _CMP_LT_OQ);
+    done |= static_cast<uint32_t>(ok) << (8 * j);
+  }
+  return done;
+}
+
+template <bool kSwish>
+__attribute__((target("avx512f,avx2,fma"))) void logisticAvx512(const float* in, float* out, int64_t n) {
+  float x[kBlock], f[kBlock];  // a copy of the inputs: `in` may be `out`, and a lane not done needs its input
+  constexpr uint32_t kAll = ~uint32_t{0};
+  static_assert(kBlock == 32, "kAll holds one bit per element of a block");
+  for (int64_t at = 0; at < n; at += kBlock) {
+    const int len = static_cast<int>(std::min<int64_t>(kBlock, n - at));
+    std::fill(std::copy(in + at, in + at + len, x), x + kBlock, 0.0f);
+    const uint32_t done = logisticBlock<kSwish>(x, f);
+    std::copy(f, f + len, out + at);
+    if (done == kAll) continue;
+    for (int i = 0; i < len; ++i)
+      if (!(done >> i & 1)) out[at + i] = exact(kSwish, x[i]);
+  }
+}
+
+bool haveAvx512() {
+  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return have;
+}
+
+#endif
+
+}  // namespace
+
+void logisticActivation(bool swish, const float* in, float* out, int64_t n) {
+#ifdef POPRT_LOGISTIC_AVX512
+  if (haveAvx512()) return swish ? logisticAvx512<true>(in, out, n) : logisticAvx512<false>(in, out, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) out[i] = exact(swish, in[i]);
+}
+
+}  // namespace poprt::sim
