@@ -356,15 +356,14 @@ void runConvPartial(const exec::ConvPartialParams& p, const exec::Vertex& v, uin
       }
     }
   }
-  if (!bias && !p.act) return;
-  for (int64_t c = 0; c < groups * Mb; ++c) {
-    float* o = out + c * P;
-    if (bias) {
+  if (bias)
+    for (int64_t c = 0; c < groups * Mb; ++c) {
+      float* o = out + c * P;
       const float b = bias[c];
       for (int64_t i = 0; i < P; ++i) o[i] += b;
     }
-    if (p.act) activate(p.act->activation(), o, o, P);
-  }
+  // One span for every channel: Sigmoid and Swish run in blocks of 32 (sim/logistic.h).
+  if (p.act) activate(p.act->activation(), out, out, groups * Mb * P);
 }
 
 uint64_t cyclesConvPartial(const exec::ConvPartialParams& p, const exec::Vertex&, const exec::CostModel& cost) {

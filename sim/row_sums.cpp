@@ -1,0 +1,62 @@
+#include "sim/row_sums.h"
+
+#include <algorithm>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define POPRT_ROW_SUMS_AVX512 1
+#include <immintrin.h>
+#endif
+
+namespace poprt::sim {
+namespace {
+
+void sumRowsPortable(const float* rows, int64_t count, int64_t n, float* out) {
+  thread_local std::vector<double> acc;
+  acc.assign(static_cast<size_t>(n), 0.0);
+  for (int64_t e = 0; e < count; ++e, rows += n)
+    for (int64_t i = 0; i < n; ++i) acc[static_cast<size_t>(i)] += rows[i];
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(acc[static_cast<size_t>(i)]);
+}
+
+#ifdef POPRT_ROW_SUMS_AVX512
+
+constexpr int kVectors = 4;  // sums of 8 in flight: a row's add waits on the last one's
+
+// Columns [at, at + 8 * kVectors) clipped to n; masked loads read nothing past n.
+__attribute__((target("avx512f,avx512vl"))) void sumColumns(const float* rows, int64_t count, int64_t n, int64_t at, float* out) {
+  __mmask8 mask[kVectors];
+  __m512d acc[kVectors];
+  for (int j = 0; j < kVectors; ++j) {
+    const int64_t left = std::clamp<int64_t>(n - at - 8 * j, 0, 8);
+    mask[j] = static_cast<__mmask8>((1u << left) - 1);
+    acc[j] = _mm512_setzero_pd();
+  }
+  for (int64_t e = 0; e < count; ++e) {
+    const float* row = rows + e * n + at;
+    for (int j = 0; j < kVectors; ++j)
+      acc[j] = _mm512_add_pd(acc[j], _mm512_cvtps_pd(_mm256_maskz_loadu_ps(mask[j], row + 8 * j)));
+  }
+  for (int j = 0; j < kVectors; ++j) _mm256_mask_storeu_ps(out + at + 8 * j, mask[j], _mm512_cvtpd_ps(acc[j]));
+}
+
+bool haveAvx512() {
+  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+  return have;
+}
+
+#endif
+
+}  // namespace
+
+void sumRows(const float* rows, int64_t count, int64_t n, float* out) {
+#ifdef POPRT_ROW_SUMS_AVX512
+  if (haveAvx512()) {
+    for (int64_t at = 0; at < n; at += 8 * kVectors) sumColumns(rows, count, n, at, out);
+    return;
+  }
+#endif
+  sumRowsPortable(rows, count, n, out);
+}
+
+}  // namespace poprt::sim
