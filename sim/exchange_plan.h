@@ -63,14 +63,44 @@ VertexMoves deferMovesToReaders(ExchangePlan& exchange, const std::vector<exec::
 // against POPRT_MAX_DEVICE_BYTES with the tiles' before anything is planned.
 uint64_t exchangeMoveBound(const exec::Executable& exe);
 
-// memmove, with the short moves most of an exchange is (slices of partial sums, gather rows of
-// 16-64 bytes) done inline: every load before any store, so overlapping ranges still come out as
-// memmove's.
+// memmove, inline for the moves an exchange is mostly made of (a gather row of 4 bytes, slices of
+// partial sums, conv window rows of 64-512 bytes: yolox_nano makes 0.9 million moves under 8 bytes
+// and 1.7 million of 64-512 a run, each a library call before). Up to 64 bytes every load comes
+// before any store, so overlapping ranges come out as memmove's; longer moves copy forward in 16
+// bytes at a time only when the ranges do not overlap.
 inline void moveBytes(uint8_t* dst, const uint8_t* src, uint32_t n) {
   struct Chunk {
     uint64_t a, b;
   };
-  if (n < 16 || n > 64) return static_cast<void>(std::memmove(dst, src, n));
+  if (n < 16) {
+    if (n >= 8) {
+      uint64_t head, tail;
+      std::memcpy(&head, src, 8);
+      std::memcpy(&tail, src + n - 8, 8);
+      std::memcpy(dst, &head, 8);
+      std::memcpy(dst + n - 8, &tail, 8);
+    } else if (n >= 4) {
+      uint32_t head, tail;
+      std::memcpy(&head, src, 4);
+      std::memcpy(&tail, src + n - 4, 4);
+      std::memcpy(dst, &head, 4);
+      std::memcpy(dst + n - 4, &tail, 4);
+    } else {
+      std::memmove(dst, src, n);
+    }
+    return;
+  }
+  if (n > 64) {
+    if (n > 512 || (dst < src + n && src < dst + n)) return static_cast<void>(std::memmove(dst, src, n));
+    Chunk c;
+    for (uint32_t at = 0; at + 16 < n; at += 16) {
+      std::memcpy(&c, src + at, 16);
+      std::memcpy(dst + at, &c, 16);
+    }
+    std::memcpy(&c, src + n - 16, 16);  // the last 16, overlapping the chunk before
+    std::memcpy(dst + n - 16, &c, 16);
+    return;
+  }
   Chunk c0, c1, c2, c3;
   std::memcpy(&c0, src, 16);
   std::memcpy(&c1, src + n - 16, 16);

@@ -50,14 +50,14 @@ TEST(ExchangePlan, MovesThatReadEarlierWritesAreNotMerged) {
   EXPECT_EQ(plans[0].moves, moves);
 }
 
-TEST(ExchangePlan, ShortMovesMatchMemmoveOnOverlappingRanges) {
-  for (uint32_t n = 0; n <= 80; ++n)
-    for (int shift : {-17, -16, -3, 0, 1, 16, 40}) {
-      std::vector<uint8_t> want(256), got(256);
-      std::iota(want.begin(), want.end(), 0);
+TEST(ExchangePlan, MovesMatchMemmoveOnOverlappingAndSeparateRanges) {
+  for (uint32_t n = 0; n <= 600; n += n < 80 ? 1 : 7)
+    for (int shift : {-700, -17, -16, -3, 0, 1, 16, 40, 700}) {
+      std::vector<uint8_t> want(2400), got(2400);  // room for 600 bytes moved 700 up from 800
+      for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<uint8_t>(i * 7 + 3);
       got = want;
-      std::memmove(want.data() + 96 + shift, want.data() + 96, n);
-      moveBytes(got.data() + 96 + shift, got.data() + 96, n);
+      std::memmove(want.data() + 800 + shift, want.data() + 800, n);
+      moveBytes(got.data() + 800 + shift, got.data() + 800, n);
       ASSERT_EQ(got, want) << n << " bytes moved by " << shift;
     }
 }
