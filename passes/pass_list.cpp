@@ -25,6 +25,10 @@ const std::vector<PassInfo>& allPasses() {
        "re-infer types, fold and remove no-ops again until nothing changes (Shape chains of values typed only "
        "after the first folding), for the fusions that follow",
        makeShapeFixpoint},
+      {"conv_transpose_to_conv",
+       "a ConvTranspose whose kernel is its strides (no pads, dilations or groups: UNet's up-conv) -> a 1x1 Conv and "
+       "depth-to-space (Reshape, Transpose, Reshape), which the device runs",
+       makeConvTransposeToConv},
       {"trim_conv_taps",
        "drop the kernel taps of a Conv (constant weight, static dims) that read only padding for every output, "
        "shrinking its pads: dilated convs over small maps (DeepLabV3's ASPP)",

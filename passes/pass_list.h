@@ -25,6 +25,7 @@ std::unique_ptr<Pass> makeFuseLayerNorm();
 std::unique_ptr<Pass> makeFuseGelu();
 std::unique_ptr<Pass> makeFuseHardSigmoid();
 std::unique_ptr<Pass> makeTrimConvTaps();
+std::unique_ptr<Pass> makeConvTransposeToConv();
 std::unique_ptr<Pass> makeFuseAttention();
 std::unique_ptr<Pass> makeFuseConvActivation();
 std::unique_ptr<Pass> makeSerializeMatMul();
