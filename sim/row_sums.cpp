@@ -21,23 +21,23 @@ void sumRowsPortable(const float* rows, int64_t count, int64_t n, float* out) {
 
 #ifdef POPRT_ROW_SUMS_AVX512
 
-constexpr int kVectors = 4;  // sums of 8 in flight: a row's add waits on the last one's
+constexpr int kMaxVectors = 4;  // sums of 8 in flight: a row's add waits on the last one's
 
-// Columns [at, at + 8 * kVectors) clipped to n; masked loads read nothing past n.
+// Columns [at, at + 8 V) clipped to n; masked loads read nothing past n.
+template <int V>
 __attribute__((target("avx512f,avx512vl"))) void sumColumns(const float* rows, int64_t count, int64_t n, int64_t at, float* out) {
-  __mmask8 mask[kVectors];
-  __m512d acc[kVectors];
-  for (int j = 0; j < kVectors; ++j) {
+  __mmask8 mask[V];
+  __m512d acc[V];
+  for (int j = 0; j < V; ++j) {
     const int64_t left = std::clamp<int64_t>(n - at - 8 * j, 0, 8);
     mask[j] = static_cast<__mmask8>((1u << left) - 1);
     acc[j] = _mm512_setzero_pd();
   }
   for (int64_t e = 0; e < count; ++e) {
     const float* row = rows + e * n + at;
-    for (int j = 0; j < kVectors; ++j)
-      acc[j] = _mm512_add_pd(acc[j], _mm512_cvtps_pd(_mm256_maskz_loadu_ps(mask[j], row + 8 * j)));
+    for (int j = 0; j < V; ++j) acc[j] = _mm512_add_pd(acc[j], _mm512_cvtps_pd(_mm256_maskz_loadu_ps(mask[j], row + 8 * j)));
   }
-  for (int j = 0; j < kVectors; ++j) _mm256_mask_storeu_ps(out + at + 8 * j, mask[j], _mm512_cvtpd_ps(acc[j]));
+  for (int j = 0; j < V; ++j) _mm256_mask_storeu_ps(out + at + 8 * j, mask[j], _mm512_cvtpd_ps(acc[j]));
 }
 
 bool haveAvx512() {
@@ -52,7 +52,14 @@ bool haveAvx512() {
 void sumRows(const float* rows, int64_t count, int64_t n, float* out) {
 #ifdef POPRT_ROW_SUMS_AVX512
   if (haveAvx512()) {
-    for (int64_t at = 0; at < n; at += 8 * kVectors) sumColumns(rows, count, n, at, out);
+    for (int64_t at = 0; at < n; at += 8 * kMaxVectors) {
+      switch (std::min<int64_t>(kMaxVectors, (n - at + 7) / 8)) {  // as many vectors as the columns left need
+        case 1: sumColumns<1>(rows, count, n, at, out); break;
+        case 2: sumColumns<2>(rows, count, n, at, out); break;
+        case 3: sumColumns<3>(rows, count, n, at, out); break;
+        default: sumColumns<4>(rows, count, n, at, out); break;
+      }
+    }
     return;
   }
 #endif
