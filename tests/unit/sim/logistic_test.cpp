@@ -3,8 +3,8 @@
 // exponent, dense sweeps where the activations bend, and the edge cases.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -15,12 +15,6 @@
 namespace poprt::sim {
 namespace {
 
-uint32_t bitsOf(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
-
 // The number of elements whose bits differ from the evaluator's (NaNs match any NaN).
 int64_t mismatches(bool swish, const std::vector<float>& x) {
   std::vector<float> out(x.size());
@@ -29,7 +23,7 @@ int64_t mismatches(bool swish, const std::vector<float>& x) {
   for (size_t i = 0; i < x.size(); ++i) {
     const double xd = x[i];
     const float want = static_cast<float>(swish ? ops::scalar::swish(xd) : ops::scalar::sigmoid(xd));
-    if (std::isnan(want) ? !std::isnan(out[i]) : bitsOf(want) != bitsOf(out[i])) {
+    if (std::isnan(want) ? !std::isnan(out[i]) : std::bit_cast<uint32_t>(want) != std::bit_cast<uint32_t>(out[i])) {
       if (bad < 5) ADD_FAILURE() << (swish ? "swish(" : "sigmoid(") << x[i] << ") = " << out[i] << ", want " << want;
       ++bad;
     }
@@ -41,12 +35,7 @@ std::vector<float> testInputs() {
   std::vector<float> x;
   std::mt19937 rng(7);
   // Random bit patterns: every exponent, NaNs and infinities among them.
-  for (int i = 0; i < 2'000'000; ++i) {
-    const uint32_t b = rng();
-    float f;
-    std::memcpy(&f, &b, sizeof f);
-    x.push_back(f);
-  }
+  for (int i = 0; i < 2'000'000; ++i) { x.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng()))); }
   // Where the activations bend, densely; and past where e^-x overflows a float and a double.
   std::uniform_real_distribution<float> near(-40.0f, 40.0f);
   for (int i = 0; i < 4'000'000; ++i) x.push_back(near(rng));
@@ -75,9 +64,11 @@ TEST(Logistic, InPlaceAndEveryLengthAroundTheBlock) {
     logisticActivation(true, x.data(), separate.data(), n);
     logisticActivation(true, in_place.data(), in_place.data(), n);
     for (int64_t i = 0; i < n; ++i) {
-      EXPECT_EQ(bitsOf(separate[static_cast<size_t>(i)]), bitsOf(in_place[static_cast<size_t>(i)])) << n << " " << i;
-      EXPECT_EQ(bitsOf(separate[static_cast<size_t>(i)]),
-                bitsOf(static_cast<float>(ops::scalar::swish(static_cast<double>(x[static_cast<size_t>(i)])))));
+      EXPECT_EQ(std::bit_cast<uint32_t>(separate[static_cast<size_t>(i)]),
+                std::bit_cast<uint32_t>(in_place[static_cast<size_t>(i)]))
+          << n << " " << i;
+      EXPECT_EQ(std::bit_cast<uint32_t>(separate[static_cast<size_t>(i)]),
+                std::bit_cast<uint32_t>(static_cast<float>(ops::scalar::swish(static_cast<double>(x[static_cast<size_t>(i)])))));
     }
   }
 }

@@ -3,8 +3,8 @@
 // depend on that order (cancellations, NaN, infinities, signed zeros).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -13,12 +13,6 @@
 
 namespace poprt::sim {
 namespace {
-
-uint32_t bitsOf(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
 
 TEST(RowSums, TheEvaluatorsSumsForEveryWidthAndRowCount) {
   std::mt19937 rng(11);
@@ -43,7 +37,7 @@ TEST(RowSums, TheEvaluatorsSumsForEveryWidthAndRowCount) {
         for (int64_t e = 0; e < count; ++e) acc += rows[static_cast<size_t>(e * n + i)];
         const float want = static_cast<float>(acc);
         const float got = out[static_cast<size_t>(i)];
-        EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : bitsOf(want) == bitsOf(got))
+        EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : std::bit_cast<uint32_t>(want) == std::bit_cast<uint32_t>(got))
             << "n " << n << " count " << count << " i " << i << ": " << got << ", want " << want;
       }
       for (size_t k = static_cast<size_t>(n); k < out.size(); ++k) EXPECT_EQ(out[k], 12345.0f) << "n " << n;
