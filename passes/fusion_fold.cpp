@@ -15,8 +15,6 @@ std::string notConstant(const ir::Value* v, const std::string& what) {
   return what + " is not a constant";
 }
 
-namespace {
-
 std::vector<double> doubles(const Tensor& t) {
   auto v = ops::toDoubles(t);
   POPRT_CHECK(v.ok(), "fusion: reading a constant checked to be floating-point");
@@ -28,6 +26,8 @@ Tensor tensorOf(DType dtype, Shape shape, const std::vector<double>& values) {
   POPRT_CHECK(t.ok(), "fusion: writing a folded constant");
   return std::move(t).value();
 }
+
+namespace {
 
 // The value's single use is `v` feeding one node, and it is not returned.
 std::string singleUseProblem(const ir::Value* v, const ir::Node& producer) {

@@ -118,6 +118,10 @@ void reattach(ir::Graph& g, ir::Value* tmp, ir::Value* y);
 
 // A new initializer named after `base`.
 ir::Value* addConstant(ir::Graph& g, const std::string& base, Tensor t);
+// A floating-point constant's values as doubles (the caller checked its dtype), and a constant
+// of `dtype` and `shape` made of doubles: what the folds compute in.
+std::vector<double> doubles(const Tensor& t);
+Tensor tensorOf(DType dtype, Shape shape, const std::vector<double>& values);
 
 // Lower-case counter name of an op type: "Conv" -> "conv", "ConvTranspose" -> "conv_transpose".
 std::string counterName(const std::string& op_type);

@@ -46,6 +46,9 @@ const std::vector<PassInfo>& allPasses() {
       {"fuse_mul_add_into_conv_matmul",
        "fold a per-channel constant Mul/Div/Add/Sub after a Conv, ConvTranspose, Gemm or MatMul into its weights and bias",
        makeFuseMulAddIntoConvMatMul},
+      {"fold_affine_into_conv_input",
+       "fold a scalar Mul/Div and Add/Sub right before a Conv that pads nothing into its weights and bias",
+       makeFoldAffineIntoConvInput},
       {"fuse_matmul_add_into_gemm", "MatMul of a 2-D input by a constant [K,N] weight + bias -> Gemm", makeFuseMatMulAddIntoGemm},
       // Fusions into ai.graphcore ops (LayerNormalization itself from opset 17). Conv/Gemm +
       // activation last, after BatchNormalization and Mul/Add have been folded into the Conv.

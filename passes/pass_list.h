@@ -15,6 +15,7 @@ std::unique_ptr<Pass> makeQuantizedToFloat();
 // Folding fusions (fuse_*.cpp; shared helpers in fusion_util.h).
 std::unique_ptr<Pass> makeFuseBatchNorm();
 std::unique_ptr<Pass> makeFuseMulAddIntoConvMatMul();
+std::unique_ptr<Pass> makeFoldAffineIntoConvInput();
 std::unique_ptr<Pass> makeFuseMatMulAddIntoGemm();
 std::unique_ptr<Pass> makeDeadCode();
 std::unique_ptr<Pass> makeCommonSubexpressions();
