@@ -97,8 +97,8 @@ class FuseHardSigmoid : public RewriteRule<HardSigmoidMatch> {
 
   Status rewrite(ir::Graph& graph, HardSigmoidMatch& m, PassContext& ctx) override {
     ir::Node* div = m.nodes[0];
-    const ir::TensorType type = div->output(0)->type;
     if (m.scales_product) return rewriteProduct(graph, div, m.x, ctx);
+    const ir::TensorType type = div->output(0)->type;
     ir::Node* hs = replaceWithNode(graph, div, "HardSigmoid", "", {m.x});
     hs->attributes["alpha"].value = static_cast<float>(1.0 / 6.0);
     hs->attributes["beta"].value = 0.5f;

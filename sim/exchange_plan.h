@@ -65,7 +65,7 @@ uint64_t exchangeMoveBound(const exec::Executable& exe);
 
 // memmove, inline for the moves an exchange is mostly made of (a gather row of 4 bytes, slices of
 // partial sums, conv window rows of 64-512 bytes: yolox_nano makes 0.9 million moves under 8 bytes
-// and 1.7 million of 64-512 a run, each a library call before). Up to 64 bytes every load comes
+// and 1.6 million of 64-511 a run, each a library call before). Up to 64 bytes every load comes
 // before any store, so overlapping ranges come out as memmove's; longer moves copy forward in 16
 // bytes at a time only when the ranges do not overlap.
 inline void moveBytes(uint8_t* dst, const uint8_t* src, uint32_t n) {

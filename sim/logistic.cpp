@@ -10,6 +10,11 @@
 #define POPRT_LOGISTIC_AVX512 1
 #include <immintrin.h>
 #endif
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 takes the "undefined" vector inside the AVX-512 conversion intrinsics for an
+// uninitialised one (a known false positive: every lane is written).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace poprt::sim {
 namespace {

@@ -8,9 +8,9 @@
 namespace poprt::sim {
 
 // out[i] = float(x / (1 + exp(-x))) (swish) or float(1 / (1 + exp(-x))) (sigmoid), x = in[i]
-// widened to double; `in` may be `out`. A polynomial exp the compiler vectorises gives each
-// result within 2^-40 of the evaluator's (relative); where a float rounding boundary lies that
-// close, or x is not finite or beyond +-700, the element is computed the evaluator's way.
+// widened to double; `in` may be `out`. With AVX-512, a polynomial exp gives each result within
+// 2^-40 of the evaluator's (relative); where a float rounding boundary lies that close, or x is
+// not finite or beyond +-80, and on other CPUs, the element is computed the evaluator's way.
 void logisticActivation(bool swish, const float* in, float* out, int64_t n);
 
 }  // namespace poprt::sim

@@ -47,15 +47,6 @@ Status checkReduce(const exec::ReduceParams& p, const exec::Vertex& v) {
   return okStatus();
 }
 
-namespace {
-// acc[i] += rows[e * n + i] for each row e in turn: Mean's and LogSum's sums (Sum's are sumRows,
-// sim/row_sums.h), vectorised per CPU, one call per vertex.
-POPRT_VECTOR_CLONES void addRows(double* acc, const float* rows, int64_t count, int64_t n) {
-  for (int64_t e = 0; e < count; ++e, rows += n)
-    for (int64_t i = 0; i < n; ++i) acc[i] += rows[i];
-}
-}  // namespace
-
 void runReduce(const exec::ReduceParams& p, const exec::Vertex& v, uint8_t* mem) {
   const exec::ReduceKind kind = p.kind;
   const int64_t outer = p.outer, extent = p.extent, inner = p.inner;

@@ -11,5 +11,8 @@ namespace poprt::sim {
 // on every CPU. AVX-512 keeps four vectors of sums in registers across the rows; elsewhere a loop
 // does the same sums.
 void sumRows(const float* rows, int64_t count, int64_t n, float* out);
+// acc[i] += rows[e * n + i] for each row e in turn, vectorised per CPU: sumRows' portable way, and
+// Mean's and LogSum's sums, which go on from acc.
+void addRows(double* acc, const float* rows, int64_t count, int64_t n);
 
 }  // namespace poprt::sim
