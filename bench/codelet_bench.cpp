@@ -6,6 +6,10 @@
 #include "lib/exec/codelets.h"
 #include "lib/ops/scalar_math.h"
 #include "sim/codelets.h"
+#include "sim/gemm.h"
+#include "sim/logistic.h"
+#include "sim/row_sums.h"
+#include "sim/simd_isa.h"
 
 namespace {
 
@@ -97,6 +101,61 @@ BENCHMARK(BM_ConvPartial3x3)->Args({3, 256})->Args({4, 256})->Args({10, 256})->A
 // A block as small convs split them (resnet20_cifar: 4 output channels, 2 of the input channels,
 // one output row of 14): per-vertex overhead rather than arithmetic.
 BENCHMARK(BM_ConvPartial3x3)->Name("BM_ConvPartial3x3Small")->Args({4, 2});
+
+// The kernels under each instruction set this CPU has (arg 0: Portable, 1: AVX2, 2: AVX-512),
+// on the shapes the small models run most: the last one the CPU has is what runs.
+bool pickIsa(benchmark::State& state, poprt::sim::SimdIsa& isa) {
+  const auto isas = poprt::sim::availableSimdIsas();
+  if (state.range(0) >= static_cast<int64_t>(isas.size())) {
+    state.SkipWithError("this CPU lacks that instruction set");
+    return false;
+  }
+  isa = isas[static_cast<size_t>(state.range(0))];
+  return true;
+}
+
+// A conv block's product: 1-5 output channels (the row tiles' remainder), 16 channels x 3x3 taps,
+// 3 rows of 34.
+void BM_GemmFewRows(benchmark::State& state) {
+  poprt::sim::SimdIsa isa;
+  if (!pickIsa(state, isa)) return;
+  const int64_t M = state.range(1), K = 144, N = 102;
+  std::vector<float> a(static_cast<size_t>(M * K), 0.5f), b(static_cast<size_t>(K * N), 0.25f), out(static_cast<size_t>(M * N));
+  for (auto _ : state) {
+    poprt::sim::gemmWith(isa, a.data(), M, K, b.data(), N, N, out.data(), N);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(M * K * N) * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_GemmFewRows)->ArgsProduct({{0, 1, 2}, {1, 2, 4}});
+
+// A split conv's partial sums: 8 rows of 40.
+void BM_SumRows(benchmark::State& state) {
+  poprt::sim::SimdIsa isa;
+  if (!pickIsa(state, isa)) return;
+  const int64_t count = 8, n = 40;
+  std::vector<float> rows(static_cast<size_t>(count * n), 0.125f), out(static_cast<size_t>(n));
+  for (auto _ : state) {
+    poprt::sim::sumRowsWith(isa, rows.data(), count, n, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_SumRows)->DenseRange(0, 2);
+
+// A conv block's Swish epilogue: 1,024 outputs.
+void BM_Swish(benchmark::State& state) {
+  poprt::sim::SimdIsa isa;
+  if (!pickIsa(state, isa)) return;
+  std::vector<float> x(1024);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) * 0.1f - 4.0f;
+  std::vector<float> out(x.size());
+  for (auto _ : state) {
+    poprt::sim::logisticActivationWith(isa, true, x.data(), out.data(), static_cast<int64_t>(x.size()));
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_Swish)->DenseRange(0, 2);
 
 }  // namespace
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include "sim/simd_isa.h"
 
 namespace poprt::sim {
 
@@ -14,10 +14,8 @@ void gemm(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int
 // The same with row k of b at b[k] (columns [0, N) of each), rows anywhere.
 void gemmRows(const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo);
 
-// The versions: gemm runs the last one this CPU has.
-enum class GemmIsa { Portable, Avx2, Avx512 };
-std::vector<GemmIsa> availableGemmIsas();  // Portable first
-void gemmWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo);
-void gemmRowsWith(GemmIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo);
+// Under a given instruction set (one of availableSimdIsas()); gemm runs the best.
+void gemmWith(SimdIsa isa, const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo);
+void gemmRowsWith(SimdIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo);
 
 }  // namespace poprt::sim

@@ -5,15 +5,17 @@
 #include <cstring>
 
 #include "lib/ops/scalar_math.h"
+#include "sim/simd_isa.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define POPRT_LOGISTIC_AVX512 1
+#define POPRT_LOGISTIC_X86 1
 #include <immintrin.h>
 #endif
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 takes the "undefined" vector inside the AVX-512 conversion intrinsics for an
 // uninitialised one (a known false positive: every lane is written).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace poprt::sim {
@@ -25,12 +27,14 @@ float exact(bool swish, float x) {
   return static_cast<float>(swish ? ops::scalar::swish(xd) : ops::scalar::sigmoid(xd));
 }
 
-#ifdef POPRT_LOGISTIC_AVX512
+#ifdef POPRT_LOGISTIC_X86
 
 constexpr double kLimit = 80;  // |x| beyond it (or NaN) goes the evaluator's way: e^80 < float's max
 
-constexpr int kVectors = 4;  // vectors of 8 in flight: each one's exp is a long chain of dependent steps
-constexpr int kBlock = 8 * kVectors;
+constexpr int kVectors = 4;  // vectors in flight: each one's exp is a long chain of dependent steps
+constexpr int kBlock = 32;   // elements a block: a bit each in the mask of lanes done
+constexpr double kTaylor[] = {1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0,
+                              1.0 / 24.0,      1.0 / 6.0,      0.5,           1.0,          1.0};  // after 1/11!
 
 // kBlock elements. e^-x = 2^k e^r with k = round(-x log2 e) and |r| <= ln 2 / 2 (Cody and Waite's
 // two-part ln 2), e^r by its Taylor series to r^11 (the rest is below 7e-15 of it), 2^k put into
@@ -40,12 +44,10 @@ constexpr int kBlock = 8 * kVectors;
 // midpoints between that float and its neighbours, exact in double, lie farther), the
 // evaluator's does too, and the lane is done; the others (zero, infinities, NaN, |x| > kLimit or
 // near a midpoint, about 1 in 30,000) are left to the evaluator's way. Writes out[0, kBlock) and
-// returns the lanes done, bit i for element i.
+// returns the lanes done, bit i for element i. Vectors of 8 (kVectors * 8 = kBlock).
 template <bool kSwish>
-__attribute__((target("avx512f,avx2,fma"), always_inline)) inline uint32_t logisticBlock(const float* in, float* out) {
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) uint32_t logisticBlock512(const float* in, float* out) {
   const __m512d limit = _mm512_set1_pd(kLimit), shifter = _mm512_set1_pd(0x1.8p52), one = _mm512_set1_pd(1.0);
-  constexpr double kTaylor[] = {1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0,
-                                1.0 / 24.0,      1.0 / 6.0,      0.5,           1.0,          1.0};
   __m512d x[kVectors], t[kVectors], r[kVectors], p[kVectors], q[kVectors], v[kVectors];
   for (int j = 0; j < kVectors; ++j) {
     x[j] = _mm512_cvtps_pd(_mm256_loadu_ps(in + 8 * j));  // every input read before any output is written
@@ -87,15 +89,62 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) inline uint32_t logis
   return done;
 }
 
+// The same with AVX2: vectors of 4, two rounds of kVectors a block, and 1 / (1 + e^-x) by a
+// division (correctly rounded, so within the same bound).
 template <bool kSwish>
-__attribute__((target("avx512f,avx2,fma"))) void logisticAvx512(const float* in, float* out, int64_t n) {
+__attribute__((target("avx2,fma"))) uint32_t logisticBlock256(const float* in, float* out) {
+  const __m256d limit = _mm256_set1_pd(kLimit), shifter = _mm256_set1_pd(0x1.8p52), one = _mm256_set1_pd(1.0);
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  uint32_t done = 0;
+  for (int round = 0; round < kBlock / (4 * kVectors); ++round) {
+    const int at = round * 4 * kVectors;
+    __m256d x[kVectors], t[kVectors], r[kVectors], p[kVectors];
+    for (int j = 0; j < kVectors; ++j) {
+      x[j] = _mm256_cvtps_pd(_mm_loadu_ps(in + at + 4 * j));
+      const __m256d y = _mm256_min_pd(_mm256_max_pd(_mm256_xor_pd(x[j], sign), _mm256_set1_pd(-kLimit)), limit);
+      t[j] = _mm256_fmadd_pd(y, _mm256_set1_pd(1.4426950408889634), shifter);
+      const __m256d k = _mm256_sub_pd(t[j], shifter);
+      r[j] = _mm256_fnmadd_pd(k, _mm256_set1_pd(6.93147180369123816490e-01), y);
+      r[j] = _mm256_fnmadd_pd(k, _mm256_set1_pd(1.90821492927058770002e-10), r[j]);
+      p[j] = _mm256_set1_pd(1.0 / 39916800.0);  // 1/11!
+    }
+    for (const double c : kTaylor)
+      for (int j = 0; j < kVectors; ++j) p[j] = _mm256_fmadd_pd(p[j], r[j], _mm256_set1_pd(c));
+    for (int j = 0; j < kVectors; ++j) {
+      const __m256i bits = _mm256_slli_epi64(_mm256_add_epi64(_mm256_castpd_si256(t[j]), _mm256_set1_epi64x(1023)), 52);
+      p[j] = _mm256_fmadd_pd(p[j], _mm256_castsi256_pd(bits), one);  // 1 + e^-x
+      const __m256d q = _mm256_div_pd(one, p[j]);
+      const __m256d v = kSwish ? _mm256_mul_pd(x[j], q) : q;
+      const __m128 f = _mm256_cvtpd_ps(v);
+      _mm_storeu_ps(out + at + 4 * j, f);
+      const __m128i a_bits = _mm_and_si128(_mm_castps_si128(f), _mm_set1_epi32(0x7fffffff));
+      const __m256d a = _mm256_cvtps_pd(_mm_castsi128_ps(a_bits));
+      const __m256d up = _mm256_cvtps_pd(_mm_castsi128_ps(_mm_add_epi32(a_bits, _mm_set1_epi32(1))));
+      const __m256d down = _mm256_cvtps_pd(_mm_castsi128_ps(_mm_sub_epi32(a_bits, _mm_set1_epi32(1))));
+      const __m256d half = _mm256_set1_pd(0.5);
+      const __m256d av = _mm256_andnot_pd(sign, v), margin = _mm256_mul_pd(av, _mm256_set1_pd(0x1p-40));
+      __m256d ok = _mm256_cmp_pd(_mm256_andnot_pd(sign, x[j]), limit, _CMP_LE_OQ);
+      ok = _mm256_and_pd(ok, _mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_GT_OQ));
+      ok = _mm256_and_pd(ok, _mm256_cmp_pd(a, _mm256_set1_pd(3.4028234663852886e38), _CMP_LE_OQ));
+      ok = _mm256_and_pd(ok, _mm256_cmp_pd(_mm256_sub_pd(av, margin), _mm256_mul_pd(_mm256_add_pd(a, down), half), _CMP_GT_OQ));
+      ok = _mm256_and_pd(ok, _mm256_cmp_pd(_mm256_add_pd(av, margin), _mm256_mul_pd(_mm256_add_pd(a, up), half), _CMP_LT_OQ));
+      done |= static_cast<uint32_t>(_mm256_movemask_pd(ok)) << (at + 4 * j);
+    }
+  }
+  return done;
+}
+
+// Blocks of kBlock through `block` (its vectorised way), then the evaluator's way for the lanes
+// it did not do.
+template <bool kSwish, uint32_t (*block)(const float*, float*)>
+void logisticBlocks(const float* in, float* out, int64_t n) {
   float x[kBlock], f[kBlock];  // a copy of the inputs: `in` may be `out`, and a lane not done needs its input
   constexpr uint32_t kAll = ~uint32_t{0};
   static_assert(kBlock == 32, "kAll holds one bit per element of a block");
   for (int64_t at = 0; at < n; at += kBlock) {
     const int len = static_cast<int>(std::min<int64_t>(kBlock, n - at));
     std::fill(std::copy(in + at, in + at + len, x), x + kBlock, 0.0f);
-    const uint32_t done = logisticBlock<kSwish>(x, f);
+    const uint32_t done = block(x, f);
     std::copy(f, f + len, out + at);
     if (done == kAll) continue;
     for (int i = 0; i < len; ++i)
@@ -103,20 +152,25 @@ __attribute__((target("avx512f,avx2,fma"))) void logisticAvx512(const float* in,
   }
 }
 
-bool haveAvx512() {
-  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return have;
-}
-
 #endif
 
 }  // namespace
 
-void logisticActivation(bool swish, const float* in, float* out, int64_t n) {
-#ifdef POPRT_LOGISTIC_AVX512
-  if (haveAvx512()) return swish ? logisticAvx512<true>(in, out, n) : logisticAvx512<false>(in, out, n);
+void logisticActivationWith(SimdIsa isa, bool swish, const float* in, float* out, int64_t n) {
+#ifdef POPRT_LOGISTIC_X86
+  if (isa == SimdIsa::Avx512)
+    return swish ? logisticBlocks<true, logisticBlock512<true>>(in, out, n)
+                 : logisticBlocks<false, logisticBlock512<false>>(in, out, n);
+  if (isa == SimdIsa::Avx2)
+    return swish ? logisticBlocks<true, logisticBlock256<true>>(in, out, n)
+                 : logisticBlocks<false, logisticBlock256<false>>(in, out, n);
 #endif
+  (void)isa;
   for (int64_t i = 0; i < n; ++i) out[i] = exact(swish, in[i]);
+}
+
+void logisticActivation(bool swish, const float* in, float* out, int64_t n) {
+  logisticActivationWith(bestSimdIsa(), swish, in, out, n);
 }
 
 }  // namespace poprt::sim

@@ -6,13 +6,14 @@
 #include "sim/codelet_util.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define POPRT_ROW_SUMS_AVX512 1
+#define POPRT_ROW_SUMS_X86 1
 #include <immintrin.h>
 #endif
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 takes the "undefined" vector inside the AVX-512 conversion intrinsics for an
 // uninitialised one (a known false positive: every lane is written).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace poprt::sim {
@@ -31,7 +32,7 @@ void sumRowsPortable(const float* rows, int64_t count, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(acc[static_cast<size_t>(i)]);
 }
 
-#ifdef POPRT_ROW_SUMS_AVX512
+#ifdef POPRT_ROW_SUMS_X86
 
 constexpr int kMaxVectors = 4;  // sums of 8 in flight: a row's add waits on the last one's
 
@@ -52,18 +53,48 @@ __attribute__((target("avx512f,avx512vl"))) void sumColumns(const float* rows, i
   for (int j = 0; j < V; ++j) _mm256_mask_storeu_ps(out + at + 8 * j, mask[j], _mm512_cvtpd_ps(acc[j]));
 }
 
-bool haveAvx512() {
-  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-  return have;
+// AVX2: the same with vectors of 4 sums, up to 8 of them (16 registers: 8 sums and their loads).
+// Only the last vector of a row's end is a masked load: those are slow on some CPUs (AMD's).
+constexpr int kMaxVectors256 = 8;
+
+template <int V, bool kTail>
+__attribute__((target("avx2"))) void sumColumns256(const float* rows, int64_t count, int64_t n, int64_t at, float* out) {
+  const __m128i tail = _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(n - at - 4 * (V - 1))), _mm_setr_epi32(0, 1, 2, 3));
+  __m256d acc[V];
+  for (int j = 0; j < V; ++j) acc[j] = _mm256_setzero_pd();
+  for (int64_t e = 0; e < count; ++e) {
+    const float* row = rows + e * n + at;
+    for (int j = 0; j < V; ++j) {
+      const __m128 x = kTail && j == V - 1 ? _mm_maskload_ps(row + 4 * j, tail) : _mm_loadu_ps(row + 4 * j);
+      acc[j] = _mm256_add_pd(acc[j], _mm256_cvtps_pd(x));
+    }
+  }
+  for (int j = 0; j < V; ++j) {
+    if (kTail && j == V - 1)
+      _mm_maskstore_ps(out + at + 4 * j, tail, _mm256_cvtpd_ps(acc[j]));
+    else
+      _mm_storeu_ps(out + at + 4 * j, _mm256_cvtpd_ps(acc[j]));
+  }
+}
+
+// Columns [at, n) in blocks of up to kMaxVectors256 vectors, the last one masked when n - at is
+// not a multiple of 4.
+template <int V = kMaxVectors256>
+__attribute__((target("avx2"))) void sumColumnsFrom256(const float* rows, int64_t count, int64_t n, int64_t at, float* out) {
+  for (; at + 4 * V <= n; at += 4 * V) sumColumns256<V, false>(rows, count, n, at, out);
+  if (at >= n) return;
+  if constexpr (V > 1)
+    if (n - at <= 4 * (V - 1)) return sumColumnsFrom256<V - 1>(rows, count, n, at, out);
+  sumColumns256<V, true>(rows, count, n, at, out);
 }
 
 #endif
 
 }  // namespace
 
-void sumRows(const float* rows, int64_t count, int64_t n, float* out) {
-#ifdef POPRT_ROW_SUMS_AVX512
-  if (haveAvx512()) {
+void sumRowsWith(SimdIsa isa, const float* rows, int64_t count, int64_t n, float* out) {
+#ifdef POPRT_ROW_SUMS_X86
+  if (isa == SimdIsa::Avx512) {
     for (int64_t at = 0; at < n; at += 8 * kMaxVectors) {
       switch (std::min<int64_t>(kMaxVectors, (n - at + 7) / 8)) {  // as many vectors as the columns left need
         case 1: sumColumns<1>(rows, count, n, at, out); break;
@@ -74,8 +105,12 @@ void sumRows(const float* rows, int64_t count, int64_t n, float* out) {
     }
     return;
   }
+  if (isa == SimdIsa::Avx2) return sumColumnsFrom256(rows, count, n, 0, out);
 #endif
+  (void)isa;
   sumRowsPortable(rows, count, n, out);
 }
+
+void sumRows(const float* rows, int64_t count, int64_t n, float* out) { sumRowsWith(bestSimdIsa(), rows, count, n, out); }
 
 }  // namespace poprt::sim

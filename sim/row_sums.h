@@ -4,13 +4,17 @@
 
 #include <cstdint>
 
+#include "sim/simd_isa.h"
+
 namespace poprt::sim {
 
 // out[i] = float(rows[0][i] + rows[1][i] + ... + rows[count - 1][i]) for i < n, row e at
 // rows + e * n, summed in double from zero in row order, as the evaluator's ReduceSum: the same bits
-// on every CPU. AVX-512 keeps four vectors of sums in registers across the rows; elsewhere a loop
-// does the same sums.
+// on every CPU. AVX-512 keeps up to four vectors of 8 sums in registers across the rows, AVX2 up to
+// eight of 4; elsewhere a loop does the same sums.
 void sumRows(const float* rows, int64_t count, int64_t n, float* out);
+// The same under a given instruction set (one of availableSimdIsas()).
+void sumRowsWith(SimdIsa isa, const float* rows, int64_t count, int64_t n, float* out);
 // acc[i] += rows[e * n + i] for each row e in turn, vectorised per CPU: sumRows' portable way, and
 // Mean's and LogSum's sums, which go on from acc.
 void addRows(double* acc, const float* rows, int64_t count, int64_t n);

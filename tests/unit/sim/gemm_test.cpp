@@ -16,10 +16,11 @@ namespace {
 TEST(Gemm, EveryVersionGivesTheSameBitsAndMatchesDouble) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  const std::vector<GemmIsa> isas = availableGemmIsas();
-  ASSERT_EQ(isas.front(), GemmIsa::Portable);
+  const std::vector<SimdIsa> isas = availableSimdIsas();
+  ASSERT_EQ(isas.front(), SimdIsa::Portable);
   const float sentinel = 12345.f;
-  // Every remainder of M by the 8-row tile, and N across the wider tiles the remainder rows use.
+  // Every remainder of M by the row tiles (8 rows with AVX-512, 6 with AVX2), and N across the
+  // wider tiles the remainder rows use.
   for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 17, 23})
     for (int64_t K : {0, 1, 5, 64})
       for (int64_t N : {1, 7, 8, 15, 16, 17, 31, 32, 33, 50, 64, 100, 129, 200}) {
@@ -36,13 +37,13 @@ TEST(Gemm, EveryVersionGivesTheSameBitsAndMatchesDouble) {
             want[static_cast<size_t>(j * N + q)] = static_cast<float>(s);
           }
         std::vector<float> portable;
-        for (GemmIsa isa : isas) {
+        for (SimdIsa isa : isas) {
           SCOPED_TRACE(static_cast<int>(isa));
           std::vector<float> out(static_cast<size_t>(M * ldo), sentinel);
           gemmWith(isa, a.data(), M, K, b.data(), ldb, N, out.data(), ldo);
           for (int64_t j = 0; j < M; ++j)
             for (int64_t q = N; q < ldo; ++q) ASSERT_EQ(out[static_cast<size_t>(j * ldo + q)], sentinel) << j << "," << q;
-          if (isa == GemmIsa::Portable) {
+          if (isa == SimdIsa::Portable) {
             portable = out;
             for (int64_t j = 0; j < M; ++j)
               for (int64_t q = 0; q < N; ++q)

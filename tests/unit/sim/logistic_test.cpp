@@ -1,5 +1,6 @@
-// Sigmoid and Swish through the vectorised path (sim/logistic.h) against the evaluator's formula
-// (lib/ops/scalar_math.h, in double, rounded to float), bit for bit: random floats over every
+// Sigmoid and Swish through the vectorised paths (sim/logistic.h), under every instruction set this
+// CPU has, against the evaluator's formula (lib/ops/scalar_math.h, in double, rounded to float),
+// bit for bit: random floats over every
 // exponent, dense sweeps where the activations bend, and the edge cases.
 #include <gtest/gtest.h>
 
@@ -16,15 +17,17 @@ namespace poprt::sim {
 namespace {
 
 // The number of elements whose bits differ from the evaluator's (NaNs match any NaN).
-int64_t mismatches(bool swish, const std::vector<float>& x) {
+int64_t mismatches(SimdIsa isa, bool swish, const std::vector<float>& x) {
   std::vector<float> out(x.size());
-  logisticActivation(swish, x.data(), out.data(), static_cast<int64_t>(x.size()));
+  logisticActivationWith(isa, swish, x.data(), out.data(), static_cast<int64_t>(x.size()));
   int64_t bad = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     const double xd = x[i];
     const float want = static_cast<float>(swish ? ops::scalar::swish(xd) : ops::scalar::sigmoid(xd));
     if (std::isnan(want) ? !std::isnan(out[i]) : std::bit_cast<uint32_t>(want) != std::bit_cast<uint32_t>(out[i])) {
-      if (bad < 5) ADD_FAILURE() << (swish ? "swish(" : "sigmoid(") << x[i] << ") = " << out[i] << ", want " << want;
+      if (bad < 5)
+        ADD_FAILURE() << "isa " << static_cast<int>(isa) << ": " << (swish ? "swish(" : "sigmoid(") << x[i] << ") = " << out[i]
+                      << ", want " << want;
       ++bad;
     }
   }
@@ -50,27 +53,31 @@ std::vector<float> testInputs() {
 
 TEST(Logistic, SwishAndSigmoidHaveTheEvaluatorsBitsEverywhere) {
   const std::vector<float> x = testInputs();
-  EXPECT_EQ(mismatches(true, x), 0);
-  EXPECT_EQ(mismatches(false, x), 0);
+  for (SimdIsa isa : availableSimdIsas()) {
+    EXPECT_EQ(mismatches(isa, true, x), 0);
+    EXPECT_EQ(mismatches(isa, false, x), 0);
+  }
 }
 
 TEST(Logistic, InPlaceAndEveryLengthAroundTheBlock) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> dist(-20.0f, 20.0f);
-  for (int64_t n : {0, 1, 7, 63, 64, 65, 130}) {
-    std::vector<float> x(static_cast<size_t>(n));
-    for (float& f : x) f = dist(rng);
-    std::vector<float> separate(x.size()), in_place = x;
-    logisticActivation(true, x.data(), separate.data(), n);
-    logisticActivation(true, in_place.data(), in_place.data(), n);
-    for (int64_t i = 0; i < n; ++i) {
-      EXPECT_EQ(std::bit_cast<uint32_t>(separate[static_cast<size_t>(i)]),
-                std::bit_cast<uint32_t>(in_place[static_cast<size_t>(i)]))
-          << n << " " << i;
-      EXPECT_EQ(std::bit_cast<uint32_t>(separate[static_cast<size_t>(i)]),
-                std::bit_cast<uint32_t>(static_cast<float>(ops::scalar::swish(static_cast<double>(x[static_cast<size_t>(i)])))));
+  for (SimdIsa isa : availableSimdIsas())
+    for (int64_t n : {0, 1, 7, 15, 16, 17, 63, 64, 65, 130}) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& f : x) f = dist(rng);
+      std::vector<float> separate(x.size()), in_place = x;
+      logisticActivationWith(isa, true, x.data(), separate.data(), n);
+      logisticActivationWith(isa, true, in_place.data(), in_place.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(std::bit_cast<uint32_t>(separate[static_cast<size_t>(i)]),
+                  std::bit_cast<uint32_t>(in_place[static_cast<size_t>(i)]))
+            << n << " " << i;
+        EXPECT_EQ(
+            std::bit_cast<uint32_t>(separate[static_cast<size_t>(i)]),
+            std::bit_cast<uint32_t>(static_cast<float>(ops::scalar::swish(static_cast<double>(x[static_cast<size_t>(i)])))));
+      }
     }
-  }
 }
 
 }  // namespace
