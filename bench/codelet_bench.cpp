@@ -102,6 +102,27 @@ BENCHMARK(BM_ConvPartial3x3)->Args({3, 256})->Args({4, 256})->Args({10, 256})->A
 // one output row of 14): per-vertex overhead rather than arithmetic.
 BENCHMARK(BM_ConvPartial3x3)->Name("BM_ConvPartial3x3Small")->Args({4, 2});
 
+// resnet20_cifar's most common vertex: 2 output channels of 1 input channel's partial sums, 3 rows
+// of 32 from 5 (the halo), padded by 1 on each side of the rows.
+void BM_ConvPartialOneChannel(benchmark::State& state) {
+  const int64_t W = 32;
+  const uint64_t out_bytes = 2 * 3 * W * 4, in_bytes = 5 * W * 4, w_bytes = 2 * 9 * 4;
+  std::vector<uint8_t> mem(out_bytes + in_bytes + w_bytes, 0);
+  Vertex v{0,
+           Codelet::ConvPartial,
+           poprt::DType::Float,
+           {Field{0, out_bytes}, Field{out_bytes, in_bytes}, Field{out_bytes + in_bytes, w_bytes}},
+           // rank 2, 1 group, 1 in, 2 out, no bias; in [5, W], out [3, W], kernel 3x3, stride 1, dilation 1, start [0, -1]
+           {2, 1, 1, 2, 0, 5, W, 3, W, 3, 3, 1, 1, 1, 1, 0, -1},
+           {}};
+  if (!poprt::sim::checkVertex(v).ok()) state.SkipWithError(poprt::sim::checkVertex(v).error().message().c_str());
+  for (auto _ : state) {
+    poprt::sim::runVertex(v, mem.data());
+    benchmark::DoNotOptimize(mem.data());
+  }
+}
+BENCHMARK(BM_ConvPartialOneChannel);
+
 // The kernels under each instruction set this CPU has (arg 0: Portable, 1: AVX2, 2: AVX-512),
 // on the shapes the small models run most: the last one the CPU has is what runs.
 bool pickIsa(benchmark::State& state, poprt::sim::SimdIsa& isa) {
