@@ -138,7 +138,7 @@ bool pickIsa(benchmark::State& state, poprt::sim::SimdIsa& isa) {
 // A conv block's product: 1-5 output channels (the row tiles' remainder), 16 channels x 3x3 taps,
 // 3 rows of 34.
 void BM_GemmFewRows(benchmark::State& state) {
-  poprt::sim::SimdIsa isa;
+  poprt::sim::SimdIsa isa = poprt::sim::SimdIsa::Portable;
   if (!pickIsa(state, isa)) return;
   const int64_t M = state.range(1), K = 144, N = 102;
   std::vector<float> a(static_cast<size_t>(M * K), 0.5f), b(static_cast<size_t>(K * N), 0.25f), out(static_cast<size_t>(M * N));
@@ -153,7 +153,7 @@ BENCHMARK(BM_GemmFewRows)->ArgsProduct({{0, 1, 2}, {1, 2, 4}});
 
 // A split conv's partial sums: 8 rows of 40.
 void BM_SumRows(benchmark::State& state) {
-  poprt::sim::SimdIsa isa;
+  poprt::sim::SimdIsa isa = poprt::sim::SimdIsa::Portable;
   if (!pickIsa(state, isa)) return;
   const int64_t count = 8, n = 40;
   std::vector<float> rows(static_cast<size_t>(count * n), 0.125f), out(static_cast<size_t>(n));
@@ -166,7 +166,7 @@ BENCHMARK(BM_SumRows)->DenseRange(0, 2);
 
 // A conv block's Swish epilogue: 1,024 outputs.
 void BM_Swish(benchmark::State& state) {
-  poprt::sim::SimdIsa isa;
+  poprt::sim::SimdIsa isa = poprt::sim::SimdIsa::Portable;
   if (!pickIsa(state, isa)) return;
   std::vector<float> x(1024);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) * 0.1f - 4.0f;

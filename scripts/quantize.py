@@ -35,10 +35,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 FORMATS = ("qdq", "qoperator", "dynamic")
 VERSION = 3  # bumped when what this script writes changes (the zoo then quantizes again)
-# int8 weights use 7 bits, [-63, 63], as ONNX Runtime's quantizer does with reduce_range: on x86
-# CPUs without AVX-VNNI its uint8 x int8 kernels add pairs of products in int16 with saturation
-# (VPMADDUBSW), 255 x 127 x 2 overflowing it, so its results, the zoo's reference, would depend
-# on the CPU (resnet18 QDQ: cosine 0.9918 on an AVX2 machine, 1.000000 on an AVX-512 one).
+# int8 weights use 7 bits, [-63, 63], like ONNX Runtime's quantizer with reduce_range: on x86 CPUs
+# without VNNI (AVX-VNNI or AVX512-VNNI) its uint8 x int8 kernels add pairs of products in int16
+# with saturation (VPMADDUBSW), 255 x 127 x 2 overflowing it, so its results, the zoo's reference,
+# would depend on the CPU (resnet18 QDQ: cosine 0.9918 on an AVX2 machine, 1.000000 on one with
+# VNNI).
 INT8_WEIGHT_MAX = 63
 PASS_THROUGH = {"MaxPool", "Reshape", "Flatten", "Transpose"}  # qoperator: run on the uint8 values
 

@@ -12,8 +12,9 @@
 #include <immintrin.h>
 #endif
 #if defined(__GNUC__) && !defined(__clang__)
-// GCC 12 takes the "undefined" vector inside the AVX-512 conversion intrinsics for an
-// uninitialised one (a known false positive: every lane is written).
+// GCC 12 takes the "undefined" vector inside the AVX-512 conversion intrinsics (_mm512_cvtpd_ps)
+// for an uninitialised one, as maybe or, once inlined into its caller, as certainly
+// uninitialised (a known false positive: every lane is written).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
@@ -33,6 +34,7 @@ constexpr double kLimit = 80;  // |x| beyond it (or NaN) goes the evaluator's wa
 
 constexpr int kVectors = 4;  // vectors in flight: each one's exp is a long chain of dependent steps
 constexpr int kBlock = 32;   // elements a block: a bit each in the mask of lanes done
+static_assert(kBlock == 8 * kVectors && kBlock % (4 * kVectors) == 0, "whole AVX-512 vectors and AVX2 rounds a block");
 constexpr double kTaylor[] = {1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0,
                               1.0 / 24.0,      1.0 / 6.0,      0.5,           1.0,          1.0};  // after 1/11!
 

@@ -10,8 +10,9 @@
 #include <immintrin.h>
 #endif
 #if defined(__GNUC__) && !defined(__clang__)
-// GCC 12 takes the "undefined" vector inside the AVX-512 conversion intrinsics for an
-// uninitialised one (a known false positive: every lane is written).
+// GCC 12 takes the "undefined" vector inside the AVX-512 conversion intrinsics (_mm512_cvtpd_ps)
+// for an uninitialised one, as maybe or, once inlined into its caller, as certainly
+// uninitialised (a known false positive: every lane is written).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
@@ -59,7 +60,8 @@ constexpr int kMaxVectors256 = 8;
 
 template <int V, bool kTail>
 __attribute__((target("avx2"))) void sumColumns256(const float* rows, int64_t count, int64_t n, int64_t at, float* out) {
-  const __m128i tail = _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(n - at - 4 * (V - 1))), _mm_setr_epi32(0, 1, 2, 3));
+  const int left = static_cast<int>(std::min<int64_t>(n - at - 4 * (V - 1), 4));  // the last vector's columns
+  const __m128i tail = _mm_cmpgt_epi32(_mm_set1_epi32(left), _mm_setr_epi32(0, 1, 2, 3));
   __m256d acc[V];
   for (int j = 0; j < V; ++j) acc[j] = _mm256_setzero_pd();
   for (int64_t e = 0; e < count; ++e) {
