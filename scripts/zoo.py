@@ -18,7 +18,8 @@ QOperator or dynamic quantization (calibrated with ONNX Runtime on other inputs)
 outputs of the quantized model as the reference, compiled in float32 ("int8" in the results:
 poprt runs the same integers in float32) and with --precision fp16, each passing at cosine >= 0.999. Prints a table (model, compile seconds, device/host nodes,
 float32 error, float16 cosine); --json FILE writes it; exit 1 when a model fails, or when a
-check an entry lists as known to fail (scripts/zoo_models.py says why) passes.
+check an entry lists as known to fail (scripts/zoo_models.py says why) passes, unless what is
+known is a tolerance (the reference's rounding, which differs between CPUs).
 
     /usr/bin/python3 scripts/zoo.py [--tier fast|all] [--only NAME,...] [--export-only] [--json FILE]
 """
@@ -252,8 +253,17 @@ def check_entry(entry, zoo_dir, bin_dir, work, precisions, node_env):
             if entry.known[precision].startswith("tolerance:") and "failure" in r[precision]:
                 r[precision]["ok"] = True  # not the failure that is known: the row fails
                 r[precision]["unexpected"] = "the tools failed, where only the tolerance is known to"
-    # A known failure is as expected while it fails; passing means the entry must be updated.
-    r["ok"] = all(r[p]["ok"] != (p in entry.known) for p in precisions)
+    # A known failure is as expected while it fails; passing means the entry must be updated. A
+    # known tolerance miss may also pass: it hangs on the reference's float rounding, which
+    # differs between CPUs (fcn_resnet50's fp32 misses atol by 1.4e-4 against ONNX Runtime on an
+    # AVX-512 machine and stays within it on an AVX2 one).
+    def as_expected(p):
+        if p not in entry.known:
+            return r[p]["ok"]
+        tolerance_passed = entry.known[p].startswith("tolerance:") and r[p]["ok"] and "unexpected" not in r[p]
+        return not r[p]["ok"] or tolerance_passed
+
+    r["ok"] = all(as_expected(p) for p in precisions)
     return r
 
 
@@ -267,6 +277,8 @@ def describe(r, precision):
     else:
         cell = "cos %.6f" % min((o.get("cosine", 1.0) for o in r["outputs"]), default=1.0)
     if "known" in r:
+        if r["ok"] and r["known"].startswith("tolerance:"):
+            return cell + " known, passes here"
         return cell + (" known" if not r["ok"] else " PASSES (known failure)")
     return cell + ("" if r["ok"] else " FAIL")
 
