@@ -35,6 +35,13 @@ constexpr double kLimit = 80;  // |x| beyond it (or NaN) goes the evaluator's wa
 constexpr int kVectors = 4;  // vectors in flight: each one's exp is a long chain of dependent steps
 constexpr int kBlock = 32;   // elements a block: a bit each in the mask of lanes done
 static_assert(kBlock == 8 * kVectors && kBlock % (4 * kVectors) == 0, "whole AVX-512 vectors and AVX2 rounds a block");
+// The constants both widths use (the comment below says what each is for).
+constexpr double kShifter = 0x1.8p52;  // t = y log2 e + kShifter holds round(y log2 e) in its low bits
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2Hi = 6.93147180369123816490e-01, kLn2Lo = 1.90821492927058770002e-10;  // Cody and Waite
+constexpr double kTaylorTop = 1.0 / 39916800.0;                                             // 1/11!, then kTaylor's terms
+constexpr double kMargin = 0x1p-40;  // relative: how close our double is to the evaluator's
+constexpr double kFloatMax = 3.4028234663852886e38;
 constexpr double kTaylor[] = {1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0,
                               1.0 / 24.0,      1.0 / 6.0,      0.5,           1.0,          1.0};  // after 1/11!
 
@@ -49,16 +56,16 @@ constexpr double kTaylor[] = {1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.
 // returns the lanes done, bit i for element i. Vectors of 8 (kVectors * 8 = kBlock).
 template <bool kSwish>
 __attribute__((target("avx512f,avx512vl,avx2,fma"))) uint32_t logisticBlock512(const float* in, float* out) {
-  const __m512d limit = _mm512_set1_pd(kLimit), shifter = _mm512_set1_pd(0x1.8p52), one = _mm512_set1_pd(1.0);
+  const __m512d limit = _mm512_set1_pd(kLimit), shifter = _mm512_set1_pd(kShifter), one = _mm512_set1_pd(1.0);
   __m512d x[kVectors], t[kVectors], r[kVectors], p[kVectors], q[kVectors], v[kVectors];
   for (int j = 0; j < kVectors; ++j) {
     x[j] = _mm512_cvtps_pd(_mm256_loadu_ps(in + 8 * j));  // every input read before any output is written
     const __m512d y = _mm512_min_pd(_mm512_max_pd(_mm512_sub_pd(_mm512_setzero_pd(), x[j]), _mm512_set1_pd(-kLimit)), limit);
-    t[j] = _mm512_fmadd_pd(y, _mm512_set1_pd(1.4426950408889634), shifter);
+    t[j] = _mm512_fmadd_pd(y, _mm512_set1_pd(kLog2e), shifter);
     const __m512d k = _mm512_sub_pd(t[j], shifter);
-    r[j] = _mm512_fnmadd_pd(k, _mm512_set1_pd(6.93147180369123816490e-01), y);
-    r[j] = _mm512_fnmadd_pd(k, _mm512_set1_pd(1.90821492927058770002e-10), r[j]);
-    p[j] = _mm512_set1_pd(1.0 / 39916800.0);  // 1/11!
+    r[j] = _mm512_fnmadd_pd(k, _mm512_set1_pd(kLn2Hi), y);
+    r[j] = _mm512_fnmadd_pd(k, _mm512_set1_pd(kLn2Lo), r[j]);
+    p[j] = _mm512_set1_pd(kTaylorTop);
   }
   for (const double c : kTaylor)
     for (int j = 0; j < kVectors; ++j) p[j] = _mm512_fmadd_pd(p[j], r[j], _mm512_set1_pd(c));
@@ -80,10 +87,10 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) uint32_t logisticBlock512(c
     const __m512d up = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_add_epi32(a_bits, _mm256_set1_epi32(1))));
     const __m512d down = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_sub_epi32(a_bits, _mm256_set1_epi32(1))));
     const __m512d half = _mm512_set1_pd(0.5);
-    const __m512d av = _mm512_abs_pd(v[j]), margin = _mm512_mul_pd(av, _mm512_set1_pd(0x1p-40));
+    const __m512d av = _mm512_abs_pd(v[j]), margin = _mm512_mul_pd(av, _mm512_set1_pd(kMargin));
     __mmask8 ok = _mm512_cmp_pd_mask(_mm512_abs_pd(x[j]), limit, _CMP_LE_OQ);
     ok &= _mm512_cmp_pd_mask(a, _mm512_setzero_pd(), _CMP_GT_OQ);
-    ok &= _mm512_cmp_pd_mask(a, _mm512_set1_pd(3.4028234663852886e38), _CMP_LE_OQ);
+    ok &= _mm512_cmp_pd_mask(a, _mm512_set1_pd(kFloatMax), _CMP_LE_OQ);
     ok &= _mm512_cmp_pd_mask(_mm512_sub_pd(av, margin), _mm512_mul_pd(_mm512_add_pd(a, down), half), _CMP_GT_OQ);
     ok &= _mm512_cmp_pd_mask(_mm512_add_pd(av, margin), _mm512_mul_pd(_mm512_add_pd(a, up), half), _CMP_LT_OQ);
     done |= static_cast<uint32_t>(ok) << (8 * j);
@@ -95,7 +102,7 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) uint32_t logisticBlock512(c
 // division (correctly rounded, so within the same bound).
 template <bool kSwish>
 __attribute__((target("avx2,fma"))) uint32_t logisticBlock256(const float* in, float* out) {
-  const __m256d limit = _mm256_set1_pd(kLimit), shifter = _mm256_set1_pd(0x1.8p52), one = _mm256_set1_pd(1.0);
+  const __m256d limit = _mm256_set1_pd(kLimit), shifter = _mm256_set1_pd(kShifter), one = _mm256_set1_pd(1.0);
   const __m256d sign = _mm256_set1_pd(-0.0);
   uint32_t done = 0;
   for (int round = 0; round < kBlock / (4 * kVectors); ++round) {
@@ -104,11 +111,11 @@ __attribute__((target("avx2,fma"))) uint32_t logisticBlock256(const float* in, f
     for (int j = 0; j < kVectors; ++j) {
       x[j] = _mm256_cvtps_pd(_mm_loadu_ps(in + at + 4 * j));
       const __m256d y = _mm256_min_pd(_mm256_max_pd(_mm256_xor_pd(x[j], sign), _mm256_set1_pd(-kLimit)), limit);
-      t[j] = _mm256_fmadd_pd(y, _mm256_set1_pd(1.4426950408889634), shifter);
+      t[j] = _mm256_fmadd_pd(y, _mm256_set1_pd(kLog2e), shifter);
       const __m256d k = _mm256_sub_pd(t[j], shifter);
-      r[j] = _mm256_fnmadd_pd(k, _mm256_set1_pd(6.93147180369123816490e-01), y);
-      r[j] = _mm256_fnmadd_pd(k, _mm256_set1_pd(1.90821492927058770002e-10), r[j]);
-      p[j] = _mm256_set1_pd(1.0 / 39916800.0);  // 1/11!
+      r[j] = _mm256_fnmadd_pd(k, _mm256_set1_pd(kLn2Hi), y);
+      r[j] = _mm256_fnmadd_pd(k, _mm256_set1_pd(kLn2Lo), r[j]);
+      p[j] = _mm256_set1_pd(kTaylorTop);
     }
     for (const double c : kTaylor)
       for (int j = 0; j < kVectors; ++j) p[j] = _mm256_fmadd_pd(p[j], r[j], _mm256_set1_pd(c));
@@ -124,10 +131,10 @@ __attribute__((target("avx2,fma"))) uint32_t logisticBlock256(const float* in, f
       const __m256d up = _mm256_cvtps_pd(_mm_castsi128_ps(_mm_add_epi32(a_bits, _mm_set1_epi32(1))));
       const __m256d down = _mm256_cvtps_pd(_mm_castsi128_ps(_mm_sub_epi32(a_bits, _mm_set1_epi32(1))));
       const __m256d half = _mm256_set1_pd(0.5);
-      const __m256d av = _mm256_andnot_pd(sign, v), margin = _mm256_mul_pd(av, _mm256_set1_pd(0x1p-40));
+      const __m256d av = _mm256_andnot_pd(sign, v), margin = _mm256_mul_pd(av, _mm256_set1_pd(kMargin));
       __m256d ok = _mm256_cmp_pd(_mm256_andnot_pd(sign, x[j]), limit, _CMP_LE_OQ);
       ok = _mm256_and_pd(ok, _mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_GT_OQ));
-      ok = _mm256_and_pd(ok, _mm256_cmp_pd(a, _mm256_set1_pd(3.4028234663852886e38), _CMP_LE_OQ));
+      ok = _mm256_and_pd(ok, _mm256_cmp_pd(a, _mm256_set1_pd(kFloatMax), _CMP_LE_OQ));
       ok = _mm256_and_pd(ok, _mm256_cmp_pd(_mm256_sub_pd(av, margin), _mm256_mul_pd(_mm256_add_pd(a, down), half), _CMP_GT_OQ));
       ok = _mm256_and_pd(ok, _mm256_cmp_pd(_mm256_add_pd(av, margin), _mm256_mul_pd(_mm256_add_pd(a, up), half), _CMP_LT_OQ));
       done |= static_cast<uint32_t>(_mm256_movemask_pd(ok)) << (at + 4 * j);
