@@ -16,14 +16,15 @@
 
 #include "lib/exec/cost_model.h"
 #include "lib/exec/executable.h"
+#include "sim/vertex_view.h"
 
 namespace poprt::sim {
 
-#define POPRT_DECLARE_CODELET(name, id)                                                                   \
-  Status check##name(const exec::name##Params& p, const exec::Vertex& v);                                 \
-  void run##name(const exec::name##Params& p, const exec::Vertex& v, uint8_t* mem);                       \
-  uint64_t cycles##name(const exec::name##Params& p, const exec::Vertex& v, const exec::CostModel& cost); \
-  uint64_t flops##name(const exec::name##Params& p, const exec::Vertex& v);
+#define POPRT_DECLARE_CODELET(name, id)                                                                 \
+  Status check##name(const exec::name##Params& p, const VertexView& v);                                 \
+  void run##name(const exec::name##Params& p, const VertexView& v, uint8_t* mem);                       \
+  uint64_t cycles##name(const exec::name##Params& p, const VertexView& v, const exec::CostModel& cost); \
+  uint64_t flops##name(const exec::name##Params& p, const VertexView& v);
 POPRT_CODELETS(POPRT_DECLARE_CODELET)
 #undef POPRT_DECLARE_CODELET
 

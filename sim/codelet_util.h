@@ -9,6 +9,7 @@
 
 #include "lib/exec/executable.h"
 #include "lib/ops/graphcore_ops.h"
+#include "sim/vertex_view.h"
 
 namespace poprt::sim {
 
@@ -43,7 +44,7 @@ inline int64_t capMul(int64_t a, int64_t b) {
 }
 
 // `n` float32 fields, each 4-byte aligned.
-inline Status expectFloatFields(const exec::Vertex& v, size_t n, const char* what) {
+inline Status expectFloatFields(const VertexView& v, size_t n, const char* what) {
   if (v.fields.size() != n) return Error(std::string(what) + " vertex expects " + std::to_string(n) + " fields");
   for (const auto& f : v.fields)
     if (f.offset % 4 != 0) return Error(std::string(what) + " vertex has a misaligned field");

@@ -31,10 +31,10 @@ static_assert(listedInIdOrder(), "POPRT_CODELETS must list the kinds by id, from
 // A kind's entry: its functions behind signatures every kind shares.
 struct CodeletKind {
   Expected<VertexParams> (*decode)(const exec::Vertex&);
-  Status (*check)(const VertexParams&, const exec::Vertex&);
-  void (*run)(const VertexParams&, const exec::Vertex&, uint8_t*);
-  uint64_t (*cycles)(const VertexParams&, const exec::Vertex&, const exec::CostModel&);
-  uint64_t (*flops)(const VertexParams&, const exec::Vertex&);
+  Status (*check)(const VertexParams&, const VertexView&);
+  void (*run)(const VertexParams&, const VertexView&, uint8_t*);
+  uint64_t (*cycles)(const VertexParams&, const VertexView&, const exec::CostModel&);
+  uint64_t (*flops)(const VertexParams&, const VertexView&);
 };
 
 template <class P, auto Check, auto Run, auto Cycles, auto Flops>
@@ -43,12 +43,12 @@ constexpr CodeletKind kindOf() {
             POPRT_ASSIGN_OR_RETURN(P p, exec::decodeParams<P>(v));
             return VertexParams(p);
           },
-          [](const VertexParams& p, const exec::Vertex& v) { return Check(*std::get_if<P>(&p), v); },
-          [](const VertexParams& p, const exec::Vertex& v, uint8_t* mem) { Run(*std::get_if<P>(&p), v, mem); },
-          [](const VertexParams& p, const exec::Vertex& v, const exec::CostModel& cost) {
+          [](const VertexParams& p, const VertexView& v) { return Check(*std::get_if<P>(&p), v); },
+          [](const VertexParams& p, const VertexView& v, uint8_t* mem) { Run(*std::get_if<P>(&p), v, mem); },
+          [](const VertexParams& p, const VertexView& v, const exec::CostModel& cost) {
             return Cycles(*std::get_if<P>(&p), v, cost);
           },
-          [](const VertexParams& p, const exec::Vertex& v) { return Flops(*std::get_if<P>(&p), v); }};
+          [](const VertexParams& p, const VertexView& v) { return Flops(*std::get_if<P>(&p), v); }};
 }
 
 // The kind of id `codelet`, or nullptr for an id outside the list (a file may hold any number).
@@ -65,7 +65,7 @@ const CodeletKind* codeletKind(exec::Codelet codelet) {
 // Half vertices (dtype float16, every field binary16 except Fill's and Cast's, which handle their
 // dtypes themselves) run the float codelet on widened copies of their fields — fp16 storage, fp32
 // arithmetic, as the IPU's AMP accumulates — and narrow the output back (round to nearest even).
-bool isHalfArithmetic(const exec::Vertex& v) {
+bool isHalfArithmetic(const VertexView& v) {
   return v.dtype == DType::Float16 && v.codelet != exec::Codelet::Fill && v.codelet != exec::Codelet::Cast;
 }
 
@@ -85,13 +85,10 @@ Expected<exec::Vertex> widened(const exec::Vertex& v) {
   return wide;
 }
 
-void runHalfVertex(const CodeletKind& kind, const exec::Vertex& v, const VertexParams& params, uint8_t* mem) {
+void runHalfVertex(const CodeletKind& kind, const VertexView& v, const VertexParams& params, uint8_t* mem) {
   thread_local std::vector<float> arena;
-  thread_local exec::Vertex wide;
-  wide.tile = v.tile;
-  wide.codelet = v.codelet;
-  wide.dtype = DType::Float;
-  wide.fields.resize(v.fields.size());
+  thread_local std::vector<exec::Field> wide_fields;
+  wide_fields.resize(v.fields.size());
   uint64_t total = 0;
   for (const auto& f : v.fields) total += halfFieldFloats(f);
   arena.resize(total);
@@ -105,10 +102,10 @@ void runHalfVertex(const CodeletKind& kind, const exec::Vertex& v, const VertexP
       const auto* src = reinterpret_cast<const uint16_t*>(mem + f.offset);
       for (uint64_t k = 0; k < n; ++k) arena[at + k] = halfBitsToFloat(src[k]);
     }
-    wide.fields[i] = {at * 4, n * 4};
+    wide_fields[i] = {at * 4, n * 4};
     at += n;
   }
-  kind.run(params, wide, reinterpret_cast<uint8_t*>(arena.data()));
+  kind.run(params, VertexView(v.tile, v.codelet, DType::Float, wide_fields), reinterpret_cast<uint8_t*>(arena.data()));
   const exec::Field& out_field = v.fields[0];
   if (out_field.dtype == DType::Float) {
     std::memcpy(mem + out_field.offset, arena.data(), out_field.bytes);
@@ -145,7 +142,7 @@ Expected<VertexParams> prepareVertex(const exec::Vertex& v) {
   return params;
 }
 
-void runVertex(const exec::Vertex& v, const VertexParams& params, uint8_t* tile_memory) {
+void runVertex(const VertexView& v, const VertexParams& params, uint8_t* tile_memory) {
   const CodeletKind& kind = *codeletKind(v.codelet);
   if (isHalfArithmetic(v)) return runHalfVertex(kind, v, params, tile_memory);
   kind.run(params, v, tile_memory);

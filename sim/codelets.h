@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "lib/exec/executable.h"
+#include "sim/vertex_view.h"
 
 namespace poprt::sim {
 
@@ -27,7 +28,7 @@ inline Status checkVertex(const exec::Vertex& v) {
 // The params of a vertex prepareVertex (the verifier) has passed, decoded without checking again.
 VertexParams verifiedParams(const exec::Vertex& v);
 // Runs a prepared vertex on its tile's memory.
-void runVertex(const exec::Vertex& v, const VertexParams& params, uint8_t* tile_memory);
+void runVertex(const VertexView& v, const VertexParams& params, uint8_t* tile_memory);
 // Decodes and runs a checked vertex (tests and benchmarks; the engine runs prepared ones).
 void runVertex(const exec::Vertex& v, uint8_t* tile_memory);
 // Estimated tile cycles for a checked vertex on the target.

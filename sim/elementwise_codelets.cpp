@@ -81,7 +81,7 @@ void binaryRuns(const Op& op, const exec::BinaryParams& p, float* out, const flo
 
 // ---- Unary ---------------------------------------------------------------------------------------
 
-Status checkUnary(const exec::UnaryParams& p, const exec::Vertex& v) {
+Status checkUnary(const exec::UnaryParams& p, const VertexView& v) {
   POPRT_TRY(expectFloatFields(v, 2, "Unary"));
   if (p.fn < ops::UnaryFn{} || p.fn > ops::kLastUnaryFn || p.count < 0) return Error("Unary vertex has bad params");
   if (!fieldHolds(v.fields[0], p.count) || !fieldHolds(v.fields[1], p.count))
@@ -89,7 +89,7 @@ Status checkUnary(const exec::UnaryParams& p, const exec::Vertex& v) {
   return okStatus();
 }
 
-void runUnary(const exec::UnaryParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runUnary(const exec::UnaryParams& p, const VertexView& v, uint8_t* mem) {
   const int64_t n = p.count;
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
@@ -100,15 +100,15 @@ void runUnary(const exec::UnaryParams& p, const exec::Vertex& v, uint8_t* mem) {
   for (int64_t i = 0; i < n; ++i) out[i] = ops::applyUnaryF(p.fn, in[i]);
 }
 
-uint64_t cyclesUnary(const exec::UnaryParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesUnary(const exec::UnaryParams& p, const VertexView&, const exec::CostModel& cost) {
   return cost.kVertexOverheadCycles + cost.vectorCycles(count(p.count), ops::unaryCyclesPerVector(p.fn));
 }
 
-uint64_t flopsUnary(const exec::UnaryParams& p, const exec::Vertex&) { return count(p.count); }
+uint64_t flopsUnary(const exec::UnaryParams& p, const VertexView&) { return count(p.count); }
 
 // ---- Binary --------------------------------------------------------------------------------------
 
-Status checkBinary(const exec::BinaryParams& p, const exec::Vertex& v) {
+Status checkBinary(const exec::BinaryParams& p, const VertexView& v) {
   POPRT_TRY(expectFloatFields(v, 3, "Binary"));
   const int64_t rank = p.rank, count = p.count, begin = p.begin;
   if (rank < 0 || rank > 16) return Error("Binary vertex has bad rank");
@@ -143,7 +143,7 @@ Status checkBinary(const exec::BinaryParams& p, const exec::Vertex& v) {
   return okStatus();
 }
 
-void runBinary(const exec::BinaryParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runBinary(const exec::BinaryParams& p, const VertexView& v, uint8_t* mem) {
   float* out = f32(mem, v.fields[0]);
   const float* a = f32(mem, v.fields[1]);
   const float* b = f32(mem, v.fields[2]);
@@ -164,17 +164,17 @@ void runBinary(const exec::BinaryParams& p, const exec::Vertex& v, uint8_t* mem)
 }
 
 // A broadcast operand is read element by element: 3 cycles each.
-uint64_t cyclesBinary(const exec::BinaryParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesBinary(const exec::BinaryParams& p, const VertexView&, const exec::CostModel& cost) {
   const bool aligned = p.a_mode == exec::kAligned && p.b_mode == exec::kAligned;
   const uint64_t n = count(p.count);
   return cost.kVertexOverheadCycles + (aligned ? cost.vectorCycles(n) : 3 * n);
 }
 
-uint64_t flopsBinary(const exec::BinaryParams& p, const exec::Vertex&) { return count(p.count); }
+uint64_t flopsBinary(const exec::BinaryParams& p, const VertexView&) { return count(p.count); }
 
 // ---- Activation ----------------------------------------------------------------------------------
 
-Status checkActivation(const exec::ActivationParams& p, const exec::Vertex& v) {
+Status checkActivation(const exec::ActivationParams& p, const VertexView& v) {
   POPRT_TRY(expectFloatFields(v, 2, "Activation"));
   if (p.count < 0 || !isActivationKind(p.act.kind)) return Error("Activation vertex has bad params");
   if (!fieldHolds(v.fields[0], p.count) || !fieldHolds(v.fields[1], p.count))
@@ -182,22 +182,22 @@ Status checkActivation(const exec::ActivationParams& p, const exec::Vertex& v) {
   return okStatus();
 }
 
-void runActivation(const exec::ActivationParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runActivation(const exec::ActivationParams& p, const VertexView& v, uint8_t* mem) {
   activate(p.act.activation(), f32(mem, v.fields[1]), f32(mem, v.fields[0]), p.count);
 }
 
-uint64_t cyclesActivation(const exec::ActivationParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesActivation(const exec::ActivationParams& p, const VertexView&, const exec::CostModel& cost) {
   using K = ops::graphcore::ActivationKind;
   const K kind = p.act.kind;
   const uint64_t per = (kind == K::Sigmoid || kind == K::Tanh || kind == K::Swish) ? 4 : 1;
   return cost.kVertexOverheadCycles + cost.vectorCycles(count(p.count), per);
 }
 
-uint64_t flopsActivation(const exec::ActivationParams& p, const exec::Vertex&) { return count(p.count); }
+uint64_t flopsActivation(const exec::ActivationParams& p, const VertexView&) { return count(p.count); }
 
 // ---- Fill: any dtype of 1, 2, 4 or 8 bytes -------------------------------------------------------
 
-Status checkFill(const exec::FillParams& p, const exec::Vertex& v) {
+Status checkFill(const exec::FillParams& p, const VertexView& v) {
   if (v.fields.size() != 1 || p.count < 0) return Error("Fill vertex has bad fields or params");
   size_t esize = dtypeSize(v.dtype);
   if (esize == 0 || v.dtype == DType::Bool) {
@@ -209,7 +209,7 @@ Status checkFill(const exec::FillParams& p, const exec::Vertex& v) {
   return okStatus();
 }
 
-void runFill(const exec::FillParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runFill(const exec::FillParams& p, const VertexView& v, uint8_t* mem) {
   const double value = p.value;
   (void)dispatchNumeric(v.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -219,16 +219,16 @@ void runFill(const exec::FillParams& p, const exec::Vertex& v, uint8_t* mem) {
   });
 }
 
-uint64_t cyclesFill(const exec::FillParams& p, const exec::Vertex& v, const exec::CostModel& cost) {
+uint64_t cyclesFill(const exec::FillParams& p, const VertexView& v, const exec::CostModel& cost) {
   return cost.kVertexOverheadCycles + cost.storeCycles(count(p.count) * dtypeSize(v.dtype));
 }
 
-uint64_t flopsFill(const exec::FillParams&, const exec::Vertex&) { return 0; }
+uint64_t flopsFill(const exec::FillParams&, const VertexView&) { return 0; }
 
 // ---- Cast ----------------------------------------------------------------------------------------
 
 // Cast: float32 <-> float16 with lib/support/half.h's conversions, as the evaluator's Cast.
-Status checkCast(const exec::CastParams& p, const exec::Vertex& v) {
+Status checkCast(const exec::CastParams& p, const VertexView& v) {
   if (v.fields.size() != 2 || capMul(p.count, 4) < 0) return Error("Cast vertex has bad fields or params");
   const DType to = v.dtype, from = p.in_dtype;
   if (!((to == DType::Float && from == DType::Float16) || (to == DType::Float16 && from == DType::Float)))
@@ -241,7 +241,7 @@ Status checkCast(const exec::CastParams& p, const exec::Vertex& v) {
   return okStatus();
 }
 
-void runCast(const exec::CastParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runCast(const exec::CastParams& p, const VertexView& v, uint8_t* mem) {
   const int64_t n = p.count;
   if (v.dtype == DType::Float16) {
     const float* in = f32(mem, v.fields[1]);
@@ -254,10 +254,10 @@ void runCast(const exec::CastParams& p, const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t cyclesCast(const exec::CastParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesCast(const exec::CastParams& p, const VertexView&, const exec::CostModel& cost) {
   return cost.kVertexOverheadCycles + cost.vectorCycles(count(p.count));  // one conversion per lane of a float32 vector
 }
 
-uint64_t flopsCast(const exec::CastParams&, const exec::Vertex&) { return 0; }
+uint64_t flopsCast(const exec::CastParams&, const VertexView&) { return 0; }
 
 }  // namespace poprt::sim

@@ -269,7 +269,7 @@ namespace {
 // field from flushing the cache the running vertex works in.
 constexpr uint64_t kPrefetchBytes = 256 * 1024;
 
-void prefetchInputs(const exec::Vertex& v, const uint8_t* mem) {
+void prefetchInputs(const VertexView& v, const uint8_t* mem) {
   // GCC finds no side effect in a function of prefetches alone and drops calls to it: an empty
   // volatile asm is one it must keep.
   asm volatile("");
@@ -288,8 +288,8 @@ void prefetchInputs(const exec::Vertex& v, const uint8_t* mem) {
 // nothing writes); each worker runs the vertices of its tiles, in order, each after the moves of
 // the exchange before it that it makes itself (ExecutionPlan::vertex_moves).
 void Engine::runComputeSet(uint32_t index, bool split) {
-  const auto& vertices = plan_->sets[index];
-  const auto& params = plan_->params[index];
+  const auto& vertices = plan_->sets[index].vertices;
+  const auto& runs = plan_->sets[index].runs;
   const VertexMoves& moves = plan_->vertex_moves[index];
   uint8_t* const base = tiles_.base();
   auto work = [&](unsigned worker, unsigned workers) {
@@ -297,14 +297,16 @@ void Engine::runComputeSet(uint32_t index, bool split) {
       while (i < vertices.size() && !inShare(vertices[i].tile, worker, workers)) ++i;
       return i;
     };
+    const VertexRun* run = runs.data();
     for (size_t i = mine(0); i < vertices.size();) {
       const size_t next = mine(i + 1);
+      while (run->end <= i) ++run;
       if (!moves.ends.empty()) {
         const ExchangeMove* m = moves.moves.data();
         makeMoves(m + (i ? moves.ends[i - 1] : 0), m + moves.ends[i], tiles_.tile(vertices[i].tile), base);
       }
       if (next < vertices.size()) prefetchInputs(vertices[next], base);
-      runVertex(vertices[i], params[i], base);
+      runVertex(vertices[i], run->params, base);
       i = next;
     }
   };

@@ -73,7 +73,7 @@ struct ReadCluster {
   bool one_tile = true;
 };
 
-std::vector<ReadCluster> readClusters(const std::vector<exec::Vertex>& vertices, const std::vector<uint64_t>& tile_offsets) {
+std::vector<ReadCluster> readClusters(std::span<const VertexView> vertices, const std::vector<uint64_t>& tile_offsets) {
   struct Read {
     uint64_t begin, end;
     uint32_t vertex;
@@ -139,7 +139,7 @@ std::optional<std::vector<ByteRange>> orderedDestinations(const ExchangePlan& ex
 
 }  // namespace
 
-VertexMoves deferMovesToReaders(ExchangePlan& exchange, const std::vector<exec::Vertex>& vertices,
+VertexMoves deferMovesToReaders(ExchangePlan& exchange, std::span<const VertexView> vertices,
                                 const std::vector<uint64_t>& tile_offsets) {
   VertexMoves out;
   if (exchange.moves.empty() || vertices.empty()) return out;
@@ -152,7 +152,7 @@ VertexMoves deferMovesToReaders(ExchangePlan& exchange, const std::vector<exec::
     if (read_moved.overlaps(m.src, m.src + m.bytes)) return out;
   const std::vector<ReadCluster> clusters = readClusters(vertices, tile_offsets);
   std::vector<ByteRange> set_writes;
-  for (const exec::Vertex& v : vertices)
+  for (const VertexView& v : vertices)
     if (!v.fields.empty()) set_writes.push_back({v.fields[0].offset, v.fields[0].offset + v.fields[0].bytes});
   set_writes = mergeRanges(std::move(set_writes));
   RangeCursor read_written(set_writes);

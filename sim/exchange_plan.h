@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "lib/exec/executable.h"
+#include "sim/vertex_view.h"
 
 namespace poprt::sim {
 
@@ -56,7 +58,7 @@ struct VertexMoves {
 //    making the move).
 // (makeExecutionPlan calls it only for an exchange and a set that run once, one right after the
 // other, on the same side of every segment bound.)
-VertexMoves deferMovesToReaders(ExchangePlan& exchange, const std::vector<exec::Vertex>& vertices,
+VertexMoves deferMovesToReaders(ExchangePlan& exchange, std::span<const VertexView> vertices,
                                 const std::vector<uint64_t>& tile_offsets);
 // How many moves the plans of `exe` hold at most (its copies and gather pieces, before merging):
 // a few gather entries can stand for millions of pieces, so the verifier counts their memory

@@ -4,17 +4,30 @@
 #include "sim/tile_arena.h"
 
 namespace poprt::sim {
+namespace {
+
+// Whether b's params decode as a's do (a repeat in a packed PopEF shares its list: no compare).
+bool sameParams(const exec::Vertex& a, const exec::Vertex& b) {
+  return a.codelet == b.codelet && (a.params.sharesWith(b.params) || a.params == b.params) &&
+         (a.fparams.sharesWith(b.fparams) || a.fparams == b.fparams);
+}
+
+}  // namespace
 
 ExecutionPlan makeExecutionPlan(const exec::Executable& exe) {
   const std::vector<uint64_t> tile_offsets = TileArena::layout(exe.tile_bytes);
   ExecutionPlan plan;
   plan.exe = &exe;
   resolveVertexFields(exe, tile_offsets, plan);
-  plan.params.reserve(plan.sets.size());
-  for (const auto& vertices : plan.sets) {
-    auto& params = plan.params.emplace_back();
-    params.reserve(vertices.size());
-    for (const auto& v : vertices) params.push_back(verifiedParams(v));  // checked by the verifier already
+  for (size_t s = 0; s < plan.sets.size(); ++s) {
+    const auto& vertices = exe.compute_sets[s].vertices;
+    auto& runs = plan.sets[s].runs;
+    for (size_t i = 0; i < vertices.size(); ++i) {
+      if (i > 0 && sameParams(vertices[i - 1], vertices[i]))
+        runs.back().end = i + 1;
+      else  // checked by the verifier already
+        runs.push_back({i + 1, verifiedParams(vertices[i]), vertices[i].params});
+    }
   }
   plan.exchanges = planExchanges(exe, tile_offsets);
   plan.vertex_moves.resize(plan.sets.size());
@@ -37,7 +50,8 @@ ExecutionPlan makeExecutionPlan(const exec::Executable& exe) {
     const exec::Step &exchange = steps[i], &set = steps[i + 1];
     if (exchange.kind != exec::StepKind::Exchange || set.kind != exec::StepKind::Compute || bound[i + 1]) continue;
     if (exchange_runs[exchange.index] != 1 || set_runs[set.index] != 1) continue;
-    plan.vertex_moves[set.index] = deferMovesToReaders(plan.exchanges[exchange.index], plan.sets[set.index], tile_offsets);
+    plan.vertex_moves[set.index] =
+        deferMovesToReaders(plan.exchanges[exchange.index], plan.sets[set.index].vertices, tile_offsets);
   }
   return plan;
 }

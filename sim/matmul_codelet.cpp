@@ -21,7 +21,7 @@ const float* untransposed(const float* m, int64_t rows, int64_t cols, std::vecto
 
 }  // namespace
 
-Status checkMatMul(const exec::MatMulParams& p, const exec::Vertex& v) {
+Status checkMatMul(const exec::MatMulParams& p, const VertexView& v) {
   if (p.act && !isActivationKind(p.act->kind)) return Error("MatMul vertex has an unknown activation");
   if (p.bias_mode < exec::kBiasNone || p.bias_mode > exec::kBiasFull) return Error("MatMul vertex has a bad bias mode");
   POPRT_TRY(expectFloatFields(v, p.bias_mode == exec::kBiasNone ? 3 : 4, "MatMul"));
@@ -40,7 +40,7 @@ Status checkMatMul(const exec::MatMulParams& p, const exec::Vertex& v) {
   return okStatus();
 }
 
-void runMatMul(const exec::MatMulParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runMatMul(const exec::MatMulParams& p, const VertexView& v, uint8_t* mem) {
   const int64_t rows = p.rows, K = p.K, cols = p.cols;
   const float alpha = p.alpha, beta = p.beta;
   float* out = f32(mem, v.fields[0]);
@@ -69,14 +69,14 @@ void runMatMul(const exec::MatMulParams& p, const exec::Vertex& v, uint8_t* mem)
   if (p.act) activate(p.act->activation(), out, out, rows * cols);  // one span: sim/logistic.h runs blocks of 32
 }
 
-uint64_t cyclesMatMul(const exec::MatMulParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesMatMul(const exec::MatMulParams& p, const VertexView&, const exec::CostModel& cost) {
   const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
   const uint64_t macs = u(p.rows) * u(p.K) * u(p.cols);
   const uint64_t epilogue = u(p.rows) * u(p.cols);
   return cost.kVertexOverheadCycles + cost.macCycles(macs) + cost.vectorCycles(epilogue);
 }
 
-uint64_t flopsMatMul(const exec::MatMulParams& p, const exec::Vertex&) {  // a multiply-add counts 2, the bias 1 per output
+uint64_t flopsMatMul(const exec::MatMulParams& p, const VertexView&) {  // a multiply-add counts 2, the bias 1 per output
   const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
   return 2 * u(p.rows) * u(p.K) * u(p.cols) + (p.bias_mode != exec::kBiasNone ? u(p.rows) * u(p.cols) : 0);
 }

@@ -24,7 +24,7 @@ constexpr uint64_t kTranscendentalCycles = 4;  // exp/log/sqrt per element, as t
 int64_t rowsInSize(int64_t outer, int64_t extent, int64_t inner) { return capMul(capMul(outer, extent), inner); }
 
 // Fields [out, in], both [outer][extent][inner] (Softmax, CumSum).
-Status checkSameShapeRows(const exec::Vertex& v, int64_t outer, int64_t extent, int64_t inner, const std::string& what) {
+Status checkSameShapeRows(const VertexView& v, int64_t outer, int64_t extent, int64_t inner, const std::string& what) {
   POPRT_TRY(expectFloatFields(v, 2, what.c_str()));
   const int64_t size = rowsInSize(outer, extent, inner);
   if (size < 0) return Error(what + " vertex has bad sizes");
@@ -37,7 +37,7 @@ Status checkSameShapeRows(const exec::Vertex& v, int64_t outer, int64_t extent, 
 
 // ---- Reduce --------------------------------------------------------------------------------------
 
-Status checkReduce(const exec::ReduceParams& p, const exec::Vertex& v) {
+Status checkReduce(const exec::ReduceParams& p, const VertexView& v) {
   POPRT_TRY(expectFloatFields(v, 2, "Reduce"));
   if (rowsInSize(p.outer, p.extent, p.inner) < 0) return Error("Reduce vertex has bad sizes");
   if (p.kind < exec::kReduceSum || p.kind > exec::kLastReduceKind) return Error("Reduce vertex has an unknown kind");
@@ -47,7 +47,7 @@ Status checkReduce(const exec::ReduceParams& p, const exec::Vertex& v) {
   return okStatus();
 }
 
-void runReduce(const exec::ReduceParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runReduce(const exec::ReduceParams& p, const VertexView& v, uint8_t* mem) {
   const exec::ReduceKind kind = p.kind;
   const int64_t outer = p.outer, extent = p.extent, inner = p.inner;
   float* out = f32(mem, v.fields[0]);
@@ -117,24 +117,24 @@ void runReduce(const exec::ReduceParams& p, const exec::Vertex& v, uint8_t* mem)
   if (p.act) activate(p.act->activation(), out, out, outer * inner);
 }
 
-uint64_t cyclesReduce(const exec::ReduceParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesReduce(const exec::ReduceParams& p, const VertexView&, const exec::CostModel& cost) {
   const uint64_t n = static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);
   const uint64_t per = p.kind == exec::kReduceLogSumExp ? kTranscendentalCycles : 1;
   const uint64_t act = p.act ? cost.vectorCycles(static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.inner)) : 0;
   return cost.kVertexOverheadCycles + cost.vectorCycles(n, per) + act;
 }
 
-uint64_t flopsReduce(const exec::ReduceParams& p, const exec::Vertex&) {  // one per input element
+uint64_t flopsReduce(const exec::ReduceParams& p, const VertexView&) {  // one per input element
   return static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);
 }
 
 // ---- Softmax -------------------------------------------------------------------------------------
 
-Status checkSoftmax(const exec::SoftmaxParams& p, const exec::Vertex& v) {
+Status checkSoftmax(const exec::SoftmaxParams& p, const VertexView& v) {
   return checkSameShapeRows(v, p.outer, p.extent, p.inner, "Softmax");
 }
 
-void runSoftmax(const exec::SoftmaxParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runSoftmax(const exec::SoftmaxParams& p, const VertexView& v, uint8_t* mem) {
   const bool log = p.log;
   const int64_t outer = p.outer, extent = p.extent, inner = p.inner;
   float* out = f32(mem, v.fields[0]);
@@ -156,18 +156,18 @@ void runSoftmax(const exec::SoftmaxParams& p, const exec::Vertex& v, uint8_t* me
     }
 }
 
-uint64_t cyclesSoftmax(const exec::SoftmaxParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesSoftmax(const exec::SoftmaxParams& p, const VertexView&, const exec::CostModel& cost) {
   const uint64_t n = static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);
   return cost.kVertexOverheadCycles + cost.vectorCycles(n, 2 + kTranscendentalCycles);  // max, exp+sum, scale
 }
 
-uint64_t flopsSoftmax(const exec::SoftmaxParams& p, const exec::Vertex&) {  // max, exp, sum, scale
+uint64_t flopsSoftmax(const exec::SoftmaxParams& p, const VertexView&) {  // max, exp, sum, scale
   return 4 * static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);
 }
 
 // ---- Norm ----------------------------------------------------------------------------------------
 
-Status checkNorm(const exec::NormParams& p, const exec::Vertex& v) {
+Status checkNorm(const exec::NormParams& p, const VertexView& v) {
   if (v.fields.size() != 3 && v.fields.size() != 4) return Error("Norm vertex expects 3 or 4 fields");
   POPRT_TRY(expectFloatFields(v, v.fields.size(), "Norm"));
   const int64_t rows = p.rows, N = p.N, channels = p.channels, row_begin = p.row_begin;
@@ -182,7 +182,7 @@ Status checkNorm(const exec::NormParams& p, const exec::Vertex& v) {
   return okStatus();
 }
 
-void runNorm(const exec::NormParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runNorm(const exec::NormParams& p, const VertexView& v, uint8_t* mem) {
   const int64_t rows = p.rows, N = p.N, channels = p.channels, row_begin = p.row_begin;
   const bool per_row = p.per_row;
   const double eps = p.epsilon;
@@ -208,18 +208,18 @@ void runNorm(const exec::NormParams& p, const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t cyclesNorm(const exec::NormParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesNorm(const exec::NormParams& p, const VertexView&, const exec::CostModel& cost) {
   const uint64_t n = static_cast<uint64_t>(p.rows) * static_cast<uint64_t>(p.N);
   return cost.kVertexOverheadCycles + cost.vectorCycles(n, 3) + kTranscendentalCycles * static_cast<uint64_t>(p.rows);
 }
 
-uint64_t flopsNorm(const exec::NormParams& p, const exec::Vertex&) {  // mean, variance, normalise, scale, shift
+uint64_t flopsNorm(const exec::NormParams& p, const VertexView&) {  // mean, variance, normalise, scale, shift
   return 5 * static_cast<uint64_t>(p.rows) * static_cast<uint64_t>(p.N);
 }
 
 // ---- BatchNorm -----------------------------------------------------------------------------------
 
-Status checkBatchNorm(const exec::BatchNormParams& p, const exec::Vertex& v) {
+Status checkBatchNorm(const exec::BatchNormParams& p, const VertexView& v) {
   POPRT_TRY(expectFloatFields(v, 6, "BatchNorm"));
   const int64_t count = p.count, begin = p.begin, channels = p.channels, inner = p.inner, c0 = p.c_first, cn = p.c_count;
   for (int64_t x : {count, begin, channels, inner, c0, cn})
@@ -238,7 +238,7 @@ Status checkBatchNorm(const exec::BatchNormParams& p, const exec::Vertex& v) {
   return okStatus();
 }
 
-void runBatchNorm(const exec::BatchNormParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runBatchNorm(const exec::BatchNormParams& p, const VertexView& v, uint8_t* mem) {
   const int64_t count = p.count, begin = p.begin, channels = p.channels, inner = p.inner, c0 = p.c_first;
   const double eps = p.epsilon;
   float* out = f32(mem, v.fields[0]);
@@ -255,15 +255,15 @@ void runBatchNorm(const exec::BatchNormParams& p, const exec::Vertex& v, uint8_t
   }
 }
 
-uint64_t cyclesBatchNorm(const exec::BatchNormParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesBatchNorm(const exec::BatchNormParams& p, const VertexView&, const exec::CostModel& cost) {
   return cost.kVertexOverheadCycles + cost.vectorCycles(static_cast<uint64_t>(p.count));
 }
 
-uint64_t flopsBatchNorm(const exec::BatchNormParams& p, const exec::Vertex&) { return 4 * static_cast<uint64_t>(p.count); }
+uint64_t flopsBatchNorm(const exec::BatchNormParams& p, const VertexView&) { return 4 * static_cast<uint64_t>(p.count); }
 
 // ---- Attention -----------------------------------------------------------------------------------
 
-Status checkAttention(const exec::AttentionParams& p, const exec::Vertex& v) {
+Status checkAttention(const exec::AttentionParams& p, const VertexView& v) {
   POPRT_TRY(expectFloatFields(v, p.has_mask ? 5 : 4, "Attention"));
   const int64_t rows = p.rows, keys = p.keys, D = p.D, Dv = p.Dv;
   if (capMul(rows, D) < 0 || capMul(keys, D) < 0 || capMul(keys, Dv) < 0 || capMul(rows, keys) < 0 || capMul(rows, Dv) < 0)
@@ -274,7 +274,7 @@ Status checkAttention(const exec::AttentionParams& p, const exec::Vertex& v) {
   return okStatus();
 }
 
-void runAttention(const exec::AttentionParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runAttention(const exec::AttentionParams& p, const VertexView& v, uint8_t* mem) {
   const int64_t rows = p.rows, keys = p.keys, D = p.D, Dv = p.Dv;
   const double scale = p.scale;
   float* out = f32(mem, v.fields[0]);
@@ -298,25 +298,25 @@ void runAttention(const exec::AttentionParams& p, const exec::Vertex& v, uint8_t
   }
 }
 
-uint64_t cyclesAttention(const exec::AttentionParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesAttention(const exec::AttentionParams& p, const VertexView&, const exec::CostModel& cost) {
   const uint64_t rows = static_cast<uint64_t>(p.rows), keys = static_cast<uint64_t>(p.keys);
   const uint64_t macs = rows * keys * static_cast<uint64_t>(p.D + p.Dv);
   return cost.kVertexOverheadCycles + cost.macCycles(macs) + cost.vectorCycles(rows * keys, kTranscendentalCycles);
 }
 
 uint64_t flopsAttention(const exec::AttentionParams& p,
-                        const exec::Vertex&) {  // the two matmuls' multiply-adds, then the softmax
+                        const VertexView&) {  // the two matmuls' multiply-adds, then the softmax
   const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
   return 2 * u(p.rows) * u(p.keys) * u(p.D + p.Dv) + 4 * u(p.rows) * u(p.keys);
 }
 
 // ---- CumSum --------------------------------------------------------------------------------------
 
-Status checkCumSum(const exec::CumSumParams& p, const exec::Vertex& v) {
+Status checkCumSum(const exec::CumSumParams& p, const VertexView& v) {
   return checkSameShapeRows(v, p.outer, p.extent, p.inner, "CumSum");
 }
 
-void runCumSum(const exec::CumSumParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runCumSum(const exec::CumSumParams& p, const VertexView& v, uint8_t* mem) {
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
   thread_local std::vector<double> acc;
@@ -336,12 +336,12 @@ void runCumSum(const exec::CumSumParams& p, const exec::Vertex& v, uint8_t* mem)
   }
 }
 
-uint64_t cyclesCumSum(const exec::CumSumParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesCumSum(const exec::CumSumParams& p, const VertexView&, const exec::CostModel& cost) {
   const uint64_t n = static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);
   return cost.kVertexOverheadCycles + cost.vectorCycles(n);
 }
 
-uint64_t flopsCumSum(const exec::CumSumParams& p, const exec::Vertex&) {  // one add per element
+uint64_t flopsCumSum(const exec::CumSumParams& p, const VertexView&) {  // one add per element
   return static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);
 }
 

@@ -87,19 +87,28 @@ void resolveVertexFields(const exec::Executable& exe, const std::vector<uint64_t
                                      : WeightKey{w.stream, host, field.bytes, c.bytes, c.host_stride, phase};
     return first_copy.try_emplace(key, own).first->second;
   };
-  out.sets.reserve(exe.compute_sets.size());
-  for (const auto& cs : exe.compute_sets) {
-    auto& vertices = out.sets.emplace_back(cs.vertices);
-    for (auto& v : vertices)
+  out.sets.resize(exe.compute_sets.size());
+  for (size_t i = 0; i < exe.compute_sets.size(); ++i) {
+    const auto& vertices = exe.compute_sets[i].vertices;
+    PlannedSet& set = out.sets[i];
+    size_t count = 0;
+    for (const auto& v : vertices) count += v.fields.size();
+    set.fields.reserve(count);  // the views below point into it: it must not move
+    set.vertices.reserve(vertices.size());
+    for (const auto& v : vertices) {
+      const size_t first = set.fields.size();
       for (size_t f = 0; f < v.fields.size(); ++f) {
-        exec::Field& field = v.fields[f];
+        exec::Field field = v.fields[f];
         const uint64_t own = tile_offsets[v.tile] + field.offset;
         field.offset = f == 0 ? own : source(v.tile, field);  // fields[0] is written
         if (field.offset != own) {
           ++out.shared_fields;
           out.shared_bytes += field.bytes;
         }
+        set.fields.push_back(field);
       }
+      set.vertices.emplace_back(v.tile, v.codelet, v.dtype, std::span(set.fields).subspan(first, v.fields.size()));
+    }
   }
 }
 

@@ -18,9 +18,9 @@
 
 namespace poprt::sim {
 
-// Fills plan.sets with the compute sets' vertices, their fields as offsets from the base of an
-// arena laid out at `tile_offsets` (a weight field at the first copy of its bytes), and counts the
-// shared fields; for a verified `exe`.
+// Fills each of plan.sets with its compute set's vertices and their fields as offsets from the
+// base of an arena laid out at `tile_offsets` (a weight field at the first copy of its bytes), and
+// counts the shared fields; for a verified `exe`.
 void resolveVertexFields(const exec::Executable& exe, const std::vector<uint64_t>& tile_offsets, ExecutionPlan& plan);
 
 }  // namespace poprt::sim

@@ -24,6 +24,11 @@ namespace {
 
 int64_t floorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
+// a / s and a % s by a stride or dilation, mostly 1: a division takes tens of cycles, and a small
+// vertex's set-up made several per tap (a sixth of its time in resnet20_cifar's commonest vertex).
+int64_t divBy(int64_t a, int64_t s) { return s == 1 ? a : a / s; }
+int64_t modBy(int64_t a, int64_t s) { return s == 1 ? 0 : a % s; }
+
 // The geometry of a vertex, padded to three spatial dims.
 struct Window3 {
   int64_t in[3], out[3], kernel[3], stride[3], dil[3], start[3], pend[3];
@@ -226,11 +231,11 @@ constexpr int64_t kScratchFloats = int64_t{1} << 22;  // im2col scratch per chun
 // blocks of a few outputs with short kernels, nor for an STFT's 512 taps at a stride of 160.
 bool paddedProductPays(const Window3& w, int64_t Cg, int64_t Mb) {
   if (!(w.in[0] == 1 && w.out[0] == 1 && w.kernel[0] == 1 && w.start[0] == 0 && w.stride[1] <= 2 && w.stride[2] <= 2 &&
-        (w.kernel[2] - 1) * w.dil[2] / w.stride[2] <= w.out[2]))
+        divBy((w.kernel[2] - 1) * w.dil[2], w.stride[2]) <= w.out[2]))
     return false;
   const double h = static_cast<double>(w.out[1]), width = static_cast<double>(w.out[2]);
-  const double qw = width + static_cast<double>((w.kernel[2] - 1) * w.dil[2] / w.stride[2]);
-  const double qh = h + static_cast<double>((w.kernel[1] - 1) * w.dil[1] / w.stride[1]);
+  const double qw = width + static_cast<double>(divBy((w.kernel[2] - 1) * w.dil[2], w.stride[2]));
+  const double qh = h + static_cast<double>(divBy((w.kernel[1] - 1) * w.dil[1], w.stride[1]));
   const double planes = static_cast<double>(Cg * w.stride[1] * w.stride[2]) * qh * qw;
   const double product = qw == width ? 0 : 2 * static_cast<double>(Mb) * h * qw;
   return planes + product < static_cast<double>(Cg) * static_cast<double>(w.kernel[1] * w.kernel[2]) * h * width;
@@ -247,19 +252,20 @@ bool paddedProductPays(const Window3& w, int64_t Cg, int64_t Mb) {
 void convPadded(const Window3& w, const float* x, const float* wts, int64_t Cg, int64_t Mb, float* out) {
   const int64_t h = w.out[1], width = w.out[2], k1 = w.kernel[1], k2 = w.kernel[2];
   const int64_t s1 = w.stride[1], s2 = w.stride[2];
-  const int64_t qw = width + (k2 - 1) * w.dil[2] / s2, qh = h + (k1 - 1) * w.dil[1] / s1, plane = qh * qw;
+  const int64_t reach = divBy((k2 - 1) * w.dil[2], s2);  // of the taps, in columns of a phase plane
+  const int64_t qw = width + reach, qh = h + divBy((k1 - 1) * w.dil[1], s1), plane = qh * qw;
   const int64_t phases = s1 * s2, n = h * qw, rows = Cg * k1 * k2;
   thread_local std::vector<float> padded, product;
   thread_local std::vector<const float*> row_of;
   // Planes [c][phase], then the last line's overhang (read only by dropped columns).
-  padded.assign(static_cast<size_t>(Cg * phases * plane + (k2 - 1) * w.dil[2] / s2), 0.0f);
+  padded.assign(static_cast<size_t>(Cg * phases * plane + reach), 0.0f);
   for (int64_t c = 0; c < Cg; ++c)
     for (int64_t ry = 0; ry < s1; ++ry)
       for (int64_t rx = 0; rx < s2; ++rx) {
         float* q = padded.data() + (c * phases + ry * s2 + rx) * plane;
         // Columns xx with input column ix = start + xx*s2 + rx inside [0, in).
-        const int64_t first = w.start[2] + rx, x0 = first >= 0 ? 0 : (-first + s2 - 1) / s2;
-        const int64_t x1 = std::min(qw, w.in[2] - first <= 0 ? 0 : (w.in[2] - first + s2 - 1) / s2);
+        const int64_t first = w.start[2] + rx, x0 = first >= 0 ? 0 : divBy(-first + s2 - 1, s2);
+        const int64_t x1 = std::min(qw, w.in[2] - first <= 0 ? 0 : divBy(w.in[2] - first + s2 - 1, s2));
         for (int64_t yy = 0; yy < qh; ++yy) {
           const int64_t iy = w.start[1] + yy * s1 + ry;
           if (iy < 0 || iy >= w.in[1] || x1 <= x0) continue;
@@ -276,8 +282,8 @@ void convPadded(const Window3& w, const float* x, const float* wts, int64_t Cg, 
   for (int64_t ky = 0, k = 0; ky < k1; ++ky)
     for (int64_t kx = 0; kx < k2; ++kx) {
       const int64_t oy = ky * w.dil[1], ox = kx * w.dil[2];
-      const int64_t phase = (oy % s1) * s2 + ox % s2;
-      row_of[static_cast<size_t>(k++)] = padded.data() + phase * plane + oy / s1 * qw + ox / s2;
+      const int64_t phase = modBy(oy, s1) * s2 + modBy(ox, s2);
+      row_of[static_cast<size_t>(k++)] = padded.data() + phase * plane + divBy(oy, s1) * qw + divBy(ox, s2);
     }
   for (int64_t c = 1; c < Cg; ++c)
     for (int64_t k = 0; k < k1 * k2; ++k)
@@ -292,7 +298,7 @@ void convPadded(const Window3& w, const float* x, const float* wts, int64_t Cg, 
 
 }  // namespace
 
-Status checkConvPartial(const exec::ConvPartialParams& p, const exec::Vertex& v) {
+Status checkConvPartial(const exec::ConvPartialParams& p, const VertexView& v) {
   if (p.rank < 0 || p.rank > exec::kMaxWindowRank) return Error("ConvPartial vertex has a bad rank");
   if (p.act && !isActivationKind(p.act->kind)) return Error("ConvPartial vertex has an unknown activation");
   const int64_t groups = p.groups, in_ch = p.in_channels, out_ch = p.out_channels;
@@ -309,7 +315,7 @@ Status checkConvPartial(const exec::ConvPartialParams& p, const exec::Vertex& v)
   return okStatus();
 }
 
-void runConvPartial(const exec::ConvPartialParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runConvPartial(const exec::ConvPartialParams& p, const VertexView& v, uint8_t* mem) {
   const int64_t groups = p.groups, Cg = p.in_channels, Mb = p.out_channels;
   const Window3 w = windowOf(p);
   const int64_t Pin = w.inSize(), P = w.outSize(), K = w.kernelSize(), rows = Cg * K;
@@ -329,7 +335,7 @@ void runConvPartial(const exec::ConvPartialParams& p, const exec::Vertex& v, uin
   const bool padded =
       paddedProductPays(w, Cg, Mb) &&
       capMul(capMul(Cg, capMul(w.stride[1], w.stride[2])),
-             capMul(w.out[1] + (w.kernel[1] - 1) * w.dil[1] / w.stride[1] + 1, 2 * width + 1)) <= kScratchFloats &&
+             capMul(w.out[1] + divBy((w.kernel[1] - 1) * w.dil[1], w.stride[1]) + 1, 2 * width + 1)) <= kScratchFloats &&
       capMul(Mb, capMul(w.out[1], 2 * width + 1)) <= kScratchFloats;
   thread_local std::vector<float> col;
   for (int64_t g = 0; g < groups; ++g) {
@@ -366,7 +372,7 @@ void runConvPartial(const exec::ConvPartialParams& p, const exec::Vertex& v, uin
   if (p.act) activate(p.act->activation(), out, out, groups * Mb * P);
 }
 
-uint64_t cyclesConvPartial(const exec::ConvPartialParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesConvPartial(const exec::ConvPartialParams& p, const VertexView&, const exec::CostModel& cost) {
   const Window3 w = windowOf(p);
   // Every tap counts, padding included (the AMP runs whole kernel rows); then the epilogue.
   const double outputs = static_cast<double>(p.groups) * static_cast<double>(p.out_channels) * static_cast<double>(w.outSize());
@@ -375,7 +381,7 @@ uint64_t cyclesConvPartial(const exec::ConvPartialParams& p, const exec::Vertex&
   return cost.kVertexOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
 }
 
-uint64_t flopsConvPartial(const exec::ConvPartialParams& p, const exec::Vertex&) {
+uint64_t flopsConvPartial(const exec::ConvPartialParams& p, const VertexView&) {
   const Window3 w = windowOf(p);
   // As the cost model counts the taps (padding included); a bias adds one per output.
   const double outputs = static_cast<double>(p.groups) * static_cast<double>(p.out_channels) * static_cast<double>(w.outSize());
@@ -384,7 +390,7 @@ uint64_t flopsConvPartial(const exec::ConvPartialParams& p, const exec::Vertex&)
   return static_cast<uint64_t>(std::min(flops, 1e18));
 }
 
-Status checkPool(const exec::PoolParams& p, const exec::Vertex& v) {
+Status checkPool(const exec::PoolParams& p, const VertexView& v) {
   if (p.rank < 0 || p.rank > exec::kMaxWindowRank) return Error("Pool vertex has bad params");
   POPRT_TRY(expectFloatFields(v, 2, "Pool"));
   if (p.channels < 0 || p.channels > exec::kMaxWindowExtent) return Error("Pool vertex has a bad channel count");
@@ -396,7 +402,7 @@ Status checkPool(const exec::PoolParams& p, const exec::Vertex& v) {
   return okStatus();
 }
 
-void runPool(const exec::PoolParams& p, const exec::Vertex& v, uint8_t* mem) {
+void runPool(const exec::PoolParams& p, const VertexView& v, uint8_t* mem) {
   const int64_t channels = p.channels;
   const bool is_max = p.kind == exec::kPoolMax, include_pad = p.count_include_pad;
   const Window3 w = windowOf(p);
@@ -449,7 +455,7 @@ void runPool(const exec::PoolParams& p, const exec::Vertex& v, uint8_t* mem) {
   }
 }
 
-uint64_t cyclesPool(const exec::PoolParams& p, const exec::Vertex&, const exec::CostModel& cost) {
+uint64_t cyclesPool(const exec::PoolParams& p, const VertexView&, const exec::CostModel& cost) {
   const Window3 w = windowOf(p);
   const double outputs = static_cast<double>(p.channels) * static_cast<double>(w.outSize());
   const double taps = outputs * static_cast<double>(w.kernelSize());
@@ -457,7 +463,7 @@ uint64_t cyclesPool(const exec::PoolParams& p, const exec::Vertex&, const exec::
   return cost.kVertexOverheadCycles + static_cast<uint64_t>(std::min(cycles, 1e18));
 }
 
-uint64_t flopsPool(const exec::PoolParams& p, const exec::Vertex&) {
+uint64_t flopsPool(const exec::PoolParams& p, const VertexView&) {
   const Window3 w = windowOf(p);
   const double taps = static_cast<double>(p.channels) * static_cast<double>(w.outSize()) * static_cast<double>(w.kernelSize());
   return static_cast<uint64_t>(std::min(taps, 1e18));  // a compare or an add per tap

@@ -73,6 +73,8 @@ exec::Vertex vertexOn(uint32_t tile, std::vector<exec::Field> fields) {
   return v;
 }
 
+std::vector<VertexView> viewsOf(const std::vector<exec::Vertex>& vertices) { return {vertices.begin(), vertices.end()}; }
+
 ExchangePlan movesTo(uint32_t tile, std::vector<ExchangeMove> moves) {
   ExchangePlan plan;
   plan.runs.push_back({tile, moves.size()});
@@ -88,7 +90,7 @@ TEST(DeferMoves, TheFirstVertexReadingAnyByteOfAMoveMakesIt) {
       vertexOn(1, {{1024 + 800, 16}, {1024 + 16, 32}}),              // reads the second half of a
       vertexOn(1, {{1024 + 832, 16}, {1024, 32}, {1024 + 64, 16}}),  // a whole, then b
   };
-  const VertexMoves moves = deferMovesToReaders(plan, vertices, kTwoTiles);
+  const VertexMoves moves = deferMovesToReaders(plan, viewsOf(vertices), kTwoTiles);
   EXPECT_EQ(moves.ends, (std::vector<uint32_t>{0, 1, 2}));
   EXPECT_EQ(moves.moves, (std::vector<ExchangeMove>{a, b}));
   EXPECT_EQ(plan.moves, std::vector<ExchangeMove>{unread});
@@ -117,7 +119,7 @@ TEST(DeferMoves, MovesStayWhereTheOrderMatters) {
   };
   for (const Case& c : cases) {
     ExchangePlan plan = c.plan;
-    const VertexMoves moves = deferMovesToReaders(plan, c.vertices, kTwoTiles);
+    const VertexMoves moves = deferMovesToReaders(plan, viewsOf(c.vertices), kTwoTiles);
     EXPECT_TRUE(moves.moves.empty()) << c.what;
     EXPECT_EQ(plan.moves, c.plan.moves) << c.what;
   }

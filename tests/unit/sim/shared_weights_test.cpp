@@ -72,9 +72,9 @@ TEST(SharedWeights, IdenticalCopiesAreReadFromTheFirst) {
   arena.reset(e.tile_bytes);
   const ExecutionPlan r = makeExecutionPlan(e);
   // Fields as offsets from the arena's base: tile 1's weights are tile 0's copy, its output its own.
-  EXPECT_EQ(r.sets[0][1].fields[1].offset, arena.offset(0));
-  EXPECT_EQ(r.sets[0][1].fields[0].offset, arena.offset(1) + 32);
-  EXPECT_EQ(r.sets[0][2].fields[1].offset, arena.offset(2));
+  EXPECT_EQ(r.sets[0].vertices[1].fields[1].offset, arena.offset(0));
+  EXPECT_EQ(r.sets[0].vertices[1].fields[0].offset, arena.offset(1) + 32);
+  EXPECT_EQ(r.sets[0].vertices[2].fields[1].offset, arena.offset(2));
   const auto y = run(e);
   ASSERT_EQ(y.size(), 3u);
   EXPECT_EQ(y[0], (std::vector<float>{0, 2, 0, 4}));
