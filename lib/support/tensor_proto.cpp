@@ -286,9 +286,8 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto& p, const fs::path& mod
     if (p.raw_data().size() != need)
       return Error(label + ": raw_data has " + std::to_string(p.raw_data().size()) + " bytes, shape " + shapeToString(shape) +
                    " of " + std::string(dtypeName(d.dtype)) + " needs " + std::to_string(need));
-    Tensor t(d.dtype, shape);
-    std::copy(p.raw_data().begin(), p.raw_data().end(), t.bytes().begin());
-    return t;
+    const auto* raw = reinterpret_cast<const uint8_t*>(p.raw_data().data());
+    return Tensor(d.dtype, shape, std::vector<uint8_t>(raw, raw + need));  // copied once, not zeroed first
   }
   return fromTypedField(p, d.dtype, shape, d.n, label);
 }
