@@ -124,6 +124,32 @@ void BM_ConvPartialOneChannel(benchmark::State& state) {
 }
 BENCHMARK(BM_ConvPartialOneChannel);
 
+// fastestdet's first conv, the model's costliest step on the simulator: 3 output channels of one
+// row of 176 from 3 input channels' 2 rows of 352, a 3x3 kernel at stride 2 (padding 1), bias and
+// Relu. A strided window: every tap reads every other input column.
+void BM_ConvPartialStride2(benchmark::State& state) {
+  const int64_t W = 352, OW = 176;
+  const uint64_t out_bytes = 3 * OW * 4, in_bytes = 3 * 2 * W * 4, w_bytes = 3 * 27 * 4, b_bytes = 3 * 4;
+  std::vector<uint8_t> mem(out_bytes + in_bytes + w_bytes + b_bytes, 0);
+  Vertex v{
+      0,
+      Codelet::ConvPartial,
+      poprt::DType::Float,
+      {Field{0, out_bytes}, Field{out_bytes, in_bytes}, Field{out_bytes + in_bytes, w_bytes},
+       Field{out_bytes + in_bytes + w_bytes, b_bytes}},
+      // rank 2, 1 group, 3 in, 3 out, bias; in [2, W], out [1, OW], kernel 3x3, stride 2, dilation 1,
+      // start [-1, -1], Relu
+      {2, 1, 3, 3, 1, 2, W, 1, OW, 3, 3, 2, 2, 1, 1, -1, -1, static_cast<int64_t>(poprt::ops::graphcore::ActivationKind::Relu)},
+      {0, 0, 0, 0}};
+  auto params = poprt::sim::prepareVertex(v);
+  if (!params.ok()) return state.SkipWithError(params.error().message().c_str());
+  for (auto _ : state) {
+    poprt::sim::runVertex(v, *params, mem.data());
+    benchmark::DoNotOptimize(mem.data());
+  }
+}
+BENCHMARK(BM_ConvPartialStride2);
+
 // The kernels under each instruction set this CPU has (arg 0: Portable, 1: AVX2, 2: AVX-512),
 // on the shapes the small models run most: the last one the CPU has is what runs.
 bool pickIsa(benchmark::State& state, poprt::sim::SimdIsa& isa) {
