@@ -100,6 +100,31 @@ POPRT_VECTOR_CLONES void copyStrided(const float* src, int64_t stride, int64_t n
   }
 }
 
+// One tap of a pool across outputs: for q < n, acc[q] takes src[q * stride] (Max: when greater, or
+// when it is a NaN, which then stays; Avg: added). Strides 1 and 2 get loops of their own, which
+// the compiler vectorises.
+template <bool kMax, int64_t kStride>
+void poolTapAs(const float* src, int64_t stride, int64_t n, float* acc) {
+  const int64_t s = kStride > 0 ? kStride : stride;
+  for (int64_t q = 0; q < n; ++q) {
+    const float v = src[q * s];
+    if constexpr (kMax)
+      acc[q] = v > acc[q] || v != v ? v : acc[q];
+    else
+      acc[q] += v;
+  }
+}
+POPRT_VECTOR_CLONES void poolTap(bool is_max, const float* src, int64_t stride, int64_t n, float* acc) {
+  if (is_max) {
+    if (stride == 1) return poolTapAs<true, 1>(src, stride, n, acc);
+    if (stride == 2) return poolTapAs<true, 2>(src, stride, n, acc);
+    return poolTapAs<true, 0>(src, stride, n, acc);
+  }
+  if (stride == 1) return poolTapAs<false, 1>(src, stride, n, acc);
+  if (stride == 2) return poolTapAs<false, 2>(src, stride, n, acc);
+  return poolTapAs<false, 0>(src, stride, n, acc);
+}
+
 // validOutputs for every tap of each dim, worked out once per vertex: ranges[d][k].
 void tapOutputRanges(const Window3& w, std::vector<std::pair<int64_t, int64_t>> (&ranges)[3]) {
   for (int d = 0; d < 3; ++d) {
@@ -412,13 +437,19 @@ void runPool(const exec::PoolParams& p, const VertexView& v, uint8_t* mem) {
   const int64_t channels = p.channels;
   const bool is_max = p.kind == exec::kPoolMax, include_pad = p.count_include_pad;
   const Window3 w = windowOf(p);
-  const int64_t Pin = w.inSize(), P = w.outSize();
+  const int64_t Pin = w.inSize(), P = w.outSize(), width = w.out[2];
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
   if (P == 0 || channels == 0) return;
   thread_local std::vector<Taps> taps[3];
   for (int d = 0; d < 3; ++d) outputTaps(w, d, taps[d]);
-  const float nan = std::numeric_limits<float>::quiet_NaN();
+  thread_local std::vector<std::pair<int64_t, int64_t>> ranges[3];
+  tapOutputRanges(w, ranges);
+  // A row of outputs at a time, tap by tap across the row (each output still takes its taps in
+  // order, so the same bits): the taps' loads are vectors, not one output's window at a time.
+  thread_local std::vector<float> acc;
+  acc.resize(static_cast<size_t>(width));
+  const float nan = std::numeric_limits<float>::quiet_NaN(), empty = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
   for (int64_t c = 0; c < channels; ++c) {
     const float* x = in + c * Pin;
     float* o = out + c * P;
@@ -426,35 +457,30 @@ void runPool(const exec::PoolParams& p, const VertexView& v, uint8_t* mem) {
       const Taps& tz = taps[0][static_cast<size_t>(oz)];
       for (int64_t oy = 0; oy < w.out[1]; ++oy) {
         const Taps& ty = taps[1][static_cast<size_t>(oy)];
-        for (int64_t ox = 0; ox < w.out[2]; ++ox) {
-          const Taps& tx = taps[2][static_cast<size_t>(ox)];
-          float acc = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
-          bool saw_nan = false;
-          for (int64_t kz = tz.lo; kz < tz.hi; ++kz) {
-            const int64_t iz = tz.first + kz * w.dil[0];
-            for (int64_t ky = ty.lo; ky < ty.hi; ++ky) {
-              const float* row = x + (iz * w.in[1] + ty.first + ky * w.dil[1]) * w.in[2];
-              if (is_max) {
-                for (int64_t kx = tx.lo; kx < tx.hi; ++kx) {
-                  const float val = row[tx.first + kx * w.dil[2]];
-                  saw_nan |= val != val;
-                  acc = val > acc ? val : acc;
-                }
-              } else {
-                for (int64_t kx = tx.lo; kx < tx.hi; ++kx) acc += row[tx.first + kx * w.dil[2]];
-              }
+        std::fill(acc.begin(), acc.end(), empty);
+        for (int64_t kz = tz.lo; kz < tz.hi; ++kz) {
+          const int64_t iz = tz.first + kz * w.dil[0];
+          for (int64_t ky = ty.lo; ky < ty.hi; ++ky) {
+            const float* row = x + (iz * w.in[1] + ty.first + ky * w.dil[1]) * w.in[2];
+            for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
+              const auto [lo, hi] = ranges[2][static_cast<size_t>(kx)];
+              if (lo < hi)
+                poolTap(is_max, row + w.start[2] + lo * w.stride[2] + kx * w.dil[2], w.stride[2], hi - lo, acc.data() + lo);
             }
           }
-          float result;
+        }
+        float* orow = o + (oz * w.out[1] + oy) * width;
+        for (int64_t ox = 0; ox < width; ++ox) {
+          const float a = acc[static_cast<size_t>(ox)];
           if (is_max) {
-            result = saw_nan ? nan : acc;
+            orow[ox] = a != a ? nan : a;  // a NaN tap wins (poolTap keeps it)
           } else {
+            const Taps& tx = taps[2][static_cast<size_t>(ox)];
             const double count =
                 include_pad ? static_cast<double>(tz.padded) * static_cast<double>(ty.padded) * static_cast<double>(tx.padded)
                             : static_cast<double>((tz.hi - tz.lo) * (ty.hi - ty.lo) * (tx.hi - tx.lo));
-            result = static_cast<float>(static_cast<double>(acc) / count);
+            orow[ox] = static_cast<float>(static_cast<double>(a) / count);
           }
-          o[(oz * w.out[1] + oy) * w.out[2] + ox] = result;
         }
       }
     }
