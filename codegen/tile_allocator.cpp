@@ -11,7 +11,8 @@ uint64_t align8(uint64_t bytes) { return (bytes + 7) & ~uint64_t{7}; }
 
 uint64_t TileAllocator::place(uint32_t tile, uint64_t start, uint64_t bytes) {
   Tile& t = tiles_[tile];
-  t.live.emplace(start, Block{bytes, 0, 0});
+  // At the top (most blocks), the new one comes last: no search.
+  t.live.emplace_hint(start >= t.top ? t.live.end() : t.live.lower_bound(start), start, Block{bytes, 0, 0});
   t.top = std::max(t.top, start + bytes);
   new_.emplace_back(tile, start);
   return start;
@@ -71,7 +72,7 @@ uint64_t TileAllocator::allocatePersistent(uint32_t tile, uint64_t bytes) {
   bytes = align8(bytes);
   if (bytes == 0) return 0;
   const uint64_t start = t.persistent_top;
-  t.persistent.emplace(start, Block{bytes, 0, 0});
+  t.persistent.emplace_hint(t.persistent.end(), start, Block{bytes, 0, 0});  // above every other
   t.persistent_top += bytes;
   return start | kPersistent;
 }
@@ -110,6 +111,12 @@ std::optional<uint64_t> TileAllocator::blockAt(uint32_t tile, uint64_t offset) c
   --it;
   if (offset < it->first + it->second.bytes) return it->first | flag;
   return std::nullopt;
+}
+
+TileAllocator::Block* TileAllocator::liveBlock(uint32_t tile, uint64_t start) {
+  auto& live = tiles_.at(tile).live;
+  auto it = live.find(start);
+  return it == live.end() ? nullptr : &it->second;
 }
 
 TileAllocator::Block& TileAllocator::block(uint32_t tile, uint64_t start) {

@@ -41,6 +41,8 @@ class TileAllocator {
   // The live block holding byte `offset` (provisional for persistent ones): its start, or nullopt.
   std::optional<uint64_t> blockAt(uint32_t tile, uint64_t offset) const;
   Block& block(uint32_t tile, uint64_t start);
+  // The live main-region block starting at `start`, or nullptr.
+  Block* liveBlock(uint32_t tile, uint64_t start);
   const std::map<uint64_t, Block>& liveBlocks(uint32_t tile) const { return tiles_.at(tile).live; }
   const std::map<uint64_t, Block>& persistentBlocks(uint32_t tile) const { return tiles_.at(tile).persistent; }
   // Main-region blocks allocated since the last call, as (tile, start), for their owner to claim.

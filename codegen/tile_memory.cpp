@@ -75,8 +75,9 @@ void TileMemory::release(const ir::Value* v) {
 void TileMemory::endStep(const std::string& node, uint32_t program_steps) {
   std::vector<std::pair<uint32_t, uint64_t>> unheld;
   for (const auto& [tile, start] : alloc_.takeNew()) {
-    if (alloc_.blockAt(tile, start) != start) continue;  // freed since
-    TileAllocator::Block& b = alloc_.block(tile, start);
+    TileAllocator::Block* live = alloc_.liveBlock(tile, start);
+    if (!live) continue;  // freed since
+    TileAllocator::Block& b = *live;
     if (b.holders > 0) continue;
     if (b.label == 0) {
       b.label = label("buffers of node '" + node + "'", Kind::ExchangeBuffer);
