@@ -11,7 +11,8 @@
 namespace poprt::sim {
 
 // A vertex's params decoded into its kind's struct (alternative id - 1), its arrays viewing the
-// vertex's own params: the engine decodes each vertex once, when it prepares the program.
+// vertex's params list: the engine decodes them once for each run of vertices that share them,
+// when it plans the program (sim/execution_plan.h).
 using VertexParams = std::variant<
 #define POPRT_CODELET_PARAMS(name, id) exec::name##Params,
     POPRT_CODELETS(POPRT_CODELET_PARAMS)

@@ -433,6 +433,19 @@ Status checkPool(const exec::PoolParams& p, const VertexView& v) {
   return okStatus();
 }
 
+namespace {
+
+// A pool's result for one output from the sum or max of its taps (a Max's NaN: poolTap keeps it).
+float poolResult(bool is_max, bool include_pad, float acc, const Taps& tz, const Taps& ty, const Taps& tx) {
+  if (is_max) return acc != acc ? std::numeric_limits<float>::quiet_NaN() : acc;
+  const double count = include_pad
+                           ? static_cast<double>(tz.padded) * static_cast<double>(ty.padded) * static_cast<double>(tx.padded)
+                           : static_cast<double>((tz.hi - tz.lo) * (ty.hi - ty.lo) * (tx.hi - tx.lo));
+  return static_cast<float>(static_cast<double>(acc) / count);
+}
+
+}  // namespace
+
 void runPool(const exec::PoolParams& p, const VertexView& v, uint8_t* mem) {
   const int64_t channels = p.channels;
   const bool is_max = p.kind == exec::kPoolMax, include_pad = p.count_include_pad;
@@ -443,13 +456,42 @@ void runPool(const exec::PoolParams& p, const VertexView& v, uint8_t* mem) {
   if (P == 0 || channels == 0) return;
   thread_local std::vector<Taps> taps[3];
   for (int d = 0; d < 3; ++d) outputTaps(w, d, taps[d]);
-  thread_local std::vector<std::pair<int64_t, int64_t>> ranges[3];
-  tapOutputRanges(w, ranges);
-  // A row of outputs at a time, tap by tap across the row (each output still takes its taps in
-  // order, so the same bits): the taps' loads are vectors, not one output's window at a time.
-  thread_local std::vector<float> acc;
-  acc.resize(static_cast<size_t>(width));
-  const float nan = std::numeric_limits<float>::quiet_NaN(), empty = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  const float empty = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  // A row of outputs at a time, tap by tap across the row, in vectors (each output still takes
+  // its taps in the same order: the same bits), where a row has at least as many outputs as its
+  // kernel has taps; else (a global pool, a window wider than the input) one output at a time,
+  // over only the taps inside the input, as the work must stay bounded by what the window reads.
+  if (w.kernel[2] <= width) {
+    thread_local std::vector<std::pair<int64_t, int64_t>> row_taps;  // per tap kx: the outputs it reaches
+    row_taps.resize(static_cast<size_t>(w.kernel[2]));
+    for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
+      auto& [lo, hi] = row_taps[static_cast<size_t>(kx)];
+      validOutputs(w, 2, kx * w.dil[2], lo, hi);
+    }
+    thread_local std::vector<float> acc;
+    acc.resize(static_cast<size_t>(width));
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t oz = 0; oz < w.out[0]; ++oz) {
+        const Taps& tz = taps[0][static_cast<size_t>(oz)];
+        for (int64_t oy = 0; oy < w.out[1]; ++oy) {
+          const Taps& ty = taps[1][static_cast<size_t>(oy)];
+          std::fill(acc.begin(), acc.end(), empty);
+          for (int64_t kz = tz.lo; kz < tz.hi; ++kz)
+            for (int64_t ky = ty.lo; ky < ty.hi; ++ky) {
+              const float* row = in + c * Pin + ((tz.first + kz * w.dil[0]) * w.in[1] + ty.first + ky * w.dil[1]) * w.in[2];
+              for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
+                const auto [lo, hi] = row_taps[static_cast<size_t>(kx)];
+                if (lo < hi)
+                  poolTap(is_max, row + w.start[2] + lo * w.stride[2] + kx * w.dil[2], w.stride[2], hi - lo, acc.data() + lo);
+              }
+            }
+          float* orow = out + c * P + (oz * w.out[1] + oy) * width;
+          for (int64_t ox = 0; ox < width; ++ox)
+            orow[ox] = poolResult(is_max, include_pad, acc[static_cast<size_t>(ox)], tz, ty, taps[2][static_cast<size_t>(ox)]);
+        }
+      }
+    return;
+  }
   for (int64_t c = 0; c < channels; ++c) {
     const float* x = in + c * Pin;
     float* o = out + c * P;
@@ -457,30 +499,23 @@ void runPool(const exec::PoolParams& p, const VertexView& v, uint8_t* mem) {
       const Taps& tz = taps[0][static_cast<size_t>(oz)];
       for (int64_t oy = 0; oy < w.out[1]; ++oy) {
         const Taps& ty = taps[1][static_cast<size_t>(oy)];
-        std::fill(acc.begin(), acc.end(), empty);
-        for (int64_t kz = tz.lo; kz < tz.hi; ++kz) {
-          const int64_t iz = tz.first + kz * w.dil[0];
-          for (int64_t ky = ty.lo; ky < ty.hi; ++ky) {
-            const float* row = x + (iz * w.in[1] + ty.first + ky * w.dil[1]) * w.in[2];
-            for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
-              const auto [lo, hi] = ranges[2][static_cast<size_t>(kx)];
-              if (lo < hi)
-                poolTap(is_max, row + w.start[2] + lo * w.stride[2] + kx * w.dil[2], w.stride[2], hi - lo, acc.data() + lo);
+        for (int64_t ox = 0; ox < width; ++ox) {
+          const Taps& tx = taps[2][static_cast<size_t>(ox)];
+          float acc = empty;
+          for (int64_t kz = tz.lo; kz < tz.hi; ++kz) {
+            const int64_t iz = tz.first + kz * w.dil[0];
+            for (int64_t ky = ty.lo; ky < ty.hi; ++ky) {
+              const float* row = x + (iz * w.in[1] + ty.first + ky * w.dil[1]) * w.in[2];
+              for (int64_t kx = tx.lo; kx < tx.hi; ++kx) {
+                const float val = row[tx.first + kx * w.dil[2]];
+                if (is_max)
+                  acc = val > acc || val != val ? val : acc;
+                else
+                  acc += val;
+              }
             }
           }
-        }
-        float* orow = o + (oz * w.out[1] + oy) * width;
-        for (int64_t ox = 0; ox < width; ++ox) {
-          const float a = acc[static_cast<size_t>(ox)];
-          if (is_max) {
-            orow[ox] = a != a ? nan : a;  // a NaN tap wins (poolTap keeps it)
-          } else {
-            const Taps& tx = taps[2][static_cast<size_t>(ox)];
-            const double count =
-                include_pad ? static_cast<double>(tz.padded) * static_cast<double>(ty.padded) * static_cast<double>(tx.padded)
-                            : static_cast<double>((tz.hi - tz.lo) * (ty.hi - ty.lo) * (tx.hi - tx.lo));
-            orow[ox] = static_cast<float>(static_cast<double>(a) / count);
-          }
+          o[(oz * w.out[1] + oy) * width + ox] = poolResult(is_max, include_pad, acc, tz, ty, tx);
         }
       }
     }

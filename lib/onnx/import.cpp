@@ -210,13 +210,13 @@ Expected<ir::Model> importModel(const std::filesystem::path& path, const ImportO
   // message holds: a ViT-B/16 is 344 MB, and its import took a third of the compile so.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Error(path.string() + ": cannot open: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};  // on every way out, an allocation failure's exception included
   onnx::ModelProto proto;
-  bool parsed = false;
-  {
-    google::protobuf::io::FileInputStream in(fd, 1 << 20);
-    parsed = size > 0 && proto.ParseFromZeroCopyStream(&in) && in.GetErrno() == 0;
-  }
-  ::close(fd);
+  google::protobuf::io::FileInputStream in(fd, 1 << 20);
+  const bool parsed = size > 0 && proto.ParseFromZeroCopyStream(&in) && in.GetErrno() == 0;
   if (!parsed) return Error(path.string() + ": not a valid ONNX model (protobuf parse failed)");
   std::filesystem::path dir = path.parent_path();
   if (dir.empty()) dir = ".";

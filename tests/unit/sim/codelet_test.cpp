@@ -707,6 +707,31 @@ TEST(PoolCodelet, GlobalPoolsAndNaN) {
   checkPool("GlobalMaxPool", {{4, 4}, 2, 2, 2}, false, false, 0, -1, x);
 }
 
+// A window far wider than the input (a PopEF is untrusted: the checks bound a kernel by 2^24 a
+// dim, not by the input): each output pools the few taps inside the input, and the work stays
+// bounded by them, not by the kernel.
+TEST(PoolCodelet, AWindowWiderThanTheInputCostsOnlyItsTapsInside) {
+  const int64_t K = exec::kMaxWindowExtent;
+  const std::vector<float> x = {1.5f, -4.0f, 3.25f};  // in [1, 3]
+  for (const exec::PoolKind kind : {exec::kPoolMax, exec::kPoolAvg}) {
+    TileMemory mem;
+    exec::Field out = mem.add(std::vector<float>(4, 7.f));
+    exec::Field fin = mem.add(x);
+    // rank 2, 1 channel; in [1, 3], out [2, 2], kernel [K, K], strides 1, dilations 1, starts
+    // [-K/2, -K/2], padded ends [1 + K, 3 + K]: every output's window holds the whole input.
+    exec::Vertex v{0,
+                   exec::Codelet::Pool,
+                   DType::Float,
+                   {out, fin},
+                   {2, 1, kind, 0, 1, 3, 2, 2, K, K, 1, 1, 1, 1, -K / 2, -K / 2, 1 + K, 3 + K},
+                   {}};
+    ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
+    runVertex(v, mem.bytes.data());
+    const float want = kind == exec::kPoolMax ? 3.25f : static_cast<float>((1.5 + -4.0 + 3.25) / 3);
+    EXPECT_EQ(mem.read(out), std::vector<float>(4, want));
+  }
+}
+
 TEST(CheckVertex, RefusesInconsistentWindowVertices) {
   // A valid 2-D ConvPartial: 1 group, 2 -> 3 channels, in 4x4, out 2x2, kernel 3x3.
   exec::Vertex conv{0,
