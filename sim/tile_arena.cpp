@@ -70,7 +70,7 @@ void TileArena::reset(const std::vector<uint64_t>& sizes) {
   if (p == MAP_FAILED) throw std::bad_alloc();
   const auto start = reinterpret_cast<uintptr_t>(p), aligned = roundUp(start, kHugePage);
   if (aligned > start) munmap(p, aligned - start);
-  if (aligned < start + kHugePage) munmap(reinterpret_cast<void*>(aligned + mapped_), start + kHugePage - aligned);
+  munmap(reinterpret_cast<void*>(aligned + mapped_), start + kHugePage - aligned);  // never empty: aligned < start + kHugePage
   base_ = reinterpret_cast<uint8_t*>(aligned);
   madvise(base_, mapped_, MADV_HUGEPAGE);  // a hint: refused or ignored, nothing else changes
   for (size_t t = 0; t < sizes.size(); ++t) {

@@ -100,16 +100,19 @@ POPRT_VECTOR_CLONES void copyStrided(const float* src, int64_t stride, int64_t n
   }
 }
 
-// One tap of a pool across outputs: for q < n, acc[q] takes src[q * stride] (Max: when greater, or
-// when it is a NaN, which then stays; Avg: added). Strides 1 and 2 get loops of their own, which
-// the compiler vectorises.
+// A Max pool's step: v when greater, or when it is a NaN (which then stays, so a window with a
+// NaN tap ends NaN, whatever follows).
+inline float maxStep(float v, float acc) { return v > acc || v != v ? v : acc; }
+
+// One tap of a pool across outputs: for q < n, acc[q] takes src[q * stride] (Max: maxStep; Avg:
+// added). Strides 1 and 2 get loops of their own, which the compiler vectorises.
 template <bool kMax, int64_t kStride>
 void poolTapAs(const float* src, int64_t stride, int64_t n, float* acc) {
   const int64_t s = kStride > 0 ? kStride : stride;
   for (int64_t q = 0; q < n; ++q) {
     const float v = src[q * s];
     if constexpr (kMax)
-      acc[q] = v > acc[q] || v != v ? v : acc[q];
+      acc[q] = maxStep(v, acc[q]);
     else
       acc[q] += v;
   }
@@ -125,15 +128,17 @@ POPRT_VECTOR_CLONES void poolTap(bool is_max, const float* src, int64_t stride, 
   return poolTapAs<false, 0>(src, stride, n, acc);
 }
 
-// validOutputs for every tap of each dim, worked out once per vertex: ranges[d][k].
-void tapOutputRanges(const Window3& w, std::vector<std::pair<int64_t, int64_t>> (&ranges)[3]) {
-  for (int d = 0; d < 3; ++d) {
-    ranges[d].resize(static_cast<size_t>(w.kernel[d]));
-    for (int64_t k = 0; k < w.kernel[d]; ++k) {
-      auto& [lo, hi] = ranges[d][static_cast<size_t>(k)];
-      validOutputs(w, d, k * w.dil[d], lo, hi);
-    }
+// validOutputs for every tap of dim d: ranges[k].
+void tapOutputRanges(const Window3& w, int d, std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  ranges.resize(static_cast<size_t>(w.kernel[d]));
+  for (int64_t k = 0; k < w.kernel[d]; ++k) {
+    auto& [lo, hi] = ranges[static_cast<size_t>(k)];
+    validOutputs(w, d, k * w.dil[d], lo, hi);
   }
+}
+// The same for each dim, worked out once per vertex: ranges[d][k].
+void tapOutputRanges(const Window3& w, std::vector<std::pair<int64_t, int64_t>> (&ranges)[3]) {
+  for (int d = 0; d < 3; ++d) tapOutputRanges(w, d, ranges[d]);
 }
 
 // Per output index of dim d: the input position of tap 0, the taps [lo, hi) inside the input,
@@ -463,11 +468,7 @@ void runPool(const exec::PoolParams& p, const VertexView& v, uint8_t* mem) {
   // over only the taps inside the input, as the work must stay bounded by what the window reads.
   if (w.kernel[2] <= width) {
     thread_local std::vector<std::pair<int64_t, int64_t>> row_taps;  // per tap kx: the outputs it reaches
-    row_taps.resize(static_cast<size_t>(w.kernel[2]));
-    for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
-      auto& [lo, hi] = row_taps[static_cast<size_t>(kx)];
-      validOutputs(w, 2, kx * w.dil[2], lo, hi);
-    }
+    tapOutputRanges(w, 2, row_taps);
     thread_local std::vector<float> acc;
     acc.resize(static_cast<size_t>(width));
     for (int64_t c = 0; c < channels; ++c)
@@ -509,7 +510,7 @@ void runPool(const exec::PoolParams& p, const VertexView& v, uint8_t* mem) {
               for (int64_t kx = tx.lo; kx < tx.hi; ++kx) {
                 const float val = row[tx.first + kx * w.dil[2]];
                 if (is_max)
-                  acc = val > acc || val != val ? val : acc;
+                  acc = maxStep(val, acc);
                 else
                   acc += val;
               }
