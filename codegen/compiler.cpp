@@ -15,6 +15,7 @@
 #include "lib/onnx/onnx_io.h"
 #include "lib/ops/registry.h"
 #include "lib/support/bytes.h"
+#include "lib/support/log.h"
 #include "passes/serialize_matmul.h"
 
 namespace poprt::codegen {
@@ -181,6 +182,7 @@ class Compiler {
       exe.segments.push_back({l_.ipu(), 0, 0, 0});
     }
     for (size_t i = 0; i < nodes_.size(); ++i) {
+      reached_ = i;
       if (sharded && i > 0 && stage_of_[i] != stage_of_[i - 1]) {
         if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes_));
         nextSegment(placement.stage_ipu.at(stage_of_[i]));
@@ -191,8 +193,7 @@ class Compiler {
         if (!pending_host.empty()) POPRT_TRY(flushHost(pending_host, nodes_));
         POPRT_TRY(lowerOnDevice(*nodes_[i], i, map ? &*map : nullptr));
         releaseDeadAfter(*nodes_[i], i);
-        if (l_.options().stop_when_over && overCapacity())
-          return Error(std::string(kOutOfTileMemory) + l_.target().name + " (stopped after node '" + node_names_[i] + "')");
+        if (l_.options().stop_when_over && overCapacity()) return stoppedOver(i);
       } else {
         if (pipelined)
           return Error("pipelined execution runs every node on the IPUs, but node '" + node_names_[i] +
@@ -211,8 +212,12 @@ class Compiler {
     }
     if (sharded) exe.segments.back().copies = exe.segments.back().end = static_cast<uint32_t>(exe.main.steps.size());
     if (pipelined) exe.strategy = exec::Strategy::Pipelined;
+    reached_ = nodes_.size();
     return finish();
   }
+
+  // How far run() got: the index of the node it stopped at, or every node's count.
+  size_t reached() const { return reached_; }
 
  private:
   // Streams for the graph's inputs and outputs, in the user's order.
@@ -291,6 +296,13 @@ class Compiler {
         why = planned.error().message();
     }
     return why;
+  }
+
+  // Out of tile memory after node i; the hint names it when --serialize_matmul can split it.
+  Error stoppedOver(size_t i) const {
+    std::string msg = std::string(kOutOfTileMemory) + l_.target().name + " (stopped after node '" + node_names_[i] + "')";
+    if (std::string hint = serializeHint(*nodes_[i]); !hint.empty()) msg += "; hint: " + hint.substr(0, hint.rfind(", "));
+    return Error(msg);
   }
 
   bool overCapacity() const {
@@ -488,6 +500,7 @@ class Compiler {
   std::vector<size_t> graph_index_;      // each compiled node's place in the graph
   std::vector<const ir::Node*> nodes_;   // in compile order
   std::vector<uint32_t> stage_of_;       // each compiled node's stage (0 on one IPU)
+  size_t reached_ = 0;
 };
 
 }  // namespace
@@ -518,43 +531,74 @@ std::map<std::string, Tensor> CompileResult::weightData() const {
   return data;
 }
 
-Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options) {
-  // Each placement is tried with stop_when_over; the report of one that does not fit is the default
-  // placement's, compiled in full when it is needed.
-  auto full_report = [&] { return Compiler(model, options).run(); };
-  CompileOptions first = options;
-  first.stop_when_over = true;
-  auto result = Compiler(model, first).run();
-  if (result.ok() || result.error().message().rfind(kOutOfTileMemory, 0) != 0) return result;
-  // Out of tile memory: fewer resident weight slices first (they pile up on the tiles of each
-  // matmul's first blocks), then smaller temporaries (the planners' share, which assumes the
-  // rest of the tile is free while resident weights and live values take part of it).
+std::vector<CompileOptions> placements(const CompileOptions& options) {
+  std::vector<CompileOptions> out{options};
   for (const double amp_scale : kRetryMemoryScales) {
-    CompileOptions retry = first;
+    CompileOptions retry = options;
     retry.resident_weight_share = std::min(options.resident_weight_share, kRetryResidentShare);
     retry.only_copy_resident_share = retry.resident_weight_share;
     retry.temporaries_scale = amp_scale;
-    if (retry.resident_weight_share == options.resident_weight_share &&
-        retry.only_copy_resident_share == options.only_copy_resident_share && amp_scale == 1.0)
-      continue;  // tried
-    auto fits = Compiler(model, retry).run();
-    if (!fits.ok()) {
-      if (fits.error().message().rfind(kOutOfTileMemory, 0) == 0) continue;
-      return full_report();  // a plan the smaller share cannot make: the default placement's report
-    }
-    std::string how = "weights kept resident on at most " + std::to_string(static_cast<int>(retry.resident_weight_share * 100)) +
-                      "% of each tile (not " + std::to_string(static_cast<int>(options.resident_weight_share * 100)) +
-                      "%); the rest are gathered when used, which costs exchange";
-    if (amp_scale != 1.0) {
-      char share[96];
-      std::snprintf(share, sizeof share, "%.2g of each tile (not %.2g, --available_memory_proportion)",
-                    options.available_memory_proportion * amp_scale, options.available_memory_proportion);
-      how += "; conv/matmul temporaries are planned within " + std::string(share) + " where a plan fits";
-    }
-    fits->warnings.push_back("tile memory: the program fit only with " + how);
-    return fits;
+    if (retry.resident_weight_share != options.resident_weight_share ||
+        retry.only_copy_resident_share != options.only_copy_resident_share || amp_scale != 1.0)
+      out.push_back(retry);
   }
-  return full_report();
+  for (CompileOptions& o : out) o.stop_when_over = true;
+  return out;
+}
+
+namespace {
+
+// A placement other than the options' own says so: it costs exchange or smaller plans.
+std::string placementWarning(const CompileOptions& options, const CompileOptions& placement) {
+  std::string how = "weights kept resident on at most " +
+                    std::to_string(static_cast<int>(placement.resident_weight_share * 100)) + "% of each tile (not " +
+                    std::to_string(static_cast<int>(options.resident_weight_share * 100)) +
+                    "%); the rest are gathered when used, which costs exchange";
+  if (placement.temporaries_scale != 1.0) {
+    char share[96];
+    std::snprintf(share, sizeof share, "%.2g of each tile (not %.2g, --available_memory_proportion)",
+                  options.available_memory_proportion * placement.temporaries_scale, options.available_memory_proportion);
+    how += "; conv/matmul temporaries are planned within " + std::string(share) + " where a plan fits";
+  }
+  return "tile memory: the program fit only with " + how;
+}
+
+}  // namespace
+
+Expected<CompileResult> compileInFull(const ir::Model& model, const CompileOptions& options) {
+  return Compiler(model, options).run();
+}
+
+Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options, PlacementMemo* memo) {
+  auto full_report = [&] { return compileInFull(model, options); };
+  const std::vector<CompileOptions> ladder = placements(options);
+  const size_t start = memo ? std::min(memo->first, ladder.size() - 1) : 0;
+  if (memo) memo->stopped = false;
+  size_t furthest = start, furthest_reached = 0, previous_reached = 0;
+  std::optional<Error> furthest_error;
+  for (size_t i = start; i < ladder.size(); ++i) {
+    Compiler compiler(model, ladder[i]);
+    auto result = compiler.run();
+    if (result.ok()) {
+      if (i > 0) result->warnings.push_back(placementWarning(options, ladder[i]));
+      return result;
+    }
+    if (result.error().message().rfind(kOutOfTileMemory, 0) != 0)
+      return i == 0 ? std::move(result) : full_report();  // a plan this placement cannot make
+    POPRT_LOG(Info, "codegen: " << result.error().message());
+    const size_t reached = compiler.reached();
+    if (reached > furthest_reached) furthest = i, furthest_reached = reached, furthest_error = result.error();
+    // Smaller temporaries that stop at the same node as larger ones did: what that node needs is
+    // not its temporaries (FCN-ResNet50's 38 MB classifier conv), and smaller ones will not fit it.
+    if (i > start && ladder[i].temporaries_scale < ladder[i - 1].temporaries_scale && reached == previous_reached) break;
+    previous_reached = reached;
+  }
+  if (!memo) return full_report();
+  // The caller serialises the node a stop names (nodeToSerialize) and compiles again from the
+  // placement that got furthest; the full report only when it has none to name.
+  memo->first = furthest;
+  memo->stopped = furthest_error && nodeToSerialize(furthest_error->message());
+  return memo->stopped ? *furthest_error : full_report();
 }
 
 }  // namespace poprt::codegen

@@ -77,6 +77,27 @@ inline constexpr double kRetryMemoryScales[] = {1.0, 0.5, 0.25};
 // target.num_ipus > 1 the nodes are placed on the IPUs (codegen/sharding.h) and the main program
 // runs as segments, one per stage, each ending with the IPU-Link copies of the values later
 // stages read (exec::Segment).
-Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options);
+//
+// A program that runs out of tile memory is compiled again with the next of placements() until
+// one fits (or smaller temporaries stop at the same node as larger ones); the error is then
+// compileInFull()'s report. With a `memo`, kept across compiles of one model by a caller that
+// serialises the node an error names (nodeToSerialize): the error is the stop of the placement
+// that got furthest when it names one, and the next compile starts at that placement (those
+// before it ran out of memory earlier, at nodes the serialisation leaves as they were).
+struct PlacementMemo {
+  size_t first = 0;      // an index into placements()
+  bool stopped = false;  // the last error was such a stop, not the report
+};
+Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options, PlacementMemo* memo = nullptr);
+
+// The options' own placement alone, compiled to the end (unless stop_when_over) even when it
+// runs out of tile memory: the report of a program that does not fit (the worst tiles, what they
+// hold, hints).
+Expected<CompileResult> compileInFull(const ir::Model& model, const CompileOptions& options);
+
+// The placements compile() tries, in order, each stopping as soon as it cannot fit
+// (stop_when_over): the options' own, then fewer resident weights (kRetryResidentShare), then
+// smaller temporaries (kRetryMemoryScales).
+std::vector<CompileOptions> placements(const CompileOptions& options);
 
 }  // namespace poprt::codegen

@@ -406,11 +406,14 @@ class Conversion {
   Status compile() {
     const auto c0 = std::chrono::steady_clock::now();
     const codegen::CompileOptions options{plan_.target, o_.available_memory_proportion, plan_.sharding};
-    auto compiled = codegen::compile(model_, options);
+    codegen::PlacementMemo memo;
+    auto compiled = codegen::compile(model_, options, &memo);
     // Out of tile memory at a node --serialize_matmul can split: split it as the error's hint
-    // says and compile again (at most kMaxAutoSerialized nodes, never a slice again), with a
-    // warning naming them. When that does not fit either, the error is the model's own.
+    // says and compile again (at most kMaxAutoSerialized nodes, never a slice again), from the
+    // placement that got furthest, with a warning naming them. When that does not fit either,
+    // the error is the model's own.
     const auto first = compiled.ok() ? std::nullopt : std::optional<Error>(compiled.error());
+    const bool first_is_report = !memo.stopped;
     std::vector<std::string> serialized;
     for (size_t i = 0; i < kMaxAutoSerialized && !compiled.ok(); ++i) {
       const std::optional<std::string> node = codegen::nodeToSerialize(compiled.error().message());
@@ -422,9 +425,13 @@ class Conversion {
       serialize.serialize_matmul = {{*node, codegen::kSerializeFactor}};
       if (!passes::runPipeline(model_, serialize).ok()) break;
       serialized.push_back(*node);
-      compiled = codegen::compile(model_, options);
+      compiled = codegen::compile(model_, options, &memo);
     }
-    if (!compiled.ok()) return first->withContext(o_.input_model);
+    if (!compiled.ok()) {
+      if (first_is_report) return first->withContext(o_.input_model);
+      auto report = codegen::compileInFull(model_, options);  // the first error only named the node to serialise
+      return (report.ok() ? compiled.error() : report.error()).withContext(o_.input_model);
+    }
     serializeHostFallbacks(options, compiled, serialized);
     if (!serialized.empty()) {
       std::string names;

@@ -639,6 +639,29 @@ TEST(Compile, StopsAtTheFirstNodeOverTheTiles) {
   EXPECT_NE(msg.find("(stopped after node 'mm" + std::to_string(first_over) + "')"), std::string::npos) << msg;
 }
 
+// A stop names the node to serialise when --serialize_matmul can split it (a MatMul of a constant
+// weight). With a memo (poprt-convert's, which serialises that node and compiles again) compile()
+// gives that stop instead of compiling the whole program for its report, and remembers the
+// placement that got furthest; without one the error is the full report, as before.
+TEST(Compile, AMemoGetsTheStopThatNamesTheNodeToSerialize) {
+  const ir::Model m = matMulChain(1, 512, 5);
+  const codegen::CompileOptions options{*codegen::makeTarget("ipu2", 1, 4), 0.6};
+  codegen::PlacementMemo memo;
+  auto stopped = codegen::compile(m, options, &memo);
+  ASSERT_FALSE(stopped.ok());
+  const std::string msg = stopped.error().message();
+  EXPECT_NE(msg.find("(stopped after node 'mm"), std::string::npos) << msg;
+  const auto node = codegen::nodeToSerialize(msg);
+  ASSERT_TRUE(node.has_value()) << msg;
+  EXPECT_NE(msg.find("(stopped after node '" + *node + "')"), std::string::npos) << msg;
+  EXPECT_TRUE(memo.stopped);
+  EXPECT_LT(memo.first, codegen::placements(options).size());
+  auto report = codegen::compile(m, options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.error().message().find("worst: tile "), std::string::npos) << report.error().message();
+  EXPECT_EQ(report.error().message().find("stopped after"), std::string::npos) << report.error().message();
+}
+
 // Weights small enough to stay as slices on the tiles that read them fill 40% of each tile; the
 // report names those slices by their weight too.
 TEST(Compile, OutOfMemoryNamesResidentWeightSlices) {
