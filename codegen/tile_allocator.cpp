@@ -72,7 +72,7 @@ uint64_t TileAllocator::allocatePersistent(uint32_t tile, uint64_t bytes) {
   bytes = align8(bytes);
   if (bytes == 0) return 0;
   const uint64_t start = t.persistent_top;
-  t.persistent.emplace_hint(t.persistent.end(), start, Block{bytes, 0, 0});  // above every other
+  t.persistent.emplace_back(start, Block{bytes, 0, 0});  // above every other
   t.persistent_top += bytes;
   return start | kPersistent;
 }
@@ -102,14 +102,26 @@ void TileAllocator::free(uint32_t tile, uint64_t start, bool cooling) {
   t.free.emplace(start, bytes);
 }
 
+namespace {
+// The first of a tile's persistent blocks (sorted by start) starting after `offset`.
+template <class Blocks>
+auto persistentAfter(Blocks& blocks, uint64_t offset) {
+  return std::upper_bound(blocks.begin(), blocks.end(), offset, [](uint64_t o, const auto& b) { return o < b.first; });
+}
+}  // namespace
+
 std::optional<uint64_t> TileAllocator::blockAt(uint32_t tile, uint64_t offset) const {
-  const uint64_t flag = offset & kPersistent;
-  const auto& blocks = flag ? tiles_.at(tile).persistent : tiles_.at(tile).live;
-  offset &= ~kPersistent;
-  auto it = blocks.upper_bound(offset);
-  if (it == blocks.begin()) return std::nullopt;
+  const Tile& t = tiles_.at(tile);
+  if (offset & kPersistent) {
+    offset &= ~kPersistent;
+    auto it = persistentAfter(t.persistent, offset);
+    if (it == t.persistent.begin() || offset >= std::prev(it)->first + std::prev(it)->second.bytes) return std::nullopt;
+    return std::prev(it)->first | kPersistent;
+  }
+  auto it = t.live.upper_bound(offset);
+  if (it == t.live.begin()) return std::nullopt;
   --it;
-  if (offset < it->first + it->second.bytes) return it->first | flag;
+  if (offset < it->first + it->second.bytes) return it->first;
   return std::nullopt;
 }
 
@@ -121,7 +133,10 @@ TileAllocator::Block* TileAllocator::liveBlock(uint32_t tile, uint64_t start) {
 
 TileAllocator::Block& TileAllocator::block(uint32_t tile, uint64_t start) {
   Tile& t = tiles_.at(tile);
-  return start & kPersistent ? t.persistent.at(start & ~kPersistent) : t.live.at(start);
+  if (!(start & kPersistent)) return t.live.at(start);
+  auto it = persistentAfter(t.persistent, start & ~kPersistent);
+  POPRT_CHECK(it != t.persistent.begin() && std::prev(it)->first == (start & ~kPersistent), "no persistent block starts there");
+  return std::prev(it)->second;
 }
 
 uint64_t TileAllocator::relocate(uint32_t tile, uint64_t offset) const {

@@ -44,7 +44,8 @@ class TileAllocator {
   // The live main-region block starting at `start`, or nullptr.
   Block* liveBlock(uint32_t tile, uint64_t start);
   const std::map<uint64_t, Block>& liveBlocks(uint32_t tile) const { return tiles_.at(tile).live; }
-  const std::map<uint64_t, Block>& persistentBlocks(uint32_t tile) const { return tiles_.at(tile).persistent; }
+  // By region offset, ascending (they are only ever appended).
+  const std::vector<std::pair<uint64_t, Block>>& persistentBlocks(uint32_t tile) const { return tiles_.at(tile).persistent; }
   // Main-region blocks allocated since the last call, as (tile, start), for their owner to claim.
   std::vector<std::pair<uint32_t, uint64_t>> takeNew() { return std::exchange(new_, {}); }
 
@@ -62,9 +63,11 @@ class TileAllocator {
  private:
   struct Tile {
     std::map<uint64_t, Block> live;
-    std::map<uint64_t, uint64_t> free;     // start -> bytes, below top, never adjacent to each other
-    uint64_t top = 0;                      // high-water mark: nothing was ever allocated above it
-    std::map<uint64_t, Block> persistent;  // by offset in the persistent region
+    std::map<uint64_t, uint64_t> free;  // start -> bytes, below top, never adjacent to each other
+    uint64_t top = 0;                   // high-water mark: nothing was ever allocated above it
+    // By offset in the persistent region: appended in order, so a sorted array (a big model's
+    // tiles hold hundreds of weight slices, looked up by binary search on every use).
+    std::vector<std::pair<uint64_t, Block>> persistent;
     uint64_t persistent_top = 0;
     std::vector<std::pair<uint64_t, uint64_t>> cooling;  // [start, end) freed since endCooling()
   };
