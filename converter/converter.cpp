@@ -411,7 +411,8 @@ class Conversion {
     // Out of tile memory at a node --serialize_matmul can split: split it as the error's hint
     // says and compile again (at most kMaxAutoSerialized nodes, never a slice again), from the
     // placement that got furthest, with a warning naming them. When that does not fit either,
-    // the error is the model's own.
+    // the error is the model's own report, or, when the first compile only stopped at the node
+    // it named (no report compiled), the report of the model as serialised.
     const auto first = compiled.ok() ? std::nullopt : std::optional<Error>(compiled.error());
     const bool first_is_report = !memo.stopped;
     std::vector<std::string> serialized;
@@ -429,7 +430,7 @@ class Conversion {
     }
     if (!compiled.ok()) {
       if (first_is_report) return first->withContext(o_.input_model);
-      auto report = codegen::compileInFull(model_, options);  // the first error only named the node to serialise
+      auto report = codegen::compileInFull(model_, options);
       return (report.ok() ? compiled.error() : report.error()).withContext(o_.input_model);
     }
     serializeHostFallbacks(options, compiled, serialized);
