@@ -28,4 +28,9 @@ namespace poprt::sim {
 POPRT_CODELETS(POPRT_DECLARE_CODELET)
 #undef POPRT_DECLARE_CODELET
 
+// ConvPartial blocks whose vertices run faster side by side (an STFT's long filters over a few
+// frames: runVertices), and a run of such float32 vertices, each as runConvPartial would.
+bool convPartialRunsTogether(const exec::ConvPartialParams& p);
+void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem);
+
 }  // namespace poprt::sim

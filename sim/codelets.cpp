@@ -2,6 +2,7 @@
 // float16 vertices through the float32 functions on widened fields.
 #include "sim/codelets.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <string>
@@ -146,6 +147,18 @@ void runVertex(const VertexView& v, const VertexParams& params, uint8_t* tile_me
   const CodeletKind& kind = *codeletKind(v.codelet);
   if (isHalfArithmetic(v)) return runHalfVertex(kind, v, params, tile_memory);
   kind.run(params, v, tile_memory);
+}
+
+bool runsTogether(const VertexParams& params) {
+  const auto* conv = std::get_if<exec::ConvPartialParams>(&params);
+  return conv && convPartialRunsTogether(*conv);
+}
+
+void runVertices(const VertexView* const* vs, size_t n, const VertexParams& params, uint8_t* tile_memory) {
+  const auto* conv = std::get_if<exec::ConvPartialParams>(&params);
+  const bool all_float = std::none_of(vs, vs + n, [](const VertexView* v) { return isHalfArithmetic(*v); });
+  if (conv && all_float) return runConvPartialTogether(*conv, vs, n, tile_memory);
+  for (size_t i = 0; i < n; ++i) runVertex(*vs[i], params, tile_memory);
 }
 
 void runVertex(const exec::Vertex& v, uint8_t* tile_memory) { runVertex(v, verifiedParams(v), tile_memory); }

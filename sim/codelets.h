@@ -30,6 +30,11 @@ inline Status checkVertex(const exec::Vertex& v) {
 VertexParams verifiedParams(const exec::Vertex& v);
 // Runs a prepared vertex on its tile's memory.
 void runVertex(const VertexView& v, const VertexParams& params, uint8_t* tile_memory);
+// Whether the vertices of a run with these params run faster given together to runVertices.
+bool runsTogether(const VertexParams& params);
+// Runs vertices of one run (the same kind and params; runsTogether) on the tile memory, each with
+// the result runVertex gives it: a kind that gains from it works on them side by side.
+void runVertices(const VertexView* const* vs, size_t n, const VertexParams& params, uint8_t* tile_memory);
 // Decodes and runs a checked vertex (tests and benchmarks; the engine runs prepared ones).
 void runVertex(const exec::Vertex& v, uint8_t* tile_memory);
 // Estimated tile cycles for a checked vertex on the target.

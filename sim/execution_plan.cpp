@@ -28,6 +28,7 @@ ExecutionPlan makeExecutionPlan(const exec::Executable& exe) {
       else  // checked by the verifier already
         runs.push_back({i + 1, verifiedParams(vertices[i]), vertices[i].params});
     }
+    for (VertexRun& run : runs) run.together = runsTogether(run.params);
   }
   plan.exchanges = planExchanges(exe, tile_offsets);
   plan.vertex_moves.resize(plan.sets.size());

@@ -20,6 +20,7 @@ struct VertexRun {
   size_t end = 0;  // the run is the vertices [the previous run's end, end)
   VertexParams params;
   exec::SharedList<int64_t> viewed;  // the list params' arrays view, kept alive with them
+  bool together = false;             // the engine gives its vertices to runVertices a few at a time
 };
 
 // A compute set as the engine runs it. The vertices' fields are copies (arena offsets, weight

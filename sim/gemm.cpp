@@ -179,7 +179,66 @@ void gemmPortable(const float* a, int64_t M, int64_t K, Rows b, int64_t N, float
     }
 }
 
+// Chains [0, N) of c at once, their sums in registers: N taps' loads and fused multiply-adds a
+// step, independent of each other, so the adds of one chain wait on nothing but its own.
+template <int N, bool kFmaInstruction>
+__attribute__((always_inline)) inline void chainGroup(const DotChain* c, const TapRun* runs, int64_t n_runs) {
+  float acc[N];
+  const float* a[N];
+  const float* b[N];
+  for (int i = 0; i < N; ++i) {
+    acc[i] = 0.0f;
+    a[i] = c[i].a;
+    b[i] = c[i].b;
+  }
+  for (int64_t r = 0; r < n_runs; ++r) {
+    const int64_t at = runs[r].at, count = runs[r].count;
+    for (int64_t t = 0; t < count; ++t)
+      for (int i = 0; i < N; ++i) {
+        if constexpr (kFmaInstruction)
+          acc[i] = __builtin_fmaf(a[i][t], b[i][at + t], acc[i]);
+        else
+          acc[i] = std::fma(a[i][t], b[i][at + t], acc[i]);
+      }
+    for (int i = 0; i < N; ++i) a[i] += count;
+  }
+  for (int i = 0; i < N; ++i) *c[i].out = acc[i];
+}
+
+template <bool kFmaInstruction>
+__attribute__((always_inline)) inline void chainsBy8(const DotChain* c, int64_t n, const TapRun* runs, int64_t n_runs) {
+  for (; n >= 8; c += 8, n -= 8) chainGroup<8, kFmaInstruction>(c, runs, n_runs);
+  switch (n) {
+    case 7: return chainGroup<7, kFmaInstruction>(c, runs, n_runs);
+    case 6: return chainGroup<6, kFmaInstruction>(c, runs, n_runs);
+    case 5: return chainGroup<5, kFmaInstruction>(c, runs, n_runs);
+    case 4: return chainGroup<4, kFmaInstruction>(c, runs, n_runs);
+    case 3: return chainGroup<3, kFmaInstruction>(c, runs, n_runs);
+    case 2: return chainGroup<2, kFmaInstruction>(c, runs, n_runs);
+    case 1: return chainGroup<1, kFmaInstruction>(c, runs, n_runs);
+    default: return;
+  }
+}
+
+#ifdef POPRT_GEMM_X86
+// The scalar FMA instruction (fmaf from libm is exact too, but a call a tap).
+__attribute__((target("fma"))) void chainsFma(const DotChain* c, int64_t n, const TapRun* runs, int64_t n_runs) {
+  chainsBy8<true>(c, n, runs, n_runs);
+}
+#endif
+
 }  // namespace
+
+void dotChainsWith(SimdIsa isa, const DotChain* chains, int64_t n, const TapRun* runs, int64_t n_runs) {
+#ifdef POPRT_GEMM_X86
+  if (isa != SimdIsa::Portable) return chainsFma(chains, n, runs, n_runs);
+#endif
+  chainsBy8<false>(chains, n, runs, n_runs);
+}
+
+void dotChains(const DotChain* chains, int64_t n, const TapRun* runs, int64_t n_runs) {
+  dotChainsWith(bestSimdIsa(), chains, n, runs, n_runs);
+}
 
 namespace {
 template <class Rows>

@@ -14,8 +14,27 @@ void gemm(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int
 // The same with row k of b at b[k] (columns [0, N) of each), rows anywhere.
 void gemmRows(const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo);
 
+// One of several independent dot products that dotChains sums together: K weights at a (in a
+// row), and the values they multiply read from b at the places the tap runs say.
+struct DotChain {
+  const float* a;
+  const float* b;
+  float* out;
+};
+// `count` taps reading b at consecutive places from `at` on (a's next `count` weights).
+struct TapRun {
+  int64_t at, count;
+};
+// *out = the sum over the runs' taps of a[t] * b[place of t], each chain in tap order from zero
+// with fused multiply-adds, as gemm sums: the same bits as gemm over the same products. Chains run
+// eight at a time, interleaved: a long sum over few outputs (an STFT's 512 taps over two frames)
+// is a chain of dependent adds that one at a time waits on each, and the vertices of a run give
+// many such sums.
+void dotChains(const DotChain* chains, int64_t n, const TapRun* runs, int64_t n_runs);
+
 // Under a given instruction set (one of availableSimdIsas()); gemm runs the best.
 void gemmWith(SimdIsa isa, const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo);
 void gemmRowsWith(SimdIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo);
+void dotChainsWith(SimdIsa isa, const DotChain* chains, int64_t n, const TapRun* runs, int64_t n_runs);
 
 }  // namespace poprt::sim

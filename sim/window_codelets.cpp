@@ -332,7 +332,90 @@ void convPadded(const Window3& w, const float* x, const float* wts, int64_t Cg, 
       std::copy(product.data() + j * n + y * qw, product.data() + j * n + y * qw + width, out + (j * h + y) * width);
 }
 
+// Every output's every tap inside the input (no padding, no clipped window), few outputs (a
+// vector of gemm's would leave most of its lanes idle) and a kernel wider than the output rows:
+// an STFT's 512-tap filter over two frames. Such a block's sums are long chains of dependent
+// adds, which run faster as dot products interleaved with other vertices' (runConvPartialTogether).
+bool chainsPay(const Window3& w) {
+  if (w.outSize() == 0 || w.outSize() > 4 || w.kernel[2] <= w.out[2]) return false;
+  for (int d = 0; d < 3; ++d)
+    if (w.start[d] < 0 || w.start[d] + (w.out[d] - 1) * w.stride[d] + (w.kernel[d] - 1) * w.dil[d] >= w.in[d]) return false;
+  return true;
+}
+
+// A group's taps as runs over its input, in im2col's row order (channel, then kz, ky, kx).
+void tapRuns(const Window3& w, int64_t Cg, std::vector<TapRun>& runs) {
+  runs.clear();
+  const int64_t Pin = w.inSize();
+  for (int64_t c = 0; c < Cg; ++c)
+    for (int64_t kz = 0; kz < w.kernel[0]; ++kz)
+      for (int64_t ky = 0; ky < w.kernel[1]; ++ky) {
+        const int64_t row = c * Pin + (kz * w.dil[0] * w.in[1] + ky * w.dil[1]) * w.in[2];
+        if (w.dil[2] == 1) {
+          runs.push_back({row, w.kernel[2]});
+        } else {
+          for (int64_t kx = 0; kx < w.kernel[2]; ++kx) runs.push_back({row + kx * w.dil[2], 1});
+        }
+      }
+}
+
+// The dot products of a vertex's outputs, appended to `chains`: output (g, j, o) sums group g's
+// weights of channel j against the input under o's window.
+void appendChains(const exec::ConvPartialParams& p, const Window3& w, const VertexView& v, uint8_t* mem,
+                  std::vector<DotChain>& chains) {
+  const int64_t Cg = p.in_channels, Mb = p.out_channels, Pin = w.inSize(), P = w.outSize();
+  const int64_t rows = Cg * w.kernelSize();
+  float* out = f32(mem, v.fields[0]);
+  const float* in = f32(mem, v.fields[1]);
+  const float* wts = f32(mem, v.fields[2]);
+  for (int64_t g = 0; g < p.groups; ++g)
+    for (int64_t j = 0; j < Mb; ++j)
+      for (int64_t oz = 0; oz < w.out[0]; ++oz)
+        for (int64_t oy = 0; oy < w.out[1]; ++oy)
+          for (int64_t ox = 0; ox < w.out[2]; ++ox) {
+            const int64_t first = ((w.start[0] + oz * w.stride[0]) * w.in[1] + w.start[1] + oy * w.stride[1]) * w.in[2] +
+                                  w.start[2] + ox * w.stride[2];
+            chains.push_back({wts + (g * Mb + j) * rows, in + g * Cg * Pin + first,
+                              out + (g * Mb + j) * P + (oz * w.out[1] + oy) * w.out[2] + ox});
+          }
+}
+
+// Bias and activation, after the product.
+void convEpilogue(const exec::ConvPartialParams& p, const Window3& w, const VertexView& v, uint8_t* mem) {
+  const int64_t P = w.outSize(), channels = p.groups * p.out_channels;
+  float* out = f32(mem, v.fields[0]);
+  if (p.has_bias) {
+    const float* bias = f32(mem, v.fields[3]);
+    for (int64_t c = 0; c < channels; ++c) {
+      float* o = out + c * P;
+      const float b = bias[c];
+      for (int64_t i = 0; i < P; ++i) o[i] += b;
+    }
+  }
+  // One span for every channel: Sigmoid and Swish run in blocks of 32 (sim/logistic.h).
+  if (p.act) activate(p.act->activation(), out, out, channels * P);
+}
+
 }  // namespace
+
+bool convPartialRunsTogether(const exec::ConvPartialParams& p) {
+  return p.groups > 0 && p.out_channels > 0 && p.in_channels > 0 && chainsPay(windowOf(p));
+}
+
+void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem) {
+  const Window3 w = windowOf(p);
+  if (!convPartialRunsTogether(p)) {
+    for (size_t i = 0; i < n; ++i) runConvPartial(p, *vs[i], mem);
+    return;
+  }
+  thread_local std::vector<TapRun> runs;
+  thread_local std::vector<DotChain> chains;
+  tapRuns(w, p.in_channels, runs);
+  chains.clear();
+  for (size_t i = 0; i < n; ++i) appendChains(p, w, *vs[i], mem, chains);
+  dotChains(chains.data(), static_cast<int64_t>(chains.size()), runs.data(), static_cast<int64_t>(runs.size()));
+  for (size_t i = 0; i < n; ++i) convEpilogue(p, w, *vs[i], mem);
+}
 
 Status checkConvPartial(const exec::ConvPartialParams& p, const VertexView& v) {
   if (p.rank < 0 || p.rank > exec::kMaxWindowRank) return Error("ConvPartial vertex has a bad rank");
@@ -358,7 +441,6 @@ void runConvPartial(const exec::ConvPartialParams& p, const VertexView& v, uint8
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
   const float* wts = f32(mem, v.fields[2]);
-  const float* bias = p.has_bias ? f32(mem, v.fields[3]) : nullptr;
   if (P == 0 || groups == 0 || Mb == 0) return;
   // A 1x1 kernel with unit strides, no offset and equal extents reads the input as it is.
   bool direct = K == 1;
@@ -398,14 +480,7 @@ void runConvPartial(const exec::ConvPartialParams& p, const VertexView& v, uint8
       }
     }
   }
-  if (bias)
-    for (int64_t c = 0; c < groups * Mb; ++c) {
-      float* o = out + c * P;
-      const float b = bias[c];
-      for (int64_t i = 0; i < P; ++i) o[i] += b;
-    }
-  // One span for every channel: Sigmoid and Swish run in blocks of 32 (sim/logistic.h).
-  if (p.act) activate(p.act->activation(), out, out, groups * Mb * P);
+  convEpilogue(p, w, v, mem);
 }
 
 uint64_t cyclesConvPartial(const exec::ConvPartialParams& p, const VertexView&, const exec::CostModel& cost) {

@@ -590,6 +590,85 @@ TEST(ConvPartialCodelet, EachOutputSumsItsProductsInOrder) {
       }
 }
 
+// Blocks of long filters over a few frames (an STFT: 512 taps at a stride of 160 over 2 frames),
+// which the engine gives to runVertices several at once: each vertex, with its own input, weights,
+// bias and activation, comes out bit for bit as its products summed in order with fused
+// multiply-adds from zero (then the bias and activation), and within float rounding of the
+// evaluator's Conv.
+TEST(ConvPartialCodelet, LongFiltersRunTogetherAsEachAlone) {
+  struct Case {
+    int64_t C, M, in, kernel, stride, dil, out;
+    bool bias;
+  };
+  for (const Case& c :
+       {Case{1, 1, 672, 512, 160, 1, 2, false}, Case{2, 2, 300, 90, 50, 2, 3, true}, Case{1, 3, 60, 33, 9, 1, 4, true}}) {
+    SCOPED_TRACE(std::to_string(c.C) + "x" + std::to_string(c.M) + " kernel " + std::to_string(c.kernel));
+    exec::Vertex proto{0,
+                       exec::Codelet::ConvPartial,
+                       DType::Float,
+                       {},
+                       {1, 1, c.C, c.M, c.bias ? 1 : 0, c.in, c.out, c.kernel, c.stride, c.dil, 0},
+                       {}};
+    if (c.bias) {  // a Relu epilogue too
+      editParams(proto, [](std::vector<int64_t>& p) { p.push_back(0); });
+      proto.fparams = {0.f, 0.f, 0.f, 0.f};
+    }
+    TileMemory mem;
+    std::vector<exec::Vertex> vertices;
+    std::vector<std::vector<float>> wants;
+    for (uint32_t i = 0; i < 11; ++i) {
+      auto x = randomVector(static_cast<size_t>(c.C * c.in), 100 + 3 * i),
+           w = randomVector(static_cast<size_t>(c.M * c.C * c.kernel), 101 + 3 * i);
+      auto b = randomVector(static_cast<size_t>(c.M), 102 + 3 * i);
+      std::vector<float> want(static_cast<size_t>(c.M * c.out));
+      for (int64_t m = 0; m < c.M; ++m)
+        for (int64_t o = 0; o < c.out; ++o) {
+          float sum = 0.0f;
+          for (int64_t ch = 0; ch < c.C; ++ch)
+            for (int64_t k = 0; k < c.kernel; ++k)
+              sum = std::fma(w[static_cast<size_t>((m * c.C + ch) * c.kernel + k)],
+                             x[static_cast<size_t>(ch * c.in + o * c.stride + k * c.dil)], sum);
+          if (c.bias) sum = std::max(sum + b[static_cast<size_t>(m)], 0.0f);
+          want[static_cast<size_t>(m * c.out + o)] = sum;
+        }
+      // The evaluator's Conv of the same block.
+      Tensor tx = tensorOf(x, {1, c.C, c.in}), tw = tensorOf(w, {c.M, c.C, c.kernel}), tb = tensorOf(b, {c.M});
+      std::vector<const Tensor*> ins{&tx, &tw};
+      if (c.bias) ins.push_back(&tb);
+      auto conv = reference(
+          "Conv", ins,
+          {{"kernel_shape", Shape{c.kernel}}, {"strides", Shape{c.stride}}, {"dilations", Shape{c.dil}}, {"pads", Shape{0, 0}}});
+      ASSERT_EQ(conv.size(), want.size());
+      for (size_t k = 0; k < conv.size(); ++k)
+        ASSERT_NEAR(std::max(conv[k], c.bias ? 0.0f : -1e30f), want[k], 1e-4 + 1e-5 * std::fabs(want[k]));
+      exec::Vertex v = proto;
+      v.fields = {mem.add(std::vector<float>(want.size(), 7.f)), mem.add(x), mem.add(w)};
+      if (c.bias) v.fields.push_back(mem.add(b));
+      ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
+      vertices.push_back(v);
+      wants.push_back(want);
+    }
+    const VertexParams params = verifiedParams(vertices[0]);
+    ASSERT_TRUE(runsTogether(params));
+    std::vector<VertexView> views(vertices.begin(), vertices.end());
+    std::vector<const VertexView*> group;
+    for (const VertexView& v : views) group.push_back(&v);
+    runVertices(group.data(), 8, params, mem.bytes.data());      // a full group
+    runVertices(group.data() + 8, 3, params, mem.bytes.data());  // and the rest of the run
+    for (size_t i = 0; i < vertices.size(); ++i) {
+      auto got = mem.read(vertices[i].fields[0]);
+      for (size_t k = 0; k < got.size(); ++k)
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[k]), std::bit_cast<uint32_t>(wants[i][k])) << "vertex " << i << " at " << k;
+      mem.expectGuardsIntact(vertices[i].fields[0]);
+    }
+  }
+  // Padding (a tap outside the input), or many outputs: not run together.
+  exec::Vertex padded{0, exec::Codelet::ConvPartial, DType::Float, {}, {1, 1, 1, 1, 0, 600, 2, 512, 160, 1, -1}, {}};
+  exec::Vertex wide{0, exec::Codelet::ConvPartial, DType::Float, {}, {1, 1, 1, 1, 0, 2000, 9, 512, 160, 1, 0}, {}};
+  EXPECT_FALSE(runsTogether(verifiedParams(padded)));
+  EXPECT_FALSE(runsTogether(verifiedParams(wide)));
+}
+
 TEST(ConvPartialCodelet, LargeBlocksChunkTheirScratch) {
   // im2col in several chunks of output lines, and the tap-by-tap path for very wide lines.
   // Sums of 576 and 12288 products of values in [-2, 2] (magnitudes around 30 and 150).
