@@ -28,8 +28,10 @@ namespace poprt::sim {
 POPRT_CODELETS(POPRT_DECLARE_CODELET)
 #undef POPRT_DECLARE_CODELET
 
-// ConvPartial blocks whose vertices run faster side by side (an STFT's long filters over a few
-// frames: runVertices), and a run of such float32 vertices, each as runConvPartial would.
+// ConvPartial blocks small enough to run several at once (runVertices): a run's vertices share
+// their set-up (the window, the padded copy's layout, zeros and rows), and an STFT's long filters
+// over a few frames interleave their sums. Then a run of such float32 vertices, each with the
+// result runConvPartial gives it (which runs one alone).
 bool convPartialRunsTogether(const exec::ConvPartialParams& p);
 void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem);
 

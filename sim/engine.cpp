@@ -270,7 +270,8 @@ namespace {
 constexpr uint64_t kPrefetchBytes = 256 * 1024;
 
 // Vertices of a run that runs together (VertexRun::together) given to runVertices at once: eight
-// of an STFT's two-output blocks keep 16 sums in flight.
+// of an STFT's two-output blocks keep 16 sums in flight, eight of resnet20_cifar's conv blocks
+// share one set-up.
 constexpr size_t kTogether = 8;
 
 void prefetchInputs(const VertexView& v, const uint8_t* mem) {

@@ -263,6 +263,10 @@ POPRT_VECTOR_CLONES void convDirect(const Window3& w, const float* x, const floa
 
 constexpr int64_t kScratchFloats = int64_t{1} << 22;  // im2col scratch per chunk (16 MiB)
 
+// The input floats of a block that runs with others (convPartialRunsTogether): eight such inputs
+// (128 KiB) stay in the caches from their moves to their products.
+constexpr int64_t kTogetherInputFloats = 4096;
+
 // A plane (no depth), strides up to 2 (a convnet's downsampling), and taps reaching at most as
 // far again as the output rows are wide (so at most half the product's columns are dropped): the
 // padded-input product below applies. It pays when the floats it writes (the phase planes, the
@@ -288,48 +292,67 @@ bool paddedProductPays(const Window3& w, int64_t Cg, int64_t Mb) {
 // c from that offset on, and the product runs over y*qw + x for every x < qw: the columns past
 // out[2] of each line read the next line's edge and are dropped. Each output sums the same
 // products in the same order as with im2col (padding taps are zeros in both): the same bits.
-void convPadded(const Window3& w, const float* x, const float* wts, int64_t Cg, int64_t Mb, float* out) {
-  const int64_t h = w.out[1], width = w.out[2], k1 = w.kernel[1], k2 = w.kernel[2];
-  const int64_t s1 = w.stride[1], s2 = w.stride[2];
+//
+// The layout of the copy, the same for every vertex of a run: the copy's size and where each row
+// of the product starts in it.
+struct PaddedLayout {
+  int64_t qw = 0, qh = 0, plane = 0, phases = 0, n = 0, floats = 0;
+  std::vector<int64_t> row_at;  // by row (c, ky, kx)
+};
+
+void layOutPadded(const Window3& w, int64_t Cg, PaddedLayout& l) {
+  const int64_t h = w.out[1], k1 = w.kernel[1], k2 = w.kernel[2], s1 = w.stride[1], s2 = w.stride[2];
   const int64_t reach = divBy((k2 - 1) * w.dil[2], s2);  // of the taps, in columns of a phase plane
-  const int64_t qw = width + reach, qh = h + divBy((k1 - 1) * w.dil[1], s1), plane = qh * qw;
-  const int64_t phases = s1 * s2, n = h * qw, rows = Cg * k1 * k2;
-  thread_local std::vector<float> padded, product;
-  thread_local std::vector<const float*> row_of;
-  // Planes [c][phase], then the last line's overhang (read only by dropped columns).
-  padded.assign(static_cast<size_t>(Cg * phases * plane + reach), 0.0f);
-  for (int64_t c = 0; c < Cg; ++c)
-    for (int64_t ry = 0; ry < s1; ++ry)
-      for (int64_t rx = 0; rx < s2; ++rx) {
-        float* q = padded.data() + (c * phases + ry * s2 + rx) * plane;
-        // Columns xx with input column ix = start + xx*s2 + rx inside [0, in).
-        const int64_t first = w.start[2] + rx, x0 = first >= 0 ? 0 : divBy(-first + s2 - 1, s2);
-        const int64_t x1 = std::min(qw, w.in[2] - first <= 0 ? 0 : divBy(w.in[2] - first + s2 - 1, s2));
-        for (int64_t yy = 0; yy < qh; ++yy) {
-          const int64_t iy = w.start[1] + yy * s1 + ry;
-          if (iy < 0 || iy >= w.in[1] || x1 <= x0) continue;
-          const float* src = x + (c * w.in[1] + iy) * w.in[2];  // the input row; column xx reads first + xx*s2
-          float* dst = q + yy * qw;
-          copyStrided(src + first + x0 * s2, s2, x1 - x0, dst + x0);
-        }
-      }
-  // Each tap's place in its channel's planes, then the rows: the divisions once per tap.
-  row_of.resize(static_cast<size_t>(rows));
+  l.qw = w.out[2] + reach;
+  l.qh = h + divBy((k1 - 1) * w.dil[1], s1);
+  l.plane = l.qh * l.qw;
+  l.phases = s1 * s2;
+  l.n = h * l.qw;
+  l.floats = Cg * l.phases * l.plane + reach;  // planes [c][phase], then the last line's overhang (dropped columns)
+  // Each tap's place in its channel's planes: the divisions once per tap.
+  l.row_at.resize(static_cast<size_t>(Cg * k1 * k2));
   for (int64_t ky = 0, k = 0; ky < k1; ++ky)
     for (int64_t kx = 0; kx < k2; ++kx) {
       const int64_t oy = ky * w.dil[1], ox = kx * w.dil[2];
       const int64_t phase = modBy(oy, s1) * s2 + modBy(ox, s2);
-      row_of[static_cast<size_t>(k++)] = padded.data() + phase * plane + divBy(oy, s1) * qw + divBy(ox, s2);
+      l.row_at[static_cast<size_t>(k++)] = phase * l.plane + divBy(oy, s1) * l.qw + divBy(ox, s2);
     }
   for (int64_t c = 1; c < Cg; ++c)
     for (int64_t k = 0; k < k1 * k2; ++k)
-      row_of[static_cast<size_t>(c * k1 * k2 + k)] = row_of[static_cast<size_t>(k)] + c * phases * plane;
-  if (qw == width) return gemmRows(wts, Mb, rows, row_of.data(), n, out, n);  // no dropped columns
+      l.row_at[static_cast<size_t>(c * k1 * k2 + k)] = l.row_at[static_cast<size_t>(k)] + c * l.phases * l.plane;
+}
+
+// Copies a group's input into its phase planes. What it does not write, the padding, stays as it
+// was: zeros, written once for all the vertices of a run.
+void copyPadded(const Window3& w, const PaddedLayout& l, const float* x, int64_t Cg, float* padded) {
+  const int64_t s1 = w.stride[1], s2 = w.stride[2];
+  for (int64_t c = 0; c < Cg; ++c)
+    for (int64_t ry = 0; ry < s1; ++ry)
+      for (int64_t rx = 0; rx < s2; ++rx) {
+        float* q = padded + (c * l.phases + ry * s2 + rx) * l.plane;
+        // Columns xx with input column ix = start + xx*s2 + rx inside [0, in).
+        const int64_t first = w.start[2] + rx, x0 = first >= 0 ? 0 : divBy(-first + s2 - 1, s2);
+        const int64_t x1 = std::min(l.qw, w.in[2] - first <= 0 ? 0 : divBy(w.in[2] - first + s2 - 1, s2));
+        for (int64_t yy = 0; yy < l.qh; ++yy) {
+          const int64_t iy = w.start[1] + yy * s1 + ry;
+          if (iy < 0 || iy >= w.in[1] || x1 <= x0) continue;
+          const float* src = x + (c * w.in[1] + iy) * w.in[2];  // the input row; column xx reads first + xx*s2
+          copyStrided(src + first + x0 * s2, s2, x1 - x0, q + yy * l.qw + x0);
+        }
+      }
+}
+
+// The product of one group over the rows of its padded copy, the dropped columns left out.
+void productPadded(const Window3& w, const PaddedLayout& l, const float* const* row_of, const float* wts, int64_t Mb,
+                   float* out) {
+  const int64_t h = w.out[1], width = w.out[2], rows = static_cast<int64_t>(l.row_at.size()), n = l.n;
+  if (l.qw == width) return gemmRows(wts, Mb, rows, row_of, n, out, n);  // no dropped columns
+  thread_local std::vector<float> product;
   product.resize(static_cast<size_t>(Mb * n));
-  gemmRows(wts, Mb, rows, row_of.data(), n, product.data(), n);
+  gemmRows(wts, Mb, rows, row_of, n, product.data(), n);
   for (int64_t j = 0; j < Mb; ++j)
     for (int64_t y = 0; y < h; ++y)
-      std::copy(product.data() + j * n + y * qw, product.data() + j * n + y * qw + width, out + (j * h + y) * width);
+      std::copy(product.data() + j * n + y * l.qw, product.data() + j * n + y * l.qw + width, out + (j * h + y) * width);
 }
 
 // Every output's every tap inside the input (no padding, no clipped window), few outputs (a
@@ -399,22 +422,81 @@ void convEpilogue(const exec::ConvPartialParams& p, const Window3& w, const Vert
 }  // namespace
 
 bool convPartialRunsTogether(const exec::ConvPartialParams& p) {
-  return p.groups > 0 && p.out_channels > 0 && p.in_channels > 0 && chainsPay(windowOf(p));
+  // Blocks whose inputs, eight at a time, stay in the caches between their moves and their product.
+  return capMul(capMul(p.groups, p.in_channels), windowOf(p).inSize()) <= kTogetherInputFloats;
 }
 
 void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem) {
+  const int64_t groups = p.groups, Cg = p.in_channels, Mb = p.out_channels;
   const Window3 w = windowOf(p);
-  if (!convPartialRunsTogether(p)) {
-    for (size_t i = 0; i < n; ++i) runConvPartial(p, *vs[i], mem);
+  const int64_t Pin = w.inSize(), P = w.outSize(), K = w.kernelSize(), rows = Cg * K;
+  if (P == 0 || groups == 0 || Mb == 0) return;
+  if (rows > 0 && chainsPay(w)) {
+    thread_local std::vector<TapRun> runs;
+    thread_local std::vector<DotChain> chains;
+    tapRuns(w, Cg, runs);
+    chains.clear();
+    for (size_t i = 0; i < n; ++i) appendChains(p, w, *vs[i], mem, chains);
+    dotChains(chains.data(), static_cast<int64_t>(chains.size()), runs.data(), static_cast<int64_t>(runs.size()));
+    for (size_t i = 0; i < n; ++i) convEpilogue(p, w, *vs[i], mem);
     return;
   }
-  thread_local std::vector<TapRun> runs;
-  thread_local std::vector<DotChain> chains;
-  tapRuns(w, p.in_channels, runs);
-  chains.clear();
-  for (size_t i = 0; i < n; ++i) appendChains(p, w, *vs[i], mem, chains);
-  dotChains(chains.data(), static_cast<int64_t>(chains.size()), runs.data(), static_cast<int64_t>(runs.size()));
-  for (size_t i = 0; i < n; ++i) convEpilogue(p, w, *vs[i], mem);
+  // A 1x1 kernel with unit strides, no offset and equal extents reads the input as it is.
+  bool direct = K == 1;
+  for (int d = 0; d < 3; ++d) direct = direct && w.stride[d] == 1 && w.start[d] == 0 && w.in[d] == w.out[d];
+  const int64_t width = w.out[2], lines = w.out[0] * w.out[1];
+  // Output lines per im2col chunk, within the scratch budget (0: too wide, go tap by tap).
+  const int64_t line_floats = capMul(rows, width);
+  const int64_t chunk = line_floats < 0 ? 0 : line_floats > 0 ? std::min(lines, kScratchFloats / line_floats) : lines;
+  // The padded copy and the product it feeds, within the same scratch budget.
+  const bool padded =
+      paddedProductPays(w, Cg, Mb) &&
+      capMul(capMul(Cg, capMul(w.stride[1], w.stride[2])),
+             capMul(w.out[1] + divBy((w.kernel[1] - 1) * w.dil[1], w.stride[1]) + 1, 2 * width + 1)) <= kScratchFloats &&
+      capMul(Mb, capMul(w.out[1], 2 * width + 1)) <= kScratchFloats;
+  // The padded copy's layout, its zeros and its rows, for all the vertices given.
+  thread_local PaddedLayout layout;
+  thread_local std::vector<float> copy;
+  thread_local std::vector<const float*> row_of;
+  if (padded && !direct) {
+    layOutPadded(w, Cg, layout);
+    copy.assign(static_cast<size_t>(layout.floats), 0.0f);
+    row_of.resize(layout.row_at.size());
+    for (size_t r = 0; r < row_of.size(); ++r) row_of[r] = copy.data() + layout.row_at[r];
+  }
+  thread_local std::vector<float> col;
+  for (size_t i = 0; i < n; ++i) {
+    const VertexView& v = *vs[i];
+    float* out = f32(mem, v.fields[0]);
+    const float* in = f32(mem, v.fields[1]);
+    const float* wts = f32(mem, v.fields[2]);
+    for (int64_t g = 0; g < groups; ++g) {
+      float* og = out + g * Mb * P;
+      const float* x = in + g * Cg * Pin;
+      const float* wg = wts + g * Mb * rows;
+      if (rows == 0) {
+        std::fill(og, og + Mb * P, 0.0f);
+      } else if (direct) {
+        gemm(wg, Mb, rows, x, P, P, og, P);
+      } else if (padded) {
+        copyPadded(w, layout, x, Cg, copy.data());
+        productPadded(w, layout, row_of.data(), wg, Mb, og);
+      } else if (chunk == 0) {
+        convDirect(w, x, wg, Cg, Mb, og);
+      } else {
+        col.resize(static_cast<size_t>(rows * chunk * width));
+        for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
+          const int64_t l1 = std::min(lines, l0 + chunk), pc = (l1 - l0) * width;
+          if (w.kernel[2] > width)
+            im2colByOutput(w, x, Cg, l0, l1, col.data());
+          else
+            im2col(w, x, Cg, l0, l1, col.data());
+          gemm(wg, Mb, rows, col.data(), pc, pc, og + l0 * width, P);
+        }
+      }
+    }
+    convEpilogue(p, w, v, mem);
+  }
 }
 
 Status checkConvPartial(const exec::ConvPartialParams& p, const VertexView& v) {
@@ -435,52 +517,8 @@ Status checkConvPartial(const exec::ConvPartialParams& p, const VertexView& v) {
 }
 
 void runConvPartial(const exec::ConvPartialParams& p, const VertexView& v, uint8_t* mem) {
-  const int64_t groups = p.groups, Cg = p.in_channels, Mb = p.out_channels;
-  const Window3 w = windowOf(p);
-  const int64_t Pin = w.inSize(), P = w.outSize(), K = w.kernelSize(), rows = Cg * K;
-  float* out = f32(mem, v.fields[0]);
-  const float* in = f32(mem, v.fields[1]);
-  const float* wts = f32(mem, v.fields[2]);
-  if (P == 0 || groups == 0 || Mb == 0) return;
-  // A 1x1 kernel with unit strides, no offset and equal extents reads the input as it is.
-  bool direct = K == 1;
-  for (int d = 0; d < 3; ++d) direct = direct && w.stride[d] == 1 && w.start[d] == 0 && w.in[d] == w.out[d];
-  const int64_t width = w.out[2], lines = w.out[0] * w.out[1];
-  // Output lines per im2col chunk, within the scratch budget (0: too wide, go tap by tap).
-  const int64_t line_floats = capMul(rows, width);
-  const int64_t chunk = line_floats < 0 ? 0 : line_floats > 0 ? std::min(lines, kScratchFloats / line_floats) : lines;
-  // The padded copy and the product it feeds, within the same scratch budget.
-  const bool padded =
-      paddedProductPays(w, Cg, Mb) &&
-      capMul(capMul(Cg, capMul(w.stride[1], w.stride[2])),
-             capMul(w.out[1] + divBy((w.kernel[1] - 1) * w.dil[1], w.stride[1]) + 1, 2 * width + 1)) <= kScratchFloats &&
-      capMul(Mb, capMul(w.out[1], 2 * width + 1)) <= kScratchFloats;
-  thread_local std::vector<float> col;
-  for (int64_t g = 0; g < groups; ++g) {
-    float* og = out + g * Mb * P;
-    const float* x = in + g * Cg * Pin;
-    const float* wg = wts + g * Mb * rows;
-    if (rows == 0) {
-      std::fill(og, og + Mb * P, 0.0f);
-    } else if (direct) {
-      gemm(wg, Mb, rows, x, P, P, og, P);
-    } else if (padded) {
-      convPadded(w, x, wg, Cg, Mb, og);
-    } else if (chunk == 0) {
-      convDirect(w, x, wg, Cg, Mb, og);
-    } else {
-      col.resize(static_cast<size_t>(rows * chunk * width));
-      for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
-        const int64_t l1 = std::min(lines, l0 + chunk), pc = (l1 - l0) * width;
-        if (w.kernel[2] > width)
-          im2colByOutput(w, x, Cg, l0, l1, col.data());
-        else
-          im2col(w, x, Cg, l0, l1, col.data());
-        gemm(wg, Mb, rows, col.data(), pc, pc, og + l0 * width, P);
-      }
-    }
-  }
-  convEpilogue(p, w, v, mem);
+  const VertexView* one = &v;
+  runConvPartialTogether(p, &one, 1, mem);
 }
 
 uint64_t cyclesConvPartial(const exec::ConvPartialParams& p, const VertexView&, const exec::CostModel& cost) {
