@@ -25,7 +25,8 @@ struct StridedRows {
 };
 struct PointerRows {
   const float* const* b;
-  const float* operator[](int64_t k) const { return b[k]; }
+  int64_t first;  // column
+  const float* operator[](int64_t k) const { return b[k] + first; }
 };
 
 #ifdef POPRT_GEMM_X86
@@ -263,16 +264,17 @@ void gemmWith(SimdIsa isa, const float* a, int64_t M, int64_t K, const float* b,
   gemmAny(isa, a, M, K, StridedRows{b, ldb}, N, out, ldo);
 }
 
-void gemmRowsWith(SimdIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo) {
-  gemmAny(isa, a, M, K, PointerRows{b}, N, out, ldo);
+void gemmRowsWith(SimdIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t first, int64_t N, float* out,
+                  int64_t ldo) {
+  gemmAny(isa, a, M, K, PointerRows{b, first}, N, out, ldo);
 }
 
 void gemm(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo) {
   gemmWith(bestSimdIsa(), a, M, K, b, ldb, N, out, ldo);
 }
 
-void gemmRows(const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo) {
-  gemmRowsWith(bestSimdIsa(), a, M, K, b, N, out, ldo);
+void gemmRows(const float* a, int64_t M, int64_t K, const float* const* b, int64_t first, int64_t N, float* out, int64_t ldo) {
+  gemmRowsWith(bestSimdIsa(), a, M, K, b, first, N, out, ldo);
 }
 
 }  // namespace poprt::sim

@@ -11,8 +11,8 @@ namespace poprt::sim {
 // so every target (AVX-512, AVX2 and the portable scalar build, whose fmaf is exact too) computes
 // the same bits, and an output does not depend on its place in the block.
 void gemm(const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo);
-// The same with row k of b at b[k] (columns [0, N) of each), rows anywhere.
-void gemmRows(const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo);
+// The same with row k of b at b[k] (columns [first, first + N) of each), rows anywhere.
+void gemmRows(const float* a, int64_t M, int64_t K, const float* const* b, int64_t first, int64_t N, float* out, int64_t ldo);
 
 // One of several independent dot products that dotChains sums together: K weights at a (in a
 // row), and the values they multiply read from b at the places the tap runs say.
@@ -34,7 +34,8 @@ void dotChains(const DotChain* chains, int64_t n, const TapRun* runs, int64_t n_
 
 // Under a given instruction set (one of availableSimdIsas()); gemm runs the best.
 void gemmWith(SimdIsa isa, const float* a, int64_t M, int64_t K, const float* b, int64_t ldb, int64_t N, float* out, int64_t ldo);
-void gemmRowsWith(SimdIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t N, float* out, int64_t ldo);
+void gemmRowsWith(SimdIsa isa, const float* a, int64_t M, int64_t K, const float* const* b, int64_t first, int64_t N, float* out,
+                  int64_t ldo);
 void dotChainsWith(SimdIsa isa, const DotChain* chains, int64_t n, const TapRun* runs, int64_t n_runs);
 
 }  // namespace poprt::sim

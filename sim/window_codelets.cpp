@@ -262,6 +262,7 @@ POPRT_VECTOR_CLONES void convDirect(const Window3& w, const float* x, const floa
 }
 
 constexpr int64_t kScratchFloats = int64_t{1} << 22;  // im2col scratch per chunk (16 MiB)
+constexpr int64_t kLineFloats = 8;                    // an AVX2 vector: output lines this wide get products of their own
 
 // The input floats of a block that runs with others (convPartialRunsTogether): eight such inputs
 // (128 KiB) stay in the caches from their moves to their products.
@@ -342,14 +343,20 @@ void copyPadded(const Window3& w, const PaddedLayout& l, const float* x, int64_t
       }
 }
 
-// The product of one group over the rows of its padded copy, the dropped columns left out.
+// The product of one group over the rows of its padded copy, the dropped columns left out: output
+// line y is columns [y*qw, y*qw + width) of the product. Lines of a vector or more go straight
+// into the output, a product each; shorter ones as one product, copied out line by line.
 void productPadded(const Window3& w, const PaddedLayout& l, const float* const* row_of, const float* wts, int64_t Mb,
                    float* out) {
   const int64_t h = w.out[1], width = w.out[2], rows = static_cast<int64_t>(l.row_at.size()), n = l.n;
-  if (l.qw == width) return gemmRows(wts, Mb, rows, row_of, n, out, n);  // no dropped columns
+  if (l.qw == width) return gemmRows(wts, Mb, rows, row_of, 0, n, out, n);  // no dropped columns
+  if (width >= kLineFloats) {
+    for (int64_t y = 0; y < h; ++y) gemmRows(wts, Mb, rows, row_of, y * l.qw, width, out + y * width, h * width);
+    return;
+  }
   thread_local std::vector<float> product;
   product.resize(static_cast<size_t>(Mb * n));
-  gemmRows(wts, Mb, rows, row_of, n, product.data(), n);
+  gemmRows(wts, Mb, rows, row_of, 0, n, product.data(), n);
   for (int64_t j = 0; j < Mb; ++j)
     for (int64_t y = 0; y < h; ++y)
       std::copy(product.data() + j * n + y * l.qw, product.data() + j * n + y * l.qw + width, out + (j * h + y) * width);
