@@ -270,9 +270,9 @@ constexpr int64_t kTogetherInputFloats = 4096;
 
 // A plane (no depth), strides up to 2 (a convnet's downsampling), and taps reaching at most as
 // far again as the output rows are wide (so at most half the product's columns are dropped): the
-// padded-input product below applies. It pays when the floats it writes (the phase planes, the
-// product and the copy out of it) are fewer than im2col's (a copy of the input per tap): not for
-// blocks of a few outputs with short kernels, nor for an STFT's 512 taps at a stride of 160.
+// padded-input product below applies. It pays when the floats it writes (the phase planes, and for
+// lines narrower than a vector the product and the copy out of it) are fewer than im2col's (a copy
+// of the input per tap): not for an STFT's 512 taps at a stride of 160.
 bool paddedProductPays(const Window3& w, int64_t Cg, int64_t Mb) {
   if (!(w.in[0] == 1 && w.out[0] == 1 && w.kernel[0] == 1 && w.start[0] == 0 && w.stride[1] <= 2 && w.stride[2] <= 2 &&
         divBy((w.kernel[2] - 1) * w.dil[2], w.stride[2]) <= w.out[2]))
@@ -281,7 +281,7 @@ bool paddedProductPays(const Window3& w, int64_t Cg, int64_t Mb) {
   const double qw = width + static_cast<double>(divBy((w.kernel[2] - 1) * w.dil[2], w.stride[2]));
   const double qh = h + static_cast<double>(divBy((w.kernel[1] - 1) * w.dil[1], w.stride[1]));
   const double planes = static_cast<double>(Cg * w.stride[1] * w.stride[2]) * qh * qw;
-  const double product = qw == width ? 0 : 2 * static_cast<double>(Mb) * h * qw;
+  const double product = qw == width || w.out[2] >= kLineFloats ? 0 : 2 * static_cast<double>(Mb) * h * qw;
   return planes + product < static_cast<double>(Cg) * static_cast<double>(w.kernel[1] * w.kernel[2]) * h * width;
 }
 
