@@ -465,11 +465,18 @@ void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* 
   thread_local PaddedLayout layout;
   thread_local std::vector<float> copy;
   thread_local std::vector<const float*> row_of;
+  bool in_place = false;
   if (padded && !direct) {
     layOutPadded(w, Cg, layout);
-    copy.assign(static_cast<size_t>(layout.floats), 0.0f);
     row_of.resize(layout.row_at.size());
-    for (size_t r = 0; r < row_of.size(); ++r) row_of[r] = copy.data() + layout.row_at[r];
+    // Unit strides, no padding and no dropped columns read (none, or lines that get products of
+    // their own): the input is its own padded copy, and the rows point into it.
+    in_place = layout.phases == 1 && w.start[1] == 0 && w.start[2] == 0 && w.in[1] == layout.qh && w.in[2] == layout.qw &&
+               (layout.qw == width || width >= kLineFloats);
+    if (!in_place) {
+      copy.assign(static_cast<size_t>(layout.floats), 0.0f);
+      for (size_t r = 0; r < row_of.size(); ++r) row_of[r] = copy.data() + layout.row_at[r];
+    }
   }
   thread_local std::vector<float> col;
   for (size_t i = 0; i < n; ++i) {
@@ -486,7 +493,10 @@ void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* 
       } else if (direct) {
         gemm(wg, Mb, rows, x, P, P, og, P);
       } else if (padded) {
-        copyPadded(w, layout, x, Cg, copy.data());
+        if (in_place)
+          for (size_t r = 0; r < row_of.size(); ++r) row_of[r] = x + layout.row_at[r];
+        else
+          copyPadded(w, layout, x, Cg, copy.data());
         productPadded(w, layout, row_of.data(), wg, Mb, og);
       } else if (chunk == 0) {
         convDirect(w, x, wg, Cg, Mb, og);

@@ -591,8 +591,9 @@ TEST(ConvPartialCodelet, EachOutputSumsItsProductsInOrder) {
 }
 
 // Blocks the engine gives to runVertices several at once, sharing their set-up: 2-D blocks with
-// padding and strides (rows of a padded copy whose zeros are written once for all of them), a 1x1
-// kernel (read in place), a stride of 3 (im2col), and long filters over a few frames (an STFT's 512
+// padding and strides (rows of a padded copy whose zeros are written once for all of them), blocks
+// without padding (rows read in the input), a 1x1 kernel (read in place), a stride of 3 (im2col),
+// and long filters over a few frames (an STFT's 512
 // taps at a stride of 160 over 2 frames: interleaved sums). Each vertex, with its own input,
 // weights and bias, comes out bit for bit as its products summed in order with fused multiply-adds
 // from zero, padding taps adding fma(w, 0, sum), then the bias and a Relu; and within float
@@ -607,6 +608,8 @@ TEST(ConvPartialCodelet, BlocksRunTogetherAsEachAlone) {
       {2, 4, 8, 8, 3, 3, 2, 1, 1, true},         // strided: phase planes
       {3, 2, 6, 7, 3, 3, 1, 2, 2, false},        // dilated
       {4, 8, 2, 8, 1, 1, 1, 1, 0, true},         // 1x1
+      {4, 9, 5, 8, 3, 1, 1, 1, 0, true},         // no padding, one column: rows read in the input
+      {2, 3, 5, 12, 3, 3, 1, 1, 0, false},       // no padding, lines of products of their own: the same
       {2, 3, 7, 9, 3, 3, 3, 1, 1, true},         // stride 3: im2col
       {1, 1, 1, 672, 1, 512, 160, 1, 0, false},  // an STFT's filter: interleaved sums
       {2, 2, 1, 300, 1, 90, 50, 2, 0, true},
