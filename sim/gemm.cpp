@@ -180,43 +180,64 @@ void gemmPortable(const float* a, int64_t M, int64_t K, Rows b, int64_t N, float
     }
 }
 
-// Chains [0, N) of c at once, their sums in registers: N taps' loads and fused multiply-adds a
-// step, independent of each other, so the adds of one chain wait on nothing but its own.
-template <int N, bool kFmaInstruction>
+// Chains [0, R*S) of c at once, their sums in registers: a step loads each chain's tap and makes
+// its fused multiply-add, independent of the others', so the adds of one chain wait on nothing but
+// its own. Chains r*S to r*S + S - 1 share their weights (a conv block's outputs of one channel),
+// loaded once a step for all S: the loop is bound by its loads.
+template <int R, int S, bool kFmaInstruction>
 __attribute__((always_inline)) inline void chainGroup(const DotChain* c, const TapRun* runs, int64_t n_runs) {
+  constexpr int N = R * S;
   float acc[N];
-  const float* a[N];
+  const float* a[R];
   const float* b[N];
   for (int i = 0; i < N; ++i) {
     acc[i] = 0.0f;
-    a[i] = c[i].a;
     b[i] = c[i].b;
   }
-  for (int64_t r = 0; r < n_runs; ++r) {
-    const int64_t at = runs[r].at, count = runs[r].count;
+  for (int r = 0; r < R; ++r) a[r] = c[r * S].a;
+  for (int64_t k = 0; k < n_runs; ++k) {
+    const int64_t at = runs[k].at, count = runs[k].count;
     for (int64_t t = 0; t < count; ++t)
-      for (int i = 0; i < N; ++i) {
-        if constexpr (kFmaInstruction)
-          acc[i] = __builtin_fmaf(a[i][t], b[i][at + t], acc[i]);
-        else
-          acc[i] = std::fma(a[i][t], b[i][at + t], acc[i]);
+      for (int r = 0; r < R; ++r) {
+        const float w = a[r][t];
+        for (int j = 0; j < S; ++j) {
+          float& sum = acc[r * S + j];
+          if constexpr (kFmaInstruction)
+            sum = __builtin_fmaf(w, b[r * S + j][at + t], sum);
+          else
+            sum = std::fma(w, b[r * S + j][at + t], sum);
+        }
       }
-    for (int i = 0; i < N; ++i) a[i] += count;
+    for (int r = 0; r < R; ++r) a[r] += count;
   }
   for (int i = 0; i < N; ++i) *c[i].out = acc[i];
 }
 
+// Whether the 8 chains at c come in runs of `s` sharing their weights.
+inline bool sharingBy(const DotChain* c, int s) {
+  for (int i = 0; i < 8; ++i)
+    if (c[i].a != c[i / s * s].a) return false;
+  return true;
+}
+
 template <bool kFmaInstruction>
 __attribute__((always_inline)) inline void chainsBy8(const DotChain* c, int64_t n, const TapRun* runs, int64_t n_runs) {
-  for (; n >= 8; c += 8, n -= 8) chainGroup<8, kFmaInstruction>(c, runs, n_runs);
+  for (; n >= 8; c += 8, n -= 8) {
+    if (sharingBy(c, 4))
+      chainGroup<2, 4, kFmaInstruction>(c, runs, n_runs);
+    else if (sharingBy(c, 2))
+      chainGroup<4, 2, kFmaInstruction>(c, runs, n_runs);
+    else
+      chainGroup<8, 1, kFmaInstruction>(c, runs, n_runs);
+  }
   switch (n) {
-    case 7: return chainGroup<7, kFmaInstruction>(c, runs, n_runs);
-    case 6: return chainGroup<6, kFmaInstruction>(c, runs, n_runs);
-    case 5: return chainGroup<5, kFmaInstruction>(c, runs, n_runs);
-    case 4: return chainGroup<4, kFmaInstruction>(c, runs, n_runs);
-    case 3: return chainGroup<3, kFmaInstruction>(c, runs, n_runs);
-    case 2: return chainGroup<2, kFmaInstruction>(c, runs, n_runs);
-    case 1: return chainGroup<1, kFmaInstruction>(c, runs, n_runs);
+    case 7: return chainGroup<7, 1, kFmaInstruction>(c, runs, n_runs);
+    case 6: return chainGroup<6, 1, kFmaInstruction>(c, runs, n_runs);
+    case 5: return chainGroup<5, 1, kFmaInstruction>(c, runs, n_runs);
+    case 4: return chainGroup<4, 1, kFmaInstruction>(c, runs, n_runs);
+    case 3: return chainGroup<3, 1, kFmaInstruction>(c, runs, n_runs);
+    case 2: return chainGroup<2, 1, kFmaInstruction>(c, runs, n_runs);
+    case 1: return chainGroup<1, 1, kFmaInstruction>(c, runs, n_runs);
     default: return;
   }
 }

@@ -59,42 +59,44 @@ TEST(Gemm, EveryVersionGivesTheSameBitsAndMatchesDouble) {
 
 // dotChains under every instruction set gives each chain's products summed in tap order from zero
 // with fused multiply-adds, bit for bit against that loop written out: every group size of its
-// interleaving (1-8 chains and more), runs of one tap and of many, chains sharing weights, and
-// none at all. Nothing but the outputs is written.
+// interleaving (1-8 chains and more), runs of one tap and of many, chains sharing weights in runs
+// of 2 and 4 (a conv block's outputs of one channel, loaded once for all) and irregularly, and no
+// chains at all. Nothing but the outputs is written.
 TEST(DotChains, EveryVersionSumsEachChainInTapOrder) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   const std::vector<std::vector<TapRun>> tap_lists = {{}, {{0, 1}}, {{3, 40}}, {{0, 5}, {17, 1}, {9, 33}, {50, 2}}};
   for (const auto& runs : tap_lists)
-    for (int64_t n : {0, 1, 2, 3, 7, 8, 9, 16, 19}) {
-      SCOPED_TRACE(std::to_string(runs.size()) + " runs, " + std::to_string(n) + " chains");
-      int64_t K = 0, reach = 0;
-      for (const TapRun& r : runs) K += r.count, reach = std::max(reach, r.at + r.count);
-      std::vector<float> a(static_cast<size_t>(n * K + 1)), b(static_cast<size_t>(n * 7 + reach + 1));
-      for (float& x : a) x = dist(rng);
-      for (float& x : b) x = dist(rng);
-      const float sentinel = 12345.f;
-      std::vector<float> want(static_cast<size_t>(2 * n + 1), sentinel);
-      std::vector<DotChain> chains;
-      for (int64_t i = 0; i < n; ++i) {
-        const float* ai = a.data() + (i % 3 == 2 ? 0 : i * K);  // every third shares the first's weights
-        const float* bi = b.data() + i * 7;                     // overlapping inputs, as a conv's windows
-        chains.push_back({ai, bi, nullptr});
-        float sum = 0.0f;
-        int64_t t = 0;
-        for (const TapRun& r : runs)
-          for (int64_t k = 0; k < r.count; ++k, ++t) sum = std::fma(ai[t], bi[r.at + k], sum);
-        want[static_cast<size_t>(2 * i)] = sum;
+    for (int64_t n : {0, 1, 2, 3, 7, 8, 9, 16, 19})
+      for (int64_t share : {0, 1, 2, 4}) {  // 0: every third chain shares the first's weights
+        SCOPED_TRACE(std::to_string(runs.size()) + " runs, " + std::to_string(n) + " chains, sharing " + std::to_string(share));
+        int64_t K = 0, reach = 0;
+        for (const TapRun& r : runs) K += r.count, reach = std::max(reach, r.at + r.count);
+        std::vector<float> a(static_cast<size_t>(n * K + 1)), b(static_cast<size_t>(n * 7 + reach + 1));
+        for (float& x : a) x = dist(rng);
+        for (float& x : b) x = dist(rng);
+        const float sentinel = 12345.f;
+        std::vector<float> want(static_cast<size_t>(2 * n + 1), sentinel);
+        std::vector<DotChain> chains;
+        for (int64_t i = 0; i < n; ++i) {
+          const float* ai = a.data() + (share == 0 ? (i % 3 == 2 ? 0 : i * K) : i / share * K);
+          const float* bi = b.data() + i * 7;  // overlapping inputs, as a conv's windows
+          chains.push_back({ai, bi, nullptr});
+          float sum = 0.0f;
+          int64_t t = 0;
+          for (const TapRun& r : runs)
+            for (int64_t k = 0; k < r.count; ++k, ++t) sum = std::fma(ai[t], bi[r.at + k], sum);
+          want[static_cast<size_t>(2 * i)] = sum;
+        }
+        for (SimdIsa isa : availableSimdIsas()) {
+          SCOPED_TRACE(static_cast<int>(isa));
+          std::vector<float> out(want.size(), sentinel);
+          for (int64_t i = 0; i < n; ++i) chains[static_cast<size_t>(i)].out = out.data() + 2 * i;
+          dotChainsWith(isa, chains.data(), n, runs.data(), static_cast<int64_t>(runs.size()));
+          for (size_t i = 0; i < out.size(); ++i)
+            ASSERT_EQ(std::bit_cast<uint32_t>(out[i]), std::bit_cast<uint32_t>(want[i])) << "at " << i;
+        }
       }
-      for (SimdIsa isa : availableSimdIsas()) {
-        SCOPED_TRACE(static_cast<int>(isa));
-        std::vector<float> out(want.size(), sentinel);
-        for (int64_t i = 0; i < n; ++i) chains[static_cast<size_t>(i)].out = out.data() + 2 * i;
-        dotChainsWith(isa, chains.data(), n, runs.data(), static_cast<int64_t>(runs.size()));
-        for (size_t i = 0; i < out.size(); ++i)
-          ASSERT_EQ(std::bit_cast<uint32_t>(out[i]), std::bit_cast<uint32_t>(want[i])) << "at " << i;
-      }
-    }
 }
 
 }  // namespace
