@@ -63,8 +63,10 @@ void binaryRuns(const Op& op, const exec::BinaryParams& p, float* out, const flo
   int64_t index[16];
   int64_t ia = p.bases ? -p.bases->a : 0, ib = p.bases ? -p.bases->b : 0, rem = begin;
   for (int64_t d = rank; d-- > 0;) {
-    index[d] = dims[d] ? divide(rem, dims[d], rem) : 0;
-    if (!dims[d]) rem = 0;
+    if (dims[d])
+      index[d] = divide(rem, dims[d], rem);
+    else
+      index[d] = rem = 0;
     ia += index[d] * sa[d];
     ib += index[d] * sb[d];
   }

@@ -1,8 +1,10 @@
 // ConvPartial and Pool: the sliding-window codelets. Both see up to three spatial dims (fewer are
 // padded with leading dims of extent 1) and clip every window to the input they hold, so padding
-// costs no memory. ConvPartial builds the im2col matrix of its block (skipped for a 1x1 kernel
-// with unit strides and no offset) and multiplies it in float, each output summing its products in
-// one fixed order; Pool loops over the taps.
+// costs no memory. ConvPartial multiplies its block's weights with its input read in place (a 1x1
+// kernel), through rows of a zero-padded copy or of the input itself (planes), or through an
+// im2col matrix, or as interleaved dot products (long filters over a few frames), each output
+// summing its products in one fixed order whichever way; small blocks run a run's vertices
+// several at once, sharing their set-up (runConvPartialTogether). Pool loops over the taps.
 #include "sim/codelet_kinds.h"
 
 #include <algorithm>
@@ -429,8 +431,10 @@ void convEpilogue(const exec::ConvPartialParams& p, const Window3& w, const Vert
 }  // namespace
 
 bool convPartialRunsTogether(const exec::ConvPartialParams& p) {
-  // Blocks whose inputs, eight at a time, stay in the caches between their moves and their product.
-  return capMul(capMul(p.groups, p.in_channels), windowOf(p).inSize()) <= kTogetherInputFloats;
+  // Blocks whose inputs, eight at a time, stay in the caches between their moves and their product
+  // (capMul's -1, past its cap, is not one).
+  const int64_t floats = capMul(capMul(p.groups, p.in_channels), windowOf(p).inSize());
+  return floats >= 0 && floats <= kTogetherInputFloats;
 }
 
 void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem) {
