@@ -49,7 +49,9 @@ const std::vector<PassInfo>& allPasses() {
       {"fold_affine_into_conv_input",
        "fold a scalar Mul/Div and Add/Sub right before a Conv that pads nothing into its weights and bias",
        makeFoldAffineIntoConvInput},
-      {"fuse_matmul_add_into_gemm", "MatMul of a 2-D input by a constant [K,N] weight + bias -> Gemm", makeFuseMatMulAddIntoGemm},
+      {"fuse_matmul_add_into_gemm",
+       "MatMul by a constant [K,N] weight + bias -> Gemm (of A's rows between Reshapes when A has batch dims)",
+       makeFuseMatMulAddIntoGemm},
       // Fusions into ai.graphcore ops (LayerNormalization itself from opset 17). Conv/Gemm +
       // activation last, after BatchNormalization and Mul/Add have been folded into the Conv.
       {"fuse_layernorm",
