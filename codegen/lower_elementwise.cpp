@@ -2,6 +2,8 @@
 // output is spread over the tiles; each tile's vertex reads its operands in place where they
 // already live there, else from buffers the exchange fills. A broadcast operand is read through
 // strides from a copy of the elements the tile's outputs reach (exec::broadcastSpan).
+#include <algorithm>
+
 #include "codegen/lowering.h"
 #include "lib/exec/vertex_params.h"
 #include "lib/ops/broadcast.h"
@@ -58,6 +60,59 @@ Status lowerCast(Lowering& l, const ir::Node& node) {
 
 namespace {
 
+// A Binary vertex's share of the output: `rows` runs of `count` elements (one region each), the
+// first at `run`'s start and each `step` elements of the output after the one before. Each
+// broadcast operand's rows read spans of one length, `delta` apart, from `lo` on.
+struct RowGroup {
+  struct Reads {
+    __int128 lo = 0, length = 0, delta = 0;
+  };
+  Lowering::Run run;
+  int64_t rows = 1, step = 0;
+  std::vector<Reads> reads;  // per broadcast operand
+};
+
+// A run of output regions cut into groups a vertex with row runs covers: regions of one size,
+// evenly spaced in the output, whose reads of each broadcast operand are spans of one length,
+// evenly spaced too. The vertex's copy of such an operand then holds each row's span once (their
+// union where they overlap), never more than a vertex per region would copy.
+std::vector<RowGroup> rowGroups(const Lowering::Run& run, const Shape& out_shape,
+                                const std::vector<std::vector<int64_t>>& broadcast_strides) {
+  const auto rank = static_cast<int64_t>(out_shape.size());
+  std::vector<RowGroup> groups;
+  std::vector<exec::IndexSpan> spans(broadcast_strides.size());
+  for (const Region& r : run.regions) {
+    for (size_t k = 0; k < broadcast_strides.size(); ++k)
+      spans[k] = exec::broadcastSpan(out_shape.data(), broadcast_strides[k].data(), rank, r.begin, r.count);
+    bool extend = !groups.empty() && r.count > 0;
+    if (extend) {
+      const RowGroup& g = groups.back();
+      const Region& last = g.run.regions.back();
+      const int64_t step = r.begin - last.begin;
+      extend = r.count == last.count && step > 0 && (g.rows == 1 || step == g.step);
+      for (size_t k = 0; extend && k < spans.size(); ++k) {
+        const RowGroup::Reads& reads = g.reads[k];
+        const __int128 delta = spans[k].lo - (reads.lo + reads.delta * (g.rows - 1));  // from the last row's
+        extend = spans[k].hi - spans[k].lo + 1 == reads.length && delta >= 0 && (g.rows == 1 || delta == reads.delta);
+      }
+    }
+    if (extend) {
+      RowGroup& g = groups.back();
+      g.step = r.begin - g.run.regions.back().begin;
+      if (g.rows == 1)  // the second row sets the spacing the others keep
+        for (size_t k = 0; k < spans.size(); ++k) g.reads[k].delta = spans[k].lo - g.reads[k].lo;
+      ++g.rows;
+      g.run.regions.push_back(r);
+      g.run.count += r.count;
+      continue;
+    }
+    RowGroup g{{run.tile, r.offset, r.count, {r}}, 1, 0, {}};
+    for (const exec::IndexSpan& span : spans) g.reads.push_back({span.lo, span.hi - span.lo + 1, 0});
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
 // One superstep of a binary op: out = fn(a, b) over the output's mapping. A null `a` means the
 // output itself (the running result of a variadic op), read in place.
 void binaryStep(Lowering& l, ops::BinaryFn fn, const ir::Value* a, const ir::Value* b, const Shape& out_shape,
@@ -68,34 +123,49 @@ void binaryStep(Lowering& l, ops::BinaryFn fn, const ir::Value* a, const ir::Val
   const bool a_aligned = sa == out_shape, b_aligned = sb == out_shape;
   const DType dt = b->type.dtype;  // the device runs binary ops on operands of one dtype
   const uint64_t es = dtypeSize(dt);
-  // Aligned operands read element i for output i: a vertex may cover a run of regions. A
-  // broadcast one is indexed from the region's first element: a vertex per region.
-  std::vector<Lowering::Run> runs;
+  // Aligned operands read element i for output i: a vertex may cover a run of regions. With a
+  // broadcast operand, a vertex covers a group of a run's regions as row runs (rowGroups), each
+  // row indexed from its first element.
+  std::vector<RowGroup> groups;
+  const std::vector<Lowering::Run> runs = l.elementwiseRuns(out, es, {a_aligned ? a : nullptr, b_aligned ? b : nullptr});
   if (a_aligned && b_aligned) {
-    runs = l.elementwiseRuns(out, es, {a, b});
+    for (const Lowering::Run& r : runs) groups.push_back({r, 1, 0});
   } else {
-    for (const Region& r : out.regions) runs.push_back({r.tile, r.offset, r.count, {r}});
+    std::vector<std::vector<int64_t>> broadcast_strides;
+    if (!a_aligned) broadcast_strides.push_back(stride_a);
+    if (!b_aligned) broadcast_strides.push_back(stride_b);
+    for (const Lowering::Run& r : runs)
+      for (RowGroup& g : rowGroups(r, out_shape, broadcast_strides)) groups.push_back(std::move(g));
   }
-  for (const Lowering::Run& r : runs) {
+  for (const RowGroup& g : groups) {
+    const Lowering::Run& r = g.run;
     // Only broadcast operands are indexed from `begin`; a run's elements are not one range of it.
     const int64_t begin = a_aligned && b_aligned ? 0 : r.regions.front().begin;
+    const int64_t count = r.count / g.rows;  // per row
     uint64_t bytes = static_cast<uint64_t>(r.count) * es;
     // A broadcast operand: the tile gets only the elements its output reads (a bias's columns of
-    // its rows, not the whole bias), from `base` on.
-    int64_t bases[2] = {0, 0};
-    auto operand = [&](const ir::Value* v, bool aligned, const std::vector<int64_t>& strides, int64_t& base) -> exec::Field {
+    // its rows, not the whole bias), from `base` on: each row's span once, `skip` elements after
+    // the row before's end, or their union where they overlap.
+    int64_t bases[2] = {0, 0}, skips[2] = {0, 0};
+    size_t next_reads = 0;
+    auto operand = [&](const ir::Value* v, bool aligned, int k) -> exec::Field {
       if (!v) return {r.offset, bytes};
       if (aligned) return {l.operandOnTile(v, r), bytes};
-      const exec::IndexSpan span = exec::broadcastSpan(out_shape.data(), strides.data(), rank, begin, r.count);
-      if (span.hi < span.lo) return {l.operandOnTile(v, 0, 0, r.tile), 0};  // no outputs here
-      base = static_cast<int64_t>(span.lo);
-      const auto n = static_cast<int64_t>(span.hi - span.lo + 1);
-      return {l.operandOnTile(v, base, n, r.tile), static_cast<uint64_t>(n) * es};
+      const RowGroup::Reads& reads = g.reads[next_reads++];
+      if (reads.length == 0) return {l.operandOnTile(v, 0, 0, r.tile), 0};  // no outputs here
+      const auto lo = static_cast<int64_t>(reads.lo), length = static_cast<int64_t>(reads.length);
+      const auto delta = static_cast<int64_t>(reads.delta);
+      bases[k] = lo;
+      if (g.rows > 1 && delta > length) {
+        skips[k] = delta - length;
+        return {l.operandRows(v, lo, length, g.rows, delta, r.tile), static_cast<uint64_t>(g.rows * length) * es};
+      }
+      const int64_t n = (g.rows - 1) * delta + length;
+      return {l.operandOnTile(v, lo, n, r.tile), static_cast<uint64_t>(n) * es};
     };
-    std::vector<exec::Field> fields = {
-        {r.offset, bytes}, operand(a, a_aligned, stride_a, bases[0]), operand(b, b_aligned, stride_b, bases[1])};
+    std::vector<exec::Field> fields = {{r.offset, bytes}, operand(a, a_aligned, 0), operand(b, b_aligned, 1)};
     exec::BinaryParams params{fn,
-                              r.count,
+                              a_aligned && b_aligned ? r.count : count,
                               a_aligned ? exec::kAligned : exec::kBroadcast,
                               b_aligned ? exec::kAligned : exec::kBroadcast,
                               begin,
@@ -104,6 +174,7 @@ void binaryStep(Lowering& l, ops::BinaryFn fn, const ir::Value* a, const ir::Val
                               stride_a,
                               stride_b,
                               exec::OperandBases{bases[0], bases[1]}};
+    if (g.rows > 1) params.row_runs = exec::RowRuns{g.rows, g.step, skips[0], skips[1]};
     l.computeSet().vertices.push_back(exec::makeVertex(r.tile, dt, std::move(fields), params));
   }
 }

@@ -48,11 +48,13 @@ inline int64_t divide(int64_t rem, int64_t d, int64_t& quotient) {
   return rem - quotient * d;
 }
 
-// The output in runs along its innermost dim: an odometer over the outer dims gives each run's
-// operand offsets (broadcast operands through their strides, relative to their bases).
+// Output elements [begin, begin + count) in runs along the innermost dim: an odometer over the
+// outer dims gives each run's operand offsets (broadcast operands through their strides, relative
+// to their bases).
 template <class Op>
-void binaryRuns(const Op& op, const exec::BinaryParams& p, float* out, const float* a, const float* b) {
-  const int64_t count = p.count, begin = p.begin, rank = p.rank;
+void binaryRuns(const Op& op, const exec::BinaryParams& p, int64_t begin, int64_t count, exec::OperandBases bases, float* out,
+                const float* a, const float* b) {
+  const int64_t rank = p.rank;
   const bool a_bc = p.a_mode == exec::kBroadcast, b_bc = p.b_mode == exec::kBroadcast;
   if (!a_bc && !b_bc) return binaryRun(op, out, a, 1, b, 1, count);
   const int64_t* dims = p.out_dims.data();
@@ -61,7 +63,7 @@ void binaryRuns(const Op& op, const exec::BinaryParams& p, float* out, const flo
   // Only [0, rank) is used, each set below: a zeroed array cost a rep stos a vertex (oww_embedding
   // runs 28,000 Binary vertices of 3-48 elements).
   int64_t index[16];
-  int64_t ia = p.bases ? -p.bases->a : 0, ib = p.bases ? -p.bases->b : 0, rem = begin;
+  int64_t ia = -bases.a, ib = -bases.b, rem = begin;
   for (int64_t d = rank; d-- > 0;) {
     if (dims[d])
       index[d] = divide(rem, dims[d], rem);
@@ -126,21 +128,32 @@ uint64_t flopsUnary(const exec::UnaryParams& p, const VertexView&) { return coun
 
 Status checkBinary(const exec::BinaryParams& p, const VertexView& v) {
   POPRT_TRY(expectFloatFields(v, 3, "Binary"));
-  const int64_t rank = p.rank, count = p.count, begin = p.begin;
+  const int64_t rank = p.rank, count = p.count, begin = p.begin, rows = p.rows(), step = p.step();
   if (rank < 0 || rank > 16) return Error("Binary vertex has bad rank");
   if (p.fn < ops::BinaryFn{} || p.fn > ops::kLastBinaryFn || count < 0 || begin < 0) return Error("Binary vertex has bad params");
+  if (p.row_runs && !p.bases) return Error("Binary vertex has row runs without operand bases");
+  constexpr int64_t kMaxElements = int64_t{1} << 40;
+  const int64_t skips[2] = {p.row_runs ? p.row_runs->a_skip : 0, p.row_runs ? p.row_runs->b_skip : 0};
+  if (rows < 1 || step < 0 || step > kMaxElements || (rows > 1 && count == 0) || (count > 0 && rows > kMaxElements / count) ||
+      skips[0] < 0 || skips[0] > kMaxElements || skips[1] < 0 || skips[1] > kMaxElements)
+    return Error("Binary vertex has bad row runs");
   int64_t total = 1;
   for (const int64_t d : p.out_dims) {
-    if (d < 0 || (d != 0 && total > (int64_t{1} << 40) / d)) return Error("Binary vertex has bad dims");
+    if (d < 0 || (d != 0 && total > kMaxElements / d)) return Error("Binary vertex has bad dims");
     total *= d;
   }
-  if (begin > total || count > total - begin) return Error("Binary vertex range is outside its output");
-  if (!fieldHolds(v.fields[0], count)) return Error("Binary vertex output size does not match its count");
+  // In 128 bits: rows and step are each at most 2^40 here.
+  const __int128 last_begin = begin + static_cast<__int128>(rows - 1) * step;
+  if (begin > total || last_begin + count > total) return Error("Binary vertex range is outside its output");
+  // Every run's elements are in the fields (checked before the runs are visited: their number is
+  // then bounded by the fields' bytes).
+  const int64_t elements = rows * count;
+  if (!fieldHolds(v.fields[0], elements)) return Error("Binary vertex output size does not match its count");
   for (int operand = 0; operand < 2; ++operand) {
     const exec::BinaryOperandMode mode = operand == 0 ? p.a_mode : p.b_mode;
     const auto& field = v.fields[1 + operand];
     if (mode == exec::kAligned) {
-      if (!fieldHolds(field, count)) return Error("Binary vertex operand size does not match its count");
+      if (!fieldHolds(field, elements)) return Error("Binary vertex operand size does not match its count");
     } else if (mode == exec::kBroadcast) {
       // Every offset the vertex's output indices reach, less the buffer's base, must lie inside it.
       const std::span<const int64_t> strides = operand == 0 ? p.a_strides : p.b_strides;
@@ -149,9 +162,12 @@ Status checkBinary(const exec::BinaryParams& p, const VertexView& v) {
       const int64_t base = p.bases ? (operand == 0 ? p.bases->a : p.bases->b) : 0;
       if (base < 0) return Error("Binary vertex has a bad operand base");
       if (count == 0) continue;
-      const exec::IndexSpan span = exec::broadcastSpan(p.out_dims.data(), strides.data(), rank, begin, count);
-      if (span.lo < base || (span.hi - base + 1) * 4 > static_cast<__int128>(field.bytes))
-        return Error("Binary vertex operand strides reach outside its buffer");
+      for (int64_t r = 0; r < rows; ++r) {
+        const exec::IndexSpan span = exec::broadcastSpan(p.out_dims.data(), strides.data(), rank, begin + r * step, count);
+        const __int128 row_base = base + static_cast<__int128>(r) * skips[operand];
+        if (span.lo < row_base || (span.hi - row_base + 1) * 4 > static_cast<__int128>(field.bytes))
+          return Error("Binary vertex operand strides reach outside its buffer");
+      }
     } else {
       return Error("Binary vertex has an unknown operand mode");
     }
@@ -163,9 +179,20 @@ void runBinary(const exec::BinaryParams& p, const VertexView& v, uint8_t* mem) {
   float* out = f32(mem, v.fields[0]);
   const float* a = f32(mem, v.fields[1]);
   const float* b = f32(mem, v.fields[2]);
+  // Aligned operands advance with the output from run to run; broadcast ones are read through
+  // their strides from each run's first output element.
+  const int64_t count = p.count, rows = p.rows(), step = p.step();
+  const int64_t a_next = p.a_mode == exec::kAligned ? count : 0, b_next = p.b_mode == exec::kAligned ? count : 0;
+  const exec::OperandBases bases = p.bases.value_or(exec::OperandBases{});
+  const exec::OperandBases skips = p.row_runs ? exec::OperandBases{p.row_runs->a_skip, p.row_runs->b_skip} : exec::OperandBases{};
+  auto each = [&](const auto& op) {
+    for (int64_t r = 0; r < rows; ++r)
+      binaryRuns(op, p, p.begin + r * step, count, {bases.a + r * skips.a, bases.b + r * skips.b}, out + r * count,
+                 a + r * a_next, b + r * b_next);
+  };
   auto fixed = [&](auto fn_tag) {
     constexpr ops::BinaryFn kFn = decltype(fn_tag)::value;
-    binaryRuns([](float x, float y) { return ops::applyBinary<float>(kFn, x, y); }, p, out, a, b);
+    each([](float x, float y) { return ops::applyBinary<float>(kFn, x, y); });
   };
   switch (p.fn) {
     case ops::BinaryFn::Add: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Add>{});
@@ -176,19 +203,21 @@ void runBinary(const exec::BinaryParams& p, const VertexView& v, uint8_t* mem) {
     case ops::BinaryFn::Min: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Min>{});
     default: {
       const auto fn = p.fn;
-      binaryRuns([fn](float x, float y) { return ops::applyBinary<float>(fn, x, y); }, p, out, a, b);
+      each([fn](float x, float y) { return ops::applyBinary<float>(fn, x, y); });
     }
   }
 }
 
-// A broadcast operand is read element by element: 3 cycles each.
+// A broadcast operand is read element by element: 3 cycles each; a run of rows sets up each row's
+// pointers and count (a 2-D vertex's outer loop).
 uint64_t cyclesBinary(const exec::BinaryParams& p, const VertexView&, const exec::CostModel& cost) {
   const bool aligned = p.a_mode == exec::kAligned && p.b_mode == exec::kAligned;
-  const uint64_t n = count(p.count);
-  return cost.kVertexOverheadCycles + (aligned ? cost.vectorCycles(n) : 3 * n);
+  const uint64_t n = count(p.count) * count(p.rows());
+  return cost.kVertexOverheadCycles + (p.row_runs ? cost.kRowOverheadCycles * count(p.rows()) : 0) +
+         (aligned ? cost.vectorCycles(n) : 3 * n);
 }
 
-uint64_t flopsBinary(const exec::BinaryParams& p, const VertexView&) { return count(p.count); }
+uint64_t flopsBinary(const exec::BinaryParams& p, const VertexView&) { return count(p.count) * count(p.rows()); }
 
 // ---- Activation ----------------------------------------------------------------------------------
 

@@ -160,11 +160,25 @@ struct UnaryParams {
 // out[0..count). Mode kBroadcast: it holds operand elements from its base (0 without bases) on,
 // read at the element offset its strides (0 on broadcast dims) give output index begin + i, less
 // the base: at least broadcastSpan's elements.
+//
+// With row runs (which follow the bases): `rows` runs of `count` outputs, run r the output
+// elements from begin + r * step on; out and aligned operands hold the runs one after another
+// (rows x count elements); a broadcast operand's base grows by its skip from run to run (the
+// elements between one run's reads and the next's that its buffer leaves out). A tile's piece of
+// a MatMul's output is such rows (a piece of each row of a block), which a broadcast operand (an
+// attention bias) would otherwise take a vertex each for.
 struct OperandBases {
   int64_t a = 0, b = 0;
   template <class Io>
   void members(Io& io) {
     io.param(a), io.param(b);
+  }
+};
+struct RowRuns {
+  int64_t rows = 1, step = 0, a_skip = 0, b_skip = 0;
+  template <class Io>
+  void members(Io& io) {
+    io.param(rows), io.param(step), io.param(a_skip), io.param(b_skip);
   }
 };
 struct BinaryParams {
@@ -175,11 +189,14 @@ struct BinaryParams {
   int64_t begin = 0, rank = 0;
   std::span<const int64_t> out_dims, a_strides, b_strides;
   std::optional<OperandBases> bases;
+  std::optional<RowRuns> row_runs;  // only with bases
   template <class Io>
   void members(Io& io) {
     io.param(fn), io.param(count), io.param(a_mode), io.param(b_mode), io.param(begin), io.param(rank);
-    io.array(out_dims, rank), io.array(a_strides, rank), io.array(b_strides, rank), io.optional(bases);
+    io.array(out_dims, rank), io.array(a_strides, rank), io.array(b_strides, rank), io.optional(bases), io.optional(row_runs);
   }
+  int64_t rows() const { return row_runs ? row_runs->rows : 1; }
+  int64_t step() const { return row_runs ? row_runs->step : 0; }
 };
 
 // MatMul: fields [out, a, b, bias?]; out = act(alpha * A x B + beta * bias), out rows x cols, A

@@ -22,6 +22,7 @@ class CostModel {
         vector_width_(std::max<uint32_t>(1, target.vector_width_fp32 * (half_ ? 2 : 1))) {}
 
   static constexpr uint64_t kVertexOverheadCycles = 20;  // a vertex's call, field loads and loop setup
+  static constexpr uint64_t kRowOverheadCycles = 4;      // a 2-D vertex's outer loop: a row's pointers and count
 
   // Multiply-accumulates on one tile's AMP.
   uint64_t macCycles(uint64_t macs) const { return ceilDiv(macs, macs_per_cycle_); }

@@ -945,5 +945,78 @@ TEST(BinaryCodelet, ABasedBroadcastBufferReadsItsSlice) {
   EXPECT_FALSE(checkVertex(bad).ok());
 }
 
+// A tile's piece of an attention's scores (rows 1..4, columns 2..5 of a [2, 6, 7] output, batch
+// entry 1) plus a bias of [6, 7] (each row reads its own bias row) and one of [7] (every row the
+// same columns): a Binary vertex over row runs, against the evaluator's Add. The [6, 7] bias
+// buffer holds each row's 4 columns (skip 3 between them); the [7] one their union, 4 columns.
+TEST(BinaryCodelet, RowRunsReadEachRowsSliceOfABroadcastOperand) {
+  const int64_t rows = 4, cols = 4, first_row = 1, first_col = 2, entry = 1;
+  const auto scores = randomVector(2 * 6 * 7, 11), bias2 = randomVector(6 * 7, 12), bias1 = randomVector(7, 13);
+  Tensor ts = tensorOf(scores, {2, 6, 7}), tb2 = tensorOf(bias2, {6, 7}), tb1 = tensorOf(bias1, {7});
+  const int64_t begin = entry * 42 + first_row * 7 + first_col;
+  auto piece = [&](const std::vector<float>& full) {  // the block's elements, row after row
+    std::vector<float> p;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) p.push_back(full[static_cast<size_t>(begin + r * 7 + c)]);
+    return p;
+  };
+  for (bool per_row : {true, false}) {
+    const Tensor& bias = per_row ? tb2 : tb1;
+    std::vector<float> buffer;  // what the vertex's bias field holds
+    if (per_row) {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) buffer.push_back(bias2[static_cast<size_t>((first_row + r) * 7 + first_col + c)]);
+    } else {
+      buffer.assign(bias1.begin() + first_col, bias1.begin() + first_col + cols);
+    }
+    const int64_t base = per_row ? first_row * 7 + first_col : first_col, skip = per_row ? 7 - cols : 0;
+    const int64_t b_strides[3] = {0, per_row ? 7 : 0, 1};
+    TileMemory mem;
+    exec::Field out = mem.add(std::vector<float>(static_cast<size_t>(rows * cols)));
+    exec::Field fa = mem.add(piece(scores)), fb = mem.add(buffer);
+    exec::Vertex v{0,
+                   exec::Codelet::Binary,
+                   DType::Float,
+                   {out, fa, fb},
+                   {static_cast<int64_t>(ops::BinaryFn::Add),
+                    cols,
+                    exec::kAligned,
+                    exec::kBroadcast,
+                    begin,
+                    3,
+                    2,
+                    6,
+                    7,
+                    42,
+                    7,
+                    1,
+                    b_strides[0],
+                    b_strides[1],
+                    b_strides[2],
+                    0,
+                    base,
+                    rows,
+                    7,
+                    0,
+                    skip},
+                   {}};
+    ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
+    runVertex(v, mem.bytes.data());
+    EXPECT_EQ(mem.read(out), piece(reference("Add", {&ts, &bias}))) << (per_row ? "[6, 7] bias" : "[7] bias");
+    mem.expectGuardsIntact(out);
+    // A skip one too short reads past the buffer's end in the last row (or is negative), a step
+    // past the output, and no rows at all are refused.
+    exec::Vertex bad = v;
+    editParams(bad, [](std::vector<int64_t>& p) { p.back() -= 1; });
+    EXPECT_FALSE(checkVertex(bad).ok()) << "skip";
+    bad = v;
+    editParams(bad, [](std::vector<int64_t>& p) { p[p.size() - 3] = 20; });
+    EXPECT_FALSE(checkVertex(bad).ok()) << "step";
+    bad = v;
+    editParams(bad, [](std::vector<int64_t>& p) { p[p.size() - 4] = 0; });
+    EXPECT_FALSE(checkVertex(bad).ok()) << "no rows";
+  }
+}
+
 }  // namespace
 }  // namespace poprt::sim
