@@ -134,8 +134,18 @@ void binaryStep(Lowering& l, ops::BinaryFn fn, const ir::Value* a, const ir::Val
     std::vector<std::vector<int64_t>> broadcast_strides;
     if (!a_aligned) broadcast_strides.push_back(stride_a);
     if (!b_aligned) broadcast_strides.push_back(stride_b);
-    for (const Lowering::Run& r : runs)
+    // A one-element operand (a scalar scale, say) is element 0 for every output: a run's outputs
+    // need not be one range of the output, nor rows, for the vertex to read it right.
+    const bool one_element = std::all_of(broadcast_strides.begin(), broadcast_strides.end(), [](const std::vector<int64_t>& s) {
+      return std::all_of(s.begin(), s.end(), [](int64_t x) { return x == 0; });
+    });
+    for (const Lowering::Run& r : runs) {
+      if (one_element) {
+        groups.push_back({r, 1, 0, std::vector<RowGroup::Reads>(broadcast_strides.size(), RowGroup::Reads{0, 1, 0})});
+        continue;
+      }
       for (RowGroup& g : rowGroups(r, out_shape, broadcast_strides)) groups.push_back(std::move(g));
+    }
   }
   for (const RowGroup& g : groups) {
     const Lowering::Run& r = g.run;

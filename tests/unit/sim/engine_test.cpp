@@ -10,6 +10,7 @@
 #include "codegen/compiler.h"
 #include "codegen/target.h"
 #include "lib/exec/codelets.h"
+#include "lib/exec/vertex_params.h"
 #include "lib/ops/registry.h"
 #include "lib/support/half.h"
 #include "sim/codelets.h"
@@ -118,6 +119,44 @@ TEST(Engine, BatchedMatMulWithASharedWeight) {
     g.addOutput(y);
     expectSimMatchesReference(m, {{"a", randomTensor({2, 3, 7, 6}, 8)}}, tiles);
   }
+}
+
+// An attention's scores (a batched MatMul, whose output a tile holds as pieces of rows) plus a
+// bias per head broadcast over the batch (row runs, each row's bias slice with a skip), times a
+// scalar (one element for any run of outputs) plus a bias over the columns (the rows' union).
+TEST(Engine, BroadcastBinariesOverPiecesOfMatMulRows) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = *m.graph;
+  ir::Value* q = g.addInput("q", f32({2, 3, 24, 16}));
+  ir::Value* k = g.addInput("k", f32({2, 3, 16, 24}));
+  ir::Value* s = g.addValue("s", f32({2, 3, 24, 24}));
+  ir::Value* biased = g.addValue("biased", f32({2, 3, 24, 24}));
+  ir::Value* scaled = g.addValue("scaled", f32({2, 3, 24, 24}));
+  ir::Value* y = g.addValue("y", f32({2, 3, 24, 24}));
+  g.addNode("MatMul", {q, k}, {s}, "scores");
+  g.addNode("Add", {s, g.addInitializer("head_bias", randomTensor({3, 24, 24}, 21))}, {biased}, "head_bias_add");
+  g.addNode("Mul", {biased, g.addInitializer("scale", randomTensor({}, 22))}, {scaled}, "scale_mul");
+  g.addNode("Add", {scaled, g.addInitializer("col_bias", randomTensor({24}, 23))}, {y}, "col_bias_add");
+  g.addOutput(y);
+  for (uint32_t tiles : {4u, 64u, 1472u}) {
+    SCOPED_TRACE(tiles);
+    expectSimMatchesReference(m, {{"q", randomTensor({2, 3, 24, 16}, 24)}, {"k", randomTensor({2, 3, 16, 24}, 25)}}, tiles);
+  }
+  // The row runs are there to be checked: some Binary vertex of the head-bias Add covers rows.
+  auto target = codegen::makeTarget("ipu2", 1, 64);
+  ASSERT_TRUE(target.ok());
+  auto compiled = codegen::compile(m, {*target, 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  int64_t most_rows = 0;
+  for (const auto& cs : compiled->executable.compute_sets)
+    for (const auto& v : cs.vertices)
+      if (v.codelet == exec::Codelet::Binary && cs.name == "head_bias_add") {
+        auto p = exec::decodeParams<exec::BinaryParams>(v);
+        ASSERT_TRUE(p.ok()) << p.error().message();
+        most_rows = std::max(most_rows, p->rows());
+      }
+  EXPECT_GT(most_rows, 1);
 }
 
 size_t countVertices(const exec::Executable& exe, exec::Codelet codelet) {
