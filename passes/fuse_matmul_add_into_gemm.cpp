@@ -52,7 +52,7 @@ class FuseMatMulAddIntoGemm : public RewriteRule<GemmMatch> {
       ctx.count("gemm");
     } else {
       const Shape out_shape = y->type.staticShape();
-      const int64_t n = out_shape.back(), rows = y->type.numElements() / n;
+      const int64_t n = out_shape.back(), rows = y->type.numElements() / n;  // match() refused empty outputs
       const int64_t k = a->type.staticShape().back();
       auto matrix = [&](const std::string& suffix, int64_t cols) {
         ir::TensorType t = y->type;
@@ -97,6 +97,9 @@ class FuseMatMulAddIntoGemm : public RewriteRule<GemmMatch> {
       const std::string what = "A of " + mm.describe() + " has rank " + std::to_string(rank);
       if (!a->type.hasStaticShape()) return what + " and a dynamic shape: its rows are not known";
       if (!add.output(0)->type.hasStaticShape()) return "the output of " + add.describe() + " has no static shape";
+      // A 0 in a Reshape's shape copies the input's dim (ONNX's default): an empty A or output
+      // would not reshape back.
+      if (a->type.numElements() == 0 || add.output(0)->type.numElements() == 0) return what + " and no elements";
       const bool columns_only = std::all_of(cs.begin(), cs.end() - (cs.empty() ? 0 : 1), [](int64_t d) { return d == 1; });
       if (cs.size() > 2 || !columns_only || (!cs.empty() && cs.back() != 1 && cs.back() != b->shape()[1]))
         return what + " and a bias of shape " + shapeToString(cs) + ", not one over its columns";

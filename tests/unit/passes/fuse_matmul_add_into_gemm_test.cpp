@@ -89,6 +89,21 @@ TEST(FuseMatMulAddIntoGemm, BatchedRowsBetweenReshapes) {
   }
 }
 
+// A weight of no columns (a hostile or degenerate model): an empty output stays a MatMul + Add
+// (a 0 in a Reshape's shape would copy a dim; the rewrite divided by N, a crash).
+TEST(FuseMatMulAddIntoGemm, BatchedRowsOfAnEmptyOutputStay) {
+  ir::Model m = emptyModel();
+  ir::Graph& g = *m.graph;
+  ir::Value* mm = f32Value(g, "mm", {2, 3, 0});
+  ir::Value* y = f32Value(g, "y", {2, 3, 0});
+  g.addNode("MatMul", {g.addInput("a", f32({2, 3, 5})), g.addInitializer("b", randomTensor({5, 0}, 1))}, {mm}, "matmul");
+  g.addNode("Add", {mm, g.addInitializer("bias", randomTensor({0}, 2))}, {y}, "add");
+  g.addOutput(y);
+  PassStats s = runPassStats(m, "fuse_matmul_add_into_gemm");
+  EXPECT_EQ(opTypes(g), (Ops{"MatMul", "Add"}));
+  EXPECT_TRUE(nearMissMentions(s, "'matmul' (MatMul) has rank 3 and no elements")) << nearMisses(s);
+}
+
 // Rows of a dynamic batch are not known before --input_shape fixes them: no Reshape to write.
 TEST(FuseMatMulAddIntoGemm, SymbolicBatchOfA3DInputStays) {
   ir::Model m = emptyModel();
