@@ -175,7 +175,7 @@ void binaryStep(Lowering& l, ops::BinaryFn fn, const ir::Value* a, const ir::Val
     };
     std::vector<exec::Field> fields = {{r.offset, bytes}, operand(a, a_aligned, 0), operand(b, b_aligned, 1)};
     exec::BinaryParams params{fn,
-                              a_aligned && b_aligned ? r.count : count,
+                              count,
                               a_aligned ? exec::kAligned : exec::kBroadcast,
                               b_aligned ? exec::kAligned : exec::kBroadcast,
                               begin,
