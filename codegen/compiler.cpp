@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -531,17 +532,31 @@ std::map<std::string, Tensor> CompileResult::weightData() const {
   return data;
 }
 
-std::vector<CompileOptions> placements(const CompileOptions& options) {
+namespace {
+bool samePlacement(const CompileOptions& a, const CompileOptions& b) {
+  return a.resident_weight_share == b.resident_weight_share && a.only_copy_resident_share == b.only_copy_resident_share &&
+         a.temporaries_scale == b.temporaries_scale;
+}
+}  // namespace
+
+double weightShare(const ir::Model& model, const exec::Target& target) {
+  uint64_t bytes = 0;
+  for (const ir::Value* v : model.graph->initializers())
+    if (const Tensor* t = constantOf(v)) bytes += t->byteSize();
+  const double memory = static_cast<double>(target.numTiles()) * static_cast<double>(target.bytes_per_tile);
+  return memory > 0 ? static_cast<double>(bytes) / memory : 0.0;
+}
+
+std::vector<CompileOptions> placements(const CompileOptions& options, double weight_share) {
   std::vector<CompileOptions> out{options};
   for (const double amp_scale : kRetryMemoryScales) {
     CompileOptions retry = options;
     retry.resident_weight_share = std::min(options.resident_weight_share, kRetryResidentShare);
     retry.only_copy_resident_share = retry.resident_weight_share;
     retry.temporaries_scale = amp_scale;
-    if (retry.resident_weight_share != options.resident_weight_share ||
-        retry.only_copy_resident_share != options.only_copy_resident_share || amp_scale != 1.0)
-      out.push_back(retry);
+    if (!samePlacement(retry, options)) out.push_back(retry);
   }
+  if (out.size() > 1 && weight_share > kRetryResidentShare && weight_share < kOnlyCopiesWeightShare) std::swap(out[0], out[1]);
   for (CompileOptions& o : out) o.stop_when_over = true;
   return out;
 }
@@ -549,18 +564,21 @@ std::vector<CompileOptions> placements(const CompileOptions& options) {
 namespace {
 
 // A placement other than the options' own says so: it costs exchange or smaller plans.
-std::string placementWarning(const CompileOptions& options, const CompileOptions& placement) {
-  std::string how = "weights kept resident on at most " +
-                    std::to_string(static_cast<int>(placement.resident_weight_share * 100)) + "% of each tile (not " +
-                    std::to_string(static_cast<int>(options.resident_weight_share * 100)) +
-                    "%); the rest are gathered when used, which costs exchange";
+std::string placementWarning(const CompileOptions& options, const CompileOptions& placement, bool first, double weight_share) {
+  const std::string resident = "weights kept resident on at most " +
+                               std::to_string(static_cast<int>(placement.resident_weight_share * 100)) + "% of each tile (not " +
+                               std::to_string(static_cast<int>(options.resident_weight_share * 100)) +
+                               "%); the rest are gathered when used, which costs exchange";
+  std::string how = first ? "the weights take " + std::to_string(static_cast<int>(weight_share * 100)) +
+                                "% of the IPUs' memory, so the program was compiled with " + resident
+                          : "the program fit only with " + resident;
   if (placement.temporaries_scale != 1.0) {
     char share[96];
     std::snprintf(share, sizeof share, "%.2g of each tile (not %.2g, --available_memory_proportion)",
                   options.available_memory_proportion * placement.temporaries_scale, options.available_memory_proportion);
     how += "; conv/matmul temporaries are planned within " + std::string(share) + " where a plan fits";
   }
-  return "tile memory: the program fit only with " + how;
+  return "tile memory: " + how;
 }
 
 }  // namespace
@@ -571,22 +589,28 @@ Expected<CompileResult> compileInFull(const ir::Model& model, const CompileOptio
 
 Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& options, PlacementMemo* memo) {
   auto full_report = [&] { return compileInFull(model, options); };
-  const std::vector<CompileOptions> ladder = placements(options);
+  const double weight_share = weightShare(model, options.target);
+  const std::vector<CompileOptions> ladder = placements(options, weight_share);
   const size_t start = memo ? std::min(memo->first, ladder.size() - 1) : 0;
   if (memo) memo->stopped = false;
   size_t furthest = start, furthest_reached = 0, previous_reached = 0;
   std::optional<Error> furthest_error;
   for (size_t i = start; i < ladder.size(); ++i) {
+    const auto started = std::chrono::steady_clock::now();
     Compiler compiler(model, ladder[i]);
     auto result = compiler.run();
     if (result.ok()) {
-      if (i > 0) result->warnings.push_back(placementWarning(options, ladder[i]));
+      if (!samePlacement(ladder[i], options))
+        result->warnings.push_back(placementWarning(options, ladder[i], i == 0, weight_share));
       return result;
     }
     if (result.error().message().rfind(kOutOfTileMemory, 0) != 0)
       return i == 0 ? std::move(result) : full_report();  // a plan this placement cannot make
-    POPRT_LOG(Info, "codegen: " << result.error().message());
     const size_t reached = compiler.reached();
+    POPRT_LOG(Info, "codegen: placement " << i + 1 << " of " << ladder.size() << " stopped at node " << reached << " of "
+                                          << model.graph->nodes().size() << " after "
+                                          << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+                                          << " s: " << result.error().message());
     if (reached > furthest_reached) furthest = i, furthest_reached = reached, furthest_error = result.error();
     // Smaller temporaries that stop at the same node as larger ones did: what that node needs is
     // not its temporaries (FCN-ResNet50's 38 MB classifier conv), and smaller ones will not fit it.

@@ -95,9 +95,19 @@ Expected<CompileResult> compile(const ir::Model& model, const CompileOptions& op
 // hold, hints).
 Expected<CompileResult> compileInFull(const ir::Model& model, const CompileOptions& options);
 
+// The model's constant weights as a share of the target's memory (all its IPUs).
+double weightShare(const ir::Model& model, const exec::Target& target);
+
+// Weights past this share of the IPUs' memory need their only copies resident beyond any retry
+// share (VGG-11-BN's classifier, at 56%): such a model starts at the options' own placement.
+inline constexpr double kOnlyCopiesWeightShare = 0.5;
+
 // The placements compile() tries, in order, each stopping as soon as it cannot fit
 // (stop_when_over): the options' own, then fewer resident weights (kRetryResidentShare), then
-// smaller temporaries (kRetryMemoryScales).
-std::vector<CompileOptions> placements(const CompileOptions& options);
+// smaller temporaries (kRetryMemoryScales). A model whose weights take between
+// kRetryResidentShare and kOnlyCopiesWeightShare of the memory (`weight_share`) tries the first
+// two the other way round: its weight slices fill most tiles' resident share, leaving too little
+// for a matmul's temporaries (ViT-B/16, at 37%, ran half its nodes before stopping).
+std::vector<CompileOptions> placements(const CompileOptions& options, double weight_share = 0.0);
 
 }  // namespace poprt::codegen
