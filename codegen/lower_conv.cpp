@@ -311,14 +311,15 @@ class WindowLowering {
     l_.nextSuperstep();
     for (const SplitBlock& sb : split_blocks_) {
       const int64_t run = sb.rows * inner_out_;
-      reducePartials(l_, sb.partials, sb.out_chs * run, dt_, act_, [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
-        for (int64_t e = first; e < first + len;) {  // the slice's pieces of each output channel
-          const int64_t j_ch = e / run, end = std::min(first + len, (j_ch + 1) * run);
-          addRegion((sb.n * op_.out_channels + sb.out_ch0 + j_ch) * plane_out_ + sb.o0 * inner_out_ + (e - j_ch * run), end - e,
-                    t, offset + static_cast<uint64_t>(e - first) * es_);
-          e = end;
-        }
-      });
+      reducePartials(
+          l_, sb.partials, sb.out_chs * run, 1, dt_, act_, [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
+            for (int64_t e = first; e < first + len;) {  // the slice's pieces of each output channel
+              const int64_t j_ch = e / run, end = std::min(first + len, (j_ch + 1) * run);
+              addRegion((sb.n * op_.out_channels + sb.out_ch0 + j_ch) * plane_out_ + sb.o0 * inner_out_ + (e - j_ch * run),
+                        end - e, t, offset + static_cast<uint64_t>(e - first) * es_);
+              e = end;
+            }
+          });
     }
   }
 

@@ -25,7 +25,7 @@ uint64_t matMulBlockBytes(int64_t rows, int64_t k_block, int64_t cols, int64_t k
   const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
   const uint64_t operands = elem_bytes * u(rows * k_block + k_block * cols);
   if (k_splits == 1) return operands + 2 * elem_bytes * u(rows * cols);
-  const uint64_t slice = u(reductionSlice(rows * cols, k_splits));
+  const uint64_t slice = u(reductionSlice(rows * cols, k_splits, cols));
   // Its partials, the bias bound, and its slice of the reduction: every partial's share, and the sums.
   return operands + (kPartialBytes + elem_bytes) * u(rows * cols) + kPartialBytes * u(k_splits) * slice + elem_bytes * slice;
 }
@@ -48,7 +48,8 @@ MatMulPlan planMatMul(int64_t batches, int64_t M, int64_t K, int64_t N, uint32_t
       double cost = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(k_block) / kMacsPerCycle +
                     static_cast<double>(rows * k_block + k_block * cols) * es / kExchangeBytesPerCycle;
       if (k_splits > 1) {
-        const double slice = static_cast<double>(reductionSlice(rows * cols, k_splits)), parts = static_cast<double>(k_splits);
+        const double slice = static_cast<double>(reductionSlice(rows * cols, k_splits, cols)),
+                     parts = static_cast<double>(k_splits);
         cost += kSyncCycles + slice * parts / kVectorWidth +
                 static_cast<double>(kPartialBytes) * slice * (parts - 1) / kExchangeBytesPerCycle;
       }
@@ -234,9 +235,10 @@ Status lowerMatMul(Lowering& l, const ir::Node& node) {
     l.nextSuperstep();
     for (const SplitBlock& sb : split_blocks) {
       const MatMulBlock& b = sb.block;
-      reducePartials(l, sb.partials, b.rows * b.cols, dt, act, [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
-        place(b.bi, b.m0, b.n0, b.cols, first, len, t, offset);
-      });
+      reducePartials(l, sb.partials, b.rows * b.cols, b.cols, dt, act,
+                     [&](int64_t first, int64_t len, uint32_t t, uint64_t offset) {
+                       place(b.bi, b.m0, b.n0, b.cols, first, len, t, offset);
+                     });
     }
   }
   std::sort(out.regions.begin(), out.regions.end(), [](const Region& x, const Region& y) { return x.begin < y.begin; });

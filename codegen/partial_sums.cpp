@@ -7,11 +7,11 @@
 
 namespace poprt::codegen {
 
-void reducePartials(Lowering& l, const std::vector<std::pair<uint32_t, uint64_t>>& partials, int64_t count, DType dtype,
-                    const std::optional<exec::VertexActivation>& act,
+void reducePartials(Lowering& l, const std::vector<std::pair<uint32_t, uint64_t>>& partials, int64_t count, int64_t row,
+                    DType dtype, const std::optional<exec::VertexActivation>& act,
                     const std::function<void(int64_t first, int64_t len, uint32_t tile, uint64_t offset)>& place) {
   const auto parts = static_cast<int64_t>(partials.size());
-  const int64_t slice = reductionSlice(count, parts);
+  const int64_t slice = reductionSlice(count, parts, row);
   const uint64_t es = dtypeSize(dtype);
   for (int64_t j = 0; j < parts && j * slice < count; ++j) {
     const int64_t first = j * slice, len = std::min(slice, count - first);

@@ -8,6 +8,7 @@
 
 #include "codegen/conv_planner.h"
 #include "codegen/matmul_planner.h"
+#include "codegen/partial_sums.h"
 #include "codegen/target.h"
 #include "codegen/tile_mapping.h"
 
@@ -23,7 +24,7 @@ TEST(MatMulPlanner, EveryPlanFitsItsBudgetAndCoversTheOutput) {
           MatMulPlan p = planMatMul(1, M, K, N, tiles, budget);
           // The A and B blocks and the output; split, float32 partials, the bias bound, and a
           // slice of the reduction (every partial's share of it and the sums).
-          const int64_t out = p.rows * p.cols, slice = (out + p.k_splits - 1) / p.k_splits;
+          const int64_t out = p.rows * p.cols, slice = reductionSlice(out, p.k_splits, p.cols);
           uint64_t need = 4 * static_cast<uint64_t>(p.rows * p.k_block + p.k_block * p.cols + 2 * out);
           if (p.k_splits > 1) need += 4 * static_cast<uint64_t>(p.k_splits * slice + slice);
           EXPECT_EQ(p.bytes_per_tile, need);
@@ -41,9 +42,18 @@ TEST(MatMulPlanner, EveryPlanFitsItsBudgetAndCoversTheOutput) {
 
 TEST(MatMulPlanner, Float16OperandsTakeHalfTheBytesPartialsNot) {
   EXPECT_EQ(2 * matMulBlockBytes(10, 20, 30, 1, 2), matMulBlockBytes(10, 20, 30, 1, 4));
-  // Split in 4: only the 800 operand elements, the 300 of the bias bound and the 75 sums shrink;
-  // the 300 partials and the reduction's 4 x 75 stay float32.
-  EXPECT_EQ(matMulBlockBytes(10, 20, 30, 4, 4) - matMulBlockBytes(10, 20, 30, 4, 2), 2u * (800 + 300 + 75));
+  // Split in 4: only the 800 operand elements, the 300 of the bias bound and the 90 sums (3 whole
+  // rows of 30) shrink; the 300 partials and the reduction's 4 x 90 stay float32.
+  EXPECT_EQ(matMulBlockBytes(10, 20, 30, 4, 4) - matMulBlockBytes(10, 20, 30, 4, 2), 2u * (800 + 300 + 90));
+}
+
+// A reducing tile sums whole rows when that costs at most a quarter more than an even share.
+TEST(MatMulPlanner, ReductionSlicesAreWholeRowsWhenNearlyEven) {
+  EXPECT_EQ(reductionSlice(300, 4), 75);          // no rows: an even share
+  EXPECT_EQ(reductionSlice(300, 4, 30), 90);      // 3 rows of 30, 20% more than 75
+  EXPECT_EQ(reductionSlice(9456, 89, 48), 107);   // 197 rows: 3 rows (144) would be 35% more
+  EXPECT_EQ(reductionSlice(768, 100, 768), 8);    // one row (M = 1) stays spread over the tiles
+  EXPECT_EQ(reductionSlice(13002, 42, 66), 330);  // ViT's 197 x 66 blocks: 5 rows, 6% more than 310
 }
 
 TEST(MatMulPlanner, BertBaseFfnAtBatch16SplitsK) {

@@ -202,6 +202,32 @@ TEST(Engine, MatMulsWithKSplitMatchTheReference) {
   }
 }
 
+// A split K's sums are reduced a whole number of rows on each tile (reductionSlice), so a bias
+// over the columns after it takes one Binary vertex a reducing tile, not one each for a partial
+// first row, the rows between and a partial last.
+TEST(Engine, ReducedMatMulRowsTakeOneBiasVertexATile) {
+  const int64_t M = 60, K = 4000, N = 48;
+  const uint32_t tiles = 64;
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = *m.graph;
+  ir::Value* a = g.addInput("a", f32({M, K}));
+  ir::Value* s = g.addValue("s", f32({M, N}));
+  ir::Value* y = g.addValue("y", f32({M, N}));
+  g.addNode("MatMul", {a, g.addInitializer("w", randomTensor({K, N}, 71))}, {s}, "mm");
+  g.addNode("Mul", {s, g.addInitializer("scale", randomTensor({N}, 72))}, {y}, "column_scale");
+  g.addOutput(y);
+  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, tiles), 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  const size_t reducers = countVertices(compiled->executable, exec::Codelet::Reduce);
+  ASSERT_GT(reducers, 1u) << "K was not split";
+  size_t scale_vertices = 0;
+  for (const auto& cs : compiled->executable.compute_sets)
+    if (cs.name == "column_scale") scale_vertices += cs.vertices.size();
+  EXPECT_EQ(scale_vertices, reducers);
+  expectSimMatchesReference(m, {{"a", randomTensor({M, K}, 73)}}, tiles);
+}
+
 // In float16 the partial sums stay float32: only the sum is rounded, once.
 TEST(Engine, Float16MatMulWithKSplitRoundsOnlyTheSum) {
   const int64_t M = 6, K = 1000, N = 5;
