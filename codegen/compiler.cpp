@@ -100,6 +100,7 @@ std::string deviceBlocker(const ir::Node& node, const Lowering& l) {
     case ops::LoweringFamily::CumSum:
     case ops::LoweringFamily::Norm: return rowsBlocker(node, l);
     case ops::LoweringFamily::Attention: return attentionBlocker(node, l);
+    case ops::LoweringFamily::ElementwiseChain: return elementwiseChainBlocker(node);
     default: return "";
   }
 }
@@ -423,6 +424,7 @@ class Compiler {
       case ops::LoweringFamily::Unary: POPRT_TRY(lowerUnary(l_, node)); break;
       case ops::LoweringFamily::Cast: POPRT_TRY(lowerCast(l_, node)); break;
       case ops::LoweringFamily::Binary: POPRT_TRY(lowerBinary(l_, node)); break;
+      case ops::LoweringFamily::ElementwiseChain: POPRT_TRY(lowerElementwiseChain(l_, node)); break;
       case ops::LoweringFamily::MatMul: POPRT_TRY(lowerMatMul(l_, node)); break;
       case ops::LoweringFamily::View: POPRT_TRY(lowerView(l_, node)); break;
       case ops::LoweringFamily::Rearrange: POPRT_TRY(lowerRearrange(l_, node, *map)); break;

@@ -1,6 +1,6 @@
-// Elementwise ops — unary, binary (variadic too), activations, inference BatchNormalization: the
-// output is spread over the tiles; each tile's vertex reads its operands in place where they
-// already live there, else from buffers the exchange fills. A broadcast operand is read through
+// Elementwise ops — unary, binary (variadic too), chains of them, activations, inference
+// BatchNormalization: the output is spread over the tiles; each tile's vertex reads its operands
+// in place where they already live there, else from buffers the exchange fills. A broadcast operand is read through
 // strides from a copy of the elements the tile's outputs reach (exec::broadcastSpan).
 #include <algorithm>
 
@@ -208,6 +208,48 @@ Status lowerBinary(Lowering& l, const ir::Node& node) {
   for (size_t k = 2; k < node.inputs().size(); ++k) {
     l.nextSuperstep();
     binaryStep(l, *fn, nullptr, node.input(k), out_shape, out);
+  }
+  l.setMapping(y, std::move(out));
+  return okStatus();
+}
+
+std::string elementwiseChainBlocker(const ir::Node& node) {
+  auto steps = ops::graphcore::chainSteps(node);
+  if (!steps.ok()) return steps.error().message();
+  for (size_t j = 1; j < node.inputs().size(); ++j)
+    if (node.input(j) && node.input(j)->type.numElements() != 1)
+      return "its operand '" + node.input(j)->name() + "' is not one value";
+  return "";
+}
+
+// Each run's vertex reads its piece of X and a copy of each operand the steps name (field 1 + its
+// place among them, in the order the steps first read them).
+Status lowerElementwiseChain(Lowering& l, const ir::Node& node) {
+  POPRT_ASSIGN_OR_RETURN(std::vector<ops::graphcore::ChainStep> steps, ops::graphcore::chainSteps(node));
+  std::vector<const ir::Value*> operands;
+  std::vector<int64_t> program;
+  for (const ops::graphcore::ChainStep& step : steps) {
+    if (step.unary) {
+      program.insert(program.end(), {exec::kStepUnary, static_cast<int64_t>(step.unary_fn), 0});
+      continue;
+    }
+    const ir::Value* v = node.input(static_cast<size_t>(step.operand < 0 ? -step.operand : step.operand));
+    auto at = std::find(operands.begin(), operands.end(), v);
+    if (at == operands.end()) at = operands.insert(operands.end(), v);
+    const auto field = static_cast<int64_t>(at - operands.begin()) + 1;
+    program.insert(program.end(), {exec::kStepBinary, static_cast<int64_t>(step.binary_fn), step.operand < 0 ? -field : field});
+  }
+  const ir::Value* x = node.input(0);
+  const ir::Value* y = node.output(0);
+  const DType dt = y->type.dtype;
+  const uint64_t es = dtypeSize(dt);
+  TileMapping out = l.spreadLike(x, es);
+  for (const Lowering::Run& r : l.elementwiseRuns(out, es, {x})) {
+    const uint64_t bytes = static_cast<uint64_t>(r.count) * es;
+    std::vector<exec::Field> fields = {{r.offset, bytes}, {l.operandOnTile(x, r), bytes}};
+    for (const ir::Value* v : operands) fields.push_back({l.operandOnTile(v, 0, 1, r.tile), es});
+    l.computeSet().vertices.push_back(exec::makeVertex(
+        r.tile, dt, std::move(fields), exec::ElementwiseChainParams{r.count, static_cast<int64_t>(steps.size()), program}));
   }
   l.setMapping(y, std::move(out));
   return okStatus();

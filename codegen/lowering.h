@@ -174,6 +174,10 @@ class Lowering {
 Status lowerUnary(Lowering& l, const ir::Node& node);
 Status lowerCast(Lowering& l, const ir::Node& node);
 Status lowerBinary(Lowering& l, const ir::Node& node);
+// ai.graphcore ElementwiseChain: one vertex a run for all its steps; its blocker refuses steps
+// the op's check refuses and operands of more than one element.
+std::string elementwiseChainBlocker(const ir::Node& node);
+Status lowerElementwiseChain(Lowering& l, const ir::Node& node);
 Status lowerMatMul(Lowering& l, const ir::Node& node);
 // Conv/ConvAct (family Conv) and MaxPool/AveragePool/GlobalMaxPool/GlobalAveragePool (family Pool).
 Status lowerConv(Lowering& l, const ir::Node& node);

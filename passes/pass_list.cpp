@@ -79,6 +79,11 @@ const std::vector<PassInfo>& allPasses() {
        "fold Cast chains where exact (f16->f32->f16 is an identity, f32->f16->f32 is not), merge duplicate Casts, move "
        "Casts through layout ops (widening ones down, narrowing ones up); counts the Casts left",
        makeFoldCasts},
+      // After the precision pass, whose overflow rules look at single ops.
+      {"fuse_elementwise_chain",
+       "an elementwise op and the ops after it whose other operands are one value each (a dynamic quantizer's Div, "
+       "Round, Max and Min by run-time scalars) -> ai.graphcore ElementwiseChain, one pass on the device",
+       makeFuseElementwiseChain},
       {"common_subexpression_elimination",
        "merge initializers with equal contents, then nodes with the same op, attributes and inputs", makeCommonSubexpressions},
       {"dead_code_elimination", "remove nodes and initializers nothing uses", makeDeadCode},

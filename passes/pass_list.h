@@ -33,5 +33,6 @@ std::unique_ptr<Pass> makeSerializeMatMul();
 // --precision fp16 (float_to_half.cpp, with fp16_overflow.h), then Cast clean-up.
 std::unique_ptr<Pass> makeFloatToHalf();
 std::unique_ptr<Pass> makeFoldCasts();
+std::unique_ptr<Pass> makeFuseElementwiseChain();  // after them
 
 }  // namespace poprt::passes

@@ -4,7 +4,7 @@
 // decoded params (lib/exec/codelets.h). The declarations and the table (sim/codelets.cpp) are
 // generated from the one list of kinds, POPRT_CODELETS:
 //
-//   elementwise_codelets.cpp  Unary, Binary, Activation, Fill, Cast
+//   elementwise_codelets.cpp  Unary, Binary, ElementwiseChain, Activation, Fill, Cast
 //   matmul_codelet.cpp        MatMul
 //   window_codelets.cpp       ConvPartial, Pool
 //   row_codelets.cpp          Reduce, Softmax, Norm, BatchNorm, Attention, CumSum

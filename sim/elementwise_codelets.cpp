@@ -1,7 +1,9 @@
-// The elementwise codelets (layouts in lib/exec/codelets.h): Unary, Binary, Activation, Fill and
-// Cast, each kind's check, run, cycles and flops together (sim/codelet_kinds.h). The functions
+// The elementwise codelets (layouts in lib/exec/codelets.h): Unary, Binary, ElementwiseChain,
+// Activation, Fill and Cast, each kind's check, run, cycles and flops together (sim/codelet_kinds.h). The functions
 // come from lib/ops/scalar_math.h and graphcore_ops.h, as the evaluator's.
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -33,6 +35,25 @@ void binaryRun(const Op& op, float* out, const float* a, int64_t as, const float
     for (int64_t k = 0; k < n; ++k) out[k] = op(x, b[k]);
   } else {
     for (int64_t k = 0; k < n; ++k) out[k] = op(a[k * as], b[k * bs]);
+  }
+}
+
+// Calls each(op) with op(x, y) = fn(x, y) for a constant fn where the common ones are concerned,
+// so the loops each runs are compiled, and vectorised, for that function.
+template <class Each>
+void withBinaryOp(ops::BinaryFn fn, const Each& each) {
+  auto fixed = [&](auto fn_tag) {
+    constexpr ops::BinaryFn kFn = decltype(fn_tag)::value;
+    each([](float x, float y) { return ops::applyBinary<float>(kFn, x, y); });
+  };
+  switch (fn) {
+    case ops::BinaryFn::Add: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Add>{});
+    case ops::BinaryFn::Sub: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Sub>{});
+    case ops::BinaryFn::Mul: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Mul>{});
+    case ops::BinaryFn::Div: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Div>{});
+    case ops::BinaryFn::Max: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Max>{});
+    case ops::BinaryFn::Min: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Min>{});
+    default: each([fn](float x, float y) { return ops::applyBinary<float>(fn, x, y); });
   }
 }
 
@@ -185,27 +206,11 @@ void runBinary(const exec::BinaryParams& p, const VertexView& v, uint8_t* mem) {
   const int64_t a_next = p.a_mode == exec::kAligned ? count : 0, b_next = p.b_mode == exec::kAligned ? count : 0;
   const exec::OperandBases bases = p.bases.value_or(exec::OperandBases{});
   const exec::OperandBases skips = p.row_runs ? exec::OperandBases{p.row_runs->a_skip, p.row_runs->b_skip} : exec::OperandBases{};
-  auto each = [&](const auto& op) {
+  withBinaryOp(p.fn, [&](const auto& op) {
     for (int64_t r = 0; r < rows; ++r)
       binaryRuns(op, p, p.begin + r * step, count, {bases.a + r * skips.a, bases.b + r * skips.b}, out + r * count,
                  a + r * a_next, b + r * b_next);
-  };
-  auto fixed = [&](auto fn_tag) {
-    constexpr ops::BinaryFn kFn = decltype(fn_tag)::value;
-    each([](float x, float y) { return ops::applyBinary<float>(kFn, x, y); });
-  };
-  switch (p.fn) {
-    case ops::BinaryFn::Add: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Add>{});
-    case ops::BinaryFn::Sub: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Sub>{});
-    case ops::BinaryFn::Mul: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Mul>{});
-    case ops::BinaryFn::Div: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Div>{});
-    case ops::BinaryFn::Max: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Max>{});
-    case ops::BinaryFn::Min: return fixed(std::integral_constant<ops::BinaryFn, ops::BinaryFn::Min>{});
-    default: {
-      const auto fn = p.fn;
-      each([fn](float x, float y) { return ops::applyBinary<float>(fn, x, y); });
-    }
-  }
+  });
 }
 
 // A broadcast operand is read element by element: 3 cycles each; a run of rows sets up each row's
@@ -218,6 +223,69 @@ uint64_t cyclesBinary(const exec::BinaryParams& p, const VertexView&, const exec
 }
 
 uint64_t flopsBinary(const exec::BinaryParams& p, const VertexView&) { return count(p.count) * count(p.rows()); }
+
+// ---- ElementwiseChain ----------------------------------------------------------------------------
+
+Status checkElementwiseChain(const exec::ElementwiseChainParams& p, const VertexView& v) {
+  const size_t fields = v.fields.size();
+  if (fields < 2 || fields > 2 + exec::kMaxChainSteps) return Error("ElementwiseChain vertex has a bad field count");
+  POPRT_TRY(expectFloatFields(v, fields, "ElementwiseChain"));
+  if (p.count < 0 || p.steps < 1 || p.steps > exec::kMaxChainSteps) return Error("ElementwiseChain vertex has bad params");
+  if (!fieldHolds(v.fields[0], p.count) || !fieldHolds(v.fields[1], p.count))
+    return Error("ElementwiseChain vertex field sizes do not match its count");
+  const auto operands = static_cast<int64_t>(fields) - 2;
+  for (int64_t k = 0; k < p.steps; ++k) {
+    const int64_t kind = p.program[3 * k], fn = p.program[3 * k + 1], j = p.program[3 * k + 2];
+    const bool unary = kind == exec::kStepUnary && fn >= 0 && fn <= static_cast<int64_t>(ops::kLastUnaryFn) && j == 0;
+    const bool binary = kind == exec::kStepBinary && fn >= 0 && fn <= static_cast<int64_t>(ops::kLastBinaryFn) && j != 0 &&
+                        j >= -operands && j <= operands;
+    if (!unary && !binary) return Error("ElementwiseChain vertex step " + std::to_string(k) + " is not a valid step");
+    if (binary && !fieldHolds(v.fields[static_cast<size_t>(1 + (j < 0 ? -j : j))], 1))
+      return Error("ElementwiseChain vertex step " + std::to_string(k) + " reads an operand that is not one value");
+  }
+  return okStatus();
+}
+
+// Step by step over the whole output, each step's results stored before the next reads them: the
+// float32 values the unfused ops would have written.
+void runElementwiseChain(const exec::ElementwiseChainParams& p, const VertexView& v, uint8_t* mem) {
+  const int64_t n = p.count;
+  float* out = f32(mem, v.fields[0]);
+  std::memmove(out, f32(mem, v.fields[1]), static_cast<size_t>(n) * 4);
+  for (int64_t k = 0; k < p.steps; ++k) {
+    const int64_t fn = p.program[3 * k + 1], j = p.program[3 * k + 2];
+    if (p.program[3 * k] == exec::kStepUnary) {
+      const auto f = static_cast<ops::UnaryFn>(fn);
+      if (f == ops::UnaryFn::Round) {  // the quantizers' step, in a loop the compiler vectorises
+        for (int64_t i = 0; i < n; ++i) out[i] = std::nearbyint(out[i]);
+      } else {
+        for (int64_t i = 0; i < n; ++i) out[i] = ops::applyUnaryF(f, out[i]);
+      }
+      continue;
+    }
+    const float* s = f32(mem, v.fields[static_cast<size_t>(1 + (j < 0 ? -j : j))]);
+    withBinaryOp(static_cast<ops::BinaryFn>(fn), [&](const auto& op) {
+      if (j > 0)
+        binaryRun(op, out, out, 1, s, 0, n);
+      else
+        binaryRun(op, out, s, 0, out, 1, n);
+    });
+  }
+}
+
+uint64_t cyclesElementwiseChain(const exec::ElementwiseChainParams& p, const VertexView&, const exec::CostModel& cost) {
+  uint64_t cycles = cost.kVertexOverheadCycles;
+  for (int64_t k = 0; k < p.steps; ++k) {
+    const bool unary = p.program[3 * k] == exec::kStepUnary;
+    cycles +=
+        cost.vectorCycles(count(p.count), unary ? ops::unaryCyclesPerVector(static_cast<ops::UnaryFn>(p.program[3 * k + 1])) : 1);
+  }
+  return cycles;
+}
+
+uint64_t flopsElementwiseChain(const exec::ElementwiseChainParams& p, const VertexView&) {
+  return count(p.count) * count(p.steps);
+}
 
 // ---- Activation ----------------------------------------------------------------------------------
 

@@ -114,7 +114,8 @@ inline constexpr int64_t kMaxWindowStart = int64_t{1} << 40;   // cap on |starts
   X(BatchNorm, 11)    \
   X(Attention, 12)    \
   X(Cast, 13)         \
-  X(CumSum, 14)
+  X(CumSum, 14)      \
+  X(ElementwiseChain, 15)
 // clang-format on
 
 enum class Codelet : uint32_t {
@@ -372,6 +373,24 @@ struct CumSumParams {
   template <class Io>
   void members(Io& io) {
     io.param(exclusive), io.param(reverse), io.param(outer), io.param(extent), io.param(inner);
+  }
+};
+
+// ElementwiseChain: fields [out, in, operands...]; out[i] = the steps applied in turn to in[i],
+// each in float32 (a float16 vertex rounds only the result). Step k is program[3k..3k+2]:
+// (kStepUnary, a UnaryFn, 0): v = fn(v); (kStepBinary, a BinaryFn, j): v = fn(v, s) for j > 0 and
+// fn(s, v) for j < 0, s the one element of field 1 + |j|. The fused form of an elementwise op
+// followed by others whose second operands are one value each (a dynamic quantizer's
+// Div, Round, Max and Min by run-time scalars): one pass, not a superstep an op.
+enum ChainStepKind : int64_t { kStepUnary = 0, kStepBinary = 1 };
+inline constexpr int64_t kMaxChainSteps = 64;
+struct ElementwiseChainParams {
+  static constexpr Codelet kCodelet = Codelet::ElementwiseChain;
+  int64_t count = 0, steps = 0;
+  std::span<const int64_t> program;  // 3 x steps
+  template <class Io>
+  void members(Io& io) {
+    io.param(count), io.param(steps), io.array(program, 3 * std::clamp<int64_t>(steps, 0, kMaxChainSteps));
   }
 };
 

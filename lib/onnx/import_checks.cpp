@@ -56,6 +56,7 @@ const std::map<std::string, CustomOp>& customOps() {
         {"MultiHeadAttention", {3, 4, {{"num_heads", Attr::INT}, {"scale", Attr::FLOAT}}}},
         {"ConvAct", {2, 3, act, "Conv"}},
         {"GemmAct", {2, 3, act, "Gemm"}},
+        {"ElementwiseChain", {1, 65, {{"ops", Attr::STRINGS}, {"operands", Attr::INTS}}}},
     };
   }();
   return ops;

@@ -1,6 +1,7 @@
 // The ai.graphcore fused ops (semantics in graphcore_ops.h): Gelu, LayerNorm, MultiHeadAttention,
-// ConvAct and GemmAct. Floating-point maths runs in double; ConvAct/GemmAct run the Conv/Gemm
-// evaluator and apply the activation to its result, so they equal the unfused pair exactly.
+// ConvAct, GemmAct and ElementwiseChain. Floating-point maths runs in double, but for
+// ElementwiseChain's float32 steps; ConvAct/GemmAct run the Conv/Gemm evaluator and apply the
+// activation to its result, so they equal the unfused pair exactly.
 #include "lib/ops/graphcore_ops.h"
 
 #include <cmath>
@@ -39,6 +40,39 @@ Expected<std::vector<Tensor>> evalGelu(const ir::Node& node, const std::vector<c
   POPRT_ASSIGN_OR_RETURN(UnaryFn fn, geluFn(node));
   POPRT_ASSIGN_OR_RETURN(std::vector<double> x, toDoubles(*xt));
   for (double& v : x) v = applyUnary(fn, v);
+  POPRT_ASSIGN_OR_RETURN(Tensor y, fromDoubles(xt->dtype(), xt->shape(), x));
+  return single(std::move(y));
+}
+
+// ---- ElementwiseChain ---------------------------------------------------------------------------
+
+// In float32 step by step, as the device's vertex computes it (and, in float32, the unfused ops).
+Expected<std::vector<Tensor>> evalElementwiseChain(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
+  POPRT_ASSIGN_OR_RETURN(const Tensor* xt, requireInput(in, 0));
+  if (xt->dtype() != DType::Float && xt->dtype() != DType::Float16)
+    return Error("ElementwiseChain takes float32 or float16, not " + std::string(dtypeName(xt->dtype())));
+  POPRT_ASSIGN_OR_RETURN(std::vector<ChainStep> steps, chainSteps(node));
+  std::vector<float> operand(in.size(), 0.f);
+  for (size_t j = 1; j < in.size(); ++j) {
+    if (!in[j]) continue;
+    if (in[j]->dtype() != xt->dtype() || in[j]->numElements() != 1)
+      return Error("ElementwiseChain input " + std::to_string(j) + " is not one value of X's dtype");
+    POPRT_ASSIGN_OR_RETURN(std::vector<double> v, toDoubles(*in[j]));
+    operand[j] = static_cast<float>(v[0]);
+  }
+  POPRT_ASSIGN_OR_RETURN(std::vector<double> x, toDoubles(*xt));
+  for (double& e : x) {
+    auto v = static_cast<float>(e);
+    for (const ChainStep& s : steps) {
+      if (s.unary) {
+        v = applyUnaryF(s.unary_fn, v);
+        continue;
+      }
+      const float o = operand[static_cast<size_t>(s.operand < 0 ? -s.operand : s.operand)];
+      v = s.operand > 0 ? applyBinary<float>(s.binary_fn, v, o) : applyBinary<float>(s.binary_fn, o, v);
+    }
+    e = v;
+  }
   POPRT_ASSIGN_OR_RETURN(Tensor y, fromDoubles(xt->dtype(), xt->shape(), x));
   return single(std::move(y));
 }
@@ -142,6 +176,35 @@ Expected<UnaryFn> geluFn(const ir::Node& node) {
   return approximate == "tanh" ? UnaryFn::GeluTanh : UnaryFn::Gelu;
 }
 
+Expected<std::vector<ChainStep>> chainSteps(const ir::Node& node) {
+  const auto* ops_attr = node.hasAttr("ops") ? std::get_if<std::vector<std::string>>(&node.attributes.at("ops").value) : nullptr;
+  if (!ops_attr || ops_attr->empty()) return Error("ElementwiseChain needs a non-empty 'ops' attribute (strings)");
+  const std::vector<int64_t> operands = node.attrInts("operands");
+  if (operands.size() != ops_attr->size()) return Error("ElementwiseChain needs one 'operands' entry per step");
+  const auto inputs = static_cast<int64_t>(node.inputs().size());
+  std::vector<ChainStep> steps;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    const std::string& op = (*ops_attr)[k];
+    ChainStep step;
+    step.operand = operands[k];
+    if (auto u = unaryFnOf(op); u && step.operand == 0) {
+      step.unary_fn = *u;
+    } else if (auto b = binaryFnOf(op); b && step.operand != 0) {
+      const int64_t j = step.operand < 0 ? -step.operand : step.operand;
+      if (j >= inputs || !node.input(static_cast<size_t>(j)))
+        return Error("ElementwiseChain step " + std::to_string(k) + " (" + op + ") names input " + std::to_string(j) +
+                     ", which it does not have");
+      step.unary = false;
+      step.binary_fn = *b;
+    } else {
+      return Error("ElementwiseChain step " + std::to_string(k) + " is " + op + " with operand " + std::to_string(step.operand) +
+                   ": not a unary op with 0 nor Add/Sub/Mul/Div/Max/Min/Pow with an input");
+    }
+    steps.push_back(step);
+  }
+  return steps;
+}
+
 Expected<Activation> activationOfOp(const ir::Node& node, int64_t opset) {
   auto kind = activationKind(node.opType());
   if (!kind) return Error(node.opType() + " is not an activation ConvAct/GemmAct can take");
@@ -200,6 +263,7 @@ void registerGraphcoreOps(std::vector<OpDef>& ops) {
   using namespace graphcore;
   const std::string d = kDomain;
   ops.push_back({"Gelu", Fp16Policy::Convert, LoweringFamily::Unary, evalGelu, {}, d});
+  ops.push_back({kElementwiseChain, Fp16Policy::Convert, LoweringFamily::ElementwiseChain, evalElementwiseChain, {}, d});
   ops.push_back({"LayerNorm", Fp16Policy::AccumulateFp32, LoweringFamily::Norm, evalLayerNorm, {}, d});
   ops.push_back({"MultiHeadAttention", Fp16Policy::AccumulateFp32, LoweringFamily::Attention, evalAttention, {}, d});
   ops.push_back({"ConvAct",

@@ -44,6 +44,16 @@
 //     Tanh         tanh(x)
 //     Swish        x / (1 + exp(-x))   (SiLU: x · Sigmoid(x), as exporters write it)
 //   Computed exactly as the Conv/Gemm evaluator followed by the activation.
+//
+// ElementwiseChain(X, S1, ..., Sk) -> Y
+//   ops (strings): the steps in order, each an elementwise op: one of the device's unary
+//   functions (Round, Neg, Relu, Exp, ...) or Add, Sub, Mul, Div, Max, Min, Pow.
+//   operands (ints, one per step): 0 for a unary step; j for v = op(v, Sj), -j for v = op(Sj, v).
+//   Each Sj holds one value of X's dtype (float32 or float16). v starts as an element of X; every
+//   step computes in float32; Y (X's shape and dtype) is the last step's value, rounded once.
+//   fuse_elementwise_chain makes it of an elementwise op and the ops after it whose other operands
+//   are one value each (a dynamic quantizer's Div, Round, Max and Min by run-time scalars), which
+//   in float32 it equals exactly.
 #pragma once
 
 #include <cmath>
@@ -89,6 +99,15 @@ inline double applyActivation(const Activation& act, double x) {
 Expected<Activation> activationOf(const ir::Node& node);
 // The scalar function of a Gelu node (by its `approximate` attribute).
 Expected<UnaryFn> geluFn(const ir::Node& node);
+// ElementwiseChain's steps, checked against its inputs (each operand one of them).
+struct ChainStep {
+  bool unary = true;
+  UnaryFn unary_fn = UnaryFn{};
+  BinaryFn binary_fn = BinaryFn::Add;
+  int64_t operand = 0;  // as the `operands` attribute: 0, j or -j
+};
+inline constexpr const char* kElementwiseChain = "ElementwiseChain";
+Expected<std::vector<ChainStep>> chainSteps(const ir::Node& node);
 // The activation a plain default-domain activation node computes (Relu, Clip, LeakyRelu...) at
 // `opset`. Clip's bounds must be constants: attributes before opset 11, initializers from 11.
 Expected<Activation> activationOfOp(const ir::Node& node, int64_t opset);

@@ -56,7 +56,8 @@ enum class LoweringFamily {
   Norm,
   Attention,
   Cast,
-  CumSum
+  CumSum,
+  ElementwiseChain
 };
 
 using Opsets = std::map<std::string, int64_t>;  // domain ("" = ai.onnx) -> version

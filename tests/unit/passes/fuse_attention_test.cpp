@@ -97,7 +97,7 @@ TEST(FuseAttention, BertEncoderThroughTheDefaultPipeline) {
   for (const char* gone : {"ReduceMean", "Sqrt", "Pow", "Erf", "Softmax", "Transpose", "Div", "Shape", "MatMul"})
     EXPECT_EQ(countOps(g, gone), 0) << gone;
   // Per layer: 6 projections (Gemms of the tokens' rows), 2 residual Adds; the mask: Unsqueeze x2,
-  // Sub, Mul. The only Reshapes are the Gemms' row views (Q, K and V share theirs).
+  // one ElementwiseChain of Sub, Mul. The only Reshapes are the Gemms' row views (Q, K and V share theirs).
   EXPECT_EQ(countOps(g, "Gemm"), 12);
   EXPECT_EQ(countOps(g, "Reshape"), 20);
   for (const auto& n : g.nodes()) {
@@ -113,7 +113,7 @@ TEST(FuseAttention, BertEncoderThroughTheDefaultPipeline) {
     EXPECT_FLOAT_EQ(n->attrFloat("scale", 0), 0.25f);
     ASSERT_EQ(n->inputs().size(), 4u);
     for (size_t i = 0; i < 3; ++i) EXPECT_EQ(n->input(i)->producer()->input(0)->producer()->opType(), "Gemm");  // the projections
-    EXPECT_EQ(n->input(3)->producer()->opType(), "Mul");  // the extended mask
+    EXPECT_EQ(n->input(3)->producer()->opType(), "ElementwiseChain");  // the extended mask: (1 - m) · -10000
     EXPECT_EQ(n->output(0)->type.toString(), "float32[2,8,64]");
   }
   EXPECT_TRUE(importsGraphcore(m));

@@ -949,6 +949,77 @@ TEST(BinaryCodelet, ABasedBroadcastBufferReadsItsSlice) {
 // entry 1) plus a bias of [6, 7] (each row reads its own bias row) and one of [7] (every row the
 // same columns): a Binary vertex over row runs, against the evaluator's Add. The [6, 7] bias
 // buffer holds each row's 4 columns (skip 3 between them); the [7] one their union, 4 columns.
+// A chain's steps against the unfused ops of the reference evaluator, one after another: a
+// quantizer's Div, Round and Max, then 120 - v (its operand first). Exact steps: the same bits.
+TEST(ElementwiseChainCodelet, MatchesTheUnfusedOpsOfTheReference) {
+  const auto B = [](ops::BinaryFn fn) { return static_cast<int64_t>(fn); };
+  const std::vector<int64_t> program = {exec::kStepBinary,
+                                        B(ops::BinaryFn::Div),
+                                        1,
+                                        exec::kStepUnary,
+                                        static_cast<int64_t>(ops::UnaryFn::Round),
+                                        0,
+                                        exec::kStepBinary,
+                                        B(ops::BinaryFn::Max),
+                                        2,
+                                        exec::kStepBinary,
+                                        B(ops::BinaryFn::Sub),
+                                        -3};
+  const Tensor d = tensorOf({2.5f}, {}), lo = tensorOf({-100.f}, {}), hi = tensorOf({120.f}, {});
+  for (int64_t n : kSizes) {
+    SCOPED_TRACE(n);
+    auto x = randomVector(static_cast<size_t>(n), 21);
+    for (float& e : x) e *= 400.f;  // past both bounds
+    TileMemory mem;
+    exec::Field out = mem.add(std::vector<float>(static_cast<size_t>(n), 0.f));
+    exec::Field in = mem.add(x), fd = mem.add({2.5f}), flo = mem.add({-100.f}), fhi = mem.add({120.f});
+    std::vector<int64_t> params = {n, 4};
+    params.insert(params.end(), program.begin(), program.end());
+    exec::Vertex v{0, exec::Codelet::ElementwiseChain, DType::Float, {out, in, fd, flo, fhi}, params, {}};
+    ASSERT_TRUE(checkVertex(v).ok()) << checkVertex(v).error().message();
+    runVertex(v, mem.bytes.data());
+    const Tensor t0 = tensorOf(x, {n});
+    const Tensor t1 = tensorOf(reference("Div", {&t0, &d}), {n});
+    const Tensor t2 = tensorOf(reference("Round", {&t1}), {n});
+    const Tensor t3 = tensorOf(reference("Max", {&t2, &lo}), {n});
+    EXPECT_EQ(mem.read(out), reference("Sub", {&hi, &t3}));
+    mem.expectGuardsIntact(out);
+  }
+}
+
+// Untrusted steps are refused before anything runs: an unknown kind, a unary step with an
+// operand, a binary one without, an operand past the fields, one of two elements, no steps, more
+// steps than the cap.
+TEST(ElementwiseChainCodelet, RefusesBadSteps) {
+  TileMemory mem;
+  exec::Field out = mem.add(std::vector<float>(4)), in = mem.add(std::vector<float>(4));
+  exec::Field one = mem.add({1.f}), two = mem.add({1.f, 2.f});
+  const int64_t add = static_cast<int64_t>(ops::BinaryFn::Add), neg = static_cast<int64_t>(ops::UnaryFn::Neg);
+  auto vertex = [&](std::vector<exec::Field> operands, std::vector<int64_t> program) {
+    std::vector<exec::Field> fields = {out, in};
+    fields.insert(fields.end(), operands.begin(), operands.end());
+    std::vector<int64_t> params = {4, static_cast<int64_t>(program.size() / 3)};
+    params.insert(params.end(), program.begin(), program.end());
+    return exec::Vertex{0, exec::Codelet::ElementwiseChain, DType::Float, fields, params, {}};
+  };
+  EXPECT_TRUE(checkVertex(vertex({one}, {exec::kStepBinary, add, 1, exec::kStepUnary, neg, 0})).ok());
+  EXPECT_TRUE(checkVertex(vertex({one}, {exec::kStepBinary, add, -1})).ok());
+  EXPECT_FALSE(checkVertex(vertex({one}, {2, add, 1})).ok()) << "kind";
+  EXPECT_FALSE(checkVertex(vertex({one}, {exec::kStepUnary, neg, 1})).ok()) << "unary with an operand";
+  EXPECT_FALSE(checkVertex(vertex({one}, {exec::kStepBinary, add, 0})).ok()) << "binary without";
+  EXPECT_FALSE(checkVertex(vertex({one}, {exec::kStepBinary, add, 2})).ok()) << "past the fields";
+  EXPECT_FALSE(checkVertex(vertex({one}, {exec::kStepBinary, add, -2})).ok()) << "past the fields, first";
+  EXPECT_FALSE(checkVertex(vertex({two}, {exec::kStepBinary, add, 1})).ok()) << "two elements";
+  EXPECT_FALSE(checkVertex(vertex({one}, {exec::kStepBinary, 99, 1})).ok()) << "function";
+  EXPECT_FALSE(checkVertex(vertex({one}, {})).ok()) << "no steps";
+  std::vector<int64_t> long_program;
+  for (int64_t k = 0; k <= exec::kMaxChainSteps; ++k) long_program.insert(long_program.end(), {exec::kStepUnary, neg, 0});
+  EXPECT_FALSE(checkVertex(vertex({one}, long_program)).ok()) << "too many steps";
+  exec::Vertex huge = vertex({one}, {exec::kStepUnary, neg, 0});
+  editParams(huge, [](std::vector<int64_t>& p) { p[1] = INT64_MAX; });  // a step count no params array could hold
+  EXPECT_FALSE(checkVertex(huge).ok());
+}
+
 TEST(BinaryCodelet, RowRunsReadEachRowsSliceOfABroadcastOperand) {
   const int64_t rows = 4, cols = 4, first_row = 1, first_col = 2, entry = 1;
   const auto scores = randomVector(2 * 6 * 7, 11), bias2 = randomVector(6 * 7, 12), bias1 = randomVector(7, 13);

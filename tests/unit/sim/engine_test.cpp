@@ -33,6 +33,15 @@ Tensor randomTensor(Shape shape, uint32_t seed) {
 ir::TensorType f32(Shape s) { return ir::TensorType::of(DType::Float, s); }
 
 // Compiles `g` for a target, runs it on the simulator and on the evaluator, and compares.
+// A float32 tensor rounded to float16.
+Tensor halfOf(const Tensor& t) {
+  Tensor h(DType::Float16, t.shape());
+  auto src = t.data<float>();
+  auto* dst = reinterpret_cast<uint16_t*>(h.bytes().data());
+  for (size_t i = 0; i < src.size(); ++i) dst[i] = floatToHalfBits(src[i]);
+  return h;
+}
+
 void expectSimMatchesReference(const ir::Model& m, const std::vector<std::pair<std::string, Tensor>>& inputs, uint32_t tiles) {
   const ir::Graph& g = *m.graph;
   auto target = codegen::makeTarget("ipu2", 1, tiles);
@@ -166,6 +175,79 @@ size_t countVertices(const exec::Executable& exe, exec::Codelet codelet) {
   return n;
 }
 
+// A quantizer over a run-time scale as one ElementwiseChain: Round(x / s), Max(-20), Min(m), with
+// s = m / 127 and m = ReduceMax(x) on the device. The device's result equals the unfused ops'
+// evaluated by the reference, bit for bit, on every tile count; in float16 it is one rounding of
+// the float32 steps.
+TEST(Engine, AnElementwiseChainEqualsItsOpsOneAfterAnother) {
+  const Tensor x = [] {
+    Tensor t = randomTensor({6, 40}, 81);
+    for (float& e : t.data<float>()) e *= 50.f;
+    return t;
+  }();
+  auto model = [](bool fused, DType dt) {
+    ir::Model m;
+    m.opset_imports = {{"", 17}, {"ai.graphcore", 1}};
+    ir::Graph& g = *m.graph;
+    auto type = [&](Shape s) { return ir::TensorType::of(dt, std::move(s)); };
+    auto scalar = [&](const char* name, float v) {
+      Tensor t(DType::Float, {});
+      t.data<float>()[0] = v;
+      if (dt == DType::Float16) t = halfOf(t);
+      return g.addInitializer(name, std::move(t));
+    };
+    ir::Value* in = g.addInput("x", type({6, 40}));
+    ir::Value* mx = g.addValue("m", type({}));
+    ir::Node* reduce = g.addNode("ReduceMax", {in}, {mx}, "max");
+    reduce->attributes["keepdims"].value = int64_t{0};
+    ir::Value* s = g.addValue("s", type({}));
+    g.addNode("Div", {mx, scalar("c127", 127.f)}, {s}, "scale");
+    ir::Value* lo = scalar("lo", -20.f);
+    ir::Value* y = g.addValue("y", type({6, 40}));
+    if (fused) {
+      ir::Node* chain = g.addNode("ElementwiseChain", {in, s, lo, mx}, {y}, "quantize", "ai.graphcore");
+      chain->attributes["ops"].value = std::vector<std::string>{"Div", "Round", "Max", "Min"};
+      chain->attributes["operands"].value = std::vector<int64_t>{1, 0, 2, 3};
+    } else {
+      ir::Value *q = g.addValue("q", type({6, 40})), *r = g.addValue("r", type({6, 40})), *c = g.addValue("c", type({6, 40}));
+      g.addNode("Div", {in, s}, {q}, "div");
+      g.addNode("Round", {q}, {r}, "round");
+      g.addNode("Max", {r, lo}, {c}, "max_lo");
+      g.addNode("Min", {c, mx}, {y}, "min_m");
+    }
+    g.addOutput(y);
+    return m;
+  };
+  const ir::Model fused = model(true, DType::Float), unfused = model(false, DType::Float);
+  auto want = ops::evaluateGraph(*unfused.graph, {{"x", x}});
+  ASSERT_TRUE(want.ok()) << want.error().message();
+  for (uint32_t tiles : {1u, 4u, 64u}) {
+    SCOPED_TRACE(tiles);
+    auto compiled = codegen::compile(fused, {*codegen::makeTarget("ipu2", 1, tiles), 0.6});
+    ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+    EXPECT_GT(countVertices(compiled->executable, exec::Codelet::ElementwiseChain), 0u);
+    EXPECT_EQ(countVertices(compiled->executable, exec::Codelet::Binary), 1u) << "only the scale's Div";
+    auto engine = Engine::create(compiled->executable, compiled->weightData());
+    ASSERT_TRUE(engine.ok()) << engine.error().message();
+    auto got = (*engine)->runTensors({&x});
+    ASSERT_TRUE(got.ok()) << got.error().message();
+    EXPECT_TRUE((*got)[0] == (*want)[0]) << "the device's chain is not the ops' bits";
+  }
+  // float16: the steps in float32, one rounding (integers up to 127: exact in float16, as are the
+  // float32 quotients' roundings here but for a tie, so the result equals the float32 one).
+  const ir::Model half = model(true, DType::Float16);
+  const Tensor x16 = halfOf(x);
+  auto want16 = ops::evaluateGraph(*half.graph, {{"x", x16}});
+  ASSERT_TRUE(want16.ok()) << want16.error().message();
+  auto compiled = codegen::compile(half, {*codegen::makeTarget("ipu2", 1, 4), 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  auto engine = Engine::create(compiled->executable, compiled->weightData());
+  ASSERT_TRUE(engine.ok()) << engine.error().message();
+  auto got16 = (*engine)->runTensors({&x16});
+  ASSERT_TRUE(got16.ok()) << got16.error().message();
+  EXPECT_TRUE((*got16)[0] == (*want16)[0]) << "float16 chain differs from the evaluator's";
+}
+
 // K much longer than M x N: the planner splits K over the tiles, and the next superstep adds the
 // partial sums (with Gemm's C added once and GemmAct's activation after the sum).
 TEST(Engine, MatMulsWithKSplitMatchTheReference) {
@@ -234,14 +316,7 @@ TEST(Engine, Float16MatMulWithKSplitRoundsOnlyTheSum) {
   ir::Model m;
   m.opset_imports = {{"", 17}};
   ir::Graph& g = *m.graph;
-  auto half = [](const Tensor& t) {
-    Tensor h(DType::Float16, t.shape());
-    auto src = t.data<float>();
-    auto* dst = reinterpret_cast<uint16_t*>(h.bytes().data());
-    for (size_t i = 0; i < src.size(); ++i) dst[i] = floatToHalfBits(src[i]);
-    return h;
-  };
-  const Tensor a16 = half(randomTensor({M, K}, 61)), w16 = half(randomTensor({K, N}, 62));
+  const Tensor a16 = halfOf(randomTensor({M, K}, 61)), w16 = halfOf(randomTensor({K, N}, 62));
   ir::Value* a = g.addInput("a", ir::TensorType::of(DType::Float16, {M, K}));
   ir::Value* w = g.addInitializer("w", w16);
   ir::Value* y = g.addValue("y", ir::TensorType::of(DType::Float16, {M, N}));

@@ -24,11 +24,12 @@ int64_t n(E e) {
 TEST(FormatPins, VertexKinds) {
   using C = exec::Codelet;
   const std::vector<std::pair<C, int64_t>> pins = {
-      {C::Unary, 1},  {C::Binary, 2},  {C::MatMul, 3}, {C::Fill, 4},       {C::ConvPartial, 5}, {C::Pool, 6},  {C::Activation, 7},
-      {C::Reduce, 8}, {C::Softmax, 9}, {C::Norm, 10},  {C::BatchNorm, 11}, {C::Attention, 12},  {C::Cast, 13}, {C::CumSum, 14}};
+      {C::Unary, 1},      {C::Binary, 2},     {C::MatMul, 3}, {C::Fill, 4},    {C::ConvPartial, 5},
+      {C::Pool, 6},       {C::Activation, 7}, {C::Reduce, 8}, {C::Softmax, 9}, {C::Norm, 10},
+      {C::BatchNorm, 11}, {C::Attention, 12}, {C::Cast, 13},  {C::CumSum, 14}, {C::ElementwiseChain, 15}};
   for (const auto& [kind, id] : pins) EXPECT_EQ(n(kind), id);
-  EXPECT_EQ(exec::kMaxCodelet, 14u) << "a new kind takes id 15, and this list and docs/POPEF.md name it";
-  // docs/POPEF.md lists the ids as the kind list names them: "(1 Unary, 2 Binary, ..., 14 CumSum)".
+  EXPECT_EQ(exec::kMaxCodelet, 15u) << "a new kind takes id 16, and this list and docs/POPEF.md name it";
+  // docs/POPEF.md lists the ids as the kind list names them: "(1 Unary, 2 Binary, ..., 15 ElementwiseChain)".
   std::string listed = "(";
   for (uint32_t id = 1; id <= exec::kMaxCodelet; ++id)
     listed += (id > 1 ? ", " : "") + std::to_string(id) + " " + std::string(exec::codeletName(static_cast<C>(id)));
@@ -36,7 +37,7 @@ TEST(FormatPins, VertexKinds) {
   std::ifstream doc(std::string(POPRT_SOURCE_DIR) + "/docs/POPEF.md");
   const std::string text{std::istreambuf_iterator<char>(doc), std::istreambuf_iterator<char>()};
   EXPECT_NE(text.find(listed), std::string::npos) << "docs/POPEF.md does not list " << listed;
-  EXPECT_EQ(exec::codeletName(static_cast<C>(15)), "unknown");
+  EXPECT_EQ(exec::codeletName(static_cast<C>(16)), "unknown");
 }
 
 TEST(FormatPins, UnaryAndBinaryFunctions) {
@@ -75,6 +76,8 @@ TEST(FormatPins, ActivationsReductionsAndModes) {
   EXPECT_EQ(n(exec::kBiasFull), 4);
   EXPECT_EQ(n(exec::kPoolMax), 0);
   EXPECT_EQ(n(exec::kPoolAvg), 1);
+  EXPECT_EQ(n(exec::kStepUnary), 0);
+  EXPECT_EQ(n(exec::kStepBinary), 1);
 }
 
 TEST(FormatPins, StreamsStepsStrategiesValuesAndBlobs) {
