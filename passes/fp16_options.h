@@ -24,7 +24,8 @@ struct Fp16Options {
 };
 
 // The op types --fp16_skip_op_types matches a node by: its own and, for ai.graphcore ConvAct and
-// GemmAct, the op they fused (so "Conv" keeps every convolution in fp32, fused or not).
+// GemmAct, the op they fused (so "Conv" keeps every convolution in fp32, fused or not), for an
+// ElementwiseChain its steps' ops.
 std::vector<std::string> skipOpTypeKeys(const ir::Node& n);
 
 // The nodes quantized_to_float makes carry a quantized model's integers in float32, exactly only

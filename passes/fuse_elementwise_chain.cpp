@@ -7,12 +7,15 @@
 // result is the same bits); every value inside the chain must have no other use, and the running
 // value keeps its shape. Runs after float_to_half, whose overflow rules look at single ops; in
 // float16 the chain computes in float32 and rounds once, where the ops rounded after each step.
+// The chain keeps its ops' marks: a quantized op's integer arithmetic (its constants stay
+// unrounded in a float16 PopEF), and --fp16_skip_op_types finds it by its steps' op types.
 #include <algorithm>
 #include <optional>
 #include <unordered_set>
 
 #include "lib/ops/graphcore_ops.h"
 #include "lib/ops/registry.h"
+#include "passes/fp16_options.h"
 #include "passes/fusion_util.h"
 #include "passes/pass_list.h"
 
@@ -112,10 +115,13 @@ class FuseElementwiseChain : public Pass {
       operands.push_back(s.operand_first ? -j : j);
     }
     const ir::TensorType type = nodes.back()->output(0)->type;
+    const bool integer = std::any_of(nodes.begin(), nodes.end(), [](const ir::Node* n) { return isIntegerArithmetic(*n); });
     ir::Node* chain = replaceWithNode(graph, nodes.back(), ops::graphcore::kElementwiseChain, ops::graphcore::kDomain, inputs);
     chain->attributes["ops"].value = op_types;
     chain->attributes["operands"].value = operands;
     refineType(chain->output(0), type);
+    // A quantized op's arithmetic stays marked: the PopEF keeps its constants unrounded in fp16.
+    if (integer) markIntegerArithmetic(*chain);
     ctx.count("chains");
     ctx.count("ops_fused", static_cast<int64_t>(nodes.size()));
   }

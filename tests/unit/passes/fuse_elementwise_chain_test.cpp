@@ -1,3 +1,4 @@
+#include "passes/fp16_options.h"
 #include "tests/unit/passes/fusion_test_util.h"
 
 namespace poprt::passes {
@@ -127,6 +128,21 @@ TEST(FuseElementwiseChain, DynamicQuantizeLinearThroughTheDefaultPipeline) {
   EXPECT_GE(countOps(*m.graph, "ElementwiseChain"), 1) << reportText();
   EXPECT_EQ(countOps(*m.graph, "Round"), 0) << reportText();
   EXPECT_EQ(countOps(*m.graph, "DynamicQuantizeLinear"), 0);
+  // Still the quantizer's integer arithmetic: float_to_half and the PopEF keep it unrounded.
+  for (const auto& n : m.graph->nodes())
+    if (n->opType() == "ElementwiseChain") EXPECT_TRUE(isIntegerArithmetic(*n)) << n->describe();
+}
+
+// --fp16_skip_op_types finds a chain by its steps' op types, as it found the ops.
+TEST(FuseElementwiseChain, SkipOpTypesKeysAreItsSteps) {
+  ir::Model m = emptyModel(17);
+  Builder b(m);
+  b.output(b.op("Round", {b.op("Div", {b.input("x", {4}), b.constant(3.f)})}));
+  runPipelineChecked(m, {"infer_shapes", "fuse_elementwise_chain"}, 0.0);
+  const ir::Node* chain = findNode(*m.graph, "ElementwiseChain");
+  ASSERT_NE(chain, nullptr);
+  EXPECT_EQ(skipOpTypeKeys(*chain), (Strings{"ElementwiseChain", "Div", "Round"}));
+  EXPECT_FALSE(isIntegerArithmetic(*chain));
 }
 
 }  // namespace
