@@ -68,6 +68,10 @@ class FuseElementwiseChain : public Pass {
     std::vector<ir::Node*> order;
     for (const auto& n : graph.nodes()) order.push_back(n.get());
     std::unordered_set<const ir::Node*> taken;
+    // A node --fp16_skip_node_names names stays itself: the PopEF finds its weights by its name.
+    const std::unordered_set<std::string> named(ctx.fp16.skip_node_names.begin(), ctx.fp16.skip_node_names.end());
+    for (ir::Node* n : order)
+      if (named.count(n->name())) taken.insert(n);
     bool changed = false;
     for (ir::Node* head : order) {
       if (taken.count(head)) continue;
@@ -80,7 +84,7 @@ class FuseElementwiseChain : public Pass {
         const ir::Value* y = nodes.back()->output(0);
         ir::Node* next = y->isGraphOutput() ? nullptr : singleUser(y);
         if (!next || !usedExactly(y, 1)) break;
-        auto step = asStep(*next, y);
+        auto step = taken.count(next) ? std::nullopt : asStep(*next, y);
         if (!step) break;
         nodes.push_back(next);
         steps.push_back(*step);

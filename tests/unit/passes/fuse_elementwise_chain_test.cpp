@@ -133,6 +133,18 @@ TEST(FuseElementwiseChain, DynamicQuantizeLinearThroughTheDefaultPipeline) {
     if (n->opType() == "ElementwiseChain") EXPECT_TRUE(isIntegerArithmetic(*n)) << n->describe();
 }
 
+// A node --fp16_skip_node_names names is not fused: the PopEF finds its weights by its name.
+TEST(FuseElementwiseChain, NodesNamedToStayFloat32StayThemselves) {
+  ir::Model m = emptyModel(17);
+  Builder b(m);
+  b.output(b.op("Neg", {b.op("Round", {b.op("Div", {b.input("x", {4}), b.constant(3.f)})})}));
+  PipelineOptions options;
+  options.passes = {"infer_shapes", "fuse_elementwise_chain"};
+  options.fp16.skip_node_names = {"n1_Round"};  // the Builder names nodes n<k>_<op>
+  runOptionsChecked(m, options, 0.0, true);
+  EXPECT_EQ(opTypes(*m.graph), (Ops{"Div", "Round", "Neg"}));
+}
+
 // --fp16_skip_op_types finds a chain by its steps' op types, as it found the ops.
 TEST(FuseElementwiseChain, SkipOpTypesKeysAreItsSteps) {
   ir::Model m = emptyModel(17);
