@@ -83,7 +83,7 @@ class FuseElementwiseChain : public Pass {
       for (;;) {
         const ir::Value* y = nodes.back()->output(0);
         ir::Node* next = y->isGraphOutput() ? nullptr : singleUser(y);
-        if (!next || !usedExactly(y, 1)) break;
+        if (!next || !usedExactly(y, 1) || static_cast<int64_t>(nodes.size()) == ops::graphcore::kMaxChainSteps) break;
         auto step = taken.count(next) ? std::nullopt : asStep(*next, y);
         if (!step) break;
         nodes.push_back(next);

@@ -383,7 +383,7 @@ struct CumSumParams {
 // followed by others whose second operands are one value each (a dynamic quantizer's
 // Div, Round, Max and Min by run-time scalars): one pass, not a superstep an op.
 enum ChainStepKind : int64_t { kStepUnary = 0, kStepBinary = 1 };
-inline constexpr int64_t kMaxChainSteps = 64;
+using ops::graphcore::kMaxChainSteps;  // the op's cap on its steps
 struct ElementwiseChainParams {
   static constexpr Codelet kCodelet = Codelet::ElementwiseChain;
   int64_t count = 0, steps = 0;

@@ -181,6 +181,9 @@ Expected<std::vector<ChainStep>> chainSteps(const ir::Node& node) {
   if (!ops_attr || ops_attr->empty()) return Error("ElementwiseChain needs a non-empty 'ops' attribute (strings)");
   const std::vector<int64_t> operands = node.attrInts("operands");
   if (operands.size() != ops_attr->size()) return Error("ElementwiseChain needs one 'operands' entry per step");
+  if (static_cast<int64_t>(operands.size()) > kMaxChainSteps)
+    return Error("ElementwiseChain has " + std::to_string(operands.size()) + " steps, more than " +
+                 std::to_string(kMaxChainSteps));
   const auto inputs = static_cast<int64_t>(node.inputs().size());
   std::vector<ChainStep> steps;
   for (size_t k = 0; k < operands.size(); ++k) {

@@ -49,8 +49,9 @@
 //   ops (strings): the steps in order, each an elementwise op: one of the device's unary
 //   functions (Round, Neg, Relu, Exp, ...) or Add, Sub, Mul, Div, Max, Min, Pow.
 //   operands (ints, one per step): 0 for a unary step; j for v = op(v, Sj), -j for v = op(Sj, v).
-//   Each Sj holds one value of X's dtype (float32 or float16). v starts as an element of X; every
-//   step computes in float32; Y (X's shape and dtype) is the last step's value, rounded once.
+//   At most 64 steps. Each Sj holds one value of X's dtype (float32 or float16). v starts as an
+//   element of X; every step computes in float32; Y (X's shape and dtype) is the last step's
+//   value, rounded once.
 //   fuse_elementwise_chain makes it of an elementwise op and the ops after it whose other operands
 //   are one value each (a dynamic quantizer's Div, Round, Max and Min by run-time scalars), which
 //   in float32 it equals exactly.
@@ -107,6 +108,7 @@ struct ChainStep {
   int64_t operand = 0;  // as the `operands` attribute: 0, j or -j
 };
 inline constexpr const char* kElementwiseChain = "ElementwiseChain";
+inline constexpr int64_t kMaxChainSteps = 64;  // its steps, at most (a vertex's params hold them)
 Expected<std::vector<ChainStep>> chainSteps(const ir::Node& node);
 // The activation a plain default-domain activation node computes (Relu, Clip, LeakyRelu...) at
 // `opset`. Clip's bounds must be constants: attributes before opset 11, initializers from 11.

@@ -133,6 +133,19 @@ TEST(FuseElementwiseChain, DynamicQuantizeLinearThroughTheDefaultPipeline) {
     if (n->opType() == "ElementwiseChain") EXPECT_TRUE(isIntegerArithmetic(*n)) << n->describe();
 }
 
+// A chain takes at most 64 steps (a vertex's params hold them): 70 Negs are two chains.
+TEST(FuseElementwiseChain, ChainsStopAtTheStepCap) {
+  ir::Model m = emptyModel(17);
+  Builder b(m);
+  ir::Value* v = b.input("x", {4});
+  for (int k = 0; k < 70; ++k) v = b.op("Neg", {v});
+  b.output(v);
+  PassReport r = runPipelineChecked(m, {"infer_shapes", "fuse_elementwise_chain"}, 0.0);
+  EXPECT_EQ(counter(r, "chains"), 2);
+  EXPECT_EQ(countOps(*m.graph, "ElementwiseChain"), 2);
+  for (const auto& n : m.graph->nodes()) EXPECT_LE(n->attrInts("operands").size(), 64u);
+}
+
 // A node --fp16_skip_node_names names is not fused: the PopEF finds its weights by its name.
 TEST(FuseElementwiseChain, NodesNamedToStayFloat32StayThemselves) {
   ir::Model m = emptyModel(17);
