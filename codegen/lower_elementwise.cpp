@@ -22,22 +22,28 @@ Expected<ops::UnaryFn> unaryFnOfNode(const ir::Node& node) {
   return *fn;
 }
 
+// The skeleton of an op over one input of its output's shape and dtype: the output spread like
+// the input, and vertex(run, bytes) the vertex of each run of it (Unary, ElementwiseChain,
+// Activation).
+template <class MakeVertex>
+void lowerOverRuns(Lowering& l, const ir::Node& node, const MakeVertex& vertex) {
+  const ir::Value* x = node.input(0);
+  const uint64_t es = dtypeSize(x->type.dtype);
+  TileMapping out = l.spreadLike(x, es);
+  for (const Lowering::Run& r : l.elementwiseRuns(out, es, {x}))
+    l.computeSet().vertices.push_back(vertex(r, static_cast<uint64_t>(r.count) * es));
+  l.setMapping(node.output(0), std::move(out));
+}
+
 }  // namespace
 
 Status lowerUnary(Lowering& l, const ir::Node& node) {
-  const ir::Value* x = node.input(0);
-  const ir::Value* y = node.output(0);
   POPRT_ASSIGN_OR_RETURN(ops::UnaryFn fn, unaryFnOfNode(node));
-  const DType dt = y->type.dtype;
-  const uint64_t es = dtypeSize(dt);
-  TileMapping out = l.spreadLike(x, es);
-  for (const Lowering::Run& r : l.elementwiseRuns(out, es, {x})) {
-    uint64_t in = l.operandOnTile(x, r);
-    uint64_t bytes = static_cast<uint64_t>(r.count) * es;
-    l.computeSet().vertices.push_back(
-        exec::makeVertex(r.tile, dt, {{r.offset, bytes}, {in, bytes}}, exec::UnaryParams{fn, r.count}));
-  }
-  l.setMapping(y, std::move(out));
+  const ir::Value* x = node.input(0);
+  lowerOverRuns(l, node, [&](const Lowering::Run& r, uint64_t bytes) {
+    return exec::makeVertex(r.tile, x->type.dtype, {{r.offset, bytes}, {l.operandOnTile(x, r), bytes}},
+                            exec::UnaryParams{fn, r.count});
+  });
   return okStatus();
 }
 
@@ -240,18 +246,13 @@ Status lowerElementwiseChain(Lowering& l, const ir::Node& node) {
     program.insert(program.end(), {exec::kStepBinary, static_cast<int64_t>(step.binary_fn), step.operand < 0 ? -field : field});
   }
   const ir::Value* x = node.input(0);
-  const ir::Value* y = node.output(0);
-  const DType dt = y->type.dtype;
-  const uint64_t es = dtypeSize(dt);
-  TileMapping out = l.spreadLike(x, es);
-  for (const Lowering::Run& r : l.elementwiseRuns(out, es, {x})) {
-    const uint64_t bytes = static_cast<uint64_t>(r.count) * es;
+  const DType dt = x->type.dtype;
+  lowerOverRuns(l, node, [&](const Lowering::Run& r, uint64_t bytes) {
     std::vector<exec::Field> fields = {{r.offset, bytes}, {l.operandOnTile(x, r), bytes}};
-    for (const ir::Value* v : operands) fields.push_back({l.operandOnTile(v, 0, 1, r.tile), es});
-    l.computeSet().vertices.push_back(exec::makeVertex(
-        r.tile, dt, std::move(fields), exec::ElementwiseChainParams{r.count, static_cast<int64_t>(steps.size()), program}));
-  }
-  l.setMapping(y, std::move(out));
+    for (const ir::Value* v : operands) fields.push_back({l.operandOnTile(v, 0, 1, r.tile), dtypeSize(dt)});
+    return exec::makeVertex(r.tile, dt, std::move(fields),
+                            exec::ElementwiseChainParams{r.count, static_cast<int64_t>(steps.size()), program});
+  });
   return okStatus();
 }
 
@@ -298,15 +299,10 @@ Status lowerActivation(Lowering& l, const ir::Node& node) {
   if (isClipWithRuntimeBounds(node, l)) return lowerClipWithRuntimeBounds(l, node);
   POPRT_ASSIGN_OR_RETURN(ops::graphcore::Activation act, ops::graphcore::activationOfOp(node, l.opset()));
   const ir::Value* x = node.input(0);
-  const DType dt = x->type.dtype;
-  const uint64_t es = dtypeSize(dt);
-  TileMapping out = l.spreadLike(x, es);
-  for (const Lowering::Run& r : l.elementwiseRuns(out, es, {x})) {
-    const uint64_t bytes = static_cast<uint64_t>(r.count) * es;
-    l.computeSet().vertices.push_back(exec::makeVertex(r.tile, dt, {{r.offset, bytes}, {l.operandInScratch(x, r), bytes}},
-                                                       exec::ActivationParams{r.count, exec::vertexActivation(act)}));
-  }
-  l.setMapping(node.output(0), std::move(out));
+  lowerOverRuns(l, node, [&](const Lowering::Run& r, uint64_t bytes) {
+    return exec::makeVertex(r.tile, x->type.dtype, {{r.offset, bytes}, {l.operandInScratch(x, r), bytes}},
+                            exec::ActivationParams{r.count, exec::vertexActivation(act)});
+  });
   return okStatus();
 }
 
