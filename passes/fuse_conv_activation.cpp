@@ -5,7 +5,8 @@
 // must be constants (attributes before opset 11, constant inputs from 11). So does a Conv or Gemm
 // followed by a gate on its own output: y · Sigmoid(y) (SiLU) into the Swish activation, and
 // y · HardSigmoid(y, 1/6, 0.5) (HardSwish before opset 14; fuse_hard_sigmoid makes the
-// HardSigmoid) into HardSwish.
+// HardSigmoid) into HardSwish. A Gemm whose output goes through a Reshape alone to the activation
+// (a Gemm of rows') takes it too, the Reshape moving after the GemmAct.
 #include <cmath>
 #include <limits>
 #include <map>
@@ -65,7 +66,19 @@ struct ActMatch {
   std::vector<ir::Node*> nodes;  // the Conv/Gemm, then the activation or the gate's Mul
   std::map<std::string, ir::Attribute> attrs;
   std::string act_type;
+  ir::Node* reshape = nullptr;  // a Reshape between a Gemm and its activation (a Gemm of rows')
 };
+
+// The Reshape a Gemm's output goes through alone to an activation, its only use: a Linear layer
+// on a [batch, tokens, features] input, which fuse_matmul_add_into_gemm made a Gemm of rows
+// between two Reshapes. An activation commutes with the Reshape, so it can be the Gemm's epilogue.
+ir::Node* reshapeToActivation(const ir::Node& gemm, const ir::Value* y) {
+  ir::Node* reshape = singleUser(y);
+  if (!isOp(&gemm, "Gemm") || !isOp(reshape, "Reshape") || reshape->input(0) != y) return nullptr;
+  const ir::Value* z = reshape->output(0);
+  ir::Node* act = z->isGraphOutput() ? nullptr : singleUser(z);
+  return isActivation(act) && act->input(0) == z ? reshape : nullptr;
+}
 
 class FuseConvActivation : public RewriteRule<ActMatch> {
  protected:
@@ -78,7 +91,9 @@ class FuseConvActivation : public RewriteRule<ActMatch> {
     ir::Node* act = singleUser(y);
     const Gated gated = gatedActivation(y);
     if (gated.mul) act = gated.mul;
-    if (!gated.mul && (!isActivation(act) || act->input(0) != y)) {
+    ir::Node* reshape = gated.mul ? nullptr : reshapeToActivation(base, y);
+    if (reshape) act = singleUser(reshape->output(0));
+    if (!gated.mul && (!isActivation(act) || act->input(0) != (reshape ? reshape->output(0) : y))) {
       // Plausible: an activation reads the output, but so does something else (or it is returned).
       const ir::Node* a = nullptr;
       std::string others;
@@ -101,16 +116,30 @@ class FuseConvActivation : public RewriteRule<ActMatch> {
     } else if (std::string why = activationAttrs(*act, opset(), attrs); !why.empty()) {
       return F::nearMiss(why, act);
     }
-    return ActMatch{{&base, act}, std::move(attrs), gated.mul ? gated.activation : act->opType()};
+    return ActMatch{{&base, act}, std::move(attrs), gated.mul ? gated.activation : act->opType(), reshape};
   }
 
   Status rewrite(ir::Graph& graph, ActMatch& m, PassContext& ctx) override {
     ir::Node* base = m.nodes[0];
     ir::Node* act = m.nodes[1];
+    if (m.reshape) {
+      // Gemm -> Reshape -> act becomes GemmAct -> Reshape: the Reshape makes the activation's
+      // output (its name, uses, graph-output place), the Gemm's output is the GemmAct's.
+      const std::vector<ir::Value*> shape_inputs(m.reshape->inputs().begin() + 1, m.reshape->inputs().end());
+      std::vector<ir::Value*> reshape_inputs = {base->output(0)};
+      reshape_inputs.insert(reshape_inputs.end(), shape_inputs.begin(), shape_inputs.end());
+      const auto reshape_attrs = m.reshape->attributes;
+      const ir::TensorType z_type = act->output(0)->type;
+      ir::Node* moved = replaceWithNode(graph, act, "Reshape", "", reshape_inputs);
+      moved->attributes = reshape_attrs;
+      refineType(moved->output(0), z_type);
+      act = base;  // the GemmAct now replaces the Gemm, keeping its output
+    }
     const ir::TensorType base_type = base->output(0)->type;
     const bool conv = base->opType() == "Conv";
     const std::string name = base->name().empty() ? act->name() : base->name();
-    ir::Node* fused = replaceWithNode(graph, act, conv ? "ConvAct" : "GemmAct", ops::graphcore::kDomain, base->inputs());
+    const std::vector<ir::Value*> inputs(base->inputs().begin(), base->inputs().end());  // act may be base
+    ir::Node* fused = replaceWithNode(graph, act, conv ? "ConvAct" : "GemmAct", ops::graphcore::kDomain, inputs);
     fused->attributes = std::move(m.attrs);
     fused->setName(name);
     refineType(fused->output(0), base_type);

@@ -119,6 +119,39 @@ TEST(FuseConvActivation, SigmoidGateOnItsOwnOutputIsSwish) {
   }
 }
 
+// A Linear layer on [batch, tokens, features] then an activation, as torch exports it: the
+// default pipeline makes the Linear a Gemm of rows between Reshapes, and the activation after the
+// second Reshape becomes the Gemm's epilogue, the Reshape moving after it (the activation's output
+// keeps its name as the graph output). Each activation, checked against the evaluator.
+TEST(FuseConvActivation, AGemmOfRowsTakesTheActivationAfterItsReshape) {
+  for (const Act& a : activations()) {
+    SCOPED_TRACE(a.op);
+    ir::Model m = emptyModel(17);
+    Builder b(m);
+    ir::Value* x = b.input("x", {2, 3, 8});
+    ir::Value* linear = b.op("Add", {b.op("MatMul", {x, b.weight({8, 5}, 3)}), b.weight({5}, 4)});
+    ir::Value* y = activate(b, linear, a);
+    b.output(y);
+    PassReport r = runPipelineChecked(m, {});
+    EXPECT_EQ(opTypes(*m.graph), (Ops{"Reshape", "GemmAct", "Reshape"})) << reportText();
+    EXPECT_EQ(m.graph->outputs()[0], y);
+    EXPECT_EQ(y->producer()->opType(), "Reshape");
+    EXPECT_EQ(y->producer()->input(0)->producer()->attrString("activation", ""), a.op);
+  }
+}
+
+// Not when the Reshape's output is needed too (or is a graph output), nor for a Conv.
+TEST(FuseConvActivation, AReshapeWhoseOutputIsUsedElsewhereStays) {
+  ir::Model m = emptyModel(17);
+  Builder b(m);
+  ir::Value* x = b.input("x", {2, 3, 8});
+  ir::Value* linear = b.op("Add", {b.op("MatMul", {x, b.weight({8, 5}, 3)}), b.weight({5}, 4)});
+  b.output(b.op("Relu", {linear}));
+  b.output(linear);
+  runPipelineChecked(m, {});
+  EXPECT_EQ(opTypes(*m.graph), (Ops{"Reshape", "Gemm", "Reshape", "Relu"})) << reportText();
+}
+
 TEST(FuseConvActivation, DoesNotFireWhenTheConvOutputIsNeededElsewhere) {
   // x·tanh(x) reads the Conv output twice (and is no gated activation ConvAct has).
   ir::Model m = emptyModel(13);
