@@ -558,7 +558,10 @@ std::vector<CompileOptions> placements(const CompileOptions& options, double wei
     retry.temporaries_scale = amp_scale;
     if (!samePlacement(retry, options)) out.push_back(retry);
   }
-  if (out.size() > 1 && weight_share > kRetryResidentShare && weight_share < kOnlyCopiesWeightShare) std::swap(out[0], out[1]);
+  // out[1] is the fewer-resident-weights placement unless the options' own already has that share.
+  const bool fewer_resident_weights = out.size() > 1 && out[1].temporaries_scale == 1.0;
+  if (fewer_resident_weights && weight_share > kRetryResidentShare && weight_share < kOnlyCopiesWeightShare)
+    std::swap(out[0], out[1]);
   for (CompileOptions& o : out) o.stop_when_over = true;
   return out;
 }

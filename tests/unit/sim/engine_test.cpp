@@ -851,6 +851,11 @@ TEST(Compile, WeightsOfATransformersShareStartAtFewerResidentWeights) {
   EXPECT_EQ(first(2), options.resident_weight_share);  // 20%
   EXPECT_EQ(first(4), codegen::kRetryResidentShare);   // 41%
   EXPECT_EQ(first(6), options.resident_weight_share);  // 62%
+  // Options already at the 30% share: nothing to put first (the next placement only has smaller
+  // temporaries, which would cost plans for nothing).
+  codegen::CompileOptions thirty = options;
+  thirty.resident_weight_share = thirty.only_copy_resident_share = codegen::kRetryResidentShare;
+  EXPECT_EQ(codegen::placements(thirty, 0.41).front().temporaries_scale, 1.0);
   const ir::Model m = matMulChain(1, 256, 4, [](int i) {
     Tensor wt = randomTensor({256, 256}, 70 + i);
     for (float& x : wt.data<float>()) x *= 0.1f;
