@@ -27,6 +27,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <type_traits>
 
 #include "lib/ops/op_util.h"
 #include "passes/fp16_options.h"
@@ -66,20 +67,23 @@ bool uniform(const std::vector<double>& v) {
   return std::all_of(v.begin(), v.end(), [&](double x) { return x == v[0]; });
 }
 
-// values (a tensor of `shape`) minus zero_point: one value, or one per slice along `axis`. False
-// when the zero points fit neither.
-bool subtractZeroPoints(std::vector<double>& values, const std::vector<double>& zero_point, const Shape& shape, int64_t axis) {
-  if (zero_point.size() == 1) {
-    for (double& v : values) v -= zero_point[0];
-    return true;
+// out[i] = in[i] minus its zero point (in double, then out's type), `in` a tensor of `shape`: one
+// zero point, or one per slice along `axis`. False when the zero points fit neither. In place
+// (in and out the same vector) or from integers straight to floats.
+template <class In, class Out>
+bool subtractZeroPoints(const In& in, Out&& out, const std::vector<double>& zero_point, const Shape& shape, int64_t axis) {
+  int64_t inner = 1, channels = 1;  // element i's zero point: (i / inner) % channels
+  if (zero_point.size() != 1) {
+    if (axis < 0 || axis >= static_cast<int64_t>(shape.size()) ||
+        static_cast<int64_t>(zero_point.size()) != shape[static_cast<size_t>(axis)])
+      return false;
+    channels = static_cast<int64_t>(zero_point.size());
+    inner = ops::shapeProduct(shape, static_cast<size_t>(axis) + 1);
   }
-  if (axis < 0 || axis >= static_cast<int64_t>(shape.size()) ||
-      static_cast<int64_t>(zero_point.size()) != shape[static_cast<size_t>(axis)])
-    return false;
-  const auto channels = static_cast<int64_t>(zero_point.size());
-  const int64_t inner = ops::shapeProduct(shape, static_cast<size_t>(axis) + 1);
-  for (size_t i = 0; i < values.size(); ++i)
-    values[i] -= zero_point[static_cast<size_t>((static_cast<int64_t>(i) / inner) % channels)];
+  using T = std::decay_t<decltype(out[0])>;
+  for (size_t i = 0; i < in.size(); ++i)
+    out[i] = static_cast<T>(static_cast<double>(in[i]) -
+                            zero_point[static_cast<size_t>((static_cast<int64_t>(i) / inner) % channels)]);
   return true;
 }
 
@@ -246,25 +250,14 @@ class Rewriter {
     // 8-bit weights (all a quantizer writes) straight to floats: a ViT's 86 million through
     // doubles took most of this pass's half second. The same values: small integers, exact.
     if (t->dtype() == DType::Int8 || t->dtype() == DType::UInt8) {
-      const bool one = zp->size() == 1;
-      if (!one && (axis < 0 || static_cast<int64_t>(zp->size()) != shape[static_cast<size_t>(axis)])) return std::nullopt;
-      const int64_t inner = one ? 1 : ops::shapeProduct(shape, static_cast<size_t>(axis) + 1);
-      const auto channels = static_cast<int64_t>(zp->size());
       Tensor out(DType::Float, shape);
-      auto d = out.data<float>();
-      auto centered = [&](auto q) {
-        for (size_t i = 0; i < d.size(); ++i)
-          d[i] = static_cast<float>(static_cast<double>(q[i]) -
-                                    (*zp)[one ? 0 : static_cast<size_t>((static_cast<int64_t>(i) / inner) % channels)]);
-      };
-      if (t->dtype() == DType::Int8)
-        centered(t->data<int8_t>());
-      else
-        centered(t->data<uint8_t>());
+      const bool ok = t->dtype() == DType::Int8 ? subtractZeroPoints(t->data<int8_t>(), out.data<float>(), *zp, shape, axis)
+                                                : subtractZeroPoints(t->data<uint8_t>(), out.data<float>(), *zp, shape, axis);
+      if (!ok) return std::nullopt;
       return fusion::addConstant(g_, base + "/w", std::move(out));
     }
     auto values = constantValues(w);
-    if (!values || !subtractZeroPoints(*values, *zp, shape, axis)) return std::nullopt;
+    if (!values || !subtractZeroPoints(*values, *values, *zp, shape, axis)) return std::nullopt;
     return constant(base + "/w", *values, shape);
   }
 
@@ -494,7 +487,7 @@ class Rewriter {
     ConstantDequantized d{std::move(*q), std::move(*scale), p->attrInt("axis", 1), constantOf(p->input(0))->shape()};
     if (d.axis < 0) d.axis += static_cast<int64_t>(d.shape.size());
     if (d.scale.size() > 1 && (d.axis < 0 || d.axis >= static_cast<int64_t>(d.shape.size()))) return std::nullopt;
-    if (!subtractZeroPoints(d.centered, *zp, d.shape, d.axis)) return std::nullopt;
+    if (!subtractZeroPoints(d.centered, d.centered, *zp, d.shape, d.axis)) return std::nullopt;
     return d;
   }
 
