@@ -1,7 +1,8 @@
 // Elementwise ops — unary, binary (variadic too), chains of them, activations, inference
 // BatchNormalization: the output is spread over the tiles; each tile's vertex reads its operands
-// in place where they already live there, else from buffers the exchange fills. A broadcast operand is read through
-// strides from a copy of the elements the tile's outputs reach (exec::broadcastSpan).
+// in place where they already live there, else from buffers the exchange fills. A broadcast
+// operand is read through strides from a copy of the elements the tile's outputs reach
+// (exec::broadcastSpan).
 #include <algorithm>
 
 #include "codegen/lowering.h"

@@ -37,8 +37,7 @@ inline DType partialFieldDtype(DType dtype) { return dtype == DType::Float ? DTy
 
 // In the current superstep (the caller begins it after the one that made the partials): adds up
 // `count` sums (rows of `row`) from each (tile, offset) of `partials`, each tile a slice of them
-// (reductionSlice), applies the
-// activation (or none) and writes the slice in `dtype`;
+// (reductionSlice), applies the activation (or none) and writes the slice in `dtype`;
 // place(first, len, tile, offset) says where sums [first, first + len) went.
 void reducePartials(Lowering& l, const std::vector<std::pair<uint32_t, uint64_t>>& partials, int64_t count, int64_t row,
                     DType dtype, const std::optional<exec::VertexActivation>& act,

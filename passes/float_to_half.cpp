@@ -562,14 +562,12 @@ constexpr const char* kIntegerArithmetic = "poprt: a quantized op's integer arit
 void markIntegerArithmetic(ir::Node& n) { n.doc_string = kIntegerArithmetic; }
 bool isIntegerArithmetic(const ir::Node& n) { return n.doc_string == kIntegerArithmetic; }
 
-constexpr std::string_view kElementwiseChainOp = ops::graphcore::kElementwiseChain;
-
 std::vector<std::string> skipOpTypeKeys(const ir::Node& n) {
   std::vector<std::string> keys = {n.opType()};
   if (n.domain() == ops::graphcore::kDomain) {
     if (n.opType() == "ConvAct") keys.push_back("Conv");
     if (n.opType() == "GemmAct") keys.push_back("Gemm");
-    if (n.opType() == kElementwiseChainOp && n.hasAttr("ops"))
+    if (n.opType() == ops::graphcore::kElementwiseChain && n.hasAttr("ops"))
       if (const auto* steps = std::get_if<std::vector<std::string>>(&n.attributes.at("ops").value))
         keys.insert(keys.end(), steps->begin(), steps->end());
   }

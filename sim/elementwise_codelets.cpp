@@ -1,6 +1,7 @@
 // The elementwise codelets (layouts in lib/exec/codelets.h): Unary, Binary, ElementwiseChain,
-// Activation, Fill and Cast, each kind's check, run, cycles and flops together (sim/codelet_kinds.h). The functions
-// come from lib/ops/scalar_math.h and graphcore_ops.h, as the evaluator's.
+// Activation, Fill and Cast, each kind's check, run, cycles and flops together
+// (sim/codelet_kinds.h). The functions come from lib/ops/scalar_math.h and graphcore_ops.h, as
+// the evaluator's.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
