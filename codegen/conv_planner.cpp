@@ -28,8 +28,7 @@ std::vector<int64_t> blockSizes(int64_t n) {
 
 constexpr double kVertexCycles = 20;  // per vertex, as the codelets estimate it
 constexpr double kExchangeBytesPerCycle = 4;
-constexpr double kVectorWidth = 2;   // float32 elements per cycle for the epilogue and pooling
-constexpr double kSyncCycles = 150;  // the reduction's extra superstep
+constexpr double kVectorWidth = 2;  // float32 elements per cycle for the epilogue and pooling
 // Plans within 150 cycles (about one sync) of the fastest count as equally fast; among those the
 // planner takes the cheapest to simulate, a vertex costing the simulator about as much as
 // receiving 2 KB. Only small convs have such near ties: resnet20_cifar's simulation ran 1.5x
@@ -52,15 +51,15 @@ uint64_t convBlockBytes(const ConvProblem& p, int64_t group_block, int64_t chann
   const int64_t weights = p.has_weights ? out_ch * in_channel_block * product(p.kernel, 0) : 0;
   const int64_t bias = p.has_bias ? out_ch : 0;
   const int64_t out = out_ch * row_block * product(p.out, 1);
-  int64_t reduction = 0;  // the partials of its output slice, and the slice
-  if (in_channel_block < p.in_channels) {
-    const int64_t splits = ceilDiv(p.in_channels, in_channel_block);
-    reduction = (splits + 1) * reductionSlice(out, splits);
-  }
-  return 4 * static_cast<uint64_t>(in + weights + bias + out + reduction);
+  const auto e = static_cast<uint64_t>(p.element_bytes);
+  if (in_channel_block == p.in_channels) return e * static_cast<uint64_t>(in + weights + bias + out);
+  // Split: the output is float32 partial sums, and the block's tile also adds up a slice of the
+  // block: every split's partials of it, and the slice it writes.
+  const int64_t splits = ceilDiv(p.in_channels, in_channel_block), slice = reductionSlice(out, splits);
+  return e * static_cast<uint64_t>(in + weights + bias + slice) + kPartialBytes * static_cast<uint64_t>(out + splits * slice);
 }
 
-ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, uint32_t macs_per_cycle) {
+ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, uint32_t macs_per_cycle, uint32_t sync_cycles) {
   ConvPlan best;
   const int64_t rows = p.out.empty() ? 1 : p.out[0];
   if (p.batch <= 0 || p.groups <= 0 || p.out_channels <= 0 || rows <= 0 || product(p.out, 1) <= 0) {
@@ -70,6 +69,7 @@ ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, u
   const int64_t tile_count = std::max<int64_t>(1, tiles);
   const double kernel = static_cast<double>(product(p.kernel, 0));
   const double inner_out = static_cast<double>(product(p.out, 1));
+  const auto element_bytes = static_cast<double>(p.element_bytes);
   // Channel splits: part of one group's output channels, or whole groups.
   std::vector<std::pair<int64_t, int64_t>> channel_splits;  // (group_block, channel_block)
   for (int64_t cb : blockSizes(p.out_channels))
@@ -104,15 +104,17 @@ ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, u
                 : outputs * (kernel + 1) / kVectorWidth;
         // Everything but the output and the reduction counts as received: resident weights move
         // only once, but counting them keeps the copies of a weight (and its tile memory) few.
-        const double window = 4.0 * static_cast<double>(gb * ib * convInputRows(p, rb)) * static_cast<double>(product(p.in, 1));
-        const double received = window + 4.0 * static_cast<double>(p.has_weights ? gb * cb * ib * product(p.kernel, 0) : 0) +
-                                4.0 * static_cast<double>(p.has_bias ? gb * cb : 0);
+        const double window = static_cast<double>(gb * ib * convInputRows(p, rb)) * static_cast<double>(product(p.in, 1));
+        const double received =
+            element_bytes * (window + static_cast<double>(p.has_weights ? gb * cb * ib * product(p.kernel, 0) : 0) +
+                             static_cast<double>(p.has_bias ? gb * cb : 0));
         double cycles = static_cast<double>(per_tile) * (kVertexCycles + compute + received / kExchangeBytesPerCycle);
         if (splits > 1) {  // each tile adds up a slice of its block's output: the other partials come to it
+          // in a step of its own: an exchange and a compute set, each ending in a sync.
           const double slice = static_cast<double>(reductionSlice(gb * cb * rb * product(p.out, 1), splits));
-          cycles += kSyncCycles +
-                    static_cast<double>(per_tile) * (kVertexCycles + slice * static_cast<double>(splits) / kVectorWidth +
-                                                     4.0 * slice * static_cast<double>(splits - 1) / kExchangeBytesPerCycle);
+          cycles += 2.0 * sync_cycles + static_cast<double>(per_tile) *
+                                            (kVertexCycles + slice * static_cast<double>(splits) / kVectorWidth +
+                                             kPartialBytes * slice * static_cast<double>(splits - 1) / kExchangeBytesPerCycle);
         }
         const bool fits = bytes <= budget_bytes;
         // What the simulator spends on the plan: every block's vertex, the window it receives,
@@ -120,7 +122,7 @@ ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, u
         const double im2col =
             kernel > 1 ? 4.0 * static_cast<double>(gb * ib) * kernel * static_cast<double>(rb) * inner_out : 0.0;
         const double partials = splits > 1 ? 4.0 * outputs : 0.0;
-        const double sim_cost = static_cast<double>(blocks) * (kSimVertexBytes + window + im2col + partials);
+        const double sim_cost = static_cast<double>(blocks) * (kSimVertexBytes + 4.0 * window + im2col + partials);
         // The weight copies the blocks keep resident: tile memory held for the whole run.
         const double weight_copies = static_cast<double>(blocks) * static_cast<double>(gb * cb * ib) * kernel;
         if (fits)

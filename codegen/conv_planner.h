@@ -30,6 +30,7 @@ struct ConvProblem {
   bool has_weights = true;                                   // false for pooling: no weights, one channel per group
   bool has_bias = false;
   bool split_inputs = false;  // the input channels may be split (partial sums reduced after)
+  int64_t element_bytes = 4;  // of the input, weights, bias and output; partial sums are float32
 };
 
 struct ConvPlan {
@@ -47,7 +48,7 @@ struct ConvPlan {
 
 // The input rows (of the first spatial dim) a block of `rows` output rows reads at most.
 int64_t convInputRows(const ConvProblem& p, int64_t rows);
-// Bytes of one block's vertex: its input window, weights, bias and output (float32); with its
+// Bytes of one block's vertex: its input window, weights, bias and output; with its
 // input channels split (in_channel_block < in_channels), also its slice of the reduction: the
 // partial sums it gathers and the output it writes.
 uint64_t convBlockBytes(const ConvProblem& p, int64_t group_block, int64_t channel_block, int64_t row_block,
@@ -57,6 +58,9 @@ uint64_t convBlockBytes(const ConvProblem& p, int64_t group_block, int64_t chann
 inline constexpr int64_t kMaxInputSplits = 64;
 // The plan with the fewest estimated cycles among those within `budget_bytes` per tile; if none
 // fits, the smallest one with fits = false.
-ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, uint32_t macs_per_cycle = 16);
+// Compute is priced at the float32 rates whatever the dtype (docs/COST_MODEL.md, "The planners"),
+// bytes at the dtype's size; `sync_cycles` is the target's sync.
+ConvPlan planConv(const ConvProblem& p, uint32_t tiles, uint64_t budget_bytes, uint32_t macs_per_cycle = 16,
+                  uint32_t sync_cycles = 200);
 
 }  // namespace poprt::codegen

@@ -2,9 +2,10 @@
 // (rows of the first spatial dim) within the tile memory budget. Each block's tile gathers, into
 // node-local scratch, the input rows its windows read (the halo included; padding is never stored,
 // the codelet clips windows to the rows it holds) for its groups' input channels, plus its weights
-// and bias, and runs one ConvPartial (or Pool) vertex that writes its output block. A float32 Conv
-// may also split its input channels (see conv_planner.h): its blocks then write partial sums, and
-// a second superstep of Reduce vertices adds each block's partials up, a slice per tile.
+// and bias, and runs one ConvPartial (or Pool) vertex that writes its output block. A Conv may
+// also split its input channels (see conv_planner.h): its blocks then write float32 partial sums
+// (float16 ones too), and a second superstep of Reduce vertices adds each block's partials up, a
+// slice per tile, rounding once to the output's dtype.
 #include <algorithm>
 
 #include "codegen/conv_planner.h"
@@ -67,8 +68,10 @@ Expected<WindowOp> convOp(const ir::Node& node) {
   p.strides = op.win.strides;
   p.dilations = op.win.dilations;
   p.has_bias = node.inputs().size() > 2 && node.input(2) != nullptr;
-  // Partial sums are float32: a float16 vertex would round each one (the IPU keeps them in float).
-  p.split_inputs = node.output(0)->type.dtype == DType::Float;
+  p.element_bytes = static_cast<int64_t>(dtypeSize(node.output(0)->type.dtype));
+  // Split blocks write float32 partial sums (a float16 vertex through float32 fields, as the
+  // IPU's AMP accumulates), so a float16 conv rounds once, after the sum, as an unsplit one does.
+  p.split_inputs = true;
   if (node.opType() == "ConvAct") {
     POPRT_ASSIGN_OR_RETURN(ops::graphcore::Activation act, ops::graphcore::activationOf(node));
     (void)act;
@@ -111,16 +114,17 @@ Expected<WindowOp> poolOp(const ir::Node& node) {
   p.strides = op.win.strides;
   p.dilations = op.win.dilations;
   p.has_weights = false;
+  p.element_bytes = static_cast<int64_t>(dtypeSize(node.output(0)->type.dtype));
   return op;
 }
 
 bool isPool(const ir::Node& node) { return node.opType() != "Conv" && node.opType() != "ConvAct"; }
 
 ConvPlan planFor(const WindowOp& op, const CompileOptions& options) {
-  ConvPlan plan =
-      planConv(op.problem, options.target.tiles_per_ipu, options.preferredTileBudget(), options.target.fp32_macs_per_cycle);
+  const exec::Target& t = options.target;
+  ConvPlan plan = planConv(op.problem, t.tiles_per_ipu, options.preferredTileBudget(), t.fp32_macs_per_cycle, t.sync_cycles);
   if (plan.fits || options.temporaries_scale == 1.0) return plan;
-  return planConv(op.problem, options.target.tiles_per_ipu, options.tileBudget(), options.target.fp32_macs_per_cycle);
+  return planConv(op.problem, t.tiles_per_ipu, options.tileBudget(), t.fp32_macs_per_cycle, t.sync_cycles);
 }
 
 int64_t product(const Shape& s, size_t first) {

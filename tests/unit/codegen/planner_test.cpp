@@ -209,6 +209,31 @@ TEST(ConvPlanner, LateLayersSplitTheirInputChannelsWhenAllowed) {
   EXPECT_EQ(planConv(d, 1472, budget).in_splits, 1);
 }
 
+TEST(ConvPlanner, Float16BlocksHoldHalfTheBytesButFloat32PartialSums) {
+  // ResNet-50's last 1x1 layer in float16, one block of 3 output channels by 7 rows (49 outputs
+  // each). Unsplit: the 2048-channel window, weights, bias and output at 2 bytes each.
+  ConvProblem p = conv2d(1, 2048, 512, 7, 1, 1, 0);
+  p.element_bytes = 2;
+  EXPECT_EQ(convBlockBytes(p, 1, 3, 7, 2048), 2u * (2048 * 49 + 3 * 2048 + 3 + 3 * 49));
+  // Split in 4: a quarter of the window and weights at 2 bytes, the block's 147 outputs as float32
+  // partial sums, and the tile's slice of the reduction (37 sums): the 4 partials gathered at 4
+  // bytes, the slice written at 2.
+  EXPECT_EQ(convBlockBytes(p, 1, 3, 7, 512), 2u * (512 * 49 + 3 * 512 + 3 + 37) + 4u * (147 + 4 * 37));
+}
+
+TEST(ConvPlanner, ASplitPaysTheTargetsSyncTwice) {
+  // A small layer where a split saves exchange but adds a step: the split wins at a cheap sync and
+  // loses when the target's sync costs more than the exchange it saves (an exchange and a compute
+  // set: two syncs).
+  ConvProblem p = conv2d(1, 256, 16, 4, 1, 1, 0);
+  p.split_inputs = true;
+  const uint64_t budget = 624 * 1024 * 6 / 10;
+  const ConvPlan cheap = planConv(p, 1472, budget, 16, 1);
+  const ConvPlan dear = planConv(p, 1472, budget, 16, 2000);
+  EXPECT_GT(cheap.in_splits, 1);
+  EXPECT_EQ(dear.in_splits, 1);
+}
+
 TEST(ConvPlanner, ReportsWhenNothingFits) {
   // One tile cannot hold a single output row's 4096-channel input window in 60% of 64 KiB.
   ConvPlan p = planConv(conv2d(1, 4096, 16, 64, 3, 1, 1), 1, 64 * 1024 * 6 / 10);

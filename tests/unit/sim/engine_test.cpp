@@ -426,6 +426,44 @@ TEST(Engine, ConvsSplitOverInputChannelsSumTheirPartials) {
   expectSimMatchesReference(m, {{"x", randomTensor({1, 2048, 7, 7}, 74)}, {"v", randomTensor({1, 250, 9, 9}, 75)}}, 1472);
 }
 
+// A float16 conv splits its input channels as a float32 one does: the blocks write float32
+// partial sums, and the sum (with the bias and the activation) is rounded once.
+TEST(Engine, Float16ConvSplitOverInputChannelsRoundsOnlyTheSum) {
+  const int64_t C = 2048, M = 64, P = 49;
+  ir::Model m;
+  m.opset_imports = {{"", 17}, {"ai.graphcore", 1}};
+  ir::Graph& g = *m.graph;
+  const Tensor x16 = halfOf(randomTensor({1, C, 7, 7}, 91)), w16 = halfOf(randomTensor({M, C, 1, 1}, 92)),
+               b16 = halfOf(randomTensor({M}, 93));
+  ir::Value* x = g.addInput("x", ir::TensorType::of(DType::Float16, {1, C, 7, 7}));
+  ir::Value* y = g.addValue("y", ir::TensorType::of(DType::Float16, {1, M, 7, 7}));
+  ir::Node* ca =
+      addWindowNode(g, "ConvAct", {x, g.addInitializer("w", w16), g.addInitializer("b", b16)}, y, "conv_act", {}, "ai.graphcore");
+  ca->attributes["activation"].value = std::string("Relu");
+  g.addOutput(y);
+  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 1472), 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  ASSERT_GT(countVertices(compiled->executable, exec::Codelet::Reduce), 0u) << "the conv was not split";
+  auto engine = Engine::create(compiled->executable, compiled->weightData());
+  ASSERT_TRUE(engine.ok()) << engine.error().message();
+  auto got = (*engine)->runTensors({&x16});
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  const auto* gx = reinterpret_cast<const uint16_t*>(x16.bytes().data());
+  const auto* gw = reinterpret_cast<const uint16_t*>(w16.bytes().data());
+  const auto* gb = reinterpret_cast<const uint16_t*>(b16.bytes().data());
+  const auto* gy = reinterpret_cast<const uint16_t*>((*got)[0].bytes().data());
+  for (int64_t o = 0; o < M; ++o)
+    for (int64_t i = 0; i < P; ++i) {
+      double want = halfBitsToFloat(gb[o]);
+      for (int64_t c = 0; c < C; ++c)
+        want += static_cast<double>(halfBitsToFloat(gw[o * C + c])) * halfBitsToFloat(gx[c * P + i]);
+      want = std::max(want, 0.0);
+      // float32 sums rounded once: within half a float16 step of the exact sum (and a float32 error).
+      const double step = want == 0 ? 0 : std::ldexp(1.0, std::ilogb(want) - 10);
+      EXPECT_LE(std::fabs(halfBitsToFloat(gy[o * P + i]) - want), 0.5 * step + 1e-4 * std::fabs(want)) << o << "," << i;
+    }
+}
+
 // A split conv's reduction slices cross channels, so its output has several regions per slice;
 // the elementwise ops after it (Relu, an Add of an operand laid out elsewhere, a LeakyRelu) run a
 // vertex per slice, not per region, and still match the evaluator.
