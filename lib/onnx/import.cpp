@@ -177,6 +177,18 @@ void collectUnknownOps(const onnx::GraphProto& gp, const std::unordered_map<std:
   }
 }
 
+// Every node whose op has a registry check (ai.graphcore's fused ops: ONNX has no schema for
+// their attributes' values), in every graph: a bad one is refused here, naming it.
+Status checkRegisteredOps(const ir::Graph& graph, const std::string& where) {
+  for (const auto& n : graph.nodes()) {
+    if (const ops::OpDef* def = ops::findOp(n->domain(), n->opType()); def && def->check)
+      if (Status st = def->check(*n); !st.ok())
+        return st.error().withContext(where + ": node '" + n->name() + "' (" + n->domain() + "." + n->opType() + ")");
+    for (const ir::Graph* sub : n->subgraphs()) POPRT_TRY(checkRegisteredOps(*sub, where + ": graph '" + sub->name() + "'"));
+  }
+  return okStatus();
+}
+
 bool hasExternalData(const onnx::GraphProto& gp) {
   for (const auto& t : gp.initializer())
     if (t.data_location() == onnx::TensorProto::EXTERNAL) return true;
@@ -293,6 +305,7 @@ Expected<ir::Model> importModelProto(onnx::ModelProto& proto, const std::filesys
   for (const auto& f : proto.functions()) model.functions.push_back(f.SerializeAsString());
   Importer importer(model_dir, source);
   POPRT_TRY(importer.importGraph(proto.graph(), *model.graph));
+  POPRT_TRY(checkRegisteredOps(*model.graph, source + ": graph '" + model.graph->name() + "'"));
   // IR version 3 required every initializer to be listed as a graph input too; those are the
   // model's constants, not inputs a caller feeds. From IR 4 on, a listed one is an overridable default.
   if (model.ir_version < 4) {

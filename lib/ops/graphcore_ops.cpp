@@ -259,16 +259,42 @@ Expected<std::vector<Tensor>> evalWithActivation(const std::string& base, const 
   return single(std::move(yt));
 }
 
+// The check of an op whose attributes `read` reads (its result unused).
+template <class Read>
+CheckFn readsAttributes(Read read) {
+  return [read](const ir::Node& n) -> Status {
+    POPRT_TRY(read(n));
+    return okStatus();
+  };
+}
+
 }  // namespace
 }  // namespace graphcore
 
 void registerGraphcoreOps(std::vector<OpDef>& ops) {
   using namespace graphcore;
   const std::string d = kDomain;
-  ops.push_back({"Gelu", Fp16Policy::Convert, LoweringFamily::Unary, evalGelu, {}, d});
-  ops.push_back({kElementwiseChain, Fp16Policy::Convert, LoweringFamily::ElementwiseChain, evalElementwiseChain, {}, d});
+  ops.push_back({"Gelu", Fp16Policy::Convert, LoweringFamily::Unary, evalGelu, {}, d, "", readsAttributes(geluFn)});
+  ops.push_back({kElementwiseChain,
+                 Fp16Policy::Convert,
+                 LoweringFamily::ElementwiseChain,
+                 evalElementwiseChain,
+                 {},
+                 d,
+                 "",
+                 readsAttributes(chainSteps)});
   ops.push_back({"LayerNorm", Fp16Policy::AccumulateFp32, LoweringFamily::Norm, evalLayerNorm, {}, d});
-  ops.push_back({"MultiHeadAttention", Fp16Policy::AccumulateFp32, LoweringFamily::Attention, evalAttention, {}, d});
+  ops.push_back({"MultiHeadAttention",
+                 Fp16Policy::AccumulateFp32,
+                 LoweringFamily::Attention,
+                 evalAttention,
+                 {},
+                 d,
+                 "",
+                 [](const ir::Node& n) -> Status {
+                   if (n.attrInt("num_heads", 0) < 1) return Error("num_heads must be >= 1");
+                   return okStatus();
+                 }});
   ops.push_back({"ConvAct",
                  Fp16Policy::AccumulateFp32,
                  LoweringFamily::Conv,
@@ -276,7 +302,9 @@ void registerGraphcoreOps(std::vector<OpDef>& ops) {
                    return evalWithActivation("Conv", n, in, ctx);
                  },
                  {},
-                 d});
+                 d,
+                 "",
+                 readsAttributes(activationOf)});
   ops.push_back({"GemmAct",
                  Fp16Policy::AccumulateFp32,
                  LoweringFamily::MatMul,
@@ -284,7 +312,9 @@ void registerGraphcoreOps(std::vector<OpDef>& ops) {
                    return evalWithActivation("Gemm", n, in, ctx);
                  },
                  {},
-                 d});
+                 d,
+                 "",
+                 readsAttributes(activationOf)});
 }
 
 }  // namespace poprt::ops

@@ -89,6 +89,8 @@ using EvalFn = std::function<Expected<std::vector<Tensor>>(const ir::Node&, cons
 // Ops on sequences/optionals and control flow.
 using ValueEvalFn =
     std::function<Expected<std::vector<RtValue>>(const ir::Node&, const std::vector<const RtValue*>&, EvalContext&)>;
+// What the evaluator would refuse in a node's attributes, found without running it.
+using CheckFn = std::function<Status(const ir::Node&)>;
 
 struct OpDef {
   std::string op_type;
@@ -98,6 +100,10 @@ struct OpDef {
   ValueEvalFn value_eval;  // set for sequence/optional/control-flow ops
   std::string domain;      // "" = ai.onnx
   std::string plugin;      // the custom-op plugin that registered it (lib/plugin); "" for poprt's own
+  // Set for ops whose attributes ONNX has no schema to check (ai.graphcore's): the importer runs
+  // it on every such node, so a bad one is refused when the model is read, not when a host
+  // program first runs it.
+  CheckFn check;
 };
 
 // nullptr if the registry has no entry for (domain, op_type).

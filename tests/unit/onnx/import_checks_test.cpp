@@ -88,6 +88,53 @@ TEST(ImportChecks, RefusesWrongInputCounts) {
   EXPECT_EQ(importError(customModel("Gelu", 3)), "m.onnx: graph 'g': node 'n' (ai.graphcore.Gelu) has 3 inputs, expected 1");
 }
 
+// Attribute values the ops' evaluators would refuse, found when the model is read (a host node
+// would otherwise convert and fail only when popef-run first runs it).
+TEST(ImportChecks, RefusesAttributeValuesTheOpsCannotRun) {
+  auto strings = [](onnx::ModelProto& m, const std::string& name, std::vector<std::string> values) {
+    auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
+    a->set_name(name);
+    a->set_type(Attr::STRINGS);
+    for (auto& v : values) a->add_strings(v);
+  };
+  auto ints = [](onnx::ModelProto& m, const std::string& name, std::vector<int64_t> values) {
+    auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
+    a->set_name(name);
+    a->set_type(Attr::INTS);
+    for (int64_t v : values) a->add_ints(v);
+  };
+  onnx::ModelProto chain = customModel("ElementwiseChain", 2);
+  strings(chain, "ops", {"Relu", "Foo"});
+  ints(chain, "operands", {0, 1});
+  EXPECT_EQ(importError(chain),
+            "m.onnx: graph 'g': node 'n' (ai.graphcore.ElementwiseChain): ElementwiseChain step 1 is Foo with operand 1: not a "
+            "unary op with 0 nor Add/Sub/Mul/Div/Max/Min/Pow with an input");
+  onnx::ModelProto past = customModel("ElementwiseChain", 2);
+  strings(past, "ops", {"Add"});
+  ints(past, "operands", {-2});
+  EXPECT_EQ(importError(past),
+            "m.onnx: graph 'g': node 'n' (ai.graphcore.ElementwiseChain): ElementwiseChain step 0 (Add) names input 2, which it "
+            "does not have");
+  onnx::ModelProto conv = customModel("ConvAct", 2);
+  auto* act = conv.mutable_graph()->mutable_node(0)->add_attribute();
+  act->set_name("activation");
+  act->set_type(Attr::STRING);
+  act->set_s("Bogus");
+  EXPECT_EQ(importError(conv).rfind("m.onnx: graph 'g': node 'n' (ai.graphcore.ConvAct): activation must be one of Relu", 0), 0u)
+      << importError(conv);
+  onnx::ModelProto mha = customModel("MultiHeadAttention", 3);
+  auto* heads = mha.mutable_graph()->mutable_node(0)->add_attribute();
+  heads->set_name("num_heads");
+  heads->set_type(Attr::INT);
+  heads->set_i(0);
+  EXPECT_EQ(importError(mha), "m.onnx: graph 'g': node 'n' (ai.graphcore.MultiHeadAttention): num_heads must be >= 1");
+  // The same chain with a step it can run imports.
+  onnx::ModelProto good = customModel("ElementwiseChain", 2);
+  strings(good, "ops", {"Relu", "Mul"});
+  ints(good, "operands", {0, 1});
+  EXPECT_EQ(importError(good), "(accepted)");
+}
+
 TEST(ImportChecks, RefusesDeclaredShapesThatOverflowOrAreNegative) {
   onnx::ModelProto m = customModel("Gelu", 1);
   addValue(m.mutable_graph()->mutable_value_info(), "big", {int64_t{1} << 40, int64_t{1} << 40});
