@@ -72,18 +72,20 @@ bool uniform(const std::vector<double>& v) {
 // (in and out the same vector) or from integers straight to floats.
 template <class In, class Out>
 bool subtractZeroPoints(const In& in, Out&& out, const std::vector<double>& zero_point, const Shape& shape, int64_t axis) {
-  int64_t inner = 1, channels = 1;  // element i's zero point: (i / inner) % channels
+  size_t inner = in.size(), channels = 1;  // runs of `inner` elements, run r's zero point r % channels
   if (zero_point.size() != 1) {
     if (axis < 0 || axis >= static_cast<int64_t>(shape.size()) ||
         static_cast<int64_t>(zero_point.size()) != shape[static_cast<size_t>(axis)])
       return false;
-    channels = static_cast<int64_t>(zero_point.size());
-    inner = ops::shapeProduct(shape, static_cast<size_t>(axis) + 1);
+    channels = zero_point.size();
+    inner = static_cast<size_t>(ops::shapeProduct(shape, static_cast<size_t>(axis) + 1));
   }
   using T = std::decay_t<decltype(out[0])>;
-  for (size_t i = 0; i < in.size(); ++i)
-    out[i] = static_cast<T>(static_cast<double>(in[i]) -
-                            zero_point[static_cast<size_t>((static_cast<int64_t>(i) / inner) % channels)]);
+  // A run at a time: a division per element took most of the pass on a ViT's 86 million weights.
+  for (size_t begin = 0, r = 0; begin < in.size() && inner > 0; begin += inner, ++r) {
+    const double zp = zero_point[r % channels];
+    for (size_t i = begin; i < begin + inner && i < in.size(); ++i) out[i] = static_cast<T>(static_cast<double>(in[i]) - zp);
+  }
   return true;
 }
 
