@@ -175,6 +175,19 @@ size_t countVertices(const exec::Executable& exe, exec::Codelet codelet) {
   return n;
 }
 
+// Runs a compiled model of one input on the engine.
+Expected<std::vector<Tensor>> runCompiled(const codegen::CompileResult& compiled, const Tensor& input) {
+  POPRT_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(compiled.executable, compiled.weightData()));
+  return engine->runTensors({&input});
+}
+
+// A float16 output of float32 sums rounded once: within half a float16 step of the exact sum
+// (and a float32 error).
+void expectRoundedOnce(uint16_t got, double want) {
+  const double step = want == 0 ? 0 : std::ldexp(1.0, std::ilogb(want) - 10);
+  EXPECT_LE(std::fabs(halfBitsToFloat(got) - want), 0.5 * step + 1e-4 * std::fabs(want));
+}
+
 // A quantizer over a run-time scale as one ElementwiseChain: Round(x / s), Max(-20), Min(m), with
 // s = m / 127 and m = ReduceMax(x) on the device. The device's result equals the unfused ops'
 // evaluated by the reference, bit for bit, on every tile count; in float16 it is one rounding of
@@ -325,9 +338,7 @@ TEST(Engine, Float16MatMulWithKSplitRoundsOnlyTheSum) {
   auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 16), 0.6});
   ASSERT_TRUE(compiled.ok()) << compiled.error().message();
   ASSERT_GT(countVertices(compiled->executable, exec::Codelet::Reduce), 0u) << "K was not split";
-  auto engine = Engine::create(compiled->executable, compiled->weightData());
-  ASSERT_TRUE(engine.ok()) << engine.error().message();
-  auto got = (*engine)->runTensors({&a16});
+  auto got = runCompiled(*compiled, a16);
   ASSERT_TRUE(got.ok()) << got.error().message();
   const auto* ga = reinterpret_cast<const uint16_t*>(a16.bytes().data());
   const auto* gw = reinterpret_cast<const uint16_t*>(w16.bytes().data());
@@ -337,9 +348,8 @@ TEST(Engine, Float16MatMulWithKSplitRoundsOnlyTheSum) {
       double want = 0;
       for (int64_t k = 0; k < K; ++k)
         want += static_cast<double>(halfBitsToFloat(ga[i * K + k])) * halfBitsToFloat(gw[k * N + j]);
-      // float32 sums rounded once: within half a float16 step of the exact sum (and a float32 error).
-      const double step = std::ldexp(1.0, std::ilogb(want) - 10);
-      EXPECT_LE(std::fabs(halfBitsToFloat(gy[i * N + j]) - want), 0.5 * step + 1e-4 * std::fabs(want)) << i << "," << j;
+      SCOPED_TRACE(std::to_string(i) + "," + std::to_string(j));
+      expectRoundedOnce(gy[i * N + j], want);
     }
 }
 
@@ -444,9 +454,7 @@ TEST(Engine, Float16ConvSplitOverInputChannelsRoundsOnlyTheSum) {
   auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 1472), 0.6});
   ASSERT_TRUE(compiled.ok()) << compiled.error().message();
   ASSERT_GT(countVertices(compiled->executable, exec::Codelet::Reduce), 0u) << "the conv was not split";
-  auto engine = Engine::create(compiled->executable, compiled->weightData());
-  ASSERT_TRUE(engine.ok()) << engine.error().message();
-  auto got = (*engine)->runTensors({&x16});
+  auto got = runCompiled(*compiled, x16);
   ASSERT_TRUE(got.ok()) << got.error().message();
   const auto* gx = reinterpret_cast<const uint16_t*>(x16.bytes().data());
   const auto* gw = reinterpret_cast<const uint16_t*>(w16.bytes().data());
@@ -457,10 +465,8 @@ TEST(Engine, Float16ConvSplitOverInputChannelsRoundsOnlyTheSum) {
       double want = halfBitsToFloat(gb[o]);
       for (int64_t c = 0; c < C; ++c)
         want += static_cast<double>(halfBitsToFloat(gw[o * C + c])) * halfBitsToFloat(gx[c * P + i]);
-      want = std::max(want, 0.0);
-      // float32 sums rounded once: within half a float16 step of the exact sum (and a float32 error).
-      const double step = want == 0 ? 0 : std::ldexp(1.0, std::ilogb(want) - 10);
-      EXPECT_LE(std::fabs(halfBitsToFloat(gy[o * P + i]) - want), 0.5 * step + 1e-4 * std::fabs(want)) << o << "," << i;
+      SCOPED_TRACE(std::to_string(o) + "," + std::to_string(i));
+      expectRoundedOnce(gy[o * P + i], std::max(want, 0.0));
     }
 }
 
