@@ -92,6 +92,13 @@ Expected<std::vector<Tensor>> evalLayerNorm(const ir::Node& node, const std::vec
 
 // ---- MultiHeadAttention -----------------------------------------------------------------------
 
+// Its `num_heads` attribute, required and at least 1.
+Expected<int64_t> numHeads(const ir::Node& node) {
+  const int64_t heads = node.attrInt("num_heads", 0);
+  if (heads < 1) return Error("num_heads must be >= 1");
+  return heads;
+}
+
 Expected<std::vector<Tensor>> evalAttention(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
   POPRT_ASSIGN_OR_RETURN(const Tensor* qt, requireInput(in, 0));
   POPRT_ASSIGN_OR_RETURN(const Tensor* kt, requireInput(in, 1));
@@ -104,8 +111,7 @@ Expected<std::vector<Tensor>> evalAttention(const ir::Node& node, const std::vec
   if (qs.size() != 3 || ks.size() != 3 || vs.size() != 3)
     return Error("Q, K and V must be [batch, sequence, hidden], got " + shapeToString(qs) + ", " + shapeToString(ks) + ", " +
                  shapeToString(vs));
-  const int64_t H = node.attrInt("num_heads", 0);
-  if (H < 1) return Error("num_heads must be >= 1");
+  POPRT_ASSIGN_OR_RETURN(const int64_t H, numHeads(node));
   const int64_t B = qs[0], Sq = qs[1], Sk = ks[1];
   if (ks[0] != B || vs[0] != B || vs[1] != Sk || ks[2] != qs[2])
     return Error("Q " + shapeToString(qs) + ", K " + shapeToString(ks) + " and V " + shapeToString(vs) + " do not match");
@@ -291,10 +297,7 @@ void registerGraphcoreOps(std::vector<OpDef>& ops) {
                  {},
                  d,
                  "",
-                 [](const ir::Node& n) -> Status {
-                   if (n.attrInt("num_heads", 0) < 1) return Error("num_heads must be >= 1");
-                   return okStatus();
-                 }});
+                 readsAttributes(numHeads)});
   ops.push_back({"ConvAct",
                  Fp16Policy::AccumulateFp32,
                  LoweringFamily::Conv,
