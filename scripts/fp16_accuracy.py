@@ -9,7 +9,9 @@ is how many nodes float_to_half converted and kept in float32, dev/host where th
 run; weights and est.lat compare the fp16 PopEF with the model compiled in fp32 (tensor data
 bytes, estimated IPU latency). A model passes with cosine >= 0.999 or every value within
 rtol = atol = 1e-2, no new NaN/Inf, the same top-1, weights at most 55% of fp32's and a lower
-estimated latency. Prints a table (and --json FILE writes it); exit 1 when a model fails.
+estimated latency. Prints a table (and --json FILE writes it); exit 1 when a model fails, other
+than those KNOWN to (with the reason), or when a KNOWN one passes. CTest runs it under the `zoo`
+label (tests/CMakeLists.txt), which .ci/run runs when time allows.
 
     /usr/bin/python3 scripts/fp16_accuracy.py [--bin-dir build/bin] [--only NAME,...] [-- extra convert flags]
 """
@@ -33,6 +35,11 @@ MODELS_DIR = os.path.normpath(os.path.join(REPO, "..", "shared", "models"))
 # Outputs that are class scores, with the class axis (top-1 compared per row along it).
 CLASS_AXIS = {"mnist_cntk": -1, "resnet20_cifar": -1, "light_resnet50": -1, "light_shufflenet": -1,
               "light_squeezenet": 1, "light_densenet121": 1, "ppocr_v4_rec": -1}
+# Models expected to fail, with the reason; the script fails when one of them passes (remove it).
+KNOWN = {
+    "yolox_nano": "cosine 0.9969: rounding its weights to float16 alone gives 0.99692 in ONNX Runtime "
+                  "(float32 math); --fp16_min_cosine 0.999 reaches 0.99922 with 87% of fp32's weights",
+}
 MIN_COSINE = 0.999
 MAX_WEIGHTS_RATIO = 0.55
 TOL = 1e-2
@@ -99,6 +106,12 @@ def on_host_only(r):
     return "est_latency_us_fp16_fp32" in r and max(r["est_latency_us_fp16_fp32"]) == 0
 
 
+def model_fails(r):
+    """Whether a model's result misses any criterion: an error, an output, its weights or latency."""
+    return ("error" in r or any(not o.get("ok", o.get("exact", True)) for o in r.get("outputs", [])) or
+            r.get("weights_ratio", 0) > MAX_WEIGHTS_RATIO or (not on_host_only(r) and r.get("latency_ratio", 0) >= 1.0))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin-dir", default=os.path.join(REPO, "build", "bin"))
@@ -111,7 +124,10 @@ def main():
                      if os.path.isfile(os.path.join(p, "meta.json")))
     if a.only:
         folders = [f for f in folders if f in a.only.split(",")]
-    results, failed = [], 0
+    if not folders:
+        print("skipped 'no models in %s'" % MODELS_DIR)
+        return 0
+    results = []
     with tempfile.TemporaryDirectory(prefix="poprt-fp16-") as work:
         print("%-24s %-18s %9s %9s %7s %7s %10s %12s %7s %5s  %s" % (
             "model", "output", "fp16/fp32", "dev/host", "weights", "est.lat", "cosine", "max abs err", "top-1", "NaN",
@@ -122,37 +138,40 @@ def main():
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 print("%-24s %s" % (folder, "FAIL: %s" % e))
                 results.append({"model": folder, "error": str(e)})
-                failed += 1
                 continue
             results.append(r)
             # The PopEF's weights at most 55% of the float32 one's, and a lower estimated latency
             # (none when every node runs on the host: no IPU estimate to compare, shown as "host").
             size_ok = r["weights_ratio"] <= MAX_WEIGHTS_RATIO and (on_host_only(r) or r["latency_ratio"] < 1.0)
-            failed += not size_ok
             ratios = "%7.3f %7s" % (r["weights_ratio"], "host" if on_host_only(r) else "%.3f" % r["latency_ratio"])
             for row in r["outputs"]:
                 if "exact" in row:
                     print("%-24s %-18s %9s %9s %s %s%s" % (folder, row["output"][:18], r["nodes_fp16_fp32"], r["device_host"],
                                                            ratios, "exact" if row["exact"] else "DIFFERS",
                                                            "" if size_ok else "  (size/latency FAIL)"))
-                    failed += not row["exact"]
                     continue
                 top1 = "%.3f" % row["top1"] if "top1" in row else "-"
                 print("%-24s %-18s %9s %9s %s %10.6f %12.4g %7s %5d  %s%s" % (
                     folder, row["output"][:18], r["nodes_fp16_fp32"], r["device_host"], ratios, row["cosine"],
                     row["max_abs"], top1, row["new_nonfinite"], "ok" if row["ok"] else "FAIL",
                     "" if size_ok else "  (size/latency FAIL)"))
-                failed += not row["ok"]
             sys.stdout.flush()
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)
-    print("%d of %d models pass" % (len(folders) - len({r["model"] for r in results if "error" in r or
-                                                          any(not o.get("ok", o.get("exact", True)) for o in r.get("outputs", [])) or
-                                                          r.get("weights_ratio", 0) > MAX_WEIGHTS_RATIO or
-                                                          (not on_host_only(r) and r.get("latency_ratio", 0) >= 1.0)}),
-                                    len(folders)))
-    return 1 if failed else 0
+    failing = {r["model"] for r in results if model_fails(r)}
+    known = sorted(failing & KNOWN.keys())
+    print("%d of %d models pass%s" % (len(folders) - len(failing), len(folders),
+                                      " (known: %s)" % ", ".join(known) if known else ""))
+    for m in known:
+        print("  known: %s: %s" % (m, KNOWN[m]))
+    unexpected = sorted(failing - KNOWN.keys())
+    fixed = sorted((KNOWN.keys() & set(folders)) - failing)
+    if unexpected:
+        print("FAIL: %s" % ", ".join(unexpected))
+    if fixed:
+        print("FAIL: %s now pass%s: remove them from KNOWN" % (", ".join(fixed), "" if len(fixed) > 1 else "es"))
+    return 1 if unexpected or fixed else 0
 
 
 if __name__ == "__main__":
