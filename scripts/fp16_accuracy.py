@@ -170,7 +170,8 @@ def main():
     if unexpected:
         print("FAIL: %s" % ", ".join(unexpected))
     if fixed:
-        print("FAIL: %s now pass%s: remove them from KNOWN" % (", ".join(fixed), "" if len(fixed) > 1 else "es"))
+        print("FAIL: %s now pass%s: remove %s from KNOWN" % (", ".join(fixed), "" if len(fixed) > 1 else "es",
+                                                             "them" if len(fixed) > 1 else "it"))
     return 1 if unexpected or fixed else 0
 
 
