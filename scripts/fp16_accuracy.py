@@ -106,10 +106,16 @@ def on_host_only(r):
     return "est_latency_us_fp16_fp32" in r and max(r["est_latency_us_fp16_fp32"]) == 0
 
 
+def size_and_latency_ok(r):
+    """The PopEF's weights at most 55% of the float32 one's, and a lower estimated latency (none
+    when every node runs on the host: no IPU estimate to compare, shown as "host")."""
+    return r["weights_ratio"] <= MAX_WEIGHTS_RATIO and (on_host_only(r) or r["latency_ratio"] < 1.0)
+
+
 def model_fails(r):
     """Whether a model's result misses any criterion: an error, an output, its weights or latency."""
-    return ("error" in r or any(not o.get("ok", o.get("exact", True)) for o in r.get("outputs", [])) or
-            r.get("weights_ratio", 0) > MAX_WEIGHTS_RATIO or (not on_host_only(r) and r.get("latency_ratio", 0) >= 1.0))
+    return ("error" in r or any(not o.get("ok", o.get("exact", True)) for o in r["outputs"]) or
+            not size_and_latency_ok(r))
 
 
 def main():
@@ -140,9 +146,7 @@ def main():
                 results.append({"model": folder, "error": str(e)})
                 continue
             results.append(r)
-            # The PopEF's weights at most 55% of the float32 one's, and a lower estimated latency
-            # (none when every node runs on the host: no IPU estimate to compare, shown as "host").
-            size_ok = r["weights_ratio"] <= MAX_WEIGHTS_RATIO and (on_host_only(r) or r["latency_ratio"] < 1.0)
+            size_ok = size_and_latency_ok(r)
             ratios = "%7.3f %7s" % (r["weights_ratio"], "host" if on_host_only(r) else "%.3f" % r["latency_ratio"])
             for row in r["outputs"]:
                 if "exact" in row:
