@@ -84,7 +84,8 @@ bool subtractZeroPoints(const In& in, Out&& out, const std::vector<double>& zero
   // A run at a time: a division per element took most of the pass on a ViT's 86 million weights.
   for (size_t begin = 0, r = 0; begin < in.size() && inner > 0; begin += inner, ++r) {
     const double zp = zero_point[r % channels];
-    for (size_t i = begin; i < begin + inner && i < in.size(); ++i) out[i] = static_cast<T>(static_cast<double>(in[i]) - zp);
+    for (size_t i = begin, end = std::min(begin + inner, in.size()); i < end; ++i)
+      out[i] = static_cast<T>(static_cast<double>(in[i]) - zp);
   }
   return true;
 }
