@@ -306,6 +306,11 @@ class FloatToHalf : public Pass {
   Decision decide(const ir::Node& n) {
     Decision d;
     d.roles = onnxio::typeRoles(n, opset_);
+    // BatchNormalization from opset 15 lets its scale, bias and statistics keep their own type (T1,
+    // T2); the device runs one dtype per node and would leave a float16 one with float32
+    // parameters on the host. They follow X to float16, as they must before opset 15.
+    if (d.roles && n.domain().empty() && n.opType() == "BatchNormalization")
+      for (size_t i = 1; i < d.roles->inputs.size(); ++i) d.roles->inputs[i] = TypeRole::Data;
     // Does the node have float32 data at all, and data of another float type (left alone)?
     bool float_data = false, other_float = false;
     auto look = [&](const ir::Value* v, TypeRole role) {

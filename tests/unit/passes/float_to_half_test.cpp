@@ -450,6 +450,25 @@ TEST(FloatToHalf, ParameterInputsKeepTheirTypeAndDataInputsFollow) {
   EXPECT_EQ(inputDtype(findNode(g, "Reshape"), 1), DType::Int64);
 }
 
+TEST(FloatToHalf, BatchNormParametersFollowTheirInputFromOpset15) {
+  // Opset 15 lets them stay float32 (T1, T2); the device runs one dtype per node.
+  ir::Model m = emptyModel(15);
+  Builder b(m);
+  ir::Value* x = b.input("x", {1, 3, 4, 4});
+  auto param = [&](const std::string& name, std::vector<float> values) {
+    Tensor t(DType::Float, {3});
+    std::copy(values.begin(), values.end(), t.data<float>().begin());
+    return m.graph->addInitializer(name, std::move(t));
+  };
+  ir::Value* y = b.op("BatchNormalization", {b.op("Relu", {x}), param("scale", {0.5f, 2, -1}), param("bias", {0, 1, -2}),
+                                             param("mean", {0.25f, -0.5f, 1}), param("var", {1, 0.5f, 4})});
+  b.output(b.op("Relu", {y}));
+  auto r = runFp16(m);
+  expectClose(r);
+  const ir::Node* bn = findNode(*m.graph, "BatchNormalization");
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(inputDtype(bn, i), DType::Float16) << "input " << i;
+}
+
 TEST(FloatToHalf, OutputsTypedByAttributesOrUnclearSchemasStayFloat32) {
   // EyeLike's output takes its input's dtype when `dtype` is absent, but its schema gives the
   // output a type parameter of its own: converting the input would change the output's type.
