@@ -12,17 +12,18 @@ HalfConstant toHalfConstant(const Tensor& t) {
   h.tensor = Tensor(DType::Float16, t.shape());
   auto src = t.data<float>();
   auto dst = h.tensor.data<Half>();
+  static_assert(sizeof(Half) == sizeof(uint16_t));
+  floatsToHalfBits(src.data(), src.size(), reinterpret_cast<uint16_t*>(dst.data()));
   for (size_t i = 0; i < src.size(); ++i) {
-    float x = src[i];
-    if (std::isfinite(x) && std::fabs(x) > kHalfMax) {
+    const float x = src[i];
+    if (x == 0) continue;
+    ++h.nonzero;
+    if (std::isfinite(x) && std::fabs(x) > kHalfMax) {  // (rare) clamped rather than infinite
       ++h.clamped;
       h.largest_clamped = std::max(h.largest_clamped, std::fabs(x));
-      x = std::copysign(kHalfMax, x);
-    }
-    dst[i] = Half(x);
-    if (x != 0) {
-      ++h.nonzero;
-      if (static_cast<float>(dst[i]) == 0) ++h.flushed;
+      dst[i] = Half(std::copysign(kHalfMax, x));
+    } else if ((dst[i].bits & 0x7fffu) == 0) {
+      ++h.flushed;
     }
   }
   return h;

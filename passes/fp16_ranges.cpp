@@ -1,14 +1,14 @@
 #include "passes/fp16_ranges.h"
 
-#include <onnx/onnx_pb.h>
-
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <type_traits>
+#include <unordered_map>
 
-#include "lib/onnx/onnx_io.h"
 #include "lib/ops/op_util.h"
 #include "lib/ops/registry.h"
+#include "lib/support/dtype_dispatch.h"
 
 namespace poprt::passes {
 namespace {
@@ -42,43 +42,39 @@ size_t exposeFloatValues(ir::Graph& g) {
 
 Expected<std::map<const ir::Node*, std::string>> outOfRangeNodes(
     const ir::Model& model, const std::vector<std::pair<std::string, ops::RtValue>>& inputs) {
-  // A copy of the model whose every float value is an output (the model itself stays as it is).
-  POPRT_ASSIGN_OR_RETURN(std::string bytes, onnxio::serializeModel(model));
-  onnx::ModelProto proto;
-  if (!proto.ParseFromString(bytes)) throw InternalError("range check: the model's copy does not parse");
-  POPRT_ASSIGN_OR_RETURN(ir::Model copy, onnxio::importModelProto(proto, "", "the float32 model", {false, false}));
-  exposeFloatValues(*copy.graph);
+  // The largest finite magnitude of each float value, watched as the run makes it.
+  std::unordered_map<const ir::Value*, double> magnitude;
+  auto watch = [&](const ir::Value& v, const ops::RtValue& value) {
+    if (!value.isTensor() || !isFloatingPoint(value.tensor.dtype())) return;
+    double m = 0;
+    // (Every floating dtype is numeric: the dispatch cannot fail.)
+    (void)dispatchNumeric(value.tensor.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!std::is_same_v<T, bool>)
+        for (T x : value.tensor.data<T>())
+          if (const double d = static_cast<double>(toCompute(x)); std::isfinite(d)) m = std::max(m, std::fabs(d));
+    });
+    double& seen = magnitude[&v];
+    seen = std::max(seen, m);
+  };
   std::vector<std::pair<std::string, ops::RtValue>> feed;
   for (const auto& [name, value] : inputs)
-    if (const ir::Value* v = copy.graph->findLocalValue(name); v && v->isGraphInput() && !v->isInitializer())
+    if (const ir::Value* v = model.graph->findLocalValue(name); v && v->isGraphInput() && !v->isInitializer()) {
       feed.emplace_back(name, value);
-  ops::EvalContext ctx(opsetsOf(copy));
-  POPRT_ASSIGN_OR_RETURN(std::vector<ops::RtValue> values, ops::runGraph(*copy.graph, feed, ctx));
-
-  // The largest finite magnitude of each value, by name (names are the same in the copy).
-  std::map<std::string, double> magnitude;
-  auto largest = [](const Tensor& t) -> Expected<double> {
-    POPRT_ASSIGN_OR_RETURN(std::vector<double> x, ops::toDoubles(t));
-    double m = 0;
-    for (double d : x)
-      if (std::isfinite(d)) m = std::max(m, std::fabs(d));
-    return m;
-  };
-  for (const auto& [name, value] : feed)
-    if (value.isTensor() && isFloatingPoint(value.tensor.dtype())) {
-      POPRT_ASSIGN_OR_RETURN(magnitude[name], largest(value.tensor));
+      watch(*v, value);
     }
-  for (size_t i = 0; i < values.size() && i < copy.graph->outputs().size(); ++i) {
-    if (!values[i].isTensor() || !isFloatingPoint(values[i].tensor.dtype())) continue;
-    POPRT_ASSIGN_OR_RETURN(magnitude[copy.graph->outputs()[i]->name()], largest(values[i].tensor));
-  }
+  ops::EvalContext ctx(opsetsOf(model));
+  ctx.setObserver(watch);
+  ctx.setFloat32Sums(true);  // magnitudes, against a threshold with a 4x margin
+  POPRT_TRY(ops::runGraph(*model.graph, feed, ctx));
+
   // A node stays float32 when a float32 value it reads or makes is beyond the safe magnitude: its
   // producer and every reader then handle it in float32, and no Cast to float16 ever sees it.
   std::map<const ir::Node*, std::string> keep;
   auto big = [&](const ir::Value* v) -> double {
     if (!isFloat32Tensor(v)) return 0;
     if (v->isInitializer() && !v->isGraphInput()) return 0;  // constants are clamped (with a warning), not kept
-    auto it = magnitude.find(v->name());
+    auto it = magnitude.find(v);
     return it == magnitude.end() ? 0 : it->second;
   };
   for (const auto& node : model.graph->nodes()) {

@@ -6,15 +6,41 @@
 #include "lib/ops/op_util.h"
 #include "lib/ops/registry.h"
 #include "lib/support/dtype_dispatch.h"
+#include "lib/support/parallel.h"
 
 namespace poprt::ops {
 namespace {
 
 template <class T>
 using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
-using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class S>
+using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+constexpr int64_t kFewRows = 8;             // a Gemm with at most this many rows reads B without widening it
+constexpr int64_t kParallelMacs = 1 << 20;  // products this large run their rows on all the cores
 
-Expected<std::vector<Tensor>> evalMatMul(const std::vector<const Tensor*>& in) {
+// Floating operands are multiplied in double with Eigen (blocked, vectorised; the calibration of a
+// BERT-sized model runs dozens of GFLOP), each operand matrix widened once; in float32 when the
+// context asks for float32 sums and the operands are float32.
+template <class S, class P>
+void widen(P p, int64_t offset, int64_t rows, int64_t cols, Mat<S>& m) {
+  m.resize(rows, cols);
+  for (int64_t i = 0; i < rows * cols; ++i) m.data()[i] = static_cast<S>(toCompute(p[offset + i]));
+}
+
+// out = a * b, blocks of rows on different cores when the product is large.
+template <class A, class B, class S>
+void multiply(const A& a, const B& b, Mat<S>& out) {
+  const int64_t M = a.rows();
+  out.resize(M, b.cols());
+  const int64_t parts = M * a.cols() * b.cols() >= kParallelMacs ? std::min<int64_t>(M, parallelWidth()) : 1;
+  const int64_t rows = (M + parts - 1) / parts;
+  parallelFor(parts, [&](int64_t part) {
+    const int64_t r0 = part * rows, n = std::min(M - r0, rows);
+    if (n > 0) out.middleRows(r0, n).noalias() = a.middleRows(r0, n) * b;
+  });
+}
+
+Expected<std::vector<Tensor>> evalMatMul(const std::vector<const Tensor*>& in, const EvalContext& ctx) {
   if (in.size() != 2 || !in[0] || !in[1]) return Error("expects 2 inputs");
   const Tensor& a = *in[0];
   const Tensor& b = *in[1];
@@ -44,26 +70,24 @@ Expected<std::vector<Tensor>> evalMatMul(const std::vector<const Tensor*>& in) {
       auto pb = b.data<T>();
       auto py = y.data<T>();
       std::vector<int64_t> bstrides = contiguousStrides(batch);
-      if constexpr (!std::is_integral_v<T>) {
-        // Floating types: a double-precision product with Eigen (blocked, vectorised; the
-        // calibration of a BERT-sized model runs dozens of GFLOP), each operand matrix widened once.
-        auto widen = [](auto p, int64_t offset, int64_t rows, int64_t cols, RowMat& m) {
-          m.resize(rows, cols);
-          for (int64_t i = 0; i < rows * cols; ++i) m.data()[i] = static_cast<double>(toCompute(p[offset + i]));
-        };
-        RowMat ma, mb, my;
+      auto products = [&](auto scalar) {
+        using S = decltype(scalar);
+        Mat<S> ma, mb, my;
         int64_t widened_a = -1, widened_b = -1;  // the offsets ma and mb hold
         for (int64_t bi = 0; bi < batches; ++bi) {
           const int64_t oa = broadcastOffset(bi, bstrides, stride_a) * M * K;
           const int64_t ob = broadcastOffset(bi, bstrides, stride_b) * K * N;
           if (oa != widened_a) widen(pa, widened_a = oa, M, K, ma);
           if (ob != widened_b) widen(pb, widened_b = ob, K, N, mb);
-          my.noalias() = ma * mb;
+          multiply(ma, mb, my);
           for (int64_t i = 0; i < M * N; ++i)
             py[bi * M * N + i] = fromCompute<T>(static_cast<typename ComputeType<T>::type>(my.data()[i]));
         }
-        return;
+      };
+      if constexpr (std::is_same_v<T, float>) {
+        if (ctx.float32Sums()) return products(float{});
       }
+      if constexpr (!std::is_integral_v<T>) return products(double{});
       for (int64_t bi = 0; bi < batches; ++bi) {
         const int64_t oa = broadcastOffset(bi, bstrides, stride_a) * M * K;
         const int64_t ob = broadcastOffset(bi, bstrides, stride_b) * K * N;
@@ -82,7 +106,7 @@ Expected<std::vector<Tensor>> evalMatMul(const std::vector<const Tensor*>& in) {
   return single(std::move(y));
 }
 
-Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
+Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
   if (in.size() < 2 || !in[0] || !in[1]) return Error("expects inputs A and B");
   const Tensor& a = *in[0];
   const Tensor& b = *in[1];
@@ -108,18 +132,52 @@ Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<c
       auto pa = a.data<T>();
       auto pb = b.data<T>();
       auto py = y.data<T>();
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = 0; n < N; ++n) {
-          double acc = 0;
-          for (int64_t k = 0; k < K; ++k) {
-            double av = static_cast<double>(toCompute(pa[ta ? k * M + m : m * K + k]));
-            double bv = static_cast<double>(toCompute(pb[tb ? n * K + k : k * N + n]));
-            acc += av * bv;
+      auto finish = [&](int64_t m, int64_t n, double product) {
+        double acc = alpha * product;
+        if (c) acc += beta * static_cast<double>(toCompute(c->data<T>()[m * sc[0] + n * sc[1]]));
+        py[m * N + n] = fromCompute<T>(static_cast<typename ComputeType<T>::type>(acc));
+      };
+      // (Integer Gemm is computed in double too: alpha and beta are floats.)
+      if (M <= kFewRows) {
+        // A batch-1 classifier's layer: B is read as it is, not widened to double (VGG's
+        // 25088 x 4096 weight would take 800 MB), each of its elements once per row of A.
+        auto at = [&](int64_t m, int64_t k) { return static_cast<double>(toCompute(pa[ta ? k * M + m : m * K + k])); };
+        std::vector<double> row(N);
+        for (int64_t m = 0; m < M; ++m) {
+          std::fill(row.begin(), row.end(), 0.0);
+          if (tb) {
+            for (int64_t n = 0; n < N; ++n)
+              for (int64_t k = 0; k < K; ++k) row[n] += at(m, k) * static_cast<double>(toCompute(pb[n * K + k]));
+          } else {
+            for (int64_t k = 0; k < K; ++k) {
+              const double ak = at(m, k);
+              for (int64_t n = 0; n < N; ++n) row[n] += ak * static_cast<double>(toCompute(pb[k * N + n]));
+            }
           }
-          acc *= alpha;
-          if (c) acc += beta * static_cast<double>(toCompute(c->data<T>()[m * sc[0] + n * sc[1]]));
-          py[m * N + n] = fromCompute<T>(static_cast<typename ComputeType<T>::type>(acc));
+          for (int64_t n = 0; n < N; ++n) finish(m, n, row[n]);
         }
+        return;
+      }
+      auto products = [&](auto scalar) {
+        using S = decltype(scalar);
+        Mat<S> ma, mb, my;
+        widen(pa, 0, a.shape()[0], a.shape()[1], ma);
+        widen(pb, 0, b.shape()[0], b.shape()[1], mb);
+        if (ta && tb)
+          multiply(ma.transpose(), mb.transpose(), my);
+        else if (ta)
+          multiply(ma.transpose(), mb, my);
+        else if (tb)
+          multiply(ma, mb.transpose(), my);
+        else
+          multiply(ma, mb, my);
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) finish(m, n, static_cast<double>(my(m, n)));
+      };
+      if constexpr (std::is_same_v<T, float>) {
+        if (ctx.float32Sums()) return products(float{});
+      }
+      products(double{});
     }
   });
   POPRT_TRY(st);
@@ -130,7 +188,7 @@ Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<c
 
 void registerMatMulOps(std::vector<OpDef>& ops) {
   ops.push_back({"MatMul", Fp16Policy::AccumulateFp32, LoweringFamily::MatMul,
-                 [](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext&) { return evalMatMul(in); }});
+                 [](const ir::Node&, const std::vector<const Tensor*>& in, EvalContext& ctx) { return evalMatMul(in, ctx); }});
   ops.push_back({"Gemm", Fp16Policy::AccumulateFp32, LoweringFamily::MatMul, evalGemm});
 }
 

@@ -1,16 +1,34 @@
 // Conv and ConvTranspose (1-D, 2-D, 3-D..., groups, strides, dilations, pads, auto_pad, bias).
-// Both are lowered to im2col/col2im and one double-precision GEMM per (batch, group) with Eigen, so
-// ResNet-sized layers stay fast; the column buffer is built in chunks of bounded size.
+// Both are lowered to im2col/col2im and one double-precision GEMM per (batch, group) with Eigen
+// (float32 for a context that asks for float32 sums), so ResNet-sized layers stay fast; the column
+// buffer is built in chunks of bounded size, which Conv runs on all the host's cores.
 #include <Eigen/Dense>
 
 #include "lib/ops/nn_util.h"
+#include "lib/support/parallel.h"
 
 namespace poprt::ops::nn {
 namespace {
 
-using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMat>;
-using StridedMap = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
+template <class S>
+using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class S>
+using ConstMapOf = Eigen::Map<const Mat<S>>;
+template <class S>
+using StridedMapOf = Eigen::Map<Mat<S>, 0, Eigen::OuterStride<>>;
+using RowMat = Mat<double>;
+using ConstMap = ConstMapOf<double>;
+
+// A tensor's values as S (double for any dtype; float for float32 tensors only).
+template <class S>
+Expected<std::vector<S>> valuesAs(const Tensor& t) {
+  if constexpr (std::is_same_v<S, float>) {
+    auto d = t.data<float>();
+    return std::vector<float>(d.begin(), d.end());
+  } else {
+    return toDoubles(t);
+  }
+}
 
 // Elements per column chunk (rows x positions) of the im2col buffer.
 constexpr int64_t kColBudget = int64_t{1} << 22;
@@ -90,7 +108,58 @@ Expected<ConvArgs> convInputs(const ir::Node& node, const std::vector<const Tens
   return ConvArgs{x, w, b, group};
 }
 
-Expected<std::vector<Tensor>> evalConv(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext&) {
+// Y = W * im2col(X) (+ B) summed in S: double, or float for float32 tensors when the context
+// asks for the model's own precision.
+template <class S>
+Expected<Tensor> convolve(const ConvArgs& a, const Window& win, const Shape& ys, int64_t ny) {
+  const Shape& xs = a.x->shape();
+  const Shape& ws = a.w->shape();
+  const int64_t N = xs[0], C = xs[1], M = ws[0], G = a.group;
+  POPRT_ASSIGN_OR_RETURN(std::vector<S> x, valuesAs<S>(*a.x));
+  POPRT_ASSIGN_OR_RETURN(std::vector<S> w, valuesAs<S>(*a.w));
+  std::vector<S> y(static_cast<size_t>(ny), S(0));
+  const int64_t Cg = C / G, Mg = M / G, K = shapeProduct(win.kernel), P = shapeProduct(win.out), plane = shapeProduct(win.in);
+  const int64_t rows = Cg * K;
+  if (ny > 0 && rows > 0) {
+    // Chunks of output positions, at least one per core: each writes its own columns of y.
+    const int64_t np_max = std::min(chunkSize(rows, P), (P + parallelWidth() - 1) / parallelWidth());
+    parallelFor((P + np_max - 1) / np_max, [&](int64_t chunk) {
+      const int64_t p0 = chunk * np_max, p1 = std::min(P, p0 + np_max), np = p1 - p0;
+      std::vector<int64_t> offs = tapOffsets(win, p0, p1);
+      std::vector<S> col(static_cast<size_t>(rows * np), S(0));
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t g = 0; g < G; ++g) {
+          for (int64_t c = 0; c < Cg; ++c) {
+            const S* img = x.data() + ((n * C) + g * Cg + c) * plane;
+            for (int64_t k = 0; k < K; ++k) {
+              const int64_t* o = offs.data() + k * np;
+              S* dst = col.data() + (c * K + k) * np;
+              for (int64_t j = 0; j < np; ++j) dst[j] = o[j] >= 0 ? img[o[j]] : S(0);
+            }
+          }
+          ConstMapOf<S> wg(w.data() + g * Mg * rows, Mg, rows);
+          ConstMapOf<S> cm(col.data(), rows, np);
+          StridedMapOf<S> yb(y.data() + (n * M + g * Mg) * P + p0, Mg, np, Eigen::OuterStride<>(P));
+          yb.noalias() = wg * cm;
+        }
+    });
+  }
+  if (a.b) {
+    POPRT_ASSIGN_OR_RETURN(std::vector<S> b, valuesAs<S>(*a.b));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t p = 0; p < P; ++p) y[(n * M + m) * P + p] += b[m];
+  }
+  if constexpr (std::is_same_v<S, float>) {
+    Tensor out(DType::Float, ys);
+    std::copy(y.begin(), y.end(), out.data<float>().begin());
+    return out;
+  } else {
+    return fromDoubles(a.x->dtype(), ys, y, IntRounding::Nearest);
+  }
+}
+
+Expected<std::vector<Tensor>> evalConv(const ir::Node& node, const std::vector<const Tensor*>& in, EvalContext& ctx) {
   POPRT_ASSIGN_OR_RETURN(ConvArgs a, convInputs(node, in));
   const Shape& xs = a.x->shape();
   const Shape& ws = a.w->shape();
@@ -104,42 +173,9 @@ Expected<std::vector<Tensor>> evalConv(const ir::Node& node, const std::vector<c
   Shape ys{N, M};
   ys.insert(ys.end(), win.out.begin(), win.out.end());
   POPRT_ASSIGN_OR_RETURN(int64_t ny, checkedElementCount(ys));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> x, toDoubles(*a.x));
-  POPRT_ASSIGN_OR_RETURN(std::vector<double> w, toDoubles(*a.w));
-  std::vector<double> y(static_cast<size_t>(ny), 0.0);
-  const int64_t Cg = C / G, Mg = M / G, K = shapeProduct(win.kernel), P = shapeProduct(win.out), plane = shapeProduct(win.in);
-  const int64_t rows = Cg * K;
-  if (ny > 0 && rows > 0) {
-    const int64_t np_max = chunkSize(rows, P);
-    std::vector<double> col;
-    for (int64_t p0 = 0; p0 < P; p0 += np_max) {
-      const int64_t p1 = std::min(P, p0 + np_max), np = p1 - p0;
-      std::vector<int64_t> offs = tapOffsets(win, p0, p1);
-      col.assign(static_cast<size_t>(rows * np), 0.0);
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t g = 0; g < G; ++g) {
-          for (int64_t c = 0; c < Cg; ++c) {
-            const double* img = x.data() + ((n * C) + g * Cg + c) * plane;
-            for (int64_t k = 0; k < K; ++k) {
-              const int64_t* o = offs.data() + k * np;
-              double* dst = col.data() + (c * K + k) * np;
-              for (int64_t j = 0; j < np; ++j) dst[j] = o[j] >= 0 ? img[o[j]] : 0.0;
-            }
-          }
-          ConstMap wg(w.data() + g * Mg * rows, Mg, rows);
-          ConstMap cm(col.data(), rows, np);
-          StridedMap yb(y.data() + (n * M + g * Mg) * P + p0, Mg, np, Eigen::OuterStride<>(P));
-          yb.noalias() = wg * cm;
-        }
-    }
-  }
-  if (a.b) {
-    POPRT_ASSIGN_OR_RETURN(std::vector<double> b, toDoubles(*a.b));
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t p = 0; p < P; ++p) y[(n * M + m) * P + p] += b[m];
-  }
-  POPRT_ASSIGN_OR_RETURN(Tensor out, fromDoubles(a.x->dtype(), ys, y, IntRounding::Nearest));
+  const bool in_float32 =
+      ctx.float32Sums() && a.x->dtype() == DType::Float && a.w->dtype() == DType::Float && (!a.b || a.b->dtype() == DType::Float);
+  POPRT_ASSIGN_OR_RETURN(Tensor out, in_float32 ? convolve<float>(a, win, ys, ny) : convolve<double>(a, win, ys, ny));
   return single(std::move(out));
 }
 

@@ -82,6 +82,7 @@ int64_t EvalContext::opset(const std::string& domain) const {
 }
 
 // The values visible while a graph runs: its own, then those of the enclosing graphs.
+// Initializers are not copied in: tensor ops read them where the graph holds them.
 struct Scope {
   const Scope* parent = nullptr;
   std::unordered_map<const ir::Value*, RtValue> values;
@@ -93,40 +94,77 @@ struct Scope {
   }
 };
 
+namespace {
+
+// A tensor op on its input tensors; errors name the node.
+Expected<std::vector<RtValue>> runTensorOp(const OpDef& def, const ir::Node& node, const std::vector<const Tensor*>& in,
+                                           EvalContext& ctx) {
+  try {
+    auto result = def.eval(node, in, ctx);
+    if (!result.ok()) return result.error().withContext(node.describe());
+    std::vector<RtValue> values;
+    for (auto& t : *result) values.push_back(RtValue::of(std::move(t)));
+    return values;
+  } catch (const std::bad_alloc&) { return Error(node.describe() + ": out of memory in the reference evaluator"); }
+}
+
+}  // namespace
+
 class GraphRunner {
  public:
+  // The scope ends with the run: outputs are moved out of it.
   static Expected<std::vector<RtValue>> run(const ir::Graph& graph, Scope& scope, EvalContext& ctx) {
-    for (const ir::Value* init : graph.initializers())
-      if (!scope.values.count(init)) scope.values[init] = RtValue::of(*init->initializer());
     for (const ir::Value* in : graph.inputs())
-      if (!scope.find(in)) return Error("graph '" + graph.name() + "': input '" + in->name() + "' was not given a value");
+      if (!scope.find(in) && !in->initializer())
+        return Error("graph '" + graph.name() + "': input '" + in->name() + "' was not given a value");
     for (const auto& node : graph.nodes()) {
+      const OpDef* def = findOp(node->domain(), node->opType());
+      const bool tensor_op = def && def->eval && !def->value_eval;
       std::vector<const RtValue*> args;
+      std::vector<const Tensor*> tensors;
       for (const ir::Value* in : node->inputs()) {
-        const RtValue* v = nullptr;
-        if (in) {
-          v = scope.find(in);
-          if (!v && in->initializer()) {  // an initializer of an enclosing graph
-            scope.values[in] = RtValue::of(*in->initializer());
-            v = &scope.values[in];
+        const RtValue* v = in ? scope.find(in) : nullptr;
+        const Tensor* t = v && v->isTensor() ? &v->tensor : nullptr;
+        if (in && !v && in->initializer()) {  // an initializer of this graph or an enclosing one
+          if (tensor_op) {
+            t = in->initializer();
+          } else {
+            v = &(scope.values[in] = RtValue::of(*in->initializer()));
           }
-          if (!v) return Error(node->describe() + ": input '" + in->name() + "' has no value");
         }
+        if (in && !v && !t) return Error(node->describe() + ": input '" + in->name() + "' has no value");
+        if (tensor_op && v && !t) return Error(node->describe() + ": expects tensor inputs, got a sequence or optional");
         args.push_back(v);
+        tensors.push_back(t);
       }
       const Scope* saved = ctx.scope_;
       ctx.scope_ = &scope;
-      auto outs = runNode(*node, args, ctx);
+      auto outs = tensor_op ? runTensorOp(*def, *node, tensors, ctx) : runNode(*node, args, ctx);
       ctx.scope_ = saved;
       if (!outs.ok()) return outs.error();
-      for (size_t i = 0; i < node->outputs().size() && i < outs->size(); ++i)
-        if (node->outputs()[i]) scope.values[node->outputs()[i]] = std::move((*outs)[i]);
+      for (size_t i = 0; i < node->outputs().size() && i < outs->size(); ++i) {
+        const ir::Value* out = node->outputs()[i];
+        if (!out) continue;
+        RtValue& kept = scope.values[out] = std::move((*outs)[i]);
+        if (ctx.observer_) ctx.observer_(*out, kept);
+      }
     }
+    // Each output is moved out of the scope at its last mention (a model whose every value is an
+    // output, as per-layer --precision_compare makes, would copy them all).
+    std::unordered_map<const ir::Value*, size_t> last_mention;
+    for (size_t i = 0; i < graph.outputs().size(); ++i) last_mention[graph.outputs()[i]] = i;
     std::vector<RtValue> results;
-    for (const ir::Value* out : graph.outputs()) {
-      const RtValue* v = scope.find(out);
-      if (!v) return Error("graph '" + graph.name() + "': output '" + out->name() + "' was not computed");
-      results.push_back(*v);
+    for (size_t i = 0; i < graph.outputs().size(); ++i) {
+      const ir::Value* out = graph.outputs()[i];
+      if (auto own = scope.values.find(out); own != scope.values.end() && last_mention[out] == i) {
+        results.push_back(std::move(own->second));
+      } else if (const RtValue* v = scope.find(out)) {
+        results.push_back(*v);
+      } else if (out->initializer()) {
+        results.push_back(RtValue::of(*out->initializer()));
+      } else {
+        return Error("graph '" + graph.name() + "': output '" + out->name() + "' was not computed");
+      }
     }
     return results;
   }
@@ -146,22 +184,18 @@ Expected<std::vector<RtValue>> runNode(const ir::Node& node, const std::vector<c
   const OpDef* def = findOp(node.domain(), node.opType());
   if (!def || (!def->eval && !def->value_eval))
     return Error(node.describe() + ": the reference evaluator does not support this op yet");
-  try {
-    if (def->value_eval) {
-      auto result = def->value_eval(node, inputs, ctx);
-      if (!result.ok()) return result.error().withContext(node.describe());
-      return result;
-    }
+  if (!def->value_eval) {
     std::vector<const Tensor*> tensors;
     for (const RtValue* v : inputs) {
       if (v && !v->isTensor()) return Error(node.describe() + ": expects tensor inputs, got a sequence or optional");
       tensors.push_back(v ? &v->tensor : nullptr);
     }
-    auto result = def->eval(node, tensors, ctx);
+    return runTensorOp(*def, node, tensors, ctx);
+  }
+  try {
+    auto result = def->value_eval(node, inputs, ctx);
     if (!result.ok()) return result.error().withContext(node.describe());
-    std::vector<RtValue> values;
-    for (auto& t : *result) values.push_back(RtValue::of(std::move(t)));
-    return values;
+    return result;
   } catch (const std::bad_alloc&) { return Error(node.describe() + ": out of memory in the reference evaluator"); }
 }
 

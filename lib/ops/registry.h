@@ -76,12 +76,22 @@ class EvalContext {
   // Binds `inputs` to the subgraph's inputs, runs it, returns its outputs. Values of enclosing
   // graphs are visible, as ONNX scoping requires.
   Expected<std::vector<RtValue>> runSubgraph(const ir::Graph& graph, const std::vector<RtValue>& inputs);
+  // Called with each value a node makes, when it is made (in bodies too): watches a whole run
+  // without making every value a graph output.
+  using Observer = std::function<void(const ir::Value&, const RtValue&)>;
+  void setObserver(Observer observer) { observer_ = std::move(observer); }
+  // MatMul, Gemm and Conv of float32 tensors sum in float32, as the model does, instead of in
+  // double (the reference's default): twice as fast, for runs that need magnitudes, not digits.
+  void setFloat32Sums(bool on) { float32_sums_ = on; }
+  bool float32Sums() const { return float32_sums_; }
 
  private:
   friend class GraphRunner;
   Opsets opsets_;
   uint64_t seed_;
   const Scope* scope_ = nullptr;
+  Observer observer_;
+  bool float32_sums_ = false;
 };
 
 // Tensor ops: inputs may be null (omitted optional inputs); one tensor per node output.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 
 namespace poprt {
@@ -30,6 +31,9 @@ inline uint16_t floatToHalfBits(float f) {
   if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into exponent: correct
   return static_cast<uint16_t>(sign | h);
 }
+
+// floatToHalfBits over `n` floats, vectorised where the CPU converts (F16C): the same bits.
+void floatsToHalfBits(const float* in, size_t n, uint16_t* out);
 
 inline float halfBitsToFloat(uint16_t h) {
   uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;

@@ -90,6 +90,93 @@ TEST(MatMul, OneDimensionalOperands) {
   EXPECT_EQ((*r)[0].data<float>()[0], 14.0f);  // 1 + 4 + 9
 }
 
+// Seeded values in [-1, 1).
+Tensor randomF32(Shape s, uint32_t seed) {
+  Tensor t(DType::Float, std::move(s));
+  uint32_t x = seed * 2654435761u + 1;
+  for (float& v : t.data<float>()) {
+    x = x * 1664525u + 1013904223u;
+    v = static_cast<float>(x >> 8) / static_cast<float>(1 << 23) - 1.0f;
+  }
+  return t;
+}
+
+Tensor runWith(OneNode& n, const std::vector<const Tensor*>& in, bool float32_sums) {
+  EvalContext ctx({{"", 17}});
+  ctx.setFloat32Sums(float32_sums);
+  auto r = findOp("", n.node->opType())->eval(*n.node, in, ctx);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+  return r.ok() ? (*r)[0] : Tensor();
+}
+
+TEST(Gemm, ManyRowsAndEveryTransposeMatchADoubleLoop) {
+  // 20 rows: past the few-rows path, through the blocked product; alpha, beta and a row bias.
+  const int64_t M = 20, K = 37, N = 11;
+  Tensor c = randomF32({N}, 3);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      Tensor a = randomF32(ta ? Shape{K, M} : Shape{M, K}, 1), b = randomF32(tb ? Shape{N, K} : Shape{K, N}, 2);
+      OneNode n("Gemm", 3);
+      n.i("transA", ta).i("transB", tb).f("alpha", 0.5f).f("beta", 2.0f);
+      Tensor y = n.run1({&a, &b, &c});
+      ASSERT_EQ(y.shape(), (Shape{M, N}));
+      auto pa = a.data<float>(), pb = b.data<float>();
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t j = 0; j < N; ++j) {
+          double sum = 0;
+          for (int64_t k = 0; k < K; ++k)
+            sum += static_cast<double>(pa[ta ? k * M + m : m * K + k]) * pb[tb ? j * K + k : k * N + j];
+          const double want = 0.5 * sum + 2.0 * c.data<float>()[j];
+          ASSERT_NEAR(y.data<float>()[m * N + j], want, 1e-6 * std::fabs(want) + 1e-7) << ta << tb << " " << m << "," << j;
+        }
+    }
+}
+
+TEST(Products, Float32SumsStayWithinFloat32RoundingOfTheDoubleOnes) {
+  // The fp16 range check's faster sums: MatMul (batched), Gemm and Conv against the reference.
+  Tensor a = randomF32({3, 40, 50}, 4), b = randomF32({50, 30}, 5);
+  Tensor ga = randomF32({20, 64}, 6), gb = randomF32({48, 64}, 7);
+  Tensor x = randomF32({1, 8, 12, 12}, 8), w = randomF32({16, 8, 3, 3}, 9), bias = randomF32({16}, 10);
+  OneNode matmul("MatMul", 2), gemm("Gemm", 2), conv("Conv", 3);
+  gemm.i("transB", 1);
+  conv.ints("pads", {1, 1, 1, 1});
+  const std::vector<std::pair<OneNode*, std::vector<const Tensor*>>> cases = {
+      {&matmul, {&a, &b}}, {&gemm, {&ga, &gb}}, {&conv, {&x, &w, &bias}}};
+  for (const auto& [node, in] : cases) {
+    Tensor exact = runWith(*node, in, false), fast = runWith(*node, in, true);
+    ASSERT_EQ(exact.shape(), fast.shape()) << node->node->opType();
+    for (size_t i = 0; i < exact.data<float>().size(); ++i)
+      ASSERT_NEAR(fast.data<float>()[i], exact.data<float>()[i], 1e-5) << node->node->opType() << " [" << i << "]";
+  }
+}
+
+TEST(Evaluator, AnObserverSeesEveryValueAsItIsMadeAndInitializersServeAsOutputs) {
+  ir::Graph g;
+  ir::Value* x = g.addInput("x", {});
+  ir::Value* w = g.addInitializer("w", f32({3}, {1, -2, 3}));
+  ir::Value* y = g.addValue("y");
+  ir::Value* z = g.addValue("z");
+  g.addNode("Add", {x, w}, {y}, "add");
+  g.addNode("Relu", {y}, {z}, "relu");
+  g.addOutput(z);
+  g.addOutput(w);
+  g.addOutput(z);
+  std::vector<std::pair<std::string, std::vector<float>>> seen;
+  EvalContext ctx({{"", 17}});
+  ctx.setObserver([&](const ir::Value& v, const RtValue& value) {
+    auto d = value.tensor.data<float>();
+    seen.emplace_back(v.name(), std::vector<float>(d.begin(), d.end()));
+  });
+  auto r = runGraph(g, {{"x", RtValue::of(f32({3}, {0.5f, 0.5f, -4}))}}, ctx);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  using Seen = std::vector<std::pair<std::string, std::vector<float>>>;
+  EXPECT_EQ(seen, (Seen{{"y", {1.5f, -1.5f, -1}}, {"z", {1.5f, 0, 0}}}));
+  ASSERT_EQ(r->size(), 3u);  // z twice (moved out only at its last mention), and the initializer
+  EXPECT_EQ((*r)[0].tensor, (*r)[2].tensor);
+  EXPECT_EQ((*r)[1].tensor, f32({3}, {1, -2, 3}));
+  EXPECT_EQ((*r)[2].tensor, f32({3}, {1.5f, 0, 0}));
+}
+
 TEST(Registry, UnknownOpIsAnErrorNamingTheNode) {
   // Gradient (training domain) has no evaluator.
   OneNode n("Gradient", 1, 1, "ai.onnx.preview.training", "grad1");

@@ -1,0 +1,41 @@
+#include "lib/support/parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace poprt {
+
+unsigned parallelWidth() {
+  static const unsigned width = std::max(1u, std::thread::hardware_concurrency());
+  return width;
+}
+
+void parallelFor(int64_t n, const std::function<void(int64_t)>& fn) {
+  if (n <= 0) return;
+  std::atomic<int64_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto work = [&] {
+    for (int64_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = n;  // the others stop taking work
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  const int64_t extra = std::min<int64_t>(n, parallelWidth()) - 1;
+  for (int64_t t = 0; t < extra; ++t) helpers.emplace_back(work);
+  work();
+  for (auto& h : helpers) h.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace poprt
