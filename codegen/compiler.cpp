@@ -286,10 +286,11 @@ class Compiler {
     std::string why = deviceBlocker(node, l_);
     const auto family = familyOf(node);
     const bool moves_only = family == ops::LoweringFamily::View || family == ops::LoweringFamily::Rearrange;
-    // Moving non-float data that lives on the host to the device only to move it back is waste.
+    // Moving non-float data (shapes, indices) that lives on the host to the device only to move it
+    // back is waste; float16 data (a converted constant, say) is the model's, as float32 is.
     if (why.empty() && moves_only)
       for (const ir::Value* v : dataInputs(node))
-        if (v && !l_.hasMapping(v) && v->type.dtype != DType::Float) why = "its input '" + v->name() + "' lives on the host";
+        if (v && !l_.hasMapping(v) && !isFloatingPoint(v->type.dtype)) why = "its input '" + v->name() + "' lives on the host";
     if (why.empty() && family == ops::LoweringFamily::Rearrange) {
       auto planned = rearrangeMap(node, l_.opsets());
       if (planned.ok())

@@ -777,6 +777,31 @@ TEST(Compile, HostFallbackRunsWhatTheDeviceCannot) {
   EXPECT_EQ((*got)[2].shape(), (Shape{2, 3}));
 }
 
+// A converted model's float16 constant (ViT's class token) concatenated with an activation is the
+// model's data: the Concat runs on the device, as in float32 (integer host data moved only to be
+// moved back would stay on the host).
+TEST(Compile, AFloat16ConstantJoinsAnActivationOnTheDevice) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = *m.graph;
+  ir::Value* x = g.addInput("x", ir::TensorType::of(DType::Float16, {1, 2, 3}));
+  Tensor token(DType::Float16, {1, 1, 3});
+  for (int j = 0; j < 3; ++j) token.data<Half>()[j] = Half(0.25f * static_cast<float>(j + 1));
+  ir::Value* c = g.addInitializer("token", token);
+  ir::Value* y = g.addValue("y", ir::TensorType::of(DType::Float16, {1, 3, 3}));
+  g.addNode("Concat", {c, x}, {y}, "concat")->attributes["axis"].value = int64_t{1};
+  g.addOutput(y);
+  auto compiled = codegen::compile(m, {*codegen::makeTarget("ipu2", 1, 4), 0.6});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  ASSERT_EQ(compiled->device_nodes, std::vector<std::string>{"concat"}) << compiled->host_reasons.at(0);
+  Tensor xt(DType::Float16, {1, 2, 3});
+  for (int j = 0; j < 6; ++j) xt.data<Half>()[j] = Half(static_cast<float>(j) - 2.5f);
+  auto got = runCompiled(*compiled, xt);
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  for (int j = 0; j < 9; ++j)
+    EXPECT_EQ((*got)[0].data<Half>()[j].bits, (j < 3 ? token.data<Half>()[j] : xt.data<Half>()[j - 3]).bits) << j;
+}
+
 // Three 1 MiB weights on a 4-tile ipu2 (624 KiB a tile): each matmul has a plan, but the weights
 // never die, so the program does not fit; the error names the tiles and what lives on them.
 // x [rows, n] through `layers` MatMuls mm<i> by [n, n] weights w<i>: zeros, or `weight(i)`.
