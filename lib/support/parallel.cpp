@@ -1,5 +1,7 @@
 #include "lib/support/parallel.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -10,7 +12,12 @@
 namespace poprt {
 
 unsigned parallelWidth() {
-  static const unsigned width = std::max(1u, std::thread::hardware_concurrency());
+  // The cores this process may run on (a container's cpuset, taskset), not the machine's.
+  static const unsigned width = []() -> unsigned {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+    return std::max(1u, std::thread::hardware_concurrency());
+  }();
   return width;
 }
 
