@@ -1,8 +1,10 @@
 // The range check of float_to_half (with --enable_avoid_overflow_patterns): runs the float32 model
-// with the reference evaluator (its products summed in float32, as the model's) on calibration inputs (--fp16_calibration_input
-// files, else generated ones like --check's) and keeps in float32 every node that reads or makes a value beyond a quarter of the
-// float16 range (16376; the margin covers inputs larger than the calibration ones). This catches what no pattern can: activations
-// that grow past 65504 because of the weights (constant-filled test models, unnormalised features).
+// with the reference evaluator (its products summed in float32, as the model sums them) on
+// calibration inputs (--fp16_calibration_input files, else generated ones like --check's) and
+// keeps in float32 every node that reads or makes a value beyond a quarter of the float16 range
+// (16376; the margin covers inputs larger than the calibration ones). This catches what no pattern
+// can: activations that grow past 65504 because of the weights (constant-filled test models,
+// unnormalised features).
 #pragma once
 
 #include <map>
