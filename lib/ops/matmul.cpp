@@ -15,8 +15,7 @@ template <class T>
 using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
 template <class S>
 using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-constexpr int64_t kFewRows = 8;             // a Gemm with at most this many rows reads B without widening it
-constexpr int64_t kParallelMacs = 1 << 20;  // products this large run their rows on all the cores
+constexpr int64_t kFewRows = 8;  // a Gemm with at most this many rows reads B without widening it
 
 // Floating operands are multiplied in double with Eigen (blocked, vectorised; the calibration of a
 // BERT-sized model runs dozens of GFLOP), each operand matrix widened once; in float32 when the
@@ -32,7 +31,7 @@ template <class A, class B, class S>
 void multiply(const A& a, const B& b, Mat<S>& out) {
   const int64_t M = a.rows();
   out.resize(M, b.cols());
-  const int64_t parts = M * a.cols() * b.cols() >= kParallelMacs ? std::min<int64_t>(M, parallelWidth()) : 1;
+  const int64_t parts = parallelParts(M * a.cols() * b.cols(), M);
   const int64_t rows = (M + parts - 1) / parts;
   parallelFor(parts, [&](int64_t part) {
     const int64_t r0 = part * rows, n = std::min(M - r0, rows);

@@ -121,8 +121,10 @@ Expected<Tensor> convolve(const ConvArgs& a, const Window& win, const Shape& ys,
   const int64_t Cg = C / G, Mg = M / G, K = shapeProduct(win.kernel), P = shapeProduct(win.out), plane = shapeProduct(win.in);
   const int64_t rows = Cg * K;
   if (ny > 0 && rows > 0) {
-    // Chunks of output positions, at least one per core: each writes its own columns of y.
-    const int64_t np_max = std::min(chunkSize(rows, P), (P + parallelWidth() - 1) / parallelWidth());
+    // Chunks of output positions, at least one per core when the conv is big enough to share:
+    // each writes its own columns of y.
+    const int64_t parts = parallelParts(N * M * P * rows, P);
+    const int64_t np_max = std::min(chunkSize(rows, P), (P + parts - 1) / parts);
     parallelFor((P + np_max - 1) / np_max, [&](int64_t chunk) {
       const int64_t p0 = chunk * np_max, p1 = std::min(P, p0 + np_max), np = p1 - p0;
       std::vector<int64_t> offs = tapOffsets(win, p0, p1);

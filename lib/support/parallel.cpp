@@ -21,6 +21,12 @@ unsigned parallelWidth() {
   return width;
 }
 
+int64_t parallelParts(int64_t work, int64_t max_parts) {
+  constexpr int64_t kWorthAThread = int64_t{1} << 20;
+  if (work < kWorthAThread) return 1;
+  return std::max<int64_t>(1, std::min<int64_t>(max_parts, parallelWidth()));
+}
+
 void parallelFor(int64_t n, const std::function<void(int64_t)>& fn) {
   if (n <= 0) return;
   std::atomic<int64_t> next{0};
