@@ -22,7 +22,9 @@ constexpr auto kStaleAge = std::chrono::hours(1);
 // A name no other process picks: processes in different containers sharing a cache may have the
 // same pid.
 std::string uniqueSuffix() {
-  static std::mt19937_64 rng{(uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()};
+  // One generator per thread: a shared one, drawn from by concurrent stores, is a data race that
+  // can hand two threads the same name (a flaky ConcurrentStoresOfOneKeyLeaveOneWholeEntry).
+  thread_local std::mt19937_64 rng{(uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()};
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
   return buf;
