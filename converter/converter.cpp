@@ -525,7 +525,7 @@ class Conversion {
     // compile (ViT-B/16: 733 MB). Joined before `staged` goes.
     std::optional<Error> onnx_error;  // serializing it, not writing it
     std::future<Status> onnx_written = std::async(std::launch::async, [&]() -> Status {
-      auto bytes = onnxio::serializeModel(model_);
+      auto bytes = onnxio::serializeModel(model_, onnxio::WeightData::IntegersNarrowed);
       if (!bytes.ok()) {
         onnx_error = bytes.error();
         return okStatus();

@@ -1,63 +1,34 @@
 #include "converter/make_popef.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <optional>
 #include <set>
 
 #include "lib/exec/memory_profile.h"
 #include "lib/plugin/plugin.h"
+#include "lib/support/exact_integers.h"
 #include "lib/support/half.h"
 
 namespace poprt::converter {
 
 namespace {
 
-// A float32 weight of integers that int8 or int16 holds (a quantized model's weights, centered
-// by quantized_to_float; masks and counts) is stored in the narrower type, a quarter or half of
-// its bytes, and widened back exactly by the PopEF's reader (sim/verify_popef.cpp). A value that
-// would not come back with the same bits (a fraction, -0.0, NaN) keeps the float32 storage.
-std::optional<DType> exactIntegerStorage(const Tensor& w) {
-  float lo = 0, hi = 0;
-  for (float x : w.data<float>()) {
-    if (!(std::fabs(x) <= 32767.0f)) return std::nullopt;
-    const float back = static_cast<float>(static_cast<int32_t>(x));
-    if (std::memcmp(&back, &x, sizeof x) != 0) return std::nullopt;
-    lo = std::min(lo, x);
-    hi = std::max(hi, x);
-  }
-  return lo >= -128.0f && hi <= 127.0f ? DType::Int8 : DType::Int16;
-}
-
-template <class Int>
-Tensor narrowed(const Tensor& w, DType dtype) {
-  Tensor out(dtype, w.shape());
-  auto src = w.data<float>();
-  auto dst = out.data<Int>();
-  for (size_t i = 0; i < src.size(); ++i) dst[i] = static_cast<Int>(src[i]);
-  return out;
-}
-
-// Under --precision fp16 another float32 weight (one float_to_half left in float32, e.g. by the
-// range check) is stored as float16 when every value is finite and within +-65504, so the file
-// holds half its bytes; its weight stream and the device keep float32 and the reader widens it
-// back. Other weights are stored as they are, and so are those a node kept in float32 on request
-// reads (--fp16_skip_op_types, --fp16_skip_node_names, --fp16_min_cosine): rounding them would
-// undo what was asked; and those of a quantized op's integer arithmetic (its scales), which is
-// exact only unrounded.
+// A float32 weight of integers that int8 or int16 holds is stored in that type (exact_integers.h),
+// widened back exactly by the PopEF's reader (sim/verify_popef.cpp). Under --precision fp16
+// another float32 weight (one float_to_half left in float32, e.g. by the range check) is stored as
+// float16 when every value is finite and within +-65504, so the file holds half its bytes; its
+// weight stream and the device keep float32 and the reader widens it back. Other weights are
+// stored as they are, and so are those a node kept in float32 on request reads
+// (--fp16_skip_op_types, --fp16_skip_node_names, --fp16_min_cosine): rounding them would undo what
+// was asked; and those of a quantized op's integer arithmetic (its scales), which is exact only
+// unrounded.
 popef::Blob weightBlob(const std::string& name, const Tensor& w, bool fp16) {
   if (w.dtype() != DType::Float || w.numElements() == 0) return popef::makeTensorDataBlob(name, w);
-  if (auto integers = exactIntegerStorage(w))
-    return popef::makeTensorDataBlob(
-        name, *integers == DType::Int8 ? narrowed<int8_t>(w, DType::Int8) : narrowed<int16_t>(w, DType::Int16));
+  if (auto integers = exactIntegerStorage(w)) return popef::makeTensorDataBlob(name, narrowedTo(w, *integers));
   if (!fp16) return popef::makeTensorDataBlob(name, w);
   for (float x : w.data<float>())
     if (!(std::fabs(x) <= 65504.0f)) return popef::makeTensorDataBlob(name, w);  // NaN fails the test too
   Tensor half(DType::Float16, w.shape());
-  auto src = w.data<float>();
-  auto dst = half.data<uint16_t>();
-  for (size_t i = 0; i < src.size(); ++i) dst[i] = floatToHalfBits(src[i]);
+  floatsToHalfBits(w.data<float>().data(), w.data<float>().size(), half.data<uint16_t>().data());
   return popef::makeTensorDataBlob(name, half);
 }
 

@@ -1,7 +1,10 @@
 #include <onnx/onnx_pb.h>
 
+#include <unordered_set>
+
 #include "lib/onnx/onnx_io.h"
 #include "lib/onnx/type_map.h"
+#include "lib/support/exact_integers.h"
 #include "lib/support/file_io.h"
 #include "lib/support/tensor_proto.h"
 
@@ -59,7 +62,33 @@ void exportAttribute(const std::string& name, const ir::Attribute& attr, onnx::A
   }
 }
 
+// A graph's node names, each once: ONNX Runtime refuses a graph with two nodes of one name, and
+// passes name the nodes they make after the node they replace, which can repeat a name (the Min
+// nodes quantized_to_float makes of a DynamicQuantizeLinear). The first node of a name keeps it;
+// a repeat, or a node the export adds, gets the first "_<k>" suffix no node of the graph has.
+class NodeNames {
+ public:
+  explicit NodeNames(const ir::Graph& g) {
+    for (const auto& n : g.nodes()) taken_.insert(n->name());
+  }
+  std::string of(const ir::Node& n) {
+    if (n.name().empty() || emitted_.insert(n.name()).second) return n.name();
+    return fresh(n.name());
+  }
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    for (size_t k = 1; taken_.count(name); ++k) name = base + "_" + std::to_string(k);
+    taken_.insert(name);
+    emitted_.insert(name);
+    return name;
+  }
+
+ private:
+  std::unordered_set<std::string> taken_, emitted_;
+};
+
 void exportGraph(const ir::Graph& g, onnx::GraphProto* gp, WeightData weights) {
+  NodeNames node_names(g);
   gp->set_name(g.name());
   if (!g.doc_string.empty()) gp->set_doc_string(g.doc_string);
   for (const ir::Value* v : g.inputs()) valueInfo(*v, gp->add_input());
@@ -68,12 +97,27 @@ void exportGraph(const ir::Graph& g, onnx::GraphProto* gp, WeightData weights) {
       if (!v->isGraphInput()) valueInfo(*v, gp->add_input());  // its type, without its values
       continue;
     }
+    if (weights == WeightData::IntegersNarrowed && !v->isGraphInput() && v->initializer()->numElements() > kShapeDataElements)
+      if (auto narrow = exactIntegerStorage(*v->initializer())) {
+        const std::string stored = g.uniqueName(v->name() + "/" + std::string(dtypeName(*narrow)));
+        tensorToProto(narrowedTo(*v->initializer(), *narrow), stored, gp->add_initializer());
+        auto* cast = gp->add_node();  // first: every node after it may read the weight
+        cast->set_op_type("Cast");
+        cast->set_name(node_names.fresh(stored));
+        cast->add_input(stored);
+        cast->add_output(v->name());
+        auto* to = cast->add_attribute();
+        to->set_name("to");
+        to->set_type(onnx::AttributeProto::INT);
+        to->set_i(onnx::TensorProto::FLOAT);
+        continue;
+      }
     tensorToProto(*v->initializer(), v->name(), gp->add_initializer());
   }
   for (const auto& n : g.nodes()) {
     auto* np = gp->add_node();
     np->set_op_type(n->opType());
-    if (!n->name().empty()) np->set_name(n->name());
+    if (!n->name().empty()) np->set_name(node_names.of(*n));
     if (!n->domain().empty()) np->set_domain(n->domain());
     if (!n->doc_string.empty()) np->set_doc_string(n->doc_string);
     for (const ir::Value* in : n->inputs()) np->add_input(in ? in->name() : "");
@@ -111,8 +155,8 @@ onnx::ModelProto exportModelProto(const ir::Model& model, WeightData weights) {
   return proto;
 }
 
-Expected<std::string> serializeModel(const ir::Model& model) {
-  onnx::ModelProto proto = exportModelProto(model);
+Expected<std::string> serializeModel(const ir::Model& model, WeightData weights) {
+  onnx::ModelProto proto = exportModelProto(model, weights);
   size_t size = proto.ByteSizeLong();
   if (size > static_cast<size_t>(INT32_MAX))
     return Error("the model is " + std::to_string(size) +

@@ -35,11 +35,15 @@ Expected<ir::Model> convertOpset(const ir::Model& model, int64_t opset, const st
 // at most kShapeDataElements elements, the rest as typed graph inputs: shapes are computed from
 // small constants (a Reshape's target, Resize's scales), and copying a big model's weights into
 // the proto for every inference took longer than the inference (ViT-B/16: 346 MB, 3 times).
-enum class WeightData { Full, ShapesOnly };
+// Or (for the converted ONNX a user keeps) every float32 weight of more than kShapeDataElements
+// integers that int8 or int16 holds in that type, read through a Cast to float32: a quantized
+// model's weights, which quantized_to_float made float32, take their own bytes again (the
+// dynamically quantized ViT-B/16: 347 MB -> 88 MB, and writing the 347 was a fifth of its compile).
+enum class WeightData { Full, ShapesOnly, IntegersNarrowed };
 inline constexpr int64_t kShapeDataElements = 1024;
 onnx::ModelProto exportModelProto(const ir::Model& model, WeightData weights = WeightData::Full);
 // The model's ONNX bytes; models over protobuf's 2 GiB limit are refused with an error.
-Expected<std::string> serializeModel(const ir::Model& model);
+Expected<std::string> serializeModel(const ir::Model& model, WeightData weights = WeightData::Full);
 
 // Runs ONNX shape inference (with data propagation) over the model and updates every value's
 // type where inference knows more. Node-level inference errors name the node.

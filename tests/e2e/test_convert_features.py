@@ -22,6 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util  # noqa: E402
 from e2e_util import read_bytes  # noqa: E402
+from test_roundtrip_shared_models import ORT_DIR, npy_files, ort_env  # noqa: E402
 
 MLP = os.path.join(e2e_util.REPO_DIR, "models", "mlp.onnx")
 MLP_SHAPE = "x=4,64"
@@ -65,6 +66,37 @@ def make_conv_model(dyn=False):
          numpy_helper.from_array(fc, "fc"), numpy_helper.from_array(np.array(0, np.int64), "zero"),
          numpy_helper.from_array(np.array([0], np.int64), "axes0"),
          numpy_helper.from_array(np.array([-1], np.int64), "minus_one")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def make_dynamic_quantized_model():
+    """Two MatMuls as ONNX Runtime's dynamic quantization writes them (DynamicQuantizeLinear ->
+    MatMulInteger -> Cast -> Mul by the scales): int8 weights without a zero point, and uint8
+    weights with zero point 7 (centered, -7..248: int16)."""
+    rng = np.random.default_rng(11)
+    w1 = rng.integers(-128, 128, (64, 48)).astype(np.int8)
+    w2 = rng.integers(0, 256, (48, 32)).astype(np.uint8)
+    nodes = []
+    for i, (x, w, zp, y) in enumerate((("x", "w1", "", "h"), ("h", "w2", "w2_zero", "y"))):
+        nodes += [
+            helper.make_node("DynamicQuantizeLinear", [x], [x + "_q", x + "_s", x + "_z"], name="dql%d" % i),
+            helper.make_node("MatMulInteger", [x + "_q", w, x + "_z"] + ([zp] if zp else []), [x + "_acc"],
+                             name="mmi%d" % i),
+            helper.make_node("Cast", [x + "_acc"], [x + "_accf"], name="cast%d" % i, to=TensorProto.FLOAT),
+            helper.make_node("Mul", [x + "_accf", x + "_s"], [x + "_m"], name="scale_x%d" % i),
+            helper.make_node("Mul", [x + "_m", w + "_scale"], [y], name="scale_w%d" % i),
+        ]
+    graph = helper.make_graph(
+        nodes, "dynamic_quantized",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 32])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2"),
+         numpy_helper.from_array(np.array(7, np.uint8), "w2_zero"),
+         numpy_helper.from_array(rng.uniform(0.01, 0.02, 48).astype(np.float32), "w1_scale"),
+         numpy_helper.from_array(rng.uniform(0.01, 0.02, 32).astype(np.float32), "w2_scale")])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 7
     onnx.checker.check_model(m, full_check=True)
@@ -121,6 +153,42 @@ class ConvertFeaturesTest(e2e_util.E2ETestCase):
         line = self.assertFails(r, "poprt-convert", code=code, mentions=mentions, usage=usage)
         self.assertEqual(list(e2e_util.snapshot_dir(out)), [], "files left behind:\n" + r.describe())
         return line
+
+    def test_a_quantized_models_weights_keep_their_integer_types_in_the_converted_onnx(self):
+        # quantized_to_float makes the weights float32 integers for the device; the converted ONNX
+        # stores them as int8 / int16 read through a Cast, and computes what the original does.
+        node_env, why = ort_env()
+        if node_env is None:
+            self.skipTest("ONNX Runtime reference unavailable: " + why)
+        src = self.path("dynamic_quantized.onnx")
+        onnx.save(make_dynamic_quantized_model(), src)
+        out = self.path("out")
+        # without the fusions, whose ai.graphcore ops ONNX Runtime does not have
+        self.convert(["--input_model", src, "--output_dir", out, "--passes", "quantized_to_float,dead_code_elimination"])
+        path = os.path.join(out, "dynamic_quantized.poprt.onnx")
+        converted = onnx.load(path)
+        onnx.checker.check_model(converted, full_check=True)
+        casts = {n.input[0]: n for n in converted.graph.node if n.op_type == "Cast"}
+        stored = {}
+        for t in converted.graph.initializer:
+            size = int(np.prod(t.dims))
+            self.assertFalse(t.data_type == TensorProto.FLOAT and size > 1024, "%s is float32" % t.name)
+            if size > 1024:
+                self.assertIn(t.name, casts, "nothing widens %s" % t.name)
+                self.assertEqual(helper.get_attribute_value(casts[t.name].attribute[0]), TensorProto.FLOAT)
+                stored[size] = t.data_type
+        self.assertEqual(stored, {64 * 48: TensorProto.INT8, 48 * 32: TensorProto.INT16})
+        self.assertLess(os.path.getsize(path), (64 * 48 + 48 * 32) * 4)  # under their float32 bytes
+
+        # ONNX Runtime draws the same inputs for both (same seed, name and shape)
+        outputs = []
+        for model in (src, path):
+            ort_out = self.path("ort_" + os.path.basename(model))
+            r = e2e_util.run_cmd(["node", os.path.join(ORT_DIR, "ort_run.js"), model, "--outdir", ort_out, "--runs",
+                                  "1", "--warmup", "0", "--threads", "1", "--range", "-2,2"], env=node_env)
+            self.assertEqual(r.returncode, 0, r.describe())
+            outputs.append(np.load(os.path.join(ort_out, npy_files(ort_out, "output")[0])))
+        np.testing.assert_allclose(outputs[1], outputs[0], rtol=1e-5, atol=1e-6)
 
     # ------------------------------------------------------------------ no silent no-ops
 

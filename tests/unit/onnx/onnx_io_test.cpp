@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "lib/onnx/onnx_io.h"
 #include "passes/input_shapes.h"
@@ -104,6 +105,78 @@ TEST(RoundTrip, ExportThenImportGivesTheSameIR) {
     ASSERT_TRUE(second.ok()) << test << ": " << second.error().message();
     EXPECT_EQ(ir::print(*first->graph), ir::print(*second->graph)) << test;
   }
+}
+
+// Two nodes of one name (passes name new nodes after what they replace): ONNX Runtime refuses the
+// graph, so the export gives the repeat the first suffix no node has.
+TEST(Export, RepeatedNodeNamesGetASuffixNoOtherNodeHas) {
+  ir::Model model;
+  model.opset_imports = {{"", 13}};
+  ir::Graph& g = *model.graph;
+  ir::Value* v = g.addInput("x", ir::TensorType::of(DType::Float, {2}));
+  for (const char* name : {"a", "a", "a_1", "a"}) {
+    ir::Value* out = g.addValue(g.uniqueName("v"), v->type);
+    g.addNode("Relu", {v}, {out}, name);
+    v = out;
+  }
+  g.addOutput(v);
+  onnx::ModelProto proto = exportModelProto(model);
+  std::vector<std::string> names;
+  for (const auto& n : proto.graph().node()) names.push_back(n.name());
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "a_2", "a_1", "a_3"}));
+}
+
+// The converted ONNX stores float32 weights of small integers in int8 / int16 behind a Cast; a
+// weight with a fraction, a small constant and an initializer that is also a graph input stay.
+TEST(Export, IntegerWeightsAreNarrowedBehindACast) {
+  ir::Model model;
+  model.opset_imports = {{"", 13}};
+  ir::Graph& g = *model.graph;
+  auto weight = [&](const std::string& name, int64_t n, float scale, float offset) {
+    Tensor t(DType::Float, {n});
+    for (int64_t i = 0; i < n; ++i) t.data<float>()[static_cast<size_t>(i)] = static_cast<float>(i % 200 - 100) * scale + offset;
+    return g.addInitializer(name, std::move(t));
+  };
+  ir::Value* small = weight("int8_weight", 2048, 1, 0);
+  ir::Value* wide = weight("int16_weight", 2048, 3, 0);
+  ir::Value* fraction = weight("fraction", 2048, 1, 0.5f);
+  ir::Value* shape_data = weight("few", 16, 1, 0);
+  ir::Value* sum = small;
+  for (ir::Value* w : {wide, fraction}) {
+    ir::Value* out = g.addValue(g.uniqueName("sum"), small->type);
+    g.addNode("Add", {sum, w}, {out}, "add_" + w->name());
+    sum = out;
+  }
+  g.addOutput(sum);
+  g.addOutput(shape_data);
+  onnx::ModelProto proto = exportModelProto(model, WeightData::IntegersNarrowed);
+  std::map<std::string, int> stored;
+  for (const auto& t : proto.graph().initializer()) stored[t.name()] = t.data_type();
+  EXPECT_EQ(stored, (std::map<std::string, int>{{"int8_weight/int8", onnx::TensorProto::INT8},
+                                                {"int16_weight/int16", onnx::TensorProto::INT16},
+                                                {"fraction", onnx::TensorProto::FLOAT},
+                                                {"few", onnx::TensorProto::FLOAT}}));
+  ASSERT_GE(proto.graph().node_size(), 2);
+  for (int i = 0; i < 2; ++i) {  // the Casts come first: every node may read the weights
+    const auto& cast = proto.graph().node(i);
+    EXPECT_EQ(cast.op_type(), "Cast");
+    EXPECT_EQ(cast.input(0), cast.output(0) + (i == 0 ? "/int8" : "/int16"));
+    EXPECT_EQ(cast.attribute(0).i(), onnx::TensorProto::FLOAT);
+  }
+  // Read back, the narrowed values are the weight's floats.
+  auto back = importModelProto(proto, "", "narrowed");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  for (const auto& [name, original] : {std::pair{"int8_weight/int8", small}, std::pair{"int16_weight/int16", wide}}) {
+    const ir::Value* narrow = back->graph->findValue(name);
+    ASSERT_TRUE(narrow && narrow->isInitializer()) << name;
+    const Tensor& t = *narrow->initializer();
+    for (int64_t i = 0; i < 2048; ++i) {
+      const size_t k = static_cast<size_t>(i);
+      const float widened = t.dtype() == DType::Int8 ? t.data<int8_t>()[k] : t.data<int16_t>()[k];
+      ASSERT_EQ(widened, original->initializer()->data<float>()[k]) << name << " " << i;
+    }
+  }
+  EXPECT_EQ(exportModelProto(model).graph().initializer_size(), 4);  // the default export keeps float32
 }
 
 TEST(InputShapes, FillsDynamicDimsAndPropagates) {
