@@ -5,8 +5,8 @@
 // (a weight float_to_half kept float32, equal to one it converted) is read through a Cast of it:
 // the PopEF stores float32 weights rounded to float16 anyway (tools/convert_popef.cpp), so the
 // device computes the same and the weight is stored once.
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <set>
 #include <tuple>
@@ -92,6 +92,7 @@ class CommonSubexpressions : public Pass {
 
   static bool shareFloat16Twins(ir::Graph& graph, PassContext& ctx) {
     std::map<std::pair<Shape, std::vector<uint8_t>>, ir::Value*> halves;  // (shape, bytes) -> float16 initializer
+    std::set<Shape> half_shapes;
     std::vector<ir::Value*> singles;
     for (ir::Value* v : graph.initializers()) {
       if (v->isGraphInput() || v->isGraphOutput()) continue;
@@ -99,6 +100,7 @@ class CommonSubexpressions : public Pass {
       if (t.dtype() == DType::Float16) {
         auto bytes = t.bytes();
         halves.try_emplace({t.shape(), std::vector<uint8_t>(bytes.begin(), bytes.end())}, v);
+        half_shapes.insert(t.shape());
       } else if (t.dtype() == DType::Float && t.numElements() > 0) {
         singles.push_back(v);
       }
@@ -106,15 +108,12 @@ class CommonSubexpressions : public Pass {
     bool changed = false;
     for (ir::Value* v : singles) {
       const Tensor& t = *v->initializer();
-      std::vector<uint8_t> rounded(t.byteSize() / 2);
-      bool fits = true;
+      if (!half_shapes.count(t.shape())) continue;  // no twin possible: not rounded (a quantized ViT's 86M weights)
       auto src = t.data<float>();
-      for (size_t i = 0; i < src.size() && fits; ++i) {
-        fits = std::fabs(src[i]) <= 65504.0f;  // as the PopEF's float16 storage requires
-        const uint16_t h = floatToHalfBits(src[i]);
-        std::memcpy(&rounded[2 * i], &h, 2);
-      }
-      if (!fits) continue;
+      // as the PopEF's float16 storage requires
+      if (!std::all_of(src.begin(), src.end(), [](float x) { return std::fabs(x) <= 65504.0f; })) continue;
+      std::vector<uint8_t> rounded(t.byteSize() / 2);
+      floatsToHalfBits(src.data(), src.size(), reinterpret_cast<uint16_t*>(rounded.data()));
       auto twin = halves.find({t.shape(), rounded});
       if (twin == halves.end()) continue;
       ir::Value* widened = graph.addValue(graph.uniqueName(v->name() + "_from_fp16"), v->type);

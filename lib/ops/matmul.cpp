@@ -1,5 +1,6 @@
 // MatMul (numpy semantics) and Gemm. The evaluator accumulates in double for floating types.
 #include <Eigen/Dense>
+#include <algorithm>
 #include <type_traits>
 
 #include "lib/ops/broadcast.h"
@@ -19,18 +20,17 @@ constexpr int64_t kFewRows = 8;  // a Gemm with at most this many rows reads B w
 
 // Floating operands are multiplied in double with Eigen (blocked, vectorised; the calibration of a
 // BERT-sized model runs dozens of GFLOP), each operand matrix widened once; in float32 when the
-// context asks for float32 sums and the operands are float32.
+// context asks for float32 sums and the operands are float32, read and written in place.
 template <class S, class P>
 void widen(P p, int64_t offset, int64_t rows, int64_t cols, Mat<S>& m) {
   m.resize(rows, cols);
   for (int64_t i = 0; i < rows * cols; ++i) m.data()[i] = static_cast<S>(toCompute(p[offset + i]));
 }
 
-// out = a * b, blocks of rows on different cores when the product is large.
-template <class A, class B, class S>
-void multiply(const A& a, const B& b, Mat<S>& out) {
+// out = a * b (out sized already), blocks of rows on different cores when the product is large.
+template <class A, class B, class Out>
+void multiply(const A& a, const B& b, Out&& out) {
   const int64_t M = a.rows();
-  out.resize(M, b.cols());
   const int64_t parts = parallelParts(M * a.cols() * b.cols(), M);
   const int64_t rows = (M + parts - 1) / parts;
   parallelFor(parts, [&](int64_t part) {
@@ -69,18 +69,38 @@ Expected<std::vector<Tensor>> evalMatMul(const std::vector<const Tensor*>& in, c
       auto pb = b.data<T>();
       auto py = y.data<T>();
       std::vector<int64_t> bstrides = contiguousStrides(batch);
+      // B shared by every product (a weight) and A's batches in order: one product of all of A's
+      // rows, large enough to split over the cores (attention as PyTorch exports it multiplies a
+      // [197, 1, 768] activation by a weight: one 197-row product, not 197 one-row ones).
+      const bool stacked = batch_a == batch && std::all_of(stride_b.begin(), stride_b.end(), [](int64_t s) { return s == 0; });
+      const int64_t rows = stacked ? batches * M : M, products_count = stacked ? 1 : batches;
       auto products = [&](auto scalar) {
         using S = decltype(scalar);
-        Mat<S> ma, mb, my;
-        int64_t widened_a = -1, widened_b = -1;  // the offsets ma and mb hold
-        for (int64_t bi = 0; bi < batches; ++bi) {
-          const int64_t oa = broadcastOffset(bi, bstrides, stride_a) * M * K;
+        // Operands of the sums' type are read in place; others widened once per distinct matrix.
+        std::vector<S> wa, wb;
+        const S *da = nullptr, *db = nullptr;
+        auto operand = [&](auto p, int64_t offset, int64_t count, std::vector<S>& widened) -> const S* {
+          if constexpr (std::is_same_v<T, S>) return p.data() + offset;
+          widened.resize(static_cast<size_t>(count));
+          for (int64_t i = 0; i < count; ++i) widened[static_cast<size_t>(i)] = static_cast<S>(toCompute(p[offset + i]));
+          return widened.data();
+        };
+        Mat<S> my;
+        int64_t widened_a = -1, widened_b = -1;  // the offsets da and db point at
+        for (int64_t bi = 0; bi < products_count; ++bi) {
+          const int64_t oa = broadcastOffset(bi, bstrides, stride_a) * rows * K;
           const int64_t ob = broadcastOffset(bi, bstrides, stride_b) * K * N;
-          if (oa != widened_a) widen(pa, widened_a = oa, M, K, ma);
-          if (ob != widened_b) widen(pb, widened_b = ob, K, N, mb);
-          multiply(ma, mb, my);
-          for (int64_t i = 0; i < M * N; ++i)
-            py[bi * M * N + i] = fromCompute<T>(static_cast<typename ComputeType<T>::type>(my.data()[i]));
+          if (oa != widened_a) da = operand(pa, widened_a = oa, rows * K, wa);
+          if (ob != widened_b) db = operand(pb, widened_b = ob, K * N, wb);
+          const Eigen::Map<const Mat<S>> ma(da, rows, K), mb(db, K, N);
+          if constexpr (std::is_same_v<T, S>) {
+            multiply(ma, mb, Eigen::Map<Mat<S>>(py.data() + bi * rows * N, rows, N));
+          } else {
+            my.resize(rows, N);
+            multiply(ma, mb, my);
+            for (int64_t i = 0; i < rows * N; ++i)
+              py[bi * rows * N + i] = fromCompute<T>(static_cast<typename ComputeType<T>::type>(my.data()[i]));
+          }
         }
       };
       if constexpr (std::is_same_v<T, float>) {
@@ -159,7 +179,7 @@ Expected<std::vector<Tensor>> evalGemm(const ir::Node& node, const std::vector<c
       }
       auto products = [&](auto scalar) {
         using S = decltype(scalar);
-        Mat<S> ma, mb, my;
+        Mat<S> ma, mb, my(M, N);
         widen(pa, 0, a.shape()[0], a.shape()[1], ma);
         widen(pb, 0, b.shape()[0], b.shape()[1], mb);
         if (ta && tb)

@@ -170,6 +170,21 @@ T applyBinary(BinaryFn fn, T a, T b) {
   return a;
 }
 
+// f(fn) with fn a compile-time constant (std::integral_constant), so a loop calling
+// applyBinary(fn, ...) inside f has no switch per element.
+template <class F>
+void withBinaryFn(BinaryFn fn, F&& f) {
+  switch (fn) {
+    case BinaryFn::Add: return f(std::integral_constant<BinaryFn, BinaryFn::Add>{});
+    case BinaryFn::Sub: return f(std::integral_constant<BinaryFn, BinaryFn::Sub>{});
+    case BinaryFn::Mul: return f(std::integral_constant<BinaryFn, BinaryFn::Mul>{});
+    case BinaryFn::Div: return f(std::integral_constant<BinaryFn, BinaryFn::Div>{});
+    case BinaryFn::Max: return f(std::integral_constant<BinaryFn, BinaryFn::Max>{});
+    case BinaryFn::Min: return f(std::integral_constant<BinaryFn, BinaryFn::Min>{});
+    case BinaryFn::Pow: return f(std::integral_constant<BinaryFn, BinaryFn::Pow>{});
+  }
+}
+
 }  // namespace poprt::ops
 
 #include <string>

@@ -1,5 +1,7 @@
 #include "tools/common/tool_common.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <iostream>
 #include <vector>
@@ -10,6 +12,12 @@
 #include "tools/common/error_format.h"
 
 namespace poprt::tools {
+
+void keepFreedMemoryForReuse() {
+  constexpr int kNever = 1 << 30;  // bytes: a block this big is still mapped on its own
+  mallopt(M_MMAP_THRESHOLD, kNever);
+  mallopt(M_TRIM_THRESHOLD, kNever);
+}
 
 void addLoggingFlag(CLI::App& app, std::string& level) {
   app.add_option("--logging_level", level, "OFF, ERR, WARN, INFO, DEBUG or TRACE (also POPRT_LOG_LEVEL)");

@@ -51,6 +51,7 @@ Status run(const CLI::App& app, ConvertOptions& o) {
 
 int main(int argc, char** argv) {
   using namespace poprt::tools;
+  keepFreedMemoryForReuse();
   ConvertOptions o;
   CLI::App app{"poprt-convert: compile an ONNX model ahead of time for the IPU simulator"};
   addConvertFlags(app, o);

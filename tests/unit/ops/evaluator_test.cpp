@@ -1,6 +1,7 @@
 // The reference evaluator against the ONNX backend test data (an independent oracle), plus edge cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -147,6 +148,48 @@ TEST(Products, Float32SumsStayWithinFloat32RoundingOfTheDoubleOnes) {
     ASSERT_EQ(exact.shape(), fast.shape()) << node->node->opType();
     for (size_t i = 0; i < exact.data<float>().size(); ++i)
       ASSERT_NEAR(fast.data<float>()[i], exact.data<float>()[i], 1e-5) << node->node->opType() << " [" << i << "]";
+  }
+}
+
+// MatMul's batch broadcasting against a double loop, with double and float32 sums: a weight shared
+// by all of A's batches (one product of all of A's rows), broadcast batches on either side.
+TEST(MatMul, BroadcastBatchesMatchADoubleLoop) {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{5, 1, 8}, {8, 3}}, {{2, 3, 4, 8}, {1, 8, 6}}, {{4, 8}, {3, 8, 6}}, {{2, 4, 8}, {2, 8, 6}}, {{2, 1, 4, 8}, {3, 8, 6}}};
+  for (const auto& [sa, sb] : cases) {
+    Tensor a = randomF32(sa, 11), b = randomF32(sb, 12);
+    const int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
+    // The output's batch dims, each operand's aligned to the right (1 where it has none).
+    const size_t rank = std::max(sa.size(), sb.size()) - 2;
+    auto dim = [&](const Shape& s, size_t d) { return d + s.size() - 2 >= rank ? s[d + s.size() - 2 - rank] : 1; };
+    Shape batch;
+    for (size_t d = 0; d < rank; ++d) batch.push_back(std::max(dim(sa, d), dim(sb, d)));
+    for (bool float32_sums : {false, true}) {
+      OneNode n("MatMul", 2);
+      Tensor y = runWith(n, {&a, &b}, float32_sums);
+      Shape want_shape = batch;
+      want_shape.insert(want_shape.end(), {M, N});
+      ASSERT_EQ(y.shape(), want_shape) << shapeToString(sa) << " x " << shapeToString(sb);
+      int64_t batches = 1;
+      for (int64_t d : batch) batches *= d;
+      for (int64_t bi = 0; bi < batches; ++bi) {
+        int64_t ia = 0, ib = 0, rest = bi;
+        std::vector<int64_t> index(rank);
+        for (size_t d = rank; d-- > 0;) index[d] = rest % batch[d], rest /= batch[d];
+        for (size_t d = 0; d < rank; ++d) {
+          ia = ia * dim(sa, d) + (dim(sa, d) == 1 ? 0 : index[d]);
+          ib = ib * dim(sb, d) + (dim(sb, d) == 1 ? 0 : index[d]);
+        }
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t j = 0; j < N; ++j) {
+            double want = 0;
+            for (int64_t k = 0; k < K; ++k)
+              want += static_cast<double>(a.data<float>()[(ia * M + m) * K + k]) * b.data<float>()[(ib * K + k) * N + j];
+            ASSERT_NEAR(y.data<float>()[(bi * M + m) * N + j], want, 1e-5)
+                << shapeToString(sa) << " x " << shapeToString(sb) << " float32 sums " << float32_sums << " batch " << bi;
+          }
+      }
+    }
   }
 }
 
