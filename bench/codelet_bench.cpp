@@ -5,11 +5,11 @@
 
 #include "lib/exec/codelets.h"
 #include "lib/ops/scalar_math.h"
+#include "lib/support/gemm.h"
+#include "lib/support/simd_isa.h"
 #include "sim/codelets.h"
-#include "sim/gemm.h"
 #include "sim/logistic.h"
 #include "sim/row_sums.h"
-#include "sim/simd_isa.h"
 
 namespace {
 
@@ -152,8 +152,8 @@ BENCHMARK(BM_ConvPartialStride2);
 
 // The kernels under each instruction set this CPU has (arg 0: Portable, 1: AVX2, 2: AVX-512),
 // on the shapes the small models run most: the last one the CPU has is what runs.
-bool pickIsa(benchmark::State& state, poprt::sim::SimdIsa& isa) {
-  const auto isas = poprt::sim::availableSimdIsas();
+bool pickIsa(benchmark::State& state, poprt::SimdIsa& isa) {
+  const auto isas = poprt::availableSimdIsas();
   if (state.range(0) >= static_cast<int64_t>(isas.size())) {
     state.SkipWithError("this CPU lacks that instruction set");
     return false;
@@ -165,12 +165,12 @@ bool pickIsa(benchmark::State& state, poprt::sim::SimdIsa& isa) {
 // A conv block's product: 1-5 output channels (the row tiles' remainder), 16 channels x 3x3 taps,
 // 3 rows of 34.
 void BM_GemmFewRows(benchmark::State& state) {
-  poprt::sim::SimdIsa isa = poprt::sim::SimdIsa::Portable;
+  poprt::SimdIsa isa = poprt::SimdIsa::Portable;
   if (!pickIsa(state, isa)) return;
   const int64_t M = state.range(1), K = 144, N = 102;
   std::vector<float> a(static_cast<size_t>(M * K), 0.5f), b(static_cast<size_t>(K * N), 0.25f), out(static_cast<size_t>(M * N));
   for (auto _ : state) {
-    poprt::sim::gemmWith(isa, a.data(), M, K, b.data(), N, N, out.data(), N);
+    poprt::gemmWith(isa, a.data(), M, K, b.data(), N, N, out.data(), N);
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(M * K * N) * static_cast<double>(state.iterations()),
@@ -180,7 +180,7 @@ BENCHMARK(BM_GemmFewRows)->ArgsProduct({{0, 1, 2}, {1, 2, 4}});
 
 // A split conv's partial sums: 8 rows of 40.
 void BM_SumRows(benchmark::State& state) {
-  poprt::sim::SimdIsa isa = poprt::sim::SimdIsa::Portable;
+  poprt::SimdIsa isa = poprt::SimdIsa::Portable;
   if (!pickIsa(state, isa)) return;
   const int64_t count = 8, n = 40;
   std::vector<float> rows(static_cast<size_t>(count * n), 0.125f), out(static_cast<size_t>(n));
@@ -193,7 +193,7 @@ BENCHMARK(BM_SumRows)->DenseRange(0, 2);
 
 // A conv block's Swish epilogue: 1,024 outputs.
 void BM_Swish(benchmark::State& state) {
-  poprt::sim::SimdIsa isa = poprt::sim::SimdIsa::Portable;
+  poprt::SimdIsa isa = poprt::SimdIsa::Portable;
   if (!pickIsa(state, isa)) return;
   std::vector<float> x(1024);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) * 0.1f - 4.0f;

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "lib/ops/scalar_math.h"
-#include "sim/simd_isa.h"
+#include "lib/support/simd_isa.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define POPRT_LOGISTIC_X86 1

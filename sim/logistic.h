@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "sim/simd_isa.h"
+#include "lib/support/simd_isa.h"
 
 namespace poprt::sim {
 

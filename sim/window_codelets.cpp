@@ -18,8 +18,8 @@
 
 #include "lib/exec/codelets.h"
 #include "lib/ops/graphcore_ops.h"
+#include "lib/support/gemm.h"
 #include "sim/codelet_util.h"
-#include "sim/gemm.h"
 
 namespace poprt::sim {
 namespace {

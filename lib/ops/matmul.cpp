@@ -7,6 +7,7 @@
 #include "lib/ops/op_util.h"
 #include "lib/ops/registry.h"
 #include "lib/support/dtype_dispatch.h"
+#include "lib/support/gemm.h"
 #include "lib/support/parallel.h"
 
 namespace poprt::ops {
@@ -25,6 +26,17 @@ template <class S, class P>
 void widen(P p, int64_t offset, int64_t rows, int64_t cols, Mat<S>& m) {
   m.resize(rows, cols);
   for (int64_t i = 0; i < rows * cols; ++i) m.data()[i] = static_cast<S>(toCompute(p[offset + i]));
+}
+
+// out [M x N] = a [M x K] * b [K x N] in float32 sums (rows contiguous): the simulator's
+// register-tiled product (lib/support/gemm.h), 2-3x Eigen's portable build on an AVX2 or AVX-512
+// CPU, blocks of rows on different cores when the product is large.
+void multiplyFloat32(const float* a, const float* b, float* out, int64_t M, int64_t K, int64_t N) {
+  const int64_t parts = parallelParts(M * K * N, M), rows = (M + parts - 1) / parts;
+  parallelFor(parts, [&](int64_t part) {
+    const int64_t r0 = part * rows, n = std::min(M - r0, rows);
+    if (n > 0) gemm(a + r0 * K, n, K, b, N, N, out + r0 * N, N);
+  });
 }
 
 // out = a * b (out sized already), blocks of rows on different cores when the product is large.
@@ -93,7 +105,9 @@ Expected<std::vector<Tensor>> evalMatMul(const std::vector<const Tensor*>& in, c
           if (oa != widened_a) da = operand(pa, widened_a = oa, rows * K, wa);
           if (ob != widened_b) db = operand(pb, widened_b = ob, K * N, wb);
           const Eigen::Map<const Mat<S>> ma(da, rows, K), mb(db, K, N);
-          if constexpr (std::is_same_v<T, S>) {
+          if constexpr (std::is_same_v<T, float> && std::is_same_v<S, float>) {
+            multiplyFloat32(da, db, py.data() + bi * rows * N, rows, K, N);
+          } else if constexpr (std::is_same_v<T, S>) {
             multiply(ma, mb, Eigen::Map<Mat<S>>(py.data() + bi * rows * N, rows, N));
           } else {
             my.resize(rows, N);

@@ -5,6 +5,7 @@
 #include <Eigen/Dense>
 
 #include "lib/ops/nn_util.h"
+#include "lib/support/gemm.h"
 #include "lib/support/parallel.h"
 
 namespace poprt::ops::nn {
@@ -139,10 +140,13 @@ Expected<Tensor> convolve(const ConvArgs& a, const Window& win, const Shape& ys,
               for (int64_t j = 0; j < np; ++j) dst[j] = o[j] >= 0 ? img[o[j]] : S(0);
             }
           }
-          ConstMapOf<S> wg(w.data() + g * Mg * rows, Mg, rows);
-          ConstMapOf<S> cm(col.data(), rows, np);
-          StridedMapOf<S> yb(y.data() + (n * M + g * Mg) * P + p0, Mg, np, Eigen::OuterStride<>(P));
-          yb.noalias() = wg * cm;
+          S* yb = y.data() + (n * M + g * Mg) * P + p0;  // rows P apart
+          if constexpr (std::is_same_v<S, float>) {
+            gemm(w.data() + g * Mg * rows, Mg, rows, col.data(), np, np, yb, P);  // the faster float kernel
+          } else {
+            StridedMapOf<S>(yb, Mg, np, Eigen::OuterStride<>(P)).noalias() =
+                ConstMapOf<S>(w.data() + g * Mg * rows, Mg, rows) * ConstMapOf<S>(col.data(), rows, np);
+          }
         }
     });
   }

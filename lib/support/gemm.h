@@ -1,10 +1,12 @@
-// The simulator's matrix product, shared by the ConvPartial and MatMul codelets.
+// The float32 matrix product of the simulator's ConvPartial and MatMul codelets, and of the
+// reference evaluator's float32 sums (the fp16 range check: EvalContext::setFloat32Sums).
 #pragma once
 
 #include <cstdint>
-#include "sim/simd_isa.h"
 
-namespace poprt::sim {
+#include "lib/support/simd_isa.h"
+
+namespace poprt {
 
 // out [M x N] (row stride ldo) = a [M x K] (rows contiguous) x b [K x N] (row stride ldb).
 // Each output sums its K products in order, from zero, with fused multiply-adds: exactly rounded,
@@ -38,4 +40,4 @@ void gemmRowsWith(SimdIsa isa, const float* a, int64_t M, int64_t K, const float
                   int64_t ldo);
 void dotChainsWith(SimdIsa isa, const DotChain* chains, int64_t n, const TapRun* runs, int64_t n_runs);
 
-}  // namespace poprt::sim
+}  // namespace poprt

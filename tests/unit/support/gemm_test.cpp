@@ -1,4 +1,4 @@
-#include "sim/gemm.h"
+#include "lib/support/gemm.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-namespace poprt::sim {
+namespace poprt {
 namespace {
 
 // Every version this CPU has gives the same bits as the portable one, over the register tiles'
@@ -100,4 +100,4 @@ TEST(DotChains, EveryVersionSumsEachChainInTapOrder) {
 }
 
 }  // namespace
-}  // namespace poprt::sim
+}  // namespace poprt

@@ -4,7 +4,7 @@
 // of an im2col matrix). The
 // last columns of a row go through masked loads and stores, so nothing reads past a row of b.
 // `gemm` picks the version for the CPU once; each version is callable by itself, for the tests.
-#include "sim/gemm.h"
+#include "lib/support/gemm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include <immintrin.h>
 #endif
 
-namespace poprt::sim {
+namespace poprt {
 namespace {
 
 // Row k of b: at a stride (a matrix), or through a table of pointers (gemmRows).
@@ -298,4 +298,4 @@ void gemmRows(const float* a, int64_t M, int64_t K, const float* const* b, int64
   gemmRowsWith(bestSimdIsa(), a, M, K, b, first, N, out, ldo);
 }
 
-}  // namespace poprt::sim
+}  // namespace poprt

@@ -1,6 +1,6 @@
-#include "sim/simd_isa.h"
+#include "lib/support/simd_isa.h"
 
-namespace poprt::sim {
+namespace poprt {
 
 std::vector<SimdIsa> availableSimdIsas() {
   std::vector<SimdIsa> isas{SimdIsa::Portable};
@@ -17,4 +17,4 @@ SimdIsa bestSimdIsa() {
   return best;
 }
 
-}  // namespace poprt::sim
+}  // namespace poprt
