@@ -156,12 +156,10 @@ Status unpackRegions(std::span<const uint8_t> bytes, std::vector<LayoutRegion>& 
 namespace {
 
 // A packed vertex's flags: which of its parts differ from the vertex before (docs/POPEF.md).
-enum VertexFlags : uint64_t {
-  kNewKind = 1,     // codelet, dtype, field dtypes and the three counts follow; so do all values
-  kNewParams = 2,   // the params follow, as differences from the previous vertex's
-  kNewFparams = 4,  // the fparams follow, 4 bytes each
-  kNewSizes = 8,    // the fields' byte counts follow, as differences
-};
+constexpr uint64_t kNewKind = 1;     // codelet, dtype, field dtypes and the three counts follow; so do all values
+constexpr uint64_t kNewParams = 2;   // the params follow, as differences from the previous vertex's
+constexpr uint64_t kNewFparams = 4;  // the fparams follow, 4 bytes each
+constexpr uint64_t kNewSizes = 8;    // the fields' byte counts follow, as differences
 
 bool sameKind(const Vertex& a, const Vertex& b) {
   if (a.codelet != b.codelet || a.dtype != b.dtype || a.fields.size() != b.fields.size() || a.params.size() != b.params.size() ||

@@ -15,7 +15,7 @@ namespace {
 
 Tensor floats(const std::vector<float>& values) {
   Tensor t(DType::Float, {static_cast<int64_t>(values.size())});
-  std::memcpy(t.bytes().data(), values.data(), t.byteSize());
+  if (!values.empty()) std::memcpy(t.bytes().data(), values.data(), t.byteSize());
   return t;
 }
 
