@@ -7,6 +7,7 @@
 // device computes the same and the weight is stored once.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 #include <tuple>
@@ -112,8 +113,10 @@ class CommonSubexpressions : public Pass {
       auto src = t.data<float>();
       // as the PopEF's float16 storage requires
       if (!std::all_of(src.begin(), src.end(), [](float x) { return std::fabs(x) <= 65504.0f; })) continue;
-      std::vector<uint8_t> rounded(t.byteSize() / 2);
-      floatsToHalfBits(src.data(), src.size(), reinterpret_cast<uint16_t*>(rounded.data()));
+      std::vector<uint16_t> bits(src.size());
+      floatsToHalfBits(src.data(), src.size(), bits.data());
+      std::vector<uint8_t> rounded(bits.size() * 2);
+      std::memcpy(rounded.data(), bits.data(), rounded.size());
       auto twin = halves.find({t.shape(), rounded});
       if (twin == halves.end()) continue;
       ir::Value* widened = graph.addValue(graph.uniqueName(v->name() + "_from_fp16"), v->type);

@@ -1,5 +1,6 @@
 #include <onnx/onnx_pb.h>
 
+#include <optional>
 #include <unordered_set>
 
 #include "lib/onnx/onnx_io.h"
@@ -87,8 +88,30 @@ class NodeNames {
   std::unordered_set<std::string> taken_, emitted_;
 };
 
+// The value names of the graphs nested in g's nodes (If branches, Loop bodies), at every depth:
+// a name the export adds to g must not be one of them either (ONNX names a value once in scope).
+void nestedNames(const ir::Graph& g, std::unordered_set<std::string>& names) {
+  for (const auto& n : g.nodes())
+    for (const ir::Graph* sub : n->subgraphs()) {
+      for (const ir::Value* v : sub->inputs()) names.insert(v->name());
+      for (const ir::Value* v : sub->initializers()) names.insert(v->name());
+      for (const auto& m : sub->nodes())
+        for (const ir::Value* out : m->outputs())
+          if (out) names.insert(out->name());
+      nestedNames(*sub, names);
+    }
+}
+
 void exportGraph(const ir::Graph& g, onnx::GraphProto* gp, WeightData weights) {
   NodeNames node_names(g);
+  std::optional<std::unordered_set<std::string>> taken;  // nested names and the added ones, once needed
+  auto freshValueName = [&](const std::string& base) {
+    if (!taken) nestedNames(g, taken.emplace());
+    std::string name = base;
+    for (size_t k = 1; g.findValue(name) || taken->count(name); ++k) name = base + "_" + std::to_string(k);
+    taken->insert(name);
+    return name;
+  };
   gp->set_name(g.name());
   if (!g.doc_string.empty()) gp->set_doc_string(g.doc_string);
   for (const ir::Value* v : g.inputs()) valueInfo(*v, gp->add_input());
@@ -99,7 +122,7 @@ void exportGraph(const ir::Graph& g, onnx::GraphProto* gp, WeightData weights) {
     }
     if (weights == WeightData::IntegersNarrowed && !v->isGraphInput() && v->initializer()->numElements() > kShapeDataElements)
       if (auto narrow = exactIntegerStorage(*v->initializer())) {
-        const std::string stored = g.uniqueName(v->name() + "/" + std::string(dtypeName(*narrow)));
+        const std::string stored = freshValueName(v->name() + "/" + std::string(dtypeName(*narrow)));
         tensorToProto(narrowedTo(*v->initializer(), *narrow), stored, gp->add_initializer());
         auto* cast = gp->add_node();  // first: every node after it may read the weight
         cast->set_op_type("Cast");
@@ -133,6 +156,8 @@ void exportGraph(const ir::Graph& g, onnx::GraphProto* gp, WeightData weights) {
 }  // namespace
 
 onnx::ModelProto exportModelProto(const ir::Model& model, WeightData weights) {
+  // Narrowed weights are read through ONNX's Cast: not for a model that imports no default domain.
+  if (weights == WeightData::IntegersNarrowed && model.opsetVersion("") == 0) weights = WeightData::Full;
   onnx::ModelProto proto;
   proto.set_ir_version(model.ir_version);
   for (const auto& op : model.opset_imports) {

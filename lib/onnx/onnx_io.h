@@ -38,7 +38,8 @@ Expected<ir::Model> convertOpset(const ir::Model& model, int64_t opset, const st
 // Or (for the converted ONNX a user keeps) every float32 weight of more than kShapeDataElements
 // integers that int8 or int16 holds in that type, read through a Cast to float32: a quantized
 // model's weights, which quantized_to_float made float32, take their own bytes again (the
-// dynamically quantized ViT-B/16: 347 MB -> 88 MB, and writing the 347 was a fifth of its compile).
+// dynamically quantized ViT-B/16: 347 MB -> 88 MB, and writing the 347 was a fifth of its compile);
+// not an initializer that is also a graph input, nor in a model that imports no default domain.
 enum class WeightData { Full, ShapesOnly, IntegersNarrowed };
 inline constexpr int64_t kShapeDataElements = 1024;
 onnx::ModelProto exportModelProto(const ir::Model& model, WeightData weights = WeightData::Full);

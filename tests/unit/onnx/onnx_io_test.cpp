@@ -127,7 +127,7 @@ TEST(Export, RepeatedNodeNamesGetASuffixNoOtherNodeHas) {
 }
 
 // The converted ONNX stores float32 weights of small integers in int8 / int16 behind a Cast; a
-// weight with a fraction, a small constant and an initializer that is also a graph input stay.
+// weight with a fraction and a small constant stay.
 TEST(Export, IntegerWeightsAreNarrowedBehindACast) {
   ir::Model model;
   model.opset_imports = {{"", 13}};
@@ -177,6 +177,45 @@ TEST(Export, IntegerWeightsAreNarrowedBehindACast) {
     }
   }
   EXPECT_EQ(exportModelProto(model).graph().initializer_size(), 4);  // the default export keeps float32
+}
+
+// The narrowed weight's name is new in every scope: an If branch already has "w/int8" (ONNX names a
+// value once), and an initializer that is also a graph input (a default the caller may override)
+// keeps its float32 values. A model that imports no default domain has no Cast: nothing narrows.
+TEST(Export, NarrowedWeightsTakeNamesNoNestedGraphHasAndSkipOverridableOnes) {
+  ir::Model model;
+  model.opset_imports = {{"", 13}};
+  ir::Graph& g = *model.graph;
+  Tensor ints(DType::Float, {2048});
+  for (size_t i = 0; i < 2048; ++i) ints.data<float>()[i] = static_cast<float>(i % 7);
+  ir::Value* w = g.addInitializer("w", ints);
+  ir::Value* d = g.addInput("d", ir::TensorType::of(DType::Float, {2048}));
+  g.addInitializer("d", ints);  // an input with a default
+  ir::Value* cond = g.addInput("cond", ir::TensorType::of(DType::Bool, {}));
+  auto branch = [&](const char* name) {
+    auto b = std::make_shared<ir::Graph>(name, &g);
+    ir::Value* out = b->addValue("w/int8", w->type);  // the name the narrowed weight would take
+    b->addNode("Neg", {w}, {out}, std::string(name) + "_neg");
+    b->addOutput(out);
+    return b;
+  };
+  ir::Value* y = g.addValue("y", w->type);
+  ir::Node* iff = g.addNode("If", {cond}, {y}, "if");
+  iff->attributes["then_branch"].value = branch("then");
+  iff->attributes["else_branch"].value = branch("else");
+  ir::Value* sum = g.addValue("sum", w->type);
+  g.addNode("Add", {y, d}, {sum}, "add");
+  g.addOutput(sum);
+  ASSERT_TRUE(ir::verify(g).ok());
+  onnx::ModelProto proto = exportModelProto(model, WeightData::IntegersNarrowed);
+  std::map<std::string, int> stored;
+  for (const auto& t : proto.graph().initializer()) stored[t.name()] = t.data_type();
+  EXPECT_EQ(stored, (std::map<std::string, int>{{"w/int8_1", onnx::TensorProto::INT8}, {"d", onnx::TensorProto::FLOAT}}));
+  model.opset_imports = {{"ai.onnx.preview.training", 1}};
+  proto = exportModelProto(model, WeightData::IntegersNarrowed);
+  stored.clear();
+  for (const auto& t : proto.graph().initializer()) stored[t.name()] = t.data_type();
+  EXPECT_EQ(stored, (std::map<std::string, int>{{"w", onnx::TensorProto::FLOAT}, {"d", onnx::TensorProto::FLOAT}}));
 }
 
 TEST(InputShapes, FillsDynamicDimsAndPropagates) {
