@@ -1,6 +1,5 @@
 #include "converter/make_popef.h"
 
-#include <cmath>
 #include <set>
 
 #include "lib/exec/memory_profile.h"
@@ -25,8 +24,7 @@ popef::Blob weightBlob(const std::string& name, const Tensor& w, bool fp16) {
   if (w.dtype() != DType::Float || w.numElements() == 0) return popef::makeTensorDataBlob(name, w);
   if (auto integers = exactIntegerStorage(w)) return popef::makeTensorDataBlob(name, narrowedTo(w, *integers));
   if (!fp16) return popef::makeTensorDataBlob(name, w);
-  for (float x : w.data<float>())
-    if (!(std::fabs(x) <= 65504.0f)) return popef::makeTensorDataBlob(name, w);  // NaN fails the test too
+  if (!fitsFloat16(w.data<float>())) return popef::makeTensorDataBlob(name, w);
   Tensor half(DType::Float16, w.shape());
   floatsToHalfBits(w.data<float>().data(), w.data<float>().size(), half.data<uint16_t>().data());
   return popef::makeTensorDataBlob(name, half);

@@ -5,8 +5,6 @@
 // (a weight float_to_half kept float32, equal to one it converted) is read through a Cast of it:
 // the PopEF stores float32 weights rounded to float16 anyway (tools/convert_popef.cpp), so the
 // device computes the same and the weight is stored once.
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -111,8 +109,7 @@ class CommonSubexpressions : public Pass {
       const Tensor& t = *v->initializer();
       if (!half_shapes.count(t.shape())) continue;  // no twin possible: not rounded (a quantized ViT's 86M weights)
       auto src = t.data<float>();
-      // as the PopEF's float16 storage requires
-      if (!std::all_of(src.begin(), src.end(), [](float x) { return std::fabs(x) <= 65504.0f; })) continue;
+      if (!fitsFloat16(src)) continue;  // as the PopEF's float16 storage requires
       std::vector<uint16_t> bits(src.size());
       floatsToHalfBits(src.data(), src.size(), bits.data());
       std::vector<uint8_t> rounded(bits.size() * 2);

@@ -104,10 +104,12 @@ Expected<std::vector<Tensor>> evalMatMul(const std::vector<const Tensor*>& in, c
           const int64_t ob = broadcastOffset(bi, bstrides, stride_b) * K * N;
           if (oa != widened_a) da = operand(pa, widened_a = oa, rows * K, wa);
           if (ob != widened_b) db = operand(pb, widened_b = ob, K * N, wb);
-          const Eigen::Map<const Mat<S>> ma(da, rows, K), mb(db, K, N);
           if constexpr (std::is_same_v<T, float> && std::is_same_v<S, float>) {
             multiplyFloat32(da, db, py.data() + bi * rows * N, rows, K, N);
-          } else if constexpr (std::is_same_v<T, S>) {
+            continue;
+          }
+          const Eigen::Map<const Mat<S>> ma(da, rows, K), mb(db, K, N);
+          if constexpr (std::is_same_v<T, S>) {
             multiply(ma, mb, Eigen::Map<Mat<S>>(py.data() + bi * rows * N, rows, N));
           } else {
             my.resize(rows, N);

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace poprt {
 
@@ -34,6 +36,14 @@ inline uint16_t floatToHalfBits(float f) {
 
 // floatToHalfBits over `n` floats, vectorised where the CPU converts (F16C): the same bits.
 void floatsToHalfBits(const float* in, size_t n, uint16_t* out);
+
+// Whether every value is finite and within float16's +-65504 (a NaN is not): the float32 weights
+// the PopEF may store as float16 (converter/make_popef.cpp; CSE's float16 twins match them).
+inline bool fitsFloat16(std::span<const float> values) {
+  for (float x : values)
+    if (!(std::fabs(x) <= 65504.0f)) return false;
+  return true;
+}
 
 inline float halfBitsToFloat(uint16_t h) {
   uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
