@@ -54,7 +54,8 @@ inline Status expectFloatFields(const VertexView& v, size_t n, const char* what)
 
 // The field holds exactly `elements` floats (false for a negative count).
 inline bool fieldHolds(const exec::Field& f, int64_t elements) {
-  return elements >= 0 && f.bytes == static_cast<uint64_t>(elements) * 4;
+  // Divided, not multiplied: a count of 2^62 + k times 4 wraps to the 4k bytes of a small field.
+  return elements >= 0 && f.bytes % 4 == 0 && f.bytes / 4 == static_cast<uint64_t>(elements);
 }
 
 }  // namespace poprt::sim

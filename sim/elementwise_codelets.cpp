@@ -315,13 +315,12 @@ uint64_t flopsActivation(const exec::ActivationParams& p, const VertexView&) { r
 
 Status checkFill(const exec::FillParams& p, const VertexView& v) {
   if (v.fields.size() != 1 || p.count < 0) return Error("Fill vertex has bad fields or params");
-  size_t esize = dtypeSize(v.dtype);
-  if (esize == 0 || v.dtype == DType::Bool) {
-    if (v.dtype != DType::Bool) return Error("Fill vertex has an unsupported dtype");
-    esize = 1;
-  }
+  // The dtypes runFill writes (a complex one it would leave unwritten).
+  if (!dispatchNumeric(v.dtype, [](auto) {}).ok()) return Error("Fill vertex has an unsupported dtype");
+  const size_t esize = v.dtype == DType::Bool ? 1 : dtypeSize(v.dtype);
   if (v.fields[0].offset % esize != 0) return Error("Fill vertex has a misaligned field");
-  if (v.fields[0].bytes != static_cast<uint64_t>(p.count) * esize) return Error("Fill vertex size does not match its count");
+  if (v.fields[0].bytes % esize != 0 || v.fields[0].bytes / esize != static_cast<uint64_t>(p.count))
+    return Error("Fill vertex size does not match its count");
   return okStatus();
 }
 

@@ -13,6 +13,7 @@
 #include "lib/support/copy_bytes.h"
 #include "lib/support/log.h"
 #include "sim/codelets.h"
+#include "sim/scratch_inputs.h"
 #include "sim/thread_pool.h"
 #include "sim/verify_popef.h"
 
@@ -67,7 +68,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const exec::Exe
 
 Status Engine::reload(const std::map<std::string, Tensor>& weights) {
   const size_t n = exe_.streams.size();
-  tiles_.reset(exe_.tile_bytes);
+  tiles_.reset(exe_.tile_bytes, uint64_t{pool_->workers()} * kTogether * scratchSlotBytes());
   // The load program streams each weight to its tiles once, straight from the caller's tensor
   // (bound as memory, not copied into a host buffer: a 1.2 GB model's weights are held once).
   RunState state{std::vector<ops::RtValue>(n), std::vector<const InputBinding*>(n), std::vector<const OutputBinding*>(n),
@@ -269,17 +270,21 @@ namespace {
 // field from flushing the cache the running vertex works in.
 constexpr uint64_t kPrefetchBytes = 256 * 1024;
 
-// Vertices of a run that runs together (VertexRun::together) given to runVertices at once: eight
-// of an STFT's two-output blocks keep 16 sums in flight, eight of resnet20_cifar's conv blocks
-// share one set-up.
-constexpr size_t kTogether = 8;
-
-void prefetchInputs(const VertexView& v, const uint8_t* mem) {
+// `skip`: a field read from scratch (sim/scratch_inputs.h), whose bytes in the tile nobody reads;
+// the sources of the moves [first, last) that fill it are asked for instead.
+void prefetchInputs(const VertexView& v, const uint8_t* mem, size_t skip, const ExchangeMove* first, const ExchangeMove* last) {
   // GCC finds no side effect in a function of prefetches alone and drops calls to it: an empty
   // volatile asm is one it must keep.
   asm volatile("");
   uint64_t left = kPrefetchBytes;
+  for (const ExchangeMove* m = first; m != last && left > 0; ++m) {
+    const uint8_t* p = mem + m->src;
+    for (uint64_t at = 0; at < m->bytes; at += 64) __builtin_prefetch(p + at, 0, 2);
+    __builtin_prefetch(p + m->bytes - 1, 0, 2);  // a move across a line's end
+    left -= std::min<uint64_t>(m->bytes, left);
+  }
   for (size_t f = 1; f < v.fields.size() && left > 0; ++f) {
+    if (f == skip) continue;
     const uint8_t* p = mem + v.fields[f].offset;
     const uint64_t n = std::min(v.fields[f].bytes, left);
     for (uint64_t at = 0; at < n; at += 64) __builtin_prefetch(p + at, 0, 2);
@@ -297,15 +302,43 @@ void Engine::runComputeSet(uint32_t index, bool split) {
   const auto& runs = plan_->sets[index].runs;
   const VertexMoves& moves = plan_->vertex_moves[index];
   uint8_t* const base = tiles_.base();
+  const uint64_t slot_bytes = scratchSlotBytes();
   auto work = [&](unsigned worker, unsigned workers) {
     auto mine = [&](size_t i) {
       while (i < vertices.size() && !inShare(vertices[i].tile, worker, workers)) ++i;
       return i;
     };
-    auto makeMovesOf = [&](size_t i) {
-      if (moves.ends.empty()) return;
+    auto scratchField = [&](size_t i) -> size_t { return moves.scratch_field.empty() ? 0 : moves.scratch_field[i]; };
+    // This worker's scratch, room for the scratch fields of a group of vertices, packed one after
+    // another (slots a fixed size apart, a multiple of 4 KiB, fell on the same cache sets); and
+    // the fields of the vertices that read one (the verifier's, but one pointing at its slot).
+    const uint64_t scratch = tiles_.scratchOffset() + uint64_t{worker} * kTogether * slot_bytes;
+    uint64_t scratch_used = 0;  // by the group being prepared
+    exec::Field slot_fields[kTogether][kMaxScratchVertexFields];
+    VertexView slot_views[kTogether];
+    // Makes vertex i's moves; returns the view it runs as, the group's k-th.
+    auto prepare = [&](size_t i, size_t k) -> const VertexView* {
+      if (k == 0) scratch_used = 0;
+      if (moves.ends.empty()) return &vertices[i];
       const ExchangeMove* m = moves.moves.data();
       makeMoves(m + (i ? moves.ends[i - 1] : 0), m + moves.ends[i], tiles_.tile(vertices[i].tile), base);
+      const size_t f = scratchField(i);
+      if (!f) return &vertices[i];
+      const VertexView& v = vertices[i];
+      exec::Field* fields = slot_fields[k];
+      for (size_t g = 0; g < v.fields.size(); ++g) fields[g] = v.fields[g];
+      fields[f].offset = scratch + scratch_used;
+      scratch_used += (fields[f].bytes + 63) / 64 * 64;
+      const ExchangeMove* sm = moves.scratch_moves.data();
+      makeMoves(sm + (i ? moves.scratch_ends[i - 1] : 0), sm + moves.scratch_ends[i], base + fields[f].offset, base);
+      slot_views[k] = VertexView(v.tile, v.codelet, v.dtype, std::span<const exec::Field>(fields, v.fields.size()));
+      return &slot_views[k];
+    };
+    auto prefetchNext = [&](size_t i) {
+      const size_t f = scratchField(i);
+      const ExchangeMove* m = moves.scratch_moves.data();
+      if (!f) return prefetchInputs(vertices[i], base, 0, m, m);
+      prefetchInputs(vertices[i], base, f, m + (i ? moves.scratch_ends[i - 1] : 0), m + moves.scratch_ends[i]);
     };
     const VertexRun* run = runs.data();
     for (size_t i = mine(0); i < vertices.size();) {
@@ -314,18 +347,18 @@ void Engine::runComputeSet(uint32_t index, bool split) {
         const VertexView* group[kTogether];
         size_t n = 0, next = i;
         for (; n < kTogether && next < run->end; next = mine(next + 1)) {
-          makeMovesOf(next);
-          group[n++] = &vertices[next];
+          group[n] = prepare(next, n);
+          ++n;
         }
-        if (next < vertices.size()) prefetchInputs(vertices[next], base);
+        if (next < vertices.size()) prefetchNext(next);
         runVertices(group, n, run->params, base);
         i = next;
         continue;
       }
       const size_t next = mine(i + 1);
-      makeMovesOf(i);
-      if (next < vertices.size()) prefetchInputs(vertices[next], base);
-      runVertex(vertices[i], run->params, base);
+      const VertexView* v = prepare(i, 0);
+      if (next < vertices.size()) prefetchNext(next);
+      runVertex(*v, run->params, base);
       i = next;
     }
   };

@@ -162,6 +162,12 @@ class Engine {
   std::pair<uint64_t, uint64_t> slowestStage() const;
   void runExchange(uint32_t index, bool split);
   void runComputeSet(uint32_t index, bool split);
+  // The bytes of one scratch input slot (sim/scratch_inputs.h); a worker has kTogether of them.
+  uint64_t scratchSlotBytes() const { return (plan_->scratch_field_bytes + 63) / 64 * 64; }
+  // Vertices of a run that runs together (VertexRun::together) given to runVertices at once: eight
+  // of an STFT's two-output blocks keep 16 sums in flight, eight of resnet20_cifar's conv blocks
+  // share one set-up.
+  static constexpr size_t kTogether = 8;
   // How a superstep uses the workers. The estimate names the candidates (enough work on the
   // IPU); the first run of each candidate runs inline (Cold: its first touch of the tiles' pages
   // and cold caches say nothing of its cost; deciding there left fastestdet 0.93x and yolox_nano

@@ -45,6 +45,12 @@ std::vector<ExchangePlan> planExchanges(const exec::Executable& exe, const std::
 struct VertexMoves {
   std::vector<ExchangeMove> moves;
   std::vector<uint32_t> ends;
+  // Vertex j's moves into a scratch copy of its field scratch_field[j] (0: none), their dst an
+  // offset in that field: scratch_moves[scratch_ends[j - 1], scratch_ends[j]) (sim/scratch_inputs.h).
+  // Empty when no vertex of the set has one.
+  std::vector<ExchangeMove> scratch_moves;
+  std::vector<uint32_t> scratch_ends;
+  std::vector<uint8_t> scratch_field;
 };
 
 // Takes out of `exchange` the moves the compute set run right after it reads, for the vertices

@@ -1,5 +1,6 @@
 #include "sim/execution_plan.h"
 
+#include "sim/scratch_inputs.h"
 #include "sim/shared_weights.h"
 #include "sim/tile_arena.h"
 
@@ -54,6 +55,7 @@ ExecutionPlan makeExecutionPlan(const exec::Executable& exe) {
     plan.vertex_moves[set.index] =
         deferMovesToReaders(plan.exchanges[exchange.index], plan.sets[set.index].vertices, tile_offsets);
   }
+  moveInputsToScratch(exe, plan, tile_offsets);
   return plan;
 }
 

@@ -41,6 +41,9 @@ struct ExecutionPlan {
   // By compute set: the moves of the exchange run right before it that its vertices make
   // (deferMovesToReaders), for a set and an exchange each run at that one place.
   std::vector<VertexMoves> vertex_moves;
+  // The largest field a vertex reads from scratch (sim/scratch_inputs.h), 0 for none: the engine
+  // keeps room for a few per worker.
+  uint64_t scratch_field_bytes = 0;
   const exec::Executable* exe = nullptr;         // planned for
   uint64_t shared_fields = 0, shared_bytes = 0;  // fields pointed at another copy, and their bytes
 

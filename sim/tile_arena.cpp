@@ -56,11 +56,13 @@ std::vector<uint64_t> TileArena::layout(const std::vector<uint64_t>& sizes, uint
   return offsets;
 }
 
-void TileArena::reset(const std::vector<uint64_t>& sizes) {
+void TileArena::reset(const std::vector<uint64_t>& sizes, uint64_t scratch_bytes) {
   release();
   sizes_ = sizes;
   uint64_t end = 0;
   offsets_ = layout(sizes, &end);
+  scratch_ = end;
+  end += roundUp(scratch_bytes, kAlign);
   mapped_ = static_cast<size_t>(roundUp(std::max<uint64_t>(end, kAlign), kPage));
   // Anonymous memory arrives zeroed, a page at a time as it is first touched. The arena starts on
   // a huge page boundary and asks for huge pages (where the kernel gives them on request, as
@@ -74,9 +76,10 @@ void TileArena::reset(const std::vector<uint64_t>& sizes) {
   base_ = reinterpret_cast<uint8_t*>(aligned);
   madvise(base_, mapped_, MADV_HUGEPAGE);  // a hint: refused or ignored, nothing else changes
   for (size_t t = 0; t < sizes.size(); ++t) {
-    const uint64_t gap_end = t + 1 < sizes.size() ? offsets_[t + 1] : mapped_;
+    const uint64_t gap_end = t + 1 < sizes.size() ? offsets_[t + 1] : scratch_;
     POPRT_POISON(base_ + offsets_[t] + sizes[t], gap_end - offsets_[t] - sizes[t]);
   }
+  POPRT_POISON(base_ + end, mapped_ - end);
 }
 
 }  // namespace poprt::sim

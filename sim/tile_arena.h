@@ -21,8 +21,10 @@ class TileArena {
   // Where each tile starts in an arena for tiles of `sizes[t]` bytes: the same for every arena
   // of those sizes, so vertices resolved against it serve every engine of one executable.
   static std::vector<uint64_t> layout(const std::vector<uint64_t>& sizes, uint64_t* total = nullptr);
-  // Zeroed memory of `sizes[t]` bytes for each tile t, at layout(sizes) (what was there before is gone).
-  void reset(const std::vector<uint64_t>& sizes);
+  // Zeroed memory of `sizes[t]` bytes for each tile t, at layout(sizes) (what was there before is
+  // gone), and `scratch_bytes` after the tiles that no tile owns (the workers' scratch inputs).
+  void reset(const std::vector<uint64_t>& sizes, uint64_t scratch_bytes = 0);
+  uint64_t scratchOffset() const { return scratch_; }
   uint8_t* base() const { return base_; }
   uint64_t offset(uint32_t t) const { return offsets_[t]; }
   uint8_t* tile(uint32_t t) const { return base_ + offsets_[t]; }
@@ -33,6 +35,7 @@ class TileArena {
   void release();
   uint8_t* base_ = nullptr;
   size_t mapped_ = 0;
+  uint64_t scratch_ = 0;
   std::vector<uint64_t> offsets_, sizes_;
 };
 

@@ -330,6 +330,12 @@ def popef_cases(p):
         vs[0][4][1] += 1
     c["exe_vertex_count_lies.popef"] = edit_cbor(base, EXE, vertices(vertex_count, -1))
 
+    def unary_count_wraps(vs):  # the MatMul vertex made a Unary [fn 0, count] on 8 bytes whose count, 2^62 + 2
+        out = list(vs[0][3][0])    # floats, is 8 bytes in 64-bit arithmetic (the check once multiplied)
+        out[1] = 8
+        vs[0] = [vs[0][0], 1, vs[0][2], [out, list(out)], [0, (1 << 62) + 2], []]
+    c["exe_unary_count_wraps.popef"] = edit_cbor(base, EXE, vertices(unary_count_wraps))
+
     def misaligned(vs):
         vs[0][3][0][0] += 2
     c["exe_vertex_misaligned.popef"] = edit_cbor(base, EXE, vertices(misaligned, -1))

@@ -1,0 +1,34 @@
+// Inputs a vertex reads from its worker's scratch rather than from its tile. The exchange before a
+// compute set fills each vertex's input window in that vertex's tile; in the simulator those tile
+// bytes were last touched a run ago, so every move into them misses the cache twice (once to
+// fetch the line it writes, once when it is evicted). Where the result cannot differ, the moves
+// write the window into a scratch buffer of the worker running the vertex instead, which stays in
+// cache from one vertex to the next, and the vertex reads its field there.
+//
+// A field qualifies when:
+//  - the moves its vertex makes (deferMovesToReaders) fill it whole, each wholly inside it;
+//  - no other field of the set (its own vertex's included) reads any of its bytes;
+//  - its bytes are dead after the set (sim/field_liveness.h): nothing reads them before writing them;
+//  - it is at most kMaxScratchFieldBytes (the buffers stay in the caches), and its vertex has at
+//    most kMaxScratchVertexFields fields (the engine copies them to point one elsewhere).
+// The tiles' memory then differs from the program's only in bytes nothing reads, so every output
+// and every later step is as before.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lib/exec/executable.h"
+#include "sim/execution_plan.h"
+
+namespace poprt::sim {
+
+inline constexpr uint64_t kMinScratchFieldBytes = 2048;
+inline constexpr uint64_t kMaxScratchFieldBytes = 256 * 1024;
+inline constexpr size_t kMaxScratchVertexFields = 8;
+
+// Moves the qualifying fields' moves from plan.vertex_moves[s].moves to its scratch_moves, for a
+// plan whose vertex_moves are made (makeExecutionPlan); sets plan.scratch_field_bytes.
+void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const std::vector<uint64_t>& tile_offsets);
+
+}  // namespace poprt::sim

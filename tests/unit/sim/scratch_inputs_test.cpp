@@ -1,0 +1,267 @@
+// Scratch inputs (sim/scratch_inputs.h) and the liveness proof under them (sim/field_liveness.h),
+// on hand-written programs over one tile of 8 KiB (arena offsets are tile offsets): each liveness
+// case says what follows a compute set that read bytes [100, 200), and whether those bytes are dead
+// after it; each scratch case, what becomes of a vertex's input [4000, 7000).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "sim/field_liveness.h"
+#include "sim/scratch_inputs.h"
+
+namespace poprt::sim {
+namespace {
+
+constexpr ByteRange kRead{100, 200};
+
+// Programs written step by step: each set's vertices as their fields ([written, read...]).
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(uint64_t tile_bytes = 8192) { exe_.tile_bytes = {tile_bytes}; }
+  // A compute set's step in the main program (or the load program); returns the step's index.
+  uint32_t set(std::vector<std::vector<exec::Field>> vertices, bool load = false) {
+    sets_.push_back(std::move(vertices));
+    moves_.emplace_back();
+    return add(exec::StepKind::Compute, static_cast<uint32_t>(sets_.size() - 1), load);
+  }
+  // The moves the last set's vertices make, by vertex.
+  void vertexMoves(std::vector<std::vector<ExchangeMove>> by_vertex) {
+    VertexMoves& vm = moves_.back();
+    for (const auto& moves : by_vertex) {
+      vm.moves.insert(vm.moves.end(), moves.begin(), moves.end());
+      vm.ends.push_back(static_cast<uint32_t>(vm.moves.size()));
+    }
+  }
+  uint32_t exchange(std::vector<ExchangeMove> moves, bool load = false) {
+    ExchangePlan plan;
+    plan.runs.push_back({0, moves.size()});
+    plan.moves = std::move(moves);
+    exchanges_.push_back(std::move(plan));
+    return add(exec::StepKind::Exchange, static_cast<uint32_t>(exchanges_.size() - 1), load);
+  }
+  uint32_t stream(exec::HostStream::Role role, ByteRange bytes, exec::StepKind kind = exec::StepKind::StreamIn) {
+    exec::HostStream s;
+    s.role = role;
+    s.copies.push_back({0, 0, bytes.begin, bytes.end - bytes.begin});
+    exe_.streams.push_back(s);
+    return add(kind, static_cast<uint32_t>(exe_.streams.size() - 1), false);
+  }
+  void pipelined() { exe_.strategy = exec::Strategy::Pipelined; }
+
+  const exec::Executable& exe() const { return exe_; }
+  // The plan of the steps so far (its vertices view its own copy of the fields).
+  ExecutionPlan plan() const {
+    ExecutionPlan plan;
+    plan.sets.resize(sets_.size());
+    for (size_t s = 0; s < sets_.size(); ++s) {
+      PlannedSet& set = plan.sets[s];
+      size_t count = 0;
+      for (const auto& v : sets_[s]) count += v.size();
+      set.fields.reserve(count);
+      for (const auto& v : sets_[s]) {
+        const size_t first = set.fields.size();
+        set.fields.insert(set.fields.end(), v.begin(), v.end());
+        set.vertices.emplace_back(0, exec::Codelet::Unary, DType::Float, std::span(set.fields).subspan(first, v.size()));
+      }
+    }
+    plan.exchanges = exchanges_;
+    plan.vertex_moves = moves_;
+    plan.exe = &exe_;
+    return plan;
+  }
+  bool deadAfterStep(uint32_t step, ByteRange range = kRead) const {
+    const LivenessQuery q{step, range};
+    return deadAfter(exe_, plan(), {0}, std::span(&q, 1))[0];
+  }
+
+ private:
+  uint32_t add(exec::StepKind kind, uint32_t index, bool load) {
+    auto& steps = (load ? exe_.load : exe_.main).steps;
+    steps.push_back({kind, index});
+    return static_cast<uint32_t>(steps.size() - 1);
+  }
+  exec::Executable exe_;
+  std::vector<std::vector<std::vector<exec::Field>>> sets_;
+  std::vector<VertexMoves> moves_;
+  std::vector<ExchangePlan> exchanges_;
+};
+
+const exec::Field kOut{600, 16};
+const exec::Field kIn{kRead.begin, kRead.end - kRead.begin};
+
+TEST(FieldLiveness, WrittenWholeBeforeAnyReadIsDead) {
+  ProgramBuilder p;
+  const uint32_t s = p.set({{kOut, kIn}});
+  p.exchange({{700, 100, 100}});  // rewrites [100, 200) from elsewhere
+  p.set({{kOut, kIn}});
+  EXPECT_TRUE(p.deadAfterStep(s));
+}
+
+TEST(FieldLiveness, AnOutputWrittenOverItIsAWrite) {
+  ProgramBuilder p;
+  const uint32_t s = p.set({{kOut, kIn}});
+  p.set({{{100, 100}, {800, 16}}});  // a vertex's output over it
+  p.set({{kOut, kIn}});
+  EXPECT_TRUE(p.deadAfterStep(s));
+}
+
+TEST(FieldLiveness, StreamedOverIsDeadStreamedOutIsAlive) {
+  ProgramBuilder in;
+  const uint32_t s = in.set({{kOut, kIn}});
+  in.stream(exec::HostStream::Role::Input, kRead);
+  EXPECT_TRUE(in.deadAfterStep(s));
+  ProgramBuilder out;
+  const uint32_t t = out.set({{kOut, kIn}});
+  out.stream(exec::HostStream::Role::Output, {150, 160}, exec::StepKind::StreamOut);
+  EXPECT_FALSE(out.deadAfterStep(t));
+}
+
+// Every way a byte of [100, 200) can be read before it is written again.
+TEST(FieldLiveness, ReadAgainIsAlive) {
+  {
+    ProgramBuilder p;  // a later set reads a byte
+    const uint32_t s = p.set({{kOut, kIn}});
+    p.set({{kOut, {199, 1}}});
+    EXPECT_FALSE(p.deadAfterStep(s));
+  }
+  {
+    ProgramBuilder p;  // a move reads it
+    const uint32_t s = p.set({{kOut, kIn}});
+    p.exchange({{150, 900, 8}});
+    EXPECT_FALSE(p.deadAfterStep(s));
+  }
+  {
+    ProgramBuilder p;  // half is rewritten, then the other half read
+    const uint32_t s = p.set({{kOut, kIn}});
+    p.exchange({{700, 100, 50}});
+    p.set({{kOut, kIn}});
+    EXPECT_FALSE(p.deadAfterStep(s));
+  }
+  {
+    ProgramBuilder p;  // a vertex reads it and writes it: it read it first
+    const uint32_t s = p.set({{kOut, kIn}});
+    p.set({{kIn, kIn}});
+    EXPECT_FALSE(p.deadAfterStep(s));
+  }
+  {
+    ProgramBuilder p;  // the moves a later set's vertices make read it, and they come first
+    const uint32_t s = p.set({{kOut, kIn}});
+    p.set({{{100, 100}, {800, 16}}});
+    p.vertexMoves({{{120, 900, 16}}});
+    EXPECT_FALSE(p.deadAfterStep(s));
+  }
+  {
+    ProgramBuilder p;  // nothing after it reads it, but the next run's first set does
+    p.set({{kOut, {150, 4}}});
+    const uint32_t s = p.set({{kOut, kIn}});
+    EXPECT_FALSE(p.deadAfterStep(s));
+  }
+  {
+    ProgramBuilder p;  // a reload's load program reads it before the next run
+    p.exchange({{150, 900, 8}}, true);
+    p.stream(exec::HostStream::Role::Input, kRead);  // main writes it first...
+    const uint32_t s = p.set({{kOut, kIn}});
+    EXPECT_FALSE(p.deadAfterStep(s));  // ...but the load program, between two runs, reads it first
+  }
+  {
+    ProgramBuilder p;  // a weight lives there: readWeight reads it at any time
+    const uint32_t s = p.set({{kOut, kIn}});
+    p.exchange({{700, 100, 100}});
+    p.stream(exec::HostStream::Role::Weight, {180, 190});
+    EXPECT_FALSE(p.deadAfterStep(s));
+  }
+  {
+    ProgramBuilder p;  // a pipelined program's order is not time order
+    const uint32_t s = p.set({{kOut, kIn}});
+    p.exchange({{700, 100, 100}});
+    p.pipelined();
+    EXPECT_FALSE(p.deadAfterStep(s));
+  }
+}
+
+TEST(FieldLiveness, TheNextRunWritingItFirstIsDead) {
+  ProgramBuilder p;
+  p.exchange({{700, 100, 100}});
+  p.set({{kOut, kIn}});
+  const uint32_t s = p.set({{kOut, kIn}});
+  EXPECT_FALSE(p.deadAfterStep(1));  // the set after reads it
+  EXPECT_TRUE(p.deadAfterStep(s));   // the next run rewrites it before reading it
+}
+
+// A write that covers only part of a 4-byte granule keeps it alive: the proof errs that way.
+TEST(FieldLiveness, PartlyWrittenGranulesStayAlive) {
+  ProgramBuilder p;
+  const uint32_t s = p.set({{kOut, kIn}});
+  p.exchange({{700, 100, 2}, {702, 102, 98}});  // [100, 102) and [102, 200): granule [100, 104) not whole in either
+  p.set({{kOut, {100, 4}}});
+  EXPECT_FALSE(p.deadAfterStep(s));
+}
+
+// moveInputsToScratch: a set whose one vertex's moves fill its input [4000, 7000) whole, rewritten
+// after the set; then the same with each condition broken.
+const exec::Field kWindow{4000, 3000};
+
+ProgramBuilder scratchCase(std::vector<std::vector<exec::Field>> vertices, std::vector<std::vector<ExchangeMove>> moves,
+                           bool rewritten = true) {
+  ProgramBuilder p;
+  p.set(std::move(vertices));
+  p.vertexMoves(std::move(moves));
+  if (rewritten) p.exchange({{700, 4000, 3000}});
+  p.set({{kOut, kWindow}});
+  return p;
+}
+
+// The same for a field one float over kMaxScratchFieldBytes, or one under kMinScratchFieldBytes.
+ProgramBuilder sizedScratchCase(uint64_t n) {
+  ProgramBuilder p(3 * n + 64);
+  p.set({{{2 * n, 16}, {0, n}}});
+  p.vertexMoves({{{n, 0, static_cast<uint32_t>(n)}}});
+  p.exchange({{n, 0, static_cast<uint32_t>(n)}});
+  return p;
+}
+
+TEST(ScratchInputs, AFieldItsMovesFillWholeAndNothingReadsAgainIsAssembledInScratch) {
+  const ProgramBuilder p = scratchCase({{kOut, {900, 16}, kWindow}}, {{{300, 4000, 1000}, {2000, 5000, 2000}, {500, 920, 4}}});
+  ExecutionPlan plan = p.plan();
+  moveInputsToScratch(p.exe(), plan, {0});
+  const VertexMoves& vm = plan.vertex_moves[0];
+  EXPECT_EQ(vm.scratch_field, std::vector<uint8_t>{2});
+  EXPECT_EQ(vm.scratch_moves, (std::vector<ExchangeMove>{{300, 0, 1000}, {2000, 1000, 2000}}));  // offsets in the field
+  EXPECT_EQ(vm.scratch_ends, std::vector<uint32_t>{2});
+  EXPECT_EQ(vm.moves, (std::vector<ExchangeMove>{{500, 920, 4}}));  // into the other field: made in the tile
+  EXPECT_EQ(vm.ends, std::vector<uint32_t>{1});
+  EXPECT_EQ(plan.scratch_field_bytes, 3000u);
+}
+
+TEST(ScratchInputs, FieldsThatDoNotQualifyKeepTheirMoves) {
+  struct Case {
+    const char* what;
+    ProgramBuilder program;
+  };
+  const std::vector<Case> cases = {
+      {"its moves leave a gap", scratchCase({{kOut, kWindow}}, {{{300, 4000, 1000}, {2000, 5004, 1996}}})},
+      {"a move straddles its edge", scratchCase({{kOut, kWindow}}, {{{300, 3996, 3004}}})},
+      {"another vertex reads a byte of it", scratchCase({{kOut, kWindow}, {{620, 16}, {6996, 4}}}, {{{300, 4000, 3000}}, {}})},
+      {"another field of its vertex reads it", scratchCase({{kOut, kWindow, {5000, 8}}}, {{{300, 4000, 3000}}})},
+      {"it is read after the set", scratchCase({{kOut, kWindow}}, {{{300, 4000, 3000}}}, false)},
+      {"it is larger than a scratch slot", sizedScratchCase(kMaxScratchFieldBytes + 4)},
+      {"it is too small to gain", sizedScratchCase(kMinScratchFieldBytes - 4)},
+  };
+  for (const Case& c : cases) {
+    ExecutionPlan plan = c.program.plan();
+    const std::vector<ExchangeMove> before = plan.vertex_moves[0].moves;
+    moveInputsToScratch(c.program.exe(), plan, {0});
+    EXPECT_TRUE(plan.vertex_moves[0].scratch_moves.empty()) << c.what;
+    EXPECT_EQ(plan.vertex_moves[0].moves, before) << c.what;
+  }
+  // The sized case qualifies at the bounds.
+  for (uint64_t n : {kMinScratchFieldBytes, kMaxScratchFieldBytes}) {
+    const ProgramBuilder p = sizedScratchCase(n);
+    ExecutionPlan plan = p.plan();
+    moveInputsToScratch(p.exe(), plan, {0});
+    EXPECT_EQ(plan.vertex_moves[0].scratch_field, std::vector<uint8_t>{1}) << n << " bytes";
+  }
+}
+
+}  // namespace
+}  // namespace poprt::sim
