@@ -33,6 +33,10 @@ POPRT_CODELETS(POPRT_DECLARE_CODELET)
 // over a few frames interleave their sums. Then a run of such float32 vertices, each with the
 // result runConvPartial gives it (which runs one alone).
 bool convPartialRunsTogether(const exec::ConvPartialParams& p);
+// The floats of one channel plane of the input, when the vertex's product reads its input as
+// whole planes (a 1x1 kernel at unit strides over the whole input) and so can take them through
+// VertexView::input_planes; else 0.
+int64_t convInputPlaneFloats(const exec::ConvPartialParams& p);
 void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem);
 
 }  // namespace poprt::sim

@@ -270,26 +270,28 @@ namespace {
 // field from flushing the cache the running vertex works in.
 constexpr uint64_t kPrefetchBytes = 256 * 1024;
 
-// `skip`: a field read from scratch (sim/scratch_inputs.h), whose bytes in the tile nobody reads;
-// the sources of the moves [first, last) that fill it are asked for instead.
-void prefetchInputs(const VertexView& v, const uint8_t* mem, size_t skip, const ExchangeMove* first, const ExchangeMove* last) {
+// Asks for up to `left` of the n bytes at p; returns what is left of the budget.
+uint64_t prefetchBytes(const uint8_t* p, uint64_t n, uint64_t left) {
+  n = std::min(n, left);
+  for (uint64_t at = 0; at < n; at += 64) __builtin_prefetch(p + at, 0, 2);
+  if (n > 0) __builtin_prefetch(p + n - 1, 0, 2);  // a range across a line's end
+  return left - n;
+}
+
+// The inputs of vertex v. `skip`: a field whose bytes in the tile nobody reads (read from scratch
+// or as planes where the exchange's sources hold them, sim/scratch_inputs.h); the sources of the
+// moves [first, last) that fill its scratch, or its `planes` planes at `planes`, asked for instead.
+void prefetchInputs(const VertexView& v, const uint8_t* mem, size_t skip, const ExchangeMove* first, const ExchangeMove* last,
+                    const uint64_t* planes = nullptr, size_t plane_count = 0) {
   // GCC finds no side effect in a function of prefetches alone and drops calls to it: an empty
   // volatile asm is one it must keep.
   asm volatile("");
   uint64_t left = kPrefetchBytes;
-  for (const ExchangeMove* m = first; m != last && left > 0; ++m) {
-    const uint8_t* p = mem + m->src;
-    for (uint64_t at = 0; at < m->bytes; at += 64) __builtin_prefetch(p + at, 0, 2);
-    __builtin_prefetch(p + m->bytes - 1, 0, 2);  // a move across a line's end
-    left -= std::min<uint64_t>(m->bytes, left);
-  }
-  for (size_t f = 1; f < v.fields.size() && left > 0; ++f) {
-    if (f == skip) continue;
-    const uint8_t* p = mem + v.fields[f].offset;
-    const uint64_t n = std::min(v.fields[f].bytes, left);
-    for (uint64_t at = 0; at < n; at += 64) __builtin_prefetch(p + at, 0, 2);
-    left -= n;
-  }
+  for (const ExchangeMove* m = first; m != last && left > 0; ++m) left = prefetchBytes(mem + m->src, m->bytes, left);
+  for (size_t q = 0; q < plane_count && left > 0; ++q)
+    left = prefetchBytes(mem + planes[q], v.fields[1].bytes / plane_count, left);
+  for (size_t f = 1; f < v.fields.size() && left > 0; ++f)
+    if (f != skip) left = prefetchBytes(mem + v.fields[f].offset, v.fields[f].bytes, left);
 }
 
 }  // namespace
@@ -309,6 +311,11 @@ void Engine::runComputeSet(uint32_t index, bool split) {
       return i;
     };
     auto scratchField = [&](size_t i) -> size_t { return moves.scratch_field.empty() ? 0 : moves.scratch_field[i]; };
+    auto inputPlanes = [&](size_t i) -> const uint64_t* {
+      if (moves.plane_ends.empty()) return nullptr;
+      const uint32_t first = i ? moves.plane_ends[i - 1] : 0;
+      return moves.plane_ends[i] > first ? moves.planes.data() + first : nullptr;
+    };
     // This worker's scratch, room for the scratch fields of a group of vertices, packed one after
     // another (slots a fixed size apart, a multiple of 4 KiB, fell on the same cache sets); and
     // the fields of the vertices that read one (the verifier's, but one pointing at its slot).
@@ -322,9 +329,14 @@ void Engine::runComputeSet(uint32_t index, bool split) {
       if (moves.ends.empty()) return &vertices[i];
       const ExchangeMove* m = moves.moves.data();
       makeMoves(m + (i ? moves.ends[i - 1] : 0), m + moves.ends[i], tiles_.tile(vertices[i].tile), base);
+      const VertexView& v = vertices[i];
+      if (const uint64_t* planes = inputPlanes(i)) {
+        slot_views[k] = v;
+        slot_views[k].input_planes = planes;
+        return &slot_views[k];
+      }
       const size_t f = scratchField(i);
       if (!f) return &vertices[i];
-      const VertexView& v = vertices[i];
       exec::Field* fields = slot_fields[k];
       for (size_t g = 0; g < v.fields.size(); ++g) fields[g] = v.fields[g];
       fields[f].offset = scratch + scratch_used;
@@ -335,8 +347,10 @@ void Engine::runComputeSet(uint32_t index, bool split) {
       return &slot_views[k];
     };
     auto prefetchNext = [&](size_t i) {
-      const size_t f = scratchField(i);
       const ExchangeMove* m = moves.scratch_moves.data();
+      if (const uint64_t* planes = inputPlanes(i))
+        return prefetchInputs(vertices[i], base, 1, m, m, planes, moves.plane_ends[i] - (i ? moves.plane_ends[i - 1] : 0));
+      const size_t f = scratchField(i);
       if (!f) return prefetchInputs(vertices[i], base, 0, m, m);
       prefetchInputs(vertices[i], base, f, m + (i ? moves.scratch_ends[i - 1] : 0), m + moves.scratch_ends[i]);
     };

@@ -437,6 +437,23 @@ bool convPartialRunsTogether(const exec::ConvPartialParams& p) {
   return floats >= 0 && floats <= kTogetherInputFloats;
 }
 
+namespace {
+
+// A 1x1 kernel with unit strides, no offset and equal extents: the product reads the input as it is.
+bool readsInputAsIs(const Window3& w) {
+  bool direct = w.kernelSize() == 1;
+  for (int d = 0; d < 3; ++d) direct = direct && w.stride[d] == 1 && w.start[d] == 0 && w.in[d] == w.out[d];
+  return direct;
+}
+
+}  // namespace
+
+int64_t convInputPlaneFloats(const exec::ConvPartialParams& p) {
+  const Window3 w = windowOf(p);
+  // chainsPay never takes a 1x1 kernel (its kernel is wider than the output rows).
+  return readsInputAsIs(w) ? w.inSize() : 0;
+}
+
 void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem) {
   const int64_t groups = p.groups, Cg = p.in_channels, Mb = p.out_channels;
   const Window3 w = windowOf(p);
@@ -452,9 +469,7 @@ void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* 
     for (size_t i = 0; i < n; ++i) convEpilogue(p, w, *vs[i], mem);
     return;
   }
-  // A 1x1 kernel with unit strides, no offset and equal extents reads the input as it is.
-  bool direct = K == 1;
-  for (int d = 0; d < 3; ++d) direct = direct && w.stride[d] == 1 && w.start[d] == 0 && w.in[d] == w.out[d];
+  const bool direct = readsInputAsIs(w);
   const int64_t width = w.out[2], lines = w.out[0] * w.out[1];
   // Output lines per im2col chunk, within the scratch budget (0: too wide, go tap by tap).
   const int64_t line_floats = capMul(rows, width);
@@ -494,6 +509,12 @@ void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* 
       const float* wg = wts + g * Mb * rows;
       if (rows == 0) {
         std::fill(og, og + Mb * P, 0.0f);
+      } else if (direct && v.input_planes) {  // the planes where the exchange's sources hold them
+        thread_local std::vector<const float*> planes;
+        planes.resize(static_cast<size_t>(Cg));
+        for (int64_t c = 0; c < Cg; ++c)
+          planes[static_cast<size_t>(c)] = reinterpret_cast<const float*>(mem + v.input_planes[g * Cg + c]);
+        gemmRows(wg, Mb, rows, planes.data(), 0, P, og, P);
       } else if (direct) {
         gemm(wg, Mb, rows, x, P, P, og, P);
       } else if (padded) {

@@ -4,8 +4,10 @@
 // after it; each scratch case, what becomes of a vertex's input [4000, 7000).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
+#include "sim/codelets.h"
 #include "sim/field_liveness.h"
 #include "sim/scratch_inputs.h"
 
@@ -23,6 +25,13 @@ class ProgramBuilder {
     sets_.push_back(std::move(vertices));
     moves_.emplace_back();
     return add(exec::StepKind::Compute, static_cast<uint32_t>(sets_.size() - 1), load);
+  }
+  // The last set's vertices as one run of these params and dtype.
+  void params(VertexParams params, DType dtype = DType::Float) {
+    params_.resize(sets_.size());
+    params_.back() = {std::move(params)};
+    dtypes_.resize(sets_.size(), DType::Float);
+    dtypes_.back() = dtype;
   }
   // The moves the last set's vertices make, by vertex.
   void vertexMoves(std::vector<std::vector<ExchangeMove>> by_vertex) {
@@ -61,8 +70,11 @@ class ProgramBuilder {
       for (const auto& v : sets_[s]) {
         const size_t first = set.fields.size();
         set.fields.insert(set.fields.end(), v.begin(), v.end());
-        set.vertices.emplace_back(0, exec::Codelet::Unary, DType::Float, std::span(set.fields).subspan(first, v.size()));
+        const bool conv = s < params_.size() && params_[s];
+        set.vertices.emplace_back(0, conv ? exec::Codelet::ConvPartial : exec::Codelet::Unary, conv ? dtypes_[s] : DType::Float,
+                                  std::span(set.fields).subspan(first, v.size()));
       }
+      set.runs.push_back({sets_[s].size(), s < params_.size() && params_[s] ? *params_[s] : VertexParams(exec::UnaryParams{})});
     }
     plan.exchanges = exchanges_;
     plan.vertex_moves = moves_;
@@ -84,6 +96,8 @@ class ProgramBuilder {
   std::vector<std::vector<std::vector<exec::Field>>> sets_;
   std::vector<VertexMoves> moves_;
   std::vector<ExchangePlan> exchanges_;
+  std::vector<std::optional<VertexParams>> params_;
+  std::vector<DType> dtypes_;
 };
 
 const exec::Field kOut{600, 16};
@@ -260,6 +274,49 @@ TEST(ScratchInputs, FieldsThatDoNotQualifyKeepTheirMoves) {
     ExecutionPlan plan = p.plan();
     moveInputsToScratch(p.exe(), plan, {0});
     EXPECT_EQ(plan.vertex_moves[0].scratch_field, std::vector<uint8_t>{1}) << n << " bytes";
+  }
+}
+
+// A 1x1 conv block over 2 channels of 25x30 (3,000 bytes a plane) reads its input as whole planes:
+// each plane in one piece at the moves' sources becomes a plane table, and nothing is moved.
+TEST(ScratchInputs, WholePlanesInOnePieceAreReadWhereTheSourcesHoldThem) {
+  static const int64_t dims[] = {25, 30}, ones[] = {1, 1}, zeros[] = {0, 0};
+  exec::ConvPartialParams conv;
+  conv.rank = 2, conv.groups = 1, conv.in_channels = 2, conv.out_channels = 1;
+  conv.in_dims = conv.out_dims = dims;
+  conv.kernel = conv.strides = conv.dilations = ones;
+  conv.starts = zeros;
+  const exec::Field input{1000, 6000}, out{7000, 1000 * 3};
+  struct Case {
+    const char* what;
+    std::vector<ExchangeMove> moves;
+    DType dtype;
+    std::vector<uint64_t> planes;  // empty: the field stays assembled in scratch
+  };
+  const std::vector<Case> cases = {
+      {"one move a plane", {{20000, 1000, 3000}, {40000, 4000, 3000}}, DType::Float, {20000, 40000}},
+      {"one move for both", {{20000, 1000, 6000}}, DType::Float, {20000, 23000}},
+      {"a plane in two moves", {{20000, 1000, 2000}, {40000, 3000, 4000}}, DType::Float, {}},
+      {"a float16 block (widened, not read in place)", {{20000, 1000, 6000}}, DType::Float16, {}},
+  };
+  for (const Case& c : cases) {
+    ProgramBuilder p(65536);
+    p.set({{out, input}});
+    p.params(VertexParams(conv), c.dtype);
+    p.vertexMoves({c.moves});
+    p.exchange({{50000, 1000, 6000}});  // rewritten after the set
+    ExecutionPlan plan = p.plan();
+    moveInputsToScratch(p.exe(), plan, {0});
+    const VertexMoves& vm = plan.vertex_moves[0];
+    EXPECT_EQ(vm.planes, c.planes) << c.what;
+    if (c.planes.empty()) {
+      EXPECT_EQ(vm.scratch_field, std::vector<uint8_t>{1}) << c.what;
+      EXPECT_EQ(vm.scratch_moves.size(), c.moves.size()) << c.what;
+    } else {
+      EXPECT_EQ(vm.plane_ends, std::vector<uint32_t>{2}) << c.what;
+      EXPECT_EQ(vm.scratch_field, std::vector<uint8_t>{0}) << c.what;
+      EXPECT_TRUE(vm.scratch_moves.empty() && vm.moves.empty()) << c.what;
+    }
   }
 }
 
