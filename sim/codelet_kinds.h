@@ -34,9 +34,11 @@ POPRT_CODELETS(POPRT_DECLARE_CODELET)
 // result runConvPartial gives it (which runs one alone).
 bool convPartialRunsTogether(const exec::ConvPartialParams& p);
 // The floats of one channel plane of the input, when the vertex's product reads its input as
-// whole planes (a 1x1 kernel at unit strides over the whole input) and so can take them through
-// VertexView::input_planes; else 0.
+// whole planes (a 1x1 kernel at unit strides over the whole input); else 0 (inputRowFloats).
 int64_t convInputPlaneFloats(const exec::ConvPartialParams& p);
+// The floats of one row of a Reduce's input, when it sums rows ([outer][extent] rows of inner
+// floats, kind Sum); else 0.
+int64_t reduceInputRowFloats(const exec::ReduceParams& p);
 void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem);
 
 }  // namespace poprt::sim

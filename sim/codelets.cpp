@@ -149,6 +149,12 @@ void runVertex(const VertexView& v, const VertexParams& params, uint8_t* tile_me
   kind.run(params, v, tile_memory);
 }
 
+int64_t inputRowFloats(const VertexParams& params) {
+  if (const auto* conv = std::get_if<exec::ConvPartialParams>(&params)) return convInputPlaneFloats(*conv);
+  if (const auto* reduce = std::get_if<exec::ReduceParams>(&params)) return reduceInputRowFloats(*reduce);
+  return 0;
+}
+
 bool runsTogether(const VertexParams& params) {
   const auto* conv = std::get_if<exec::ConvPartialParams>(&params);
   return conv && convPartialRunsTogether(*conv);

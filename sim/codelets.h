@@ -30,6 +30,10 @@ inline Status checkVertex(const exec::Vertex& v) {
 VertexParams verifiedParams(const exec::Vertex& v);
 // Runs a prepared vertex on its tile's memory.
 void runVertex(const VertexView& v, const VertexParams& params, uint8_t* tile_memory);
+// The floats of a row when a float32 vertex of these params may read its input (fields[1]) as
+// rows wherever they are (VertexView::input_rows): a 1x1 conv block's channel planes, a Reduce's
+// partial sums; 0 for every other vertex.
+int64_t inputRowFloats(const VertexParams& params);
 // Whether the vertices of a run with these params run faster given together to runVertices.
 bool runsTogether(const VertexParams& params);
 // Runs vertices of one run (the same kind and params; runsTogether) on the tile memory, each with

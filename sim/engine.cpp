@@ -279,17 +279,16 @@ uint64_t prefetchBytes(const uint8_t* p, uint64_t n, uint64_t left) {
 }
 
 // The inputs of vertex v. `skip`: a field whose bytes in the tile nobody reads (read from scratch
-// or as planes where the exchange's sources hold them, sim/scratch_inputs.h); the sources of the
-// moves [first, last) that fill its scratch, or its `planes` planes at `planes`, asked for instead.
+// or as rows where the exchange's sources hold them, sim/scratch_inputs.h); the sources of the
+// moves [first, last) that fill its scratch, or its `row_count` input rows at `rows`, asked for instead.
 void prefetchInputs(const VertexView& v, const uint8_t* mem, size_t skip, const ExchangeMove* first, const ExchangeMove* last,
-                    const uint64_t* planes = nullptr, size_t plane_count = 0) {
+                    const uint64_t* rows = nullptr, size_t row_count = 0) {
   // GCC finds no side effect in a function of prefetches alone and drops calls to it: an empty
   // volatile asm is one it must keep.
   asm volatile("");
   uint64_t left = kPrefetchBytes;
   for (const ExchangeMove* m = first; m != last && left > 0; ++m) left = prefetchBytes(mem + m->src, m->bytes, left);
-  for (size_t q = 0; q < plane_count && left > 0; ++q)
-    left = prefetchBytes(mem + planes[q], v.fields[1].bytes / plane_count, left);
+  for (size_t q = 0; q < row_count && left > 0; ++q) left = prefetchBytes(mem + rows[q], v.fields[1].bytes / row_count, left);
   for (size_t f = 1; f < v.fields.size() && left > 0; ++f)
     if (f != skip) left = prefetchBytes(mem + v.fields[f].offset, v.fields[f].bytes, left);
 }
@@ -311,10 +310,10 @@ void Engine::runComputeSet(uint32_t index, bool split) {
       return i;
     };
     auto scratchField = [&](size_t i) -> size_t { return moves.scratch_field.empty() ? 0 : moves.scratch_field[i]; };
-    auto inputPlanes = [&](size_t i) -> const uint64_t* {
-      if (moves.plane_ends.empty()) return nullptr;
-      const uint32_t first = i ? moves.plane_ends[i - 1] : 0;
-      return moves.plane_ends[i] > first ? moves.planes.data() + first : nullptr;
+    auto inputRows = [&](size_t i) -> const uint64_t* {
+      if (moves.row_ends.empty()) return nullptr;
+      const uint32_t first = i ? moves.row_ends[i - 1] : 0;
+      return moves.row_ends[i] > first ? moves.rows.data() + first : nullptr;
     };
     // This worker's scratch, room for the scratch fields of a group of vertices, packed one after
     // another (slots a fixed size apart, a multiple of 4 KiB, fell on the same cache sets); and
@@ -330,9 +329,9 @@ void Engine::runComputeSet(uint32_t index, bool split) {
       const ExchangeMove* m = moves.moves.data();
       makeMoves(m + (i ? moves.ends[i - 1] : 0), m + moves.ends[i], tiles_.tile(vertices[i].tile), base);
       const VertexView& v = vertices[i];
-      if (const uint64_t* planes = inputPlanes(i)) {
+      if (const uint64_t* rows = inputRows(i)) {
         slot_views[k] = v;
-        slot_views[k].input_planes = planes;
+        slot_views[k].input_rows = rows;
         return &slot_views[k];
       }
       const size_t f = scratchField(i);
@@ -348,8 +347,8 @@ void Engine::runComputeSet(uint32_t index, bool split) {
     };
     auto prefetchNext = [&](size_t i) {
       const ExchangeMove* m = moves.scratch_moves.data();
-      if (const uint64_t* planes = inputPlanes(i))
-        return prefetchInputs(vertices[i], base, 1, m, m, planes, moves.plane_ends[i] - (i ? moves.plane_ends[i - 1] : 0));
+      if (const uint64_t* rows = inputRows(i))
+        return prefetchInputs(vertices[i], base, 1, m, m, rows, moves.row_ends[i] - (i ? moves.row_ends[i - 1] : 0));
       const size_t f = scratchField(i);
       if (!f) return prefetchInputs(vertices[i], base, 0, m, m);
       prefetchInputs(vertices[i], base, f, m + (i ? moves.scratch_ends[i - 1] : 0), m + moves.scratch_ends[i]);

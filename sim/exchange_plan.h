@@ -51,11 +51,11 @@ struct VertexMoves {
   std::vector<ExchangeMove> scratch_moves;
   std::vector<uint32_t> scratch_ends;
   std::vector<uint8_t> scratch_field;
-  // Vertex j's input planes where the exchange's sources hold them, arena offsets
-  // planes[plane_ends[j - 1], plane_ends[j]) (VertexView::input_planes; none: its field is
-  // assembled, in scratch or in its tile). Empty when no vertex of the set has them.
-  std::vector<uint64_t> planes;
-  std::vector<uint32_t> plane_ends;
+  // Vertex j's input rows where the exchange's sources hold them, arena offsets
+  // rows[row_ends[j - 1], row_ends[j]) (VertexView::input_rows; none: its field is assembled, in
+  // scratch or in its tile). Empty when no vertex of the set has them.
+  std::vector<uint64_t> rows;
+  std::vector<uint32_t> row_ends;
 };
 
 // Takes out of `exchange` the moves the compute set run right after it reads, for the vertices

@@ -53,7 +53,17 @@ void runReduce(const exec::ReduceParams& p, const VertexView& v, uint8_t* mem) {
   float* out = f32(mem, v.fields[0]);
   const float* in = f32(mem, v.fields[1]);
   if (kind == exec::kReduceSum) {
-    for (int64_t o = 0; o < outer; ++o) sumRows(in + o * extent * inner, extent, inner, out + o * inner);
+    if (v.input_rows) {  // the rows where the exchange's sources hold them
+      thread_local std::vector<const float*> rows;
+      rows.resize(static_cast<size_t>(extent));
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t e = 0; e < extent; ++e)
+          rows[static_cast<size_t>(e)] = reinterpret_cast<const float*>(mem + v.input_rows[o * extent + e]);
+        sumRows(rows.data(), extent, inner, out + o * inner);
+      }
+    } else {
+      for (int64_t o = 0; o < outer; ++o) sumRows(in + o * extent * inner, extent, inner, out + o * inner);
+    }
     if (p.act) activate(p.act->activation(), out, out, outer * inner);
     return;
   }
@@ -116,6 +126,8 @@ void runReduce(const exec::ReduceParams& p, const VertexView& v, uint8_t* mem) {
   }
   if (p.act) activate(p.act->activation(), out, out, outer * inner);
 }
+
+int64_t reduceInputRowFloats(const exec::ReduceParams& p) { return p.kind == exec::kReduceSum ? p.inner : 0; }
 
 uint64_t cyclesReduce(const exec::ReduceParams& p, const VertexView&, const exec::CostModel& cost) {
   const uint64_t n = static_cast<uint64_t>(p.outer) * static_cast<uint64_t>(p.extent) * static_cast<uint64_t>(p.inner);

@@ -26,10 +26,22 @@ POPRT_VECTOR_CLONES void addRows(double* acc, const float* rows, int64_t count, 
 
 namespace {
 
-void sumRowsPortable(const float* rows, int64_t count, int64_t n, float* out) {
+// Where row e of a sum starts: rows one after another, or anywhere through a table.
+struct StridedRows {
+  const float* base;
+  int64_t n;
+  const float* operator()(int64_t e) const { return base + e * n; }
+};
+struct PointerRows {
+  const float* const* rows;
+  const float* operator()(int64_t e) const { return rows[e]; }
+};
+
+template <class Rows>
+void sumRowsPortable(Rows rows, int64_t count, int64_t n, float* out) {
   thread_local std::vector<double> acc;
   acc.assign(static_cast<size_t>(n), 0.0);
-  addRows(acc.data(), rows, count, n);
+  for (int64_t e = 0; e < count; ++e) addRows(acc.data(), rows(e), 1, n);
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(acc[static_cast<size_t>(i)]);
 }
 
@@ -38,8 +50,8 @@ void sumRowsPortable(const float* rows, int64_t count, int64_t n, float* out) {
 constexpr int kMaxVectors = 4;  // sums of 8 in flight: a row's add waits on the last one's
 
 // Columns [at, at + 8 V) clipped to n; masked loads read nothing past n.
-template <int V>
-__attribute__((target("avx512f,avx512vl"))) void sumColumns(const float* rows, int64_t count, int64_t n, int64_t at, float* out) {
+template <int V, class Rows>
+__attribute__((target("avx512f,avx512vl"))) void sumColumns(Rows rows, int64_t count, int64_t n, int64_t at, float* out) {
   __mmask8 mask[V];
   __m512d acc[V];
   for (int j = 0; j < V; ++j) {
@@ -48,7 +60,7 @@ __attribute__((target("avx512f,avx512vl"))) void sumColumns(const float* rows, i
     acc[j] = _mm512_setzero_pd();
   }
   for (int64_t e = 0; e < count; ++e) {
-    const float* row = rows + e * n + at;
+    const float* row = rows(e) + at;
     for (int j = 0; j < V; ++j) acc[j] = _mm512_add_pd(acc[j], _mm512_cvtps_pd(_mm256_maskz_loadu_ps(mask[j], row + 8 * j)));
   }
   for (int j = 0; j < V; ++j) _mm256_mask_storeu_ps(out + at + 8 * j, mask[j], _mm512_cvtpd_ps(acc[j]));
@@ -58,14 +70,14 @@ __attribute__((target("avx512f,avx512vl"))) void sumColumns(const float* rows, i
 // Only the last vector of a row's end is a masked load: those are slow on some CPUs (AMD's).
 constexpr int kMaxVectors256 = 8;
 
-template <int V, bool kTail>
-__attribute__((target("avx2"))) void sumColumns256(const float* rows, int64_t count, int64_t n, int64_t at, float* out) {
+template <int V, bool kTail, class Rows>
+__attribute__((target("avx2"))) void sumColumns256(Rows rows, int64_t count, int64_t n, int64_t at, float* out) {
   const int left = static_cast<int>(std::min<int64_t>(n - at - 4 * (V - 1), 4));  // the last vector's columns
   const __m128i tail = _mm_cmpgt_epi32(_mm_set1_epi32(left), _mm_setr_epi32(0, 1, 2, 3));
   __m256d acc[V];
   for (int j = 0; j < V; ++j) acc[j] = _mm256_setzero_pd();
   for (int64_t e = 0; e < count; ++e) {
-    const float* row = rows + e * n + at;
+    const float* row = rows(e) + at;
     for (int j = 0; j < V; ++j) {
       const __m128 x = kTail && j == V - 1 ? _mm_maskload_ps(row + 4 * j, tail) : _mm_loadu_ps(row + 4 * j);
       acc[j] = _mm256_add_pd(acc[j], _mm256_cvtps_pd(x));
@@ -81,8 +93,8 @@ __attribute__((target("avx2"))) void sumColumns256(const float* rows, int64_t co
 
 // Columns [at, n) in blocks of up to kMaxVectors256 vectors, the last one masked when n - at is
 // not a multiple of 4.
-template <int V = kMaxVectors256>
-__attribute__((target("avx2"))) void sumColumnsFrom256(const float* rows, int64_t count, int64_t n, int64_t at, float* out) {
+template <int V = kMaxVectors256, class Rows>
+__attribute__((target("avx2"))) void sumColumnsFrom256(Rows rows, int64_t count, int64_t n, int64_t at, float* out) {
   for (; at + 4 * V <= n; at += 4 * V) sumColumns256<V, false>(rows, count, n, at, out);
   if (at >= n) return;
   if constexpr (V > 1)
@@ -94,7 +106,10 @@ __attribute__((target("avx2"))) void sumColumnsFrom256(const float* rows, int64_
 
 }  // namespace
 
-void sumRowsWith(SimdIsa isa, const float* rows, int64_t count, int64_t n, float* out) {
+namespace {
+
+template <class Rows>
+void sumRowsAs(SimdIsa isa, Rows rows, int64_t count, int64_t n, float* out) {
 #ifdef POPRT_ROW_SUMS_X86
   if (isa == SimdIsa::Avx512) {
     for (int64_t at = 0; at < n; at += 8 * kMaxVectors) {
@@ -113,6 +128,16 @@ void sumRowsWith(SimdIsa isa, const float* rows, int64_t count, int64_t n, float
   sumRowsPortable(rows, count, n, out);
 }
 
+}  // namespace
+
+void sumRowsWith(SimdIsa isa, const float* rows, int64_t count, int64_t n, float* out) {
+  sumRowsAs(isa, StridedRows{rows, n}, count, n, out);
+}
+void sumRowsWith(SimdIsa isa, const float* const* rows, int64_t count, int64_t n, float* out) {
+  sumRowsAs(isa, PointerRows{rows}, count, n, out);
+}
+
 void sumRows(const float* rows, int64_t count, int64_t n, float* out) { sumRowsWith(bestSimdIsa(), rows, count, n, out); }
+void sumRows(const float* const* rows, int64_t count, int64_t n, float* out) { sumRowsWith(bestSimdIsa(), rows, count, n, out); }
 
 }  // namespace poprt::sim

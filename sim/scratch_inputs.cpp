@@ -8,7 +8,7 @@
 #include <string>
 
 #include "lib/support/log.h"
-#include "sim/codelet_kinds.h"
+#include "sim/codelets.h"
 #include "sim/field_liveness.h"
 
 namespace poprt::sim {
@@ -57,54 +57,21 @@ bool fillsWhole(const ExchangeMove* first, const ExchangeMove* last, uint64_t ti
   return filled == end - begin;
 }
 
-// Vertex j's input planes of `plane` bytes, each inside one of its scratch moves [first, last):
-// their sources' arena offsets appended to `out`; false (nothing appended) if a plane spans moves.
-bool planeSources(const ExchangeMove* first, const ExchangeMove* last, uint64_t field_bytes, uint64_t plane,
-                  std::vector<uint64_t>& out) {
+// Vertex j's input rows of `row` bytes, each inside one of its scratch moves [first, last):
+// their sources' arena offsets appended to `out`; false (nothing appended) if a row spans moves.
+bool rowSources(const ExchangeMove* first, const ExchangeMove* last, uint64_t field_bytes, uint64_t row,
+                std::vector<uint64_t>& out) {
   const size_t size = out.size();
   const ExchangeMove* m = first;  // the moves' destinations rise: deferMovesToReaders keeps their order
-  for (uint64_t at = 0; at < field_bytes; at += plane) {
+  for (uint64_t at = 0; at < field_bytes; at += row) {
     while (m != last && m->dst + uint64_t{m->bytes} <= at) ++m;
-    if (m == last || m->dst > at || m->dst + uint64_t{m->bytes} < at + plane) {
+    if (m == last || m->dst > at || m->dst + uint64_t{m->bytes} < at + row) {
       out.resize(size);
       return false;
     }
     out.push_back(m->src + (at - m->dst));
   }
   return true;
-}
-
-// The scratch inputs of set `set` that a ConvPartial reads as whole channel planes, each plane in
-// one piece where the exchange's sources hold it, become plane tables: the product reads them
-// there and nothing is moved (light_resnet50: 20 of its 48 thousand 1x1 blocks a run).
-void readPlanesAtSources(const PlannedSet& set, VertexMoves& vm) {
-  VertexMoves out;
-  out.plane_ends.reserve(vm.ends.size());
-  out.scratch_ends.reserve(vm.ends.size());
-  out.scratch_field = vm.scratch_field;
-  const VertexRun* run = set.runs.data();
-  for (uint32_t j = 0; j < vm.ends.size(); ++j) {
-    while (run->end <= j) ++run;
-    const uint32_t first = j ? vm.scratch_ends[j - 1] : 0, last = vm.scratch_ends[j];
-    const VertexView& v = set.vertices[j];
-    const auto* conv = std::get_if<exec::ConvPartialParams>(&run->params);
-    const int64_t plane = conv && v.dtype == DType::Float && vm.scratch_field[j] == 1 ? convInputPlaneFloats(*conv) * 4 : 0;
-    if (plane > 0 && v.fields[1].bytes % static_cast<uint64_t>(plane) == 0 &&
-        planeSources(vm.scratch_moves.data() + first, vm.scratch_moves.data() + last, v.fields[1].bytes,
-                     static_cast<uint64_t>(plane), out.planes)) {
-      out.scratch_field[j] = 0;
-    } else {
-      out.scratch_moves.insert(out.scratch_moves.end(), vm.scratch_moves.begin() + first, vm.scratch_moves.begin() + last);
-    }
-    out.plane_ends.push_back(static_cast<uint32_t>(out.planes.size()));
-    out.scratch_ends.push_back(static_cast<uint32_t>(out.scratch_moves.size()));
-  }
-  if (out.planes.empty()) return;
-  vm.scratch_moves = std::move(out.scratch_moves);
-  vm.scratch_ends = std::move(out.scratch_ends);
-  vm.scratch_field = std::move(out.scratch_field);
-  vm.planes = std::move(out.planes);
-  vm.plane_ends = std::move(out.plane_ends);
 }
 
 }  // namespace
@@ -131,8 +98,7 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
       for (uint8_t f = 1; f < v.fields.size(); ++f) {
         const exec::Field& field = v.fields[f];
         const uint64_t begin = field.offset, end = begin + field.bytes;
-        if (field.bytes < kMinScratchFieldBytes || field.bytes > kMaxScratchFieldBytes || begin < tile || end > tile_end)
-          continue;
+        if (field.bytes == 0 || field.bytes > kMaxScratchFieldBytes || begin < tile || end > tile_end) continue;
         if (best && v.fields[best].bytes >= field.bytes) continue;
         if (fillsWhole(vm.moves.data() + first, vm.moves.data() + vm.ends[j], tile, begin, end) && !(shared[j] >> f & 1))
           best = f;
@@ -143,47 +109,68 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
     }
   }
   const std::vector<bool> dead = deadAfter(exe, plan, tile_offsets, queries);
-  uint64_t fields = 0, bytes = 0;
+  uint64_t scratch_fields = 0, row_fields = 0, bytes = 0;
+  std::vector<ExchangeMove> into;  // a field's moves, dst an offset in it
   for (size_t c = 0; c < candidates.size();) {
     // The candidates of one set, rebuilt together.
     const uint32_t s = candidates[c].set;
     VertexMoves& vm = plan.vertex_moves[s];
-    const auto& vertices = plan.sets[s].vertices;
+    const PlannedSet& set = plan.sets[s];
     VertexMoves out;
     out.ends.reserve(vm.ends.size());
     out.scratch_ends.reserve(vm.ends.size());
+    out.row_ends.reserve(vm.ends.size());
     out.scratch_field.assign(vm.ends.size(), 0);
+    const VertexRun* run = set.runs.data();
     for (uint32_t j = 0; j < vm.ends.size(); ++j) {
+      while (run->end <= j) ++run;
+      const VertexView& v = set.vertices[j];
       const uint32_t first = j ? vm.ends[j - 1] : 0;
-      const bool scratch = c < candidates.size() && candidates[c].set == s && candidates[c].vertex == j && dead[c];
       const bool candidate = c < candidates.size() && candidates[c].set == s && candidates[c].vertex == j;
-      const exec::Field* field = scratch ? &vertices[j].fields[candidates[c].field] : nullptr;
-      const uint64_t tile = tile_offsets[vertices[j].tile];
+      const uint8_t f = candidate && dead[c] ? candidates[c].field : 0;
+      if (candidate) ++c;
+      const exec::Field* field = f ? &v.fields[f] : nullptr;
+      const uint64_t tile = tile_offsets[v.tile];
+      into.clear();
+      const size_t kept = out.moves.size();
       for (uint32_t i = first; i < vm.ends[j]; ++i) {
         const ExchangeMove& m = vm.moves[i];
         const uint64_t dst = tile + m.dst;
         if (field && dst >= field->offset && dst < field->offset + field->bytes)
-          out.scratch_moves.push_back({m.src, static_cast<uint32_t>(dst - field->offset), m.bytes});
+          into.push_back({m.src, static_cast<uint32_t>(dst - field->offset), m.bytes});
         else
           out.moves.push_back(m);
       }
+      // Read as rows where the sources hold them, or assembled in scratch, or (a field too small
+      // for scratch to gain) moved into the tile after all.
+      const int64_t row = f == 1 && v.dtype == DType::Float ? inputRowFloats(run->params) * 4 : 0;
+      if (row > 0 && field->bytes % static_cast<uint64_t>(row) == 0 &&
+          rowSources(into.data(), into.data() + into.size(), field->bytes, static_cast<uint64_t>(row), out.rows)) {
+        ++row_fields;
+        bytes += field->bytes;
+      } else if (field && field->bytes >= kMinScratchFieldBytes) {
+        out.scratch_moves.insert(out.scratch_moves.end(), into.begin(), into.end());
+        out.scratch_field[j] = f;
+        plan.scratch_field_bytes = std::max(plan.scratch_field_bytes, field->bytes);
+        ++scratch_fields;
+        bytes += field->bytes;
+      } else if (field) {
+        out.moves.resize(kept);
+        out.moves.insert(out.moves.end(), vm.moves.begin() + first, vm.moves.begin() + vm.ends[j]);
+      }
       out.ends.push_back(static_cast<uint32_t>(out.moves.size()));
       out.scratch_ends.push_back(static_cast<uint32_t>(out.scratch_moves.size()));
-      if (scratch) {
-        out.scratch_field[j] = candidates[c].field;
-        plan.scratch_field_bytes = std::max(plan.scratch_field_bytes, field->bytes);
-        ++fields;
-        bytes += field->bytes;
-      }
-      if (candidate) ++c;
+      out.row_ends.push_back(static_cast<uint32_t>(out.rows.size()));
     }
-    if (out.scratch_moves.empty()) continue;
+    if (out.moves.size() == vm.moves.size()) continue;  // every field moved into its tile still
+    if (out.scratch_moves.empty()) out.scratch_ends.clear(), out.scratch_field.clear();
+    if (out.rows.empty()) out.row_ends.clear();
     out.moves.shrink_to_fit();
     vm = std::move(out);
-    readPlanesAtSources(plan.sets[s], vm);
   }
-  POPRT_LOG(Debug, "simulator: " << fields << " of " << candidates.size() << " candidate vertex inputs (" << bytes
-                                 << " bytes a run) assembled in scratch");
+  POPRT_LOG(Debug, "simulator: of " << candidates.size() << " candidate vertex inputs, " << row_fields
+                                    << " read as rows where the exchange's sources hold them and " << scratch_fields
+                                    << " assembled in scratch, not in their tiles (" << bytes << " bytes a run)");
 }
 
 }  // namespace poprt::sim

@@ -11,6 +11,12 @@
 //  - its bytes are dead after the set (sim/field_liveness.h): nothing reads them before writing them;
 //  - it is at most kMaxScratchFieldBytes (the buffers stay in the caches), and its vertex has at
 //    most kMaxScratchVertexFields fields (the engine copies them to point one elsewhere).
+// A float32 vertex that reads such a field as rows (inputRowFloats, sim/codelets.h: a 1x1 conv
+// block's channel planes, a Reduce's partial sums), each row inside one move's source, is not
+// assembled at all: it reads the rows at the sources, through a row table (VertexMoves::rows,
+// VertexView::input_rows). Otherwise a field of at least kMinScratchFieldBytes is assembled in
+// scratch; a smaller one keeps its moves into the tile (a few cache lines, which the engine
+// prefetches: scratch did not pay for its set-up on resnet20_cifar's or mobilenetv3's blocks).
 // The tiles' memory then differs from the program's only in bytes nothing reads, so every output
 // and every later step is as before.
 #pragma once
@@ -27,8 +33,9 @@ inline constexpr uint64_t kMinScratchFieldBytes = 2048;
 inline constexpr uint64_t kMaxScratchFieldBytes = 256 * 1024;
 inline constexpr size_t kMaxScratchVertexFields = 8;
 
-// Moves the qualifying fields' moves from plan.vertex_moves[s].moves to its scratch_moves, for a
-// plan whose vertex_moves are made (makeExecutionPlan); sets plan.scratch_field_bytes.
+// Takes the qualifying fields' moves out of plan.vertex_moves[s].moves, into its rows or its
+// scratch_moves, for a plan whose vertex_moves are made (makeExecutionPlan); sets
+// plan.scratch_field_bytes.
 void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const std::vector<uint64_t>& tile_offsets);
 
 }  // namespace poprt::sim

@@ -16,10 +16,10 @@ struct VertexView {
   exec::Codelet codelet = exec::Codelet::Unary;
   DType dtype = DType::Float;
   std::span<const exec::Field> fields;  // fields[0] is the one every codelet writes
-  // A float32 ConvPartial whose product reads its input as whole channel planes
-  // (readsInputPlanes): plane q of fields[1] at arena offset input_planes[q] instead, where the
-  // exchange's sources hold it (sim/scratch_inputs.h). Null: the planes are in fields[1].
-  const uint64_t* input_planes = nullptr;
+  // A vertex that reads its input fields[1] as rows (inputRowFloats, sim/codelets.h): row q at
+  // arena offset input_rows[q] instead, where the exchange's sources hold it
+  // (sim/scratch_inputs.h). Null: the rows are in fields[1].
+  const uint64_t* input_rows = nullptr;
 
   VertexView() = default;
   VertexView(uint32_t tile, exec::Codelet codelet, DType dtype, std::span<const exec::Field> fields)

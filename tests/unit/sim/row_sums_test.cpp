@@ -1,7 +1,7 @@
 // sumRows (sim/row_sums.h) against the sums written out: double, from zero, row by row, rounded
-// to float, under every instruction set this CPU has; every width around the vectors (4 and 8
-// sums) and their blocks (32), and values whose sums depend on that order (cancellations, NaN,
-// infinities, signed zeros).
+// to float, under every instruction set this CPU has, rows one after another or through a table; every width around the vectors
+// (4 and 8 sums) and their blocks (32), and values whose sums depend on that order (cancellations, NaN, infinities, signed
+// zeros).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -44,6 +44,18 @@ TEST(RowSums, TheEvaluatorsSumsForEveryWidthAndRowCount) {
               << want;
         }
         for (size_t k = static_cast<size_t>(n); k < out.size(); ++k) EXPECT_EQ(out[k], 12345.0f) << "n " << n;
+        // The rows anywhere, through a table (here in reverse order, apart): the same bits.
+        std::vector<float> scattered(static_cast<size_t>((n + 3) * count));
+        std::vector<const float*> table(static_cast<size_t>(count));
+        for (int64_t e = 0; e < count; ++e) {
+          float* at = scattered.data() + (count - 1 - e) * (n + 3);
+          std::copy(rows.begin() + e * n, rows.begin() + (e + 1) * n, at);
+          table[static_cast<size_t>(e)] = at;
+        }
+        std::vector<float> via_table(out.size(), 12345.0f);
+        sumRowsWith(isa, table.data(), count, n, via_table.data());
+        for (size_t k = 0; k < out.size(); ++k)
+          EXPECT_EQ(std::bit_cast<uint32_t>(via_table[k]), std::bit_cast<uint32_t>(out[k])) << "table, n " << n << " k " << k;
       }
 }
 

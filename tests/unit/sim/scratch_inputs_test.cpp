@@ -308,13 +308,13 @@ TEST(ScratchInputs, WholePlanesInOnePieceAreReadWhereTheSourcesHoldThem) {
     ExecutionPlan plan = p.plan();
     moveInputsToScratch(p.exe(), plan, {0});
     const VertexMoves& vm = plan.vertex_moves[0];
-    EXPECT_EQ(vm.planes, c.planes) << c.what;
+    EXPECT_EQ(vm.rows, c.planes) << c.what;
     if (c.planes.empty()) {
       EXPECT_EQ(vm.scratch_field, std::vector<uint8_t>{1}) << c.what;
       EXPECT_EQ(vm.scratch_moves.size(), c.moves.size()) << c.what;
     } else {
-      EXPECT_EQ(vm.plane_ends, std::vector<uint32_t>{2}) << c.what;
-      EXPECT_EQ(vm.scratch_field, std::vector<uint8_t>{0}) << c.what;
+      EXPECT_EQ(vm.row_ends, std::vector<uint32_t>{2}) << c.what;
+      EXPECT_TRUE(vm.scratch_field.empty()) << c.what;  // no field of the set assembled in scratch
       EXPECT_TRUE(vm.scratch_moves.empty() && vm.moves.empty()) << c.what;
     }
   }
