@@ -295,7 +295,10 @@ void prefetchInputs(const VertexView& v, const uint8_t* mem, size_t skip, const 
 
 // A vertex writes only its own tile's memory (it may read a shared weight copy elsewhere, which
 // nothing writes); each worker runs the vertices of its tiles, in order, each after the moves of
-// the exchange before it that it makes itself (ExecutionPlan::vertex_moves).
+// the exchange before it that it makes itself (ExecutionPlan::vertex_moves): into its tile, into
+// the worker's scratch, or none where it reads its input rows at their sources
+// (sim/scratch_inputs.h). Only a pipelined program's stages run sets side by side as worker 0, and
+// such a program has no scratch inputs.
 void Engine::runComputeSet(uint32_t index, bool split) {
   const auto& vertices = plan_->sets[index].vertices;
   const auto& runs = plan_->sets[index].runs;

@@ -1,11 +1,8 @@
 #include "sim/scratch_inputs.h"
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
-#include <cstdlib>
-#include <map>
-#include <string>
+#include <span>
+#include <vector>
 
 #include "lib/support/log.h"
 #include "sim/codelets.h"
@@ -57,12 +54,14 @@ bool fillsWhole(const ExchangeMove* first, const ExchangeMove* last, uint64_t ti
   return filled == end - begin;
 }
 
-// Vertex j's input rows of `row` bytes, each inside one of its scratch moves [first, last):
-// their sources' arena offsets appended to `out`; false (nothing appended) if a row spans moves.
+// A field's rows of `row` bytes, each inside one of the moves [first, last) that fill it (their dst
+// offsets in the field): their sources' arena offsets appended to `out`; false (nothing appended)
+// if a row spans moves. The moves are walked once, in order: a vertex's moves from two runs of the
+// exchange into its tile may not rise, and then this gives up rather than search.
 bool rowSources(const ExchangeMove* first, const ExchangeMove* last, uint64_t field_bytes, uint64_t row,
                 std::vector<uint64_t>& out) {
   const size_t size = out.size();
-  const ExchangeMove* m = first;  // the moves' destinations rise: deferMovesToReaders keeps their order
+  const ExchangeMove* m = first;
   for (uint64_t at = 0; at < field_bytes; at += row) {
     while (m != last && m->dst + uint64_t{m->bytes} <= at) ++m;
     if (m == last || m->dst > at || m->dst + uint64_t{m->bytes} < at + row) {
