@@ -8,14 +8,20 @@ namespace {
 // Live bytes of the arena as bits, one per 4-byte granule (a float; light_resnet50's 900 MB
 // arena takes 28 MB while a plan is made). A granule's liveness depends on the reads and writes of
 // its own bytes alone, so only the pages holding queried bytes are tracked: the rest of a step's
-// footprint (mostly the moves' sources) costs a bit test or two.
+// footprint (mostly the moves' sources) costs two lookups. The work on tracked bits has a budget
+// (a PopEF may declare a gigabyte-wide operand a thousand times over one queried page); past it,
+// the walk is abandoned and nothing is proven dead.
 class LiveGranules {
  public:
   LiveGranules(uint64_t bytes, std::span<const LivenessQuery> queries)
-      : words_(bytes / kGranule / 64 + 1, 0), pages_(bytes / kPage / 64 + 1, 0) {
+      : words_(bytes / kGranule / 64 + 1, 0), tracked_before_(bytes / kPage + 2, 0) {
+    std::vector<bool> tracked(tracked_before_.size() - 1, false);
     for (const LivenessQuery& q : queries)
-      for (uint64_t p = q.range.begin / kPage; p * kPage < q.range.end; ++p) pages_[p / 64] |= uint64_t{1} << (p % 64);
+      for (uint64_t p = q.range.begin / kPage; p * kPage < q.range.end; ++p) tracked[p] = true;
+    for (size_t p = 0; p < tracked.size(); ++p) tracked_before_[p + 1] = tracked_before_[p] + tracked[p];
+    budget_ = static_cast<int64_t>(kBudgetPerWord * words_.size() + (uint64_t{1} << 26));
   }
+  bool exhausted() const { return budget_ < 0; }
 
   // Read: every granule [begin, end) touches is alive.
   void read(uint64_t begin, uint64_t end) {
@@ -34,15 +40,18 @@ class LiveGranules {
     return false;
   }
   void unite(const LiveGranules& other) {
+    budget_ -= static_cast<int64_t>(words_.size());
     for (size_t i = 0; i < words_.size(); ++i) words_[i] |= other.words_[i];
   }
 
  private:
   static constexpr uint64_t kGranule = 4, kPage = 4096;
+  // Word operations a walk may make per word of the bitmap: light_resnet50's whole plan takes
+  // under 3 (its two passes set and clear about 8 million words; the bitmap has 3.5 million).
+  static constexpr uint64_t kBudgetPerWord = 64;
   bool tracked(uint64_t begin, uint64_t end) const {
-    for (uint64_t p = begin / kPage; p * kPage < end; ++p)
-      if (pages_[p / 64] >> (p % 64) & 1) return true;
-    return false;
+    const uint64_t last = std::min<uint64_t>((end + kPage - 1) / kPage, tracked_before_.size() - 1);
+    return tracked_before_[last] > tracked_before_[std::min<uint64_t>(begin / kPage, last)];
   }
   // The bits of word w within granules [first, last).
   static uint64_t mask(uint64_t w, uint64_t first, uint64_t last) {
@@ -51,12 +60,16 @@ class LiveGranules {
     return upper & ~((uint64_t{1} << lo) - 1);
   }
   void setBits(uint64_t first, uint64_t last, bool alive) {
+    budget_ -= static_cast<int64_t>((last - 1) / 64 - first / 64 + 1);
+    if (budget_ < 0) return;
     for (uint64_t w = first / 64; w <= (last - 1) / 64; ++w) {
       const uint64_t m = mask(w, first, last);
       words_[w] = alive ? words_[w] | m : words_[w] & ~m;
     }
   }
-  std::vector<uint64_t> words_, pages_;  // granules, and the pages tracked
+  std::vector<uint64_t> words_;           // by granule
+  std::vector<uint32_t> tracked_before_;  // by page: how many pages before it are tracked
+  int64_t budget_ = 0;
 };
 
 // Walks programs backwards: what is alive before a step is what it reads, and what was alive after
@@ -134,7 +147,17 @@ std::vector<bool> deadAfter(const exec::Executable& exe, const ExecutionPlan& pl
   walk.program(exe.main, live);
   LiveGranules after_reload = live;
   walk.program(exe.load, after_reload);
+  if (after_reload.exhausted()) return dead;
   live.unite(after_reload);
+  // A run that stops at a step that can fail (a host program; a host buffer streamed in, which a
+  // host program may have left unfilled) is followed by a run from the start, without the rest of
+  // the failed run's writes: what that run needs is alive there too.
+  auto canFail = [&](const exec::Step& step) {
+    return step.kind == exec::StepKind::HostCall ||
+           (step.kind == exec::StepKind::StreamIn && exe.streams[step.index].role != exec::HostStream::Role::Input);
+  };
+  const bool failures = std::any_of(exe.main.steps.begin(), exe.main.steps.end(), canFail);
+  const LiveGranules restart = failures ? live : LiveGranules(0, {});
   std::vector<ByteRange> weights;
   for (const auto& s : exe.streams)
     if (s.role == exec::HostStream::Role::Weight)
@@ -153,7 +176,9 @@ std::vector<bool> deadAfter(const exec::Executable& exe, const ExecutionPlan& pl
           q.step == i && !live.anyAlive(q.range.begin, q.range.end) && !overlapsAny(weights, q.range.begin, q.range.end);
     }
     walk.step(exe.main.steps[i], live);
+    if (failures && canFail(exe.main.steps[i])) live.unite(restart);
   }
+  if (live.exhausted()) std::fill(dead.begin(), dead.end(), false);
   return dead;
 }
 

@@ -31,8 +31,12 @@ struct LivenessQuery {
 // the first whole (every codelet writes its output field whole, and a vertex whose output overlaps
 // an input reads those bytes first); a stream copy to the device writes its bytes, one from it reads
 // them. Bytes are tracked in 4-byte granules: a write kills only granules it covers whole, a read
-// keeps alive every granule it touches, so an odd edge errs towards alive.
-// A pipelined executable (program order is not time order) gets false for every query.
+// keeps alive every granule it touches, so an odd edge errs towards alive. A run may also stop at a
+// step that can fail (a host program, a host buffer streamed in): the next run then starts without
+// the rest of its writes, so what a run needs at its start is alive after each such step.
+// A pipelined executable (program order is not time order) gets false for every query, as does
+// one whose walk would take more than a budget of work (in proportion to the arena).
+
 std::vector<bool> deadAfter(const exec::Executable& exe, const ExecutionPlan& plan, const std::vector<uint64_t>& tile_offsets,
                             std::span<const LivenessQuery> queries);
 

@@ -1,6 +1,7 @@
 #include "sim/scratch_inputs.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -64,7 +65,8 @@ bool rowSources(const ExchangeMove* first, const ExchangeMove* last, uint64_t fi
   const ExchangeMove* m = first;
   for (uint64_t at = 0; at < field_bytes; at += row) {
     while (m != last && m->dst + uint64_t{m->bytes} <= at) ++m;
-    if (m == last || m->dst > at || m->dst + uint64_t{m->bytes} < at + row) {
+    // A row read as floats where it lies: at a 4-byte boundary (exchange copies need not be).
+    if (m == last || m->dst > at || m->dst + uint64_t{m->bytes} < at + row || (m->src + (at - m->dst)) % 4 != 0) {
       out.resize(size);
       return false;
     }
@@ -109,6 +111,13 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
   }
   const std::vector<bool> dead = deadAfter(exe, plan, tile_offsets, queries);
   uint64_t scratch_fields = 0, row_fields = 0, bytes = 0;
+  // Row tables take 8 bytes a row of as little as 4, and the same tile bytes can be a field of any
+  // number of sets: all of them together take at most a word per 8 bytes of the arena (what the
+  // verifier let the tiles take already), and index within 32 bits.
+  uint64_t arena = 0;
+  for (size_t t = 0; t < tile_offsets.size(); ++t) arena = std::max(arena, tile_offsets[t] + exe.tile_bytes[t]);
+  const uint64_t max_table_entries = std::min<uint64_t>(arena / 8, UINT32_MAX);
+  uint64_t table_entries = 0;
   std::vector<ExchangeMove> into;  // a field's moves, dst an offset in it
   for (size_t c = 0; c < candidates.size();) {
     // The candidates of one set, rebuilt together.
@@ -144,9 +153,11 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
       // for scratch to gain) moved into the tile after all.
       const int64_t row = f == 1 && v.dtype == DType::Float ? inputRowFloats(run->params) * 4 : 0;
       if (row > 0 && field->bytes % static_cast<uint64_t>(row) == 0 &&
+          table_entries + field->bytes / static_cast<uint64_t>(row) <= max_table_entries &&
           rowSources(into.data(), into.data() + into.size(), field->bytes, static_cast<uint64_t>(row), out.rows)) {
         ++row_fields;
         bytes += field->bytes;
+        table_entries += field->bytes / static_cast<uint64_t>(row);
       } else if (field && field->bytes >= kMinScratchFieldBytes) {
         out.scratch_moves.insert(out.scratch_moves.end(), into.begin(), into.end());
         out.scratch_field[j] = f;

@@ -56,6 +56,7 @@ class ProgramBuilder {
     return add(kind, static_cast<uint32_t>(exe_.streams.size() - 1), false);
   }
   void pipelined() { exe_.strategy = exec::Strategy::Pipelined; }
+  uint32_t hostCall() { return add(exec::StepKind::HostCall, 0, false); }
 
   const exec::Executable& exe() const { return exe_; }
   // The plan of the steps so far (its vertices view its own copy of the fields).
@@ -193,6 +194,18 @@ TEST(FieldLiveness, ReadAgainIsAlive) {
   }
 }
 
+// A host program can fail: the run stops there, and the next one starts without the write after it.
+TEST(FieldLiveness, ARunStoppingAtAHostProgramLeavesItForTheNextRun) {
+  for (bool host : {false, true}) {
+    ProgramBuilder p;
+    p.set({{kOut, {150, 4}}});  // the next run reads it first
+    const uint32_t s = p.set({{kOut, kIn}});
+    if (host) p.hostCall();
+    p.exchange({{700, 100, 100}});
+    EXPECT_EQ(p.deadAfterStep(s), !host) << (host ? "a host program between" : "no host program");
+  }
+}
+
 TEST(FieldLiveness, TheNextRunWritingItFirstIsDead) {
   ProgramBuilder p;
   p.exchange({{700, 100, 100}});
@@ -298,6 +311,7 @@ TEST(ScratchInputs, WholePlanesInOnePieceAreReadWhereTheSourcesHoldThem) {
       {"one move for both", {{20000, 1000, 6000}}, DType::Float, {20000, 23000}},
       {"a plane in two moves", {{20000, 1000, 2000}, {40000, 3000, 4000}}, DType::Float, {}},
       {"a float16 block (widened, not read in place)", {{20000, 1000, 6000}}, DType::Float16, {}},
+      {"sources off a 4-byte boundary", {{20002, 1000, 6000}}, DType::Float, {}},
   };
   for (const Case& c : cases) {
     ProgramBuilder p(65536);
