@@ -56,6 +56,14 @@ TEST(UnaryCodelet, GeluBothFormsMatchTheFusedOp) {
     }
 }
 
+// A Fill the codelet could not write (a complex dtype) or whose count times its element size wraps
+// round to the field's size is refused, not run: its output would not be written whole.
+TEST(FillCodelet, UnwritableDtypesAndWrappingCountsAreRefused) {
+  EXPECT_FALSE(checkVertex({0, exec::Codelet::Fill, DType::Complex64, {{0, 16}}, {2}, {1.0f}}).ok());
+  EXPECT_FALSE(checkVertex({0, exec::Codelet::Fill, DType::Float, {{0, 8}}, {(int64_t{1} << 62) + 2}, {1.0f}}).ok());
+  EXPECT_TRUE(checkVertex({0, exec::Codelet::Fill, DType::Float, {{0, 8}}, {2}, {1.0f}}).ok());
+}
+
 TEST(FillCodelet, EveryElementSizeWithGuards) {
   for (DType dt : {DType::Float, DType::Float16, DType::Int64, DType::Int32, DType::UInt8, DType::Bool, DType::Double})
     for (int64_t n : kSizes) {
