@@ -5,8 +5,8 @@
 namespace poprt::sim {
 namespace {
 
-// Live bytes of the arena as bits, one per 4-byte granule (a float; light_resnet50's 900 MB
-// arena takes 28 MB while a plan is made). A granule's liveness depends on the reads and writes of
+// Live bytes of the arena as bits, one per 4-byte granule (a float; light_resnet50's 416 MB
+// arena takes 13 MB while a plan is made). A granule's liveness depends on the reads and writes of
 // its own bytes alone, so only the pages holding queried bytes are tracked: the rest of a step's
 // footprint (mostly the moves' sources) costs two lookups. The work on tracked bits has a budget
 // (a PopEF may declare a gigabyte-wide operand a thousand times over one queried page); past it,
@@ -19,7 +19,7 @@ class LiveGranules {
     for (const LivenessQuery& q : queries)
       for (uint64_t p = q.range.begin / kPage; p * kPage < q.range.end; ++p) tracked[p] = true;
     for (size_t p = 0; p < tracked.size(); ++p) tracked_before_[p + 1] = tracked_before_[p] + tracked[p];
-    budget_ = static_cast<int64_t>(kBudgetPerWord * words_.size() + (uint64_t{1} << 26));
+    budget_ = static_cast<int64_t>(kBudgetPerWord * words_.size() + kBudgetBase);
   }
   bool exhausted() const { return budget_ < 0; }
 
@@ -46,9 +46,10 @@ class LiveGranules {
 
  private:
   static constexpr uint64_t kGranule = 4, kPage = 4096;
-  // Word operations a walk may make per word of the bitmap: light_resnet50's whole plan takes
-  // under 3 (its two passes set and clear about 8 million words; the bitmap has 3.5 million).
-  static constexpr uint64_t kBudgetPerWord = 64;
+  // Word operations a walk may make per word of the bitmap, and on top: light_resnet50's plan
+  // takes 28 a word (46 million), light_densenet121's 44, yolox_nano's 58 (24 million); a
+  // hostile PopEF gets a walk in proportion to its arena.
+  static constexpr uint64_t kBudgetPerWord = 256, kBudgetBase = uint64_t{1} << 28;
   bool tracked(uint64_t begin, uint64_t end) const {
     const uint64_t last = std::min<uint64_t>((end + kPage - 1) / kPage, tracked_before_.size() - 1);
     return tracked_before_[last] > tracked_before_[std::min<uint64_t>(begin / kPage, last)];
