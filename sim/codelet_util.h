@@ -27,6 +27,15 @@ inline constexpr int64_t kProductCap = int64_t{1} << 50;  // no field is that la
 
 inline float* f32(uint8_t* mem, const exec::Field& f) { return reinterpret_cast<float*>(mem + f.offset); }
 
+// The n float rows at arena offsets rows[0, n) (VertexView::input_rows), as pointers for the
+// kernels that read rows through a table (gemmRows, sumRows); valid until this thread's next call.
+inline const float* const* rowPointers(const uint8_t* mem, const uint64_t* rows, int64_t n) {
+  thread_local std::vector<const float*> pointers;
+  pointers.resize(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) pointers[static_cast<size_t>(r)] = reinterpret_cast<const float*>(mem + rows[r]);
+  return pointers.data();
+}
+
 // An activation kind read from a PopEF is one of the list.
 inline bool isActivationKind(ops::graphcore::ActivationKind kind) {
   return kind >= ops::graphcore::ActivationKind::Relu && kind <= ops::graphcore::kLastActivationKind;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/tile_arena.h"
+
 namespace poprt::sim {
 namespace {
 
@@ -139,7 +141,7 @@ std::vector<bool> deadAfter(const exec::Executable& exe, const ExecutionPlan& pl
   std::vector<bool> dead(queries.size(), false);
   if (queries.empty() || exe.strategy == exec::Strategy::Pipelined) return dead;
   uint64_t arena = 0;
-  for (size_t t = 0; t < tile_offsets.size(); ++t) arena = std::max(arena, tile_offsets[t] + exe.tile_bytes[t]);
+  TileArena::layout(exe.tile_bytes, &arena);
   const BackwardWalk walk(exe, plan, tile_offsets);
   // Alive at the start of main when nothing follows the run; then what a next run needs, with or
   // without the load program between (the walk's second pass reaches the fixed point: what is

@@ -54,13 +54,8 @@ void runReduce(const exec::ReduceParams& p, const VertexView& v, uint8_t* mem) {
   const float* in = f32(mem, v.fields[1]);
   if (kind == exec::kReduceSum) {
     if (v.input_rows) {  // the rows where the exchange's sources hold them
-      thread_local std::vector<const float*> rows;
-      rows.resize(static_cast<size_t>(extent));
-      for (int64_t o = 0; o < outer; ++o) {
-        for (int64_t e = 0; e < extent; ++e)
-          rows[static_cast<size_t>(e)] = reinterpret_cast<const float*>(mem + v.input_rows[o * extent + e]);
-        sumRows(rows.data(), extent, inner, out + o * inner);
-      }
+      for (int64_t o = 0; o < outer; ++o)
+        sumRows(rowPointers(mem, v.input_rows + o * extent, extent), extent, inner, out + o * inner);
     } else {
       for (int64_t o = 0; o < outer; ++o) sumRows(in + o * extent * inner, extent, inner, out + o * inner);
     }

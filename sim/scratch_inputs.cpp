@@ -8,6 +8,7 @@
 #include "lib/support/log.h"
 #include "sim/codelets.h"
 #include "sim/field_liveness.h"
+#include "sim/tile_arena.h"
 
 namespace poprt::sim {
 namespace {
@@ -115,7 +116,7 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
   // number of sets: all of them together take at most a word per 8 bytes of the arena (what the
   // verifier let the tiles take already), and index within 32 bits.
   uint64_t arena = 0;
-  for (size_t t = 0; t < tile_offsets.size(); ++t) arena = std::max(arena, tile_offsets[t] + exe.tile_bytes[t]);
+  TileArena::layout(exe.tile_bytes, &arena);
   const uint64_t max_table_entries = std::min<uint64_t>(arena / 8, UINT32_MAX);
   uint64_t table_entries = 0;
   std::vector<ExchangeMove> into;  // a field's moves, dst an offset in it

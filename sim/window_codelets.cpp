@@ -510,11 +510,7 @@ void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* 
       if (rows == 0) {
         std::fill(og, og + Mb * P, 0.0f);
       } else if (direct && v.input_rows) {  // the planes where the exchange's sources hold them
-        thread_local std::vector<const float*> planes;
-        planes.resize(static_cast<size_t>(Cg));
-        for (int64_t c = 0; c < Cg; ++c)
-          planes[static_cast<size_t>(c)] = reinterpret_cast<const float*>(mem + v.input_rows[g * Cg + c]);
-        gemmRows(wg, Mb, rows, planes.data(), 0, P, og, P);
+        gemmRows(wg, Mb, rows, rowPointers(mem, v.input_rows + g * Cg, Cg), 0, P, og, P);
       } else if (direct) {
         gemm(wg, Mb, rows, x, P, P, og, P);
       } else if (padded) {
