@@ -34,69 +34,86 @@ struct PointerRows {
 // Features, not arch levels: Clang's multiversioning takes no "arch=x86-64-v4".
 #define POPRT_V4 __attribute__((target("avx512f,fma"), always_inline)) inline
 #define POPRT_V3 __attribute__((target("avx2,fma"), always_inline)) inline
+// A tile's sums live in registers only when its loops over rows and vectors are unrolled whole:
+// GCC left some tiles' loops rolled and kept their sums in memory (an FMA with a load and a store
+// for each).
+#define POPRT_UNROLL _Pragma("GCC unroll 16")
 
 // AVX-512: J rows x V vectors of 16; `last` masks the used columns of the last vector.
 template <int J, int V, class Rows>
 POPRT_V4 void tile512(const float* a, int64_t K, Rows b, int64_t q, float* out, int64_t ldo, __mmask16 last) {
   __m512 acc[J][V];
-  for (int j = 0; j < J; ++j)
-    for (int v = 0; v < V; ++v) acc[j][v] = _mm512_setzero_ps();
+  POPRT_UNROLL for (int j = 0; j < J; ++j) POPRT_UNROLL for (int v = 0; v < V; ++v) acc[j][v] = _mm512_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
     __m512 c[V];
     const float* row = b[k] + q;
-    for (int v = 0; v < V - 1; ++v) c[v] = _mm512_loadu_ps(row + 16 * v);
+    POPRT_UNROLL for (int v = 0; v < V - 1; ++v) c[v] = _mm512_loadu_ps(row + 16 * v);
     c[V - 1] = _mm512_maskz_loadu_ps(last, row + 16 * (V - 1));
-    for (int j = 0; j < J; ++j) {
+    POPRT_UNROLL for (int j = 0; j < J; ++j) {
       const __m512 x = _mm512_set1_ps(a[j * K + k]);
-      for (int v = 0; v < V; ++v) acc[j][v] = _mm512_fmadd_ps(x, c[v], acc[j][v]);
+      POPRT_UNROLL for (int v = 0; v < V; ++v) acc[j][v] = _mm512_fmadd_ps(x, c[v], acc[j][v]);
     }
   }
-  for (int j = 0; j < J; ++j) {
-    for (int v = 0; v < V - 1; ++v) _mm512_storeu_ps(out + j * ldo + 16 * v, acc[j][v]);
+  POPRT_UNROLL for (int j = 0; j < J; ++j) {
+    POPRT_UNROLL for (int v = 0; v < V - 1; ++v) _mm512_storeu_ps(out + j * ldo + 16 * v, acc[j][v]);
     _mm512_mask_storeu_ps(out + j * ldo + 16 * (V - 1), last, acc[j][V - 1]);
   }
 }
 
-// Rows [0, J) of columns [q, n), 16V at a time, then what is left with half as many vectors a tile.
+// The vectors of 16 columns a tile of J rows spans: J * V sums in registers, with room left for
+// the row of b being loaded and a broadcast weight (32 registers). Wide tiles cover a row of a
+// conv block's output (14 to 63 columns are common) in one pass over K: a tile of few vectors per
+// row made several passes, each re-reading the weights with fewer sums in flight.
+template <int J>
+constexpr int kTileVectors = J >= 7   ? 3
+                             : J >= 5 ? 4
+                             : J == 4 ? 6
+                             : J == 3 ? 8
+                                      : 12;
+
+POPRT_V4 __mmask16 firstLanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1); }  // n in [1, 16]
+
+// Columns [q, n) of rows [0, J), fewer than 16V + 1 of them: one tile of as many vectors as they
+// need, the last masked.
 template <int J, int V, class Rows>
-POPRT_V4 void columns512(const float* a, int64_t K, Rows b, int64_t q, int64_t n, float* out, int64_t ldo) {
-  for (; q + 16 * V <= n; q += 16 * V) tile512<J, V, Rows>(a, K, b, q, out + q, ldo, 0xFFFF);
-  if (q >= n) return;
+POPRT_V4 void lastTile512(const float* a, int64_t K, Rows b, int64_t q, int64_t n, float* out, int64_t ldo) {
   if constexpr (V > 1)
-    columns512<J, V / 2, Rows>(a, K, b, q, n, out, ldo);
-  else
-    tile512<J, 1, Rows>(a, K, b, q, out + q, ldo, static_cast<__mmask16>((1u << (n - q)) - 1));
+    if (n - q <= 16 * (V - 1)) return lastTile512<J, V - 1, Rows>(a, K, b, q, n, out, ldo);
+  tile512<J, V, Rows>(a, K, b, q, out + q, ldo, firstLanes(n - q - 16 * (V - 1)));
+}
+
+// Rows [0, J) of columns [0, n): whole tiles, then the last.
+template <int J, class Rows>
+POPRT_V4 void rows512(const float* a, int64_t K, Rows b, int64_t n, float* out, int64_t ldo) {
+  constexpr int V = kTileVectors<J>;
+  int64_t q = 0;
+  for (; q + 16 * V <= n; q += 16 * V) tile512<J, V, Rows>(a, K, b, q, out + q, ldo, 0xFFFF);
+  if (q < n) lastTile512<J, V, Rows>(a, K, b, q, n, out, ldo);
 }
 
 template <class Rows>
 __attribute__((target("avx512f,fma"))) void gemmAvx512(const float* a, int64_t M, int64_t K, Rows b, int64_t N, float* out,
                                                        int64_t ldo) {
-  // Tiles of 8 rows by 32 columns, a column block at a time: its rows of b stay in cache for all
-  // the row tiles.
+  // Tiles of 8 rows, a column block at a time: its rows of b stay in cache for all the row tiles.
+  constexpr int V = kTileVectors<8>;
   const int64_t whole = M / 8 * 8;
   int64_t q = 0;
-  for (; q + 32 <= N; q += 32)
-    for (int64_t j = 0; j < whole; j += 8) tile512<8, 2, Rows>(a + j * K, K, b, q, out + j * ldo + q, ldo, 0xFFFF);
-  const int64_t left = N - q;
-  for (int64_t j = 0; j < whole && left > 0; j += 8) {
-    if (left > 16)
-      tile512<8, 2, Rows>(a + j * K, K, b, q, out + j * ldo + q, ldo, static_cast<__mmask16>((1u << (left - 16)) - 1));
-    else
-      tile512<8, 1, Rows>(a + j * K, K, b, q, out + j * ldo + q, ldo, static_cast<__mmask16>((1u << left) - 1));
-  }
+  for (; q + 16 * V <= N; q += 16 * V)
+    for (int64_t j = 0; j < whole; j += 8) tile512<8, V, Rows>(a + j * K, K, b, q, out + j * ldo + q, ldo, 0xFFFF);
+  for (int64_t j = 0; j < whole && q < N; j += 8) lastTile512<8, V, Rows>(a + j * K, K, b, q, N, out + j * ldo, ldo);
   // The last M % 8 rows sweep the columns by themselves, with more columns a tile: an FMA takes
-  // about 4 cycles on each of 2 ports, so a tile wants 8 or more sums in flight (a 1-row tile of 2
-  // vectors had 2). A conv block's few output channels (2 to 7 are common) are all remainder.
+  // about 4 cycles, so a tile wants 8 or more sums in flight (a 1-row tile of 2 vectors had 2). A
+  // conv block's few output channels (2 to 7 are common) are all remainder.
   const float* ar = a + whole * K;
   float* orow = out + whole * ldo;
   switch (M - whole) {
-    case 1: return columns512<1, 8, Rows>(ar, K, b, 0, N, orow, ldo);
-    case 2: return columns512<2, 4, Rows>(ar, K, b, 0, N, orow, ldo);
-    case 3: return columns512<3, 4, Rows>(ar, K, b, 0, N, orow, ldo);
-    case 4: return columns512<4, 2, Rows>(ar, K, b, 0, N, orow, ldo);
-    case 5: return columns512<5, 2, Rows>(ar, K, b, 0, N, orow, ldo);
-    case 6: return columns512<6, 2, Rows>(ar, K, b, 0, N, orow, ldo);
-    case 7: return columns512<7, 2, Rows>(ar, K, b, 0, N, orow, ldo);
+    case 1: return rows512<1, Rows>(ar, K, b, N, orow, ldo);
+    case 2: return rows512<2, Rows>(ar, K, b, N, orow, ldo);
+    case 3: return rows512<3, Rows>(ar, K, b, N, orow, ldo);
+    case 4: return rows512<4, Rows>(ar, K, b, N, orow, ldo);
+    case 5: return rows512<5, Rows>(ar, K, b, N, orow, ldo);
+    case 6: return rows512<6, Rows>(ar, K, b, N, orow, ldo);
+    case 7: return rows512<7, Rows>(ar, K, b, N, orow, ldo);
     default: return;
   }
 }
@@ -105,20 +122,19 @@ __attribute__((target("avx512f,fma"))) void gemmAvx512(const float* a, int64_t M
 template <int J, int V, class Rows>
 POPRT_V3 void tile256(const float* a, int64_t K, Rows b, int64_t q, float* out, int64_t ldo, __m256i last) {
   __m256 acc[J][V];
-  for (int j = 0; j < J; ++j)
-    for (int v = 0; v < V; ++v) acc[j][v] = _mm256_setzero_ps();
+  POPRT_UNROLL for (int j = 0; j < J; ++j) POPRT_UNROLL for (int v = 0; v < V; ++v) acc[j][v] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
     __m256 c[V];
     const float* row = b[k] + q;
-    for (int v = 0; v < V - 1; ++v) c[v] = _mm256_loadu_ps(row + 8 * v);
+    POPRT_UNROLL for (int v = 0; v < V - 1; ++v) c[v] = _mm256_loadu_ps(row + 8 * v);
     c[V - 1] = _mm256_maskload_ps(row + 8 * (V - 1), last);
-    for (int j = 0; j < J; ++j) {
+    POPRT_UNROLL for (int j = 0; j < J; ++j) {
       const __m256 x = _mm256_set1_ps(a[j * K + k]);
-      for (int v = 0; v < V; ++v) acc[j][v] = _mm256_fmadd_ps(x, c[v], acc[j][v]);
+      POPRT_UNROLL for (int v = 0; v < V; ++v) acc[j][v] = _mm256_fmadd_ps(x, c[v], acc[j][v]);
     }
   }
-  for (int j = 0; j < J; ++j) {
-    for (int v = 0; v < V - 1; ++v) _mm256_storeu_ps(out + j * ldo + 8 * v, acc[j][v]);
+  POPRT_UNROLL for (int j = 0; j < J; ++j) {
+    POPRT_UNROLL for (int v = 0; v < V - 1; ++v) _mm256_storeu_ps(out + j * ldo + 8 * v, acc[j][v]);
     _mm256_maskstore_ps(out + j * ldo + 8 * (V - 1), last, acc[j][V - 1]);
   }
 }

@@ -14,7 +14,8 @@ namespace {
 
 // Every version this CPU has gives the same bits as the portable one, over the register tiles'
 // edges (rows and columns left over), strided b and out rows, and K = 0; and the portable one
-// matches a product in double. Nothing outside the out rows' first N columns is written.
+// matches a product in double; gemmRows over the same rows anywhere in memory gives the same bits.
+// Nothing outside the out rows' first N columns is written.
 TEST(Gemm, EveryVersionGivesTheSameBitsAndMatchesDouble) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
@@ -22,10 +23,10 @@ TEST(Gemm, EveryVersionGivesTheSameBitsAndMatchesDouble) {
   ASSERT_EQ(isas.front(), SimdIsa::Portable);
   const float sentinel = 12345.f;
   // Every remainder of M by the row tiles (8 rows with AVX-512, 6 with AVX2), and N across the
-  // wider tiles the remainder rows use.
-  for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 17, 23})
+  // tile widths of every row count (3 vectors of 16 for 8 rows, up to 12 for 1 or 2: 193 columns).
+  for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 16, 17, 23})
     for (int64_t K : {0, 1, 5, 64})
-      for (int64_t N : {1, 7, 8, 15, 16, 17, 31, 32, 33, 50, 64, 100, 129, 200}) {
+      for (int64_t N : {1, 7, 8, 15, 16, 17, 31, 32, 33, 48, 49, 50, 64, 97, 100, 129, 193, 200}) {
         SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N));
         const int64_t ldb = N + 3, ldo = N + 5;
         std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * ldb));
@@ -53,6 +54,17 @@ TEST(Gemm, EveryVersionGivesTheSameBitsAndMatchesDouble) {
           } else {
             ASSERT_EQ(std::memcmp(out.data(), portable.data(), out.size() * sizeof(float)), 0);
           }
+          // The same rows through pointers, in reverse order in memory, from column 2 of each.
+          std::vector<float> moved(static_cast<size_t>(K * ldb + 2));
+          std::vector<const float*> rows(static_cast<size_t>(K));
+          for (int64_t k = 0; k < K; ++k) {
+            float* row = moved.data() + (K - 1 - k) * ldb;
+            std::copy(b.begin() + k * ldb, b.begin() + k * ldb + N, row + 2);
+            rows[static_cast<size_t>(k)] = row;
+          }
+          std::vector<float> by_rows(out.size(), sentinel);
+          gemmRowsWith(isa, a.data(), M, K, rows.data(), 2, N, by_rows.data(), ldo);
+          ASSERT_EQ(std::memcmp(by_rows.data(), out.data(), out.size() * sizeof(float)), 0);
         }
       }
 }
