@@ -41,10 +41,6 @@ inline bool isActivationKind(ops::graphcore::ActivationKind kind) {
   return kind >= ops::graphcore::ActivationKind::Relu && kind <= ops::graphcore::kLastActivationKind;
 }
 
-// out[i] = act(in[i]) for i < n (`in` may be `out`), as the evaluator's activation (in double,
-// rounded to float), with the kind chosen once per span rather than once per element.
-void activate(const ops::graphcore::Activation& act, const float* in, float* out, int64_t n);
-
 // a * b for sizes, or -1 when either is negative or the product exceeds kProductCap.
 inline int64_t capMul(int64_t a, int64_t b) {
   int64_t product = 0;  // no division: codelets check sizes per vertex run

@@ -13,7 +13,6 @@
 #include "lib/support/half.h"
 #include "sim/codelet_kinds.h"
 #include "sim/codelet_util.h"
-#include "sim/logistic.h"
 
 namespace poprt::sim {
 
@@ -176,27 +175,5 @@ uint64_t vertexCycles(const exec::Vertex& v, const exec::Target& t) {
 }
 
 uint64_t vertexFlops(const exec::Vertex& v) { return codeletKind(v.codelet)->flops(verifiedParams(v), v); }
-
-namespace {
-template <ops::graphcore::ActivationKind K>
-void activateAs(ops::graphcore::Activation act, const float* in, float* out, int64_t n) {
-  act.kind = K;  // a constant: applyActivation's switch folds away
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(ops::graphcore::applyActivation(act, in[i]));
-}
-}  // namespace
-
-void activate(const ops::graphcore::Activation& act, const float* in, float* out, int64_t n) {
-  using K = ops::graphcore::ActivationKind;
-  switch (act.kind) {
-    case K::Relu: return activateAs<K::Relu>(act, in, out, n);
-    case K::Clip: return activateAs<K::Clip>(act, in, out, n);
-    case K::LeakyRelu: return activateAs<K::LeakyRelu>(act, in, out, n);
-    case K::Sigmoid: return logisticActivation(false, in, out, n);
-    case K::HardSigmoid: return activateAs<K::HardSigmoid>(act, in, out, n);
-    case K::HardSwish: return activateAs<K::HardSwish>(act, in, out, n);
-    case K::Tanh: return activateAs<K::Tanh>(act, in, out, n);
-    case K::Swish: return logisticActivation(true, in, out, n);
-  }
-}
 
 }  // namespace poprt::sim

@@ -14,6 +14,7 @@
 #include "lib/ops/scalar_math.h"
 #include "lib/support/dtype_dispatch.h"
 #include "lib/support/half.h"
+#include "sim/activations.h"
 #include "sim/codelet_kinds.h"
 #include "sim/codelet_util.h"
 

@@ -5,6 +5,7 @@
 #include "lib/exec/codelets.h"
 #include "lib/ops/graphcore_ops.h"
 #include "lib/support/gemm.h"
+#include "sim/activations.h"
 #include "sim/codelet_kinds.h"
 #include "sim/codelet_util.h"
 

@@ -2,6 +2,7 @@
 // channel), Attention (one head's rows) and CumSum, each kind's check, run, cycles and flops together
 // (sim/codelet_kinds.h). Statistics (sums, means, variances, softmax denominators) accumulate in double as
 // the reference evaluator does, so device and host results agree to float rounding.
+#include "sim/activations.h"
 #include "sim/codelet_kinds.h"
 
 #include <algorithm>

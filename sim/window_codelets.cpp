@@ -5,6 +5,7 @@
 // im2col matrix, or as interleaved dot products (long filters over a few frames), each output
 // summing its products in one fixed order whichever way; small blocks run a run's vertices
 // several at once, sharing their set-up (runConvPartialTogether). Pool loops over the taps.
+#include "sim/activations.h"
 #include "sim/codelet_kinds.h"
 
 #include <algorithm>
