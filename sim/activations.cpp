@@ -62,7 +62,8 @@ POPRT_V4 __m512d apply512(const Activation& act, __m512d x) {
 }
 
 template <Kind K>
-__attribute__((target("avx512f,avx512vl,avx2,fma"))) void activate512(const Activation& act, const float* in, float* out, int64_t n) {
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) void activate512(const Activation& act, const float* in, float* out,
+                                                                      int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(out + i, _mm512_cvtpd_ps(apply512<K>(act, _mm512_cvtps_pd(_mm256_loadu_ps(in + i)))));
