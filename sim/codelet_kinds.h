@@ -13,9 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "lib/exec/cost_model.h"
 #include "lib/exec/executable.h"
+#include "sim/codelets.h"
 #include "sim/vertex_view.h"
 
 namespace poprt::sim {
@@ -39,6 +41,12 @@ int64_t convInputPlaneFloats(const exec::ConvPartialParams& p);
 // The floats of one row of a Reduce's input, when it sums rows ([outer][extent] rows of inner
 // floats, kind Sum); else 0.
 int64_t reduceInputRowFloats(const exec::ReduceParams& p);
-void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem);
+// With input_moves, vertex i whose input_moves[i] holds moves gets its input from them, made into its
+// padded copy (sim/scratch_inputs.h), not from its field.
+void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem,
+                            const InputMoves* input_moves);
+// Where a block of these params copies its input to (inputCopyPlaces, sim/codelets.h): a block of
+// one group whose product reads a padded copy of its input at unit strides, not the input itself.
+std::optional<InputCopyPlaces> convInputCopyPlaces(const exec::ConvPartialParams& p);
 
 }  // namespace poprt::sim

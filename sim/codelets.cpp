@@ -159,10 +159,17 @@ bool runsTogether(const VertexParams& params) {
   return conv && convPartialRunsTogether(*conv);
 }
 
-void runVertices(const VertexView* const* vs, size_t n, const VertexParams& params, uint8_t* tile_memory) {
+std::optional<InputCopyPlaces> inputCopyPlaces(const VertexParams& params) {
+  const auto* conv = std::get_if<exec::ConvPartialParams>(&params);
+  if (!conv || !convPartialRunsTogether(*conv)) return std::nullopt;
+  return convInputCopyPlaces(*conv);
+}
+
+void runVertices(const VertexView* const* vs, size_t n, const VertexParams& params, uint8_t* tile_memory,
+                 const InputMoves* input_moves) {
   const auto* conv = std::get_if<exec::ConvPartialParams>(&params);
   const bool all_float = std::none_of(vs, vs + n, [](const VertexView* v) { return isHalfArithmetic(*v); });
-  if (conv && all_float) return runConvPartialTogether(*conv, vs, n, tile_memory);
+  if (conv && all_float) return runConvPartialTogether(*conv, vs, n, tile_memory, input_moves);
   for (size_t i = 0; i < n; ++i) runVertex(*vs[i], params, tile_memory);
 }
 

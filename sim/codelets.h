@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <variant>
 
 #include "lib/exec/executable.h"
+#include "sim/exchange_move.h"
 #include "sim/vertex_view.h"
 
 namespace poprt::sim {
@@ -36,9 +38,29 @@ void runVertex(const VertexView& v, const VertexParams& params, uint8_t* tile_me
 int64_t inputRowFloats(const VertexParams& params);
 // Whether the vertices of a run with these params run faster given together to runVertices.
 bool runsTogether(const VertexParams& params);
+
+// Where a vertex that assembles its input (fields[1], float32) in a copy of its own puts each
+// float of it: the input is channels x rows x cols floats, and float (c, y, x) lands at float
+// c * plane + (y - first_row) * line + (x - first_col) of the copy when 0 <= y - first_row <
+// lines and 0 <= x - first_col < line; the copy leaves the others out. A padded conv block's
+// copy (unit strides): the exchange's moves can fill it directly (sim/scratch_inputs.h).
+struct InputCopyPlaces {
+  int64_t channels = 0, rows = 0, cols = 0, plane = 0, first_row = 0, first_col = 0, lines = 0, line = 0, floats = 0;
+};
+// For the vertices of a run with these params that runs together; nullopt for every other.
+std::optional<InputCopyPlaces> inputCopyPlaces(const VertexParams& params);
+// Moves that assemble vertex i's input in its copy (dst offsets in the copy), for runVertices.
+struct InputMoves {
+  const ExchangeMove* first = nullptr;
+  const ExchangeMove* last = nullptr;
+};
+
 // Runs vertices of one run (the same kind and params; runsTogether) on the tile memory, each with
-// the result runVertex gives it: a kind that gains from it works on them side by side.
-void runVertices(const VertexView* const* vs, size_t n, const VertexParams& params, uint8_t* tile_memory);
+// the result runVertex gives it: a kind that gains from it works on them side by side. With
+// input_moves (n of them), a vertex with moves takes its input from them (inputCopyPlaces), not
+// from its field.
+void runVertices(const VertexView* const* vs, size_t n, const VertexParams& params, uint8_t* tile_memory,
+                 const InputMoves* input_moves = nullptr);
 // Decodes and runs a checked vertex (tests and benchmarks; the engine runs prepared ones).
 void runVertex(const exec::Vertex& v, uint8_t* tile_memory);
 // Estimated tile cycles for a checked vertex on the target.

@@ -217,11 +217,6 @@ Status Engine::runProgram(const exec::Program& program, RunState& state, RunTime
 
 namespace {
 
-// Moves [first, last) into the tile at `dst`.
-void makeMoves(const ExchangeMove* first, const ExchangeMove* last, uint8_t* dst, const uint8_t* base) {
-  for (const ExchangeMove* m = first; m != last; ++m) moveBytes(dst + m->dst, base + m->src, m->bytes);
-}
-
 // Whether `tile` is in `worker`'s share of the tiles (one worker: all of them, with no division
 // per copy or vertex).
 bool inShare(uint32_t tile, unsigned worker, unsigned workers) { return workers == 1 || tile % workers == worker; }
@@ -277,10 +272,12 @@ uint64_t prefetchBytes(const uint8_t* p, uint64_t n, uint64_t left) {
   return left - n;
 }
 
-// The inputs of vertex v. `skip`: a field whose bytes in the tile nobody reads (read from scratch
-// or as rows where the exchange's sources hold them, sim/scratch_inputs.h); the sources of the
-// moves [first, last) that fill its scratch are asked for instead. (Asking for a row table's rows,
-// mostly a few cache lines each, made resnet20_cifar and oww_embedding 4-5% slower.)
+// The inputs of vertex v. `skip`: a field whose bytes in the tile nobody reads (read from scratch,
+// as rows where the exchange's sources hold them, or moved into its codelet's copy:
+// sim/scratch_inputs.h); the sources of the moves [first, last) that fill its scratch are asked for
+// instead. (Asking for a row table's rows, mostly a few cache lines each, made resnet20_cifar and
+// oww_embedding 4-5% slower; for the sources of the moves into a tile, mobilenetv3_small_feat's
+// 42 pieces of 15 bytes a block, 3-8% slower.)
 void prefetchInputs(const VertexView& v, const uint8_t* mem, size_t skip, const ExchangeMove* first, const ExchangeMove* last) {
   // GCC finds no side effect in a function of prefetches alone and drops calls to it: an empty
   // volatile asm is one it must keep.
@@ -311,6 +308,11 @@ void Engine::runComputeSet(uint32_t index, bool split) {
       return i;
     };
     auto scratchField = [&](size_t i) -> size_t { return moves.scratch_field.empty() ? 0 : moves.scratch_field[i]; };
+    auto copyMoves = [&](size_t i) -> InputMoves {
+      if (moves.copy_ends.empty()) return {};
+      const ExchangeMove* m = moves.copy_moves.data();
+      return {m + (i ? moves.copy_ends[i - 1] : 0), m + moves.copy_ends[i]};
+    };
     auto inputRows = [&](size_t i) -> const uint64_t* {
       if (moves.row_ends.empty()) return nullptr;
       const uint32_t first = i ? moves.row_ends[i - 1] : 0;
@@ -348,7 +350,7 @@ void Engine::runComputeSet(uint32_t index, bool split) {
     };
     auto prefetchNext = [&](size_t i) {
       const ExchangeMove* m = moves.scratch_moves.data();
-      if (inputRows(i)) return prefetchInputs(vertices[i], base, 1, m, m);
+      if (inputRows(i) || copyMoves(i).first != copyMoves(i).last) return prefetchInputs(vertices[i], base, 1, m, m);
       const size_t f = scratchField(i);
       if (!f) return prefetchInputs(vertices[i], base, 0, m, m);
       prefetchInputs(vertices[i], base, f, m + (i ? moves.scratch_ends[i - 1] : 0), m + moves.scratch_ends[i]);
@@ -358,13 +360,15 @@ void Engine::runComputeSet(uint32_t index, bool split) {
       while (run->end <= i) ++run;
       if (run->together) {  // up to kTogether of the run's vertices at once, after all their moves
         const VertexView* group[kTogether];
+        InputMoves copies[kTogether];
         size_t n = 0, next = i;
         for (; n < kTogether && next < run->end; next = mine(next + 1)) {
           group[n] = prepare(next, n);
+          copies[n] = copyMoves(next);
           ++n;
         }
         if (next < vertices.size()) prefetchNext(next);
-        runVertices(group, n, run->params, base);
+        runVertices(group, n, run->params, base, moves.copy_ends.empty() ? nullptr : copies);
         i = next;
         continue;
       }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -76,6 +77,35 @@ bool rowSources(const ExchangeMove* first, const ExchangeMove* last, uint64_t fi
   return true;
 }
 
+// The moves [first, last) that fill a field whole (dst offsets in it) as moves into the copy its
+// codelet assembles it in (`places`), split where they cross a line of the input and clipped to
+// what the copy keeps, appended to `out`; false (nothing appended) if a move is not whole floats.
+bool copyPieces(const ExchangeMove* first, const ExchangeMove* last, const InputCopyPlaces& places,
+                std::vector<ExchangeMove>& out) {
+  const size_t size = out.size();
+  const int64_t floats = places.channels * places.rows * places.cols;
+  for (const ExchangeMove* m = first; m != last; ++m) {
+    if (m->dst % 4 != 0 || m->bytes % 4 != 0) {
+      out.resize(size);
+      return false;
+    }
+    const int64_t begin = m->dst / 4, end = std::min<int64_t>(begin + m->bytes / 4, floats);
+    for (int64_t e = begin; e < end;) {
+      const int64_t line = e / places.cols, x = e % places.cols, n = std::min(end - e, places.cols - x);
+      const int64_t c = line / places.rows, y = line % places.rows - places.first_row;
+      const int64_t lo = std::max<int64_t>(x - places.first_col, 0), hi = std::min(x - places.first_col + n, places.line);
+      if (y >= 0 && y < places.lines && hi > lo) {
+        const int64_t from = e + lo - (x - places.first_col);  // the input float copied to column lo
+        out.push_back({m->src + static_cast<uint64_t>(from - begin) * 4,
+                       static_cast<uint32_t>((c * places.plane + y * places.line + lo) * 4),
+                       static_cast<uint32_t>((hi - lo) * 4)});
+      }
+      e += n;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const std::vector<uint64_t>& tile_offsets) {
@@ -111,7 +141,7 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
     }
   }
   const std::vector<bool> dead = deadAfter(exe, plan, tile_offsets, queries);
-  uint64_t scratch_fields = 0, row_fields = 0, bytes = 0;
+  uint64_t scratch_fields = 0, row_fields = 0, copy_fields = 0, bytes = 0;
   // Row tables take 8 bytes a row of as little as 4, and the same tile bytes can be a field of any
   // number of sets: all of them together take at most a word per 8 bytes of the arena (what the
   // verifier let the tiles take already), and index within 32 bits.
@@ -119,6 +149,9 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
   TileArena::layout(exe.tile_bytes, &arena);
   const uint64_t max_table_entries = std::min<uint64_t>(arena / 8, UINT32_MAX);
   uint64_t table_entries = 0;
+  // So do the moves into codelets' copies (16 bytes each), apart.
+  const uint64_t max_copy_moves = std::min<uint64_t>(arena / 16, UINT32_MAX);
+  uint64_t copy_moves = 0;
   std::vector<ExchangeMove> into;  // a field's moves, dst an offset in it
   for (size_t c = 0; c < candidates.size();) {
     // The candidates of one set, rebuilt together.
@@ -129,10 +162,18 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
     out.ends.reserve(vm.ends.size());
     out.scratch_ends.reserve(vm.ends.size());
     out.row_ends.reserve(vm.ends.size());
+    out.copy_ends.reserve(vm.ends.size());
     out.scratch_field.assign(vm.ends.size(), 0);
     const VertexRun* run = set.runs.data();
+    std::optional<InputCopyPlaces> places;  // of the run, when every vertex of it is float32
     for (uint32_t j = 0; j < vm.ends.size(); ++j) {
-      while (run->end <= j) ++run;
+      if (j == 0 || run->end <= j) {
+        const uint32_t run_begin = j;
+        while (run->end <= j) ++run;
+        places = inputCopyPlaces(run->params);
+        for (uint32_t k = run_begin; k < run->end && places; ++k)
+          if (set.vertices[k].dtype != DType::Float) places.reset();
+      }
       const VertexView& v = set.vertices[j];
       const uint32_t first = j ? vm.ends[j - 1] : 0;
       const bool candidate = c < candidates.size() && candidates[c].set == s && candidates[c].vertex == j;
@@ -150,15 +191,22 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
         else
           out.moves.push_back(m);
       }
-      // Read as rows where the sources hold them, or assembled in scratch, or (a field too small
-      // for scratch to gain) moved into the tile after all.
+      // Read as rows where the sources hold them, or moved straight into the copy the codelet
+      // assembles it in, or assembled in scratch, or (a field too small for scratch to gain)
+      // moved into the tile after all. A copy's moves are at most the field's and one a line more.
       const int64_t row = f == 1 && v.dtype == DType::Float ? inputRowFloats(run->params) * 4 : 0;
+      const uint64_t most_pieces = places ? into.size() + static_cast<uint64_t>(places->channels * places->rows) : 0;
       if (row > 0 && field->bytes % static_cast<uint64_t>(row) == 0 &&
           table_entries + field->bytes / static_cast<uint64_t>(row) <= max_table_entries &&
           rowSources(into.data(), into.data() + into.size(), field->bytes, static_cast<uint64_t>(row), out.rows)) {
         ++row_fields;
         bytes += field->bytes;
         table_entries += field->bytes / static_cast<uint64_t>(row);
+      } else if (f == 1 && places && copy_moves + most_pieces <= max_copy_moves &&
+                 copyPieces(into.data(), into.data() + into.size(), *places, out.copy_moves)) {
+        ++copy_fields;
+        bytes += field->bytes;
+        copy_moves += most_pieces;
       } else if (field && field->bytes >= kMinScratchFieldBytes) {
         out.scratch_moves.insert(out.scratch_moves.end(), into.begin(), into.end());
         out.scratch_field[j] = f;
@@ -172,15 +220,18 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
       out.ends.push_back(static_cast<uint32_t>(out.moves.size()));
       out.scratch_ends.push_back(static_cast<uint32_t>(out.scratch_moves.size()));
       out.row_ends.push_back(static_cast<uint32_t>(out.rows.size()));
+      out.copy_ends.push_back(static_cast<uint32_t>(out.copy_moves.size()));
     }
     if (out.moves.size() == vm.moves.size()) continue;  // every field moved into its tile still
     if (out.scratch_moves.empty()) out.scratch_ends.clear(), out.scratch_field.clear();
     if (out.rows.empty()) out.row_ends.clear();
+    if (out.copy_moves.empty()) out.copy_ends.clear();
     out.moves.shrink_to_fit();
     vm = std::move(out);
   }
   POPRT_LOG(Debug, "simulator: of " << candidates.size() << " candidate vertex inputs, " << row_fields
-                                    << " read as rows where the exchange's sources hold them and " << scratch_fields
+                                    << " read as rows where the exchange's sources hold them, " << copy_fields
+                                    << " moved straight into their codelets' copies and " << scratch_fields
                                     << " assembled in scratch, not in their tiles (" << bytes << " bytes a run)");
 }
 

@@ -455,7 +455,43 @@ int64_t convInputPlaneFloats(const exec::ConvPartialParams& p) {
   return readsInputAsIs(w) ? w.inSize() : 0;
 }
 
-void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem) {
+namespace {
+
+// Whether a block's product reads a zero-padded copy of its input (productPadded), the copy and the
+// product within the scratch budget.
+bool copiesPadded(const Window3& w, int64_t Cg, int64_t Mb) {
+  const int64_t width = w.out[2];
+  return paddedProductPays(w, Cg, Mb) &&
+         capMul(capMul(Cg, capMul(w.stride[1], w.stride[2])),
+                capMul(w.out[1] + divBy((w.kernel[1] - 1) * w.dil[1], w.stride[1]) + 1, 2 * width + 1)) <= kScratchFloats &&
+         capMul(Mb, capMul(w.out[1], 2 * width + 1)) <= kScratchFloats;
+}
+
+// Unit strides, no padding and no dropped columns read (none, or lines that get products of their
+// own): the input is its own padded copy, and the rows point into it.
+bool copyIsInput(const Window3& w, const PaddedLayout& l) {
+  return l.phases == 1 && w.start[1] == 0 && w.start[2] == 0 && w.in[1] == l.qh && w.in[2] == l.qw &&
+         (l.qw == w.out[2] || w.out[2] >= kLineFloats);
+}
+
+}  // namespace
+
+std::optional<InputCopyPlaces> convInputCopyPlaces(const exec::ConvPartialParams& p) {
+  const Window3 w = windowOf(p);
+  const int64_t Cg = p.in_channels, Mb = p.out_channels;
+  if (p.groups != 1 || Mb <= 0 || w.outSize() <= 0 || Cg * w.kernelSize() <= 0 || chainsPay(w) || readsInputAsIs(w) ||
+      !copiesPadded(w, Cg, Mb))
+    return std::nullopt;
+  PaddedLayout l;
+  layOutPadded(w, Cg, l);
+  if (l.phases != 1 || copyIsInput(w, l)) return std::nullopt;
+  // copyPadded's places with unit strides: input (c, iy, ix) at plane c, line iy - start[1],
+  // column ix - start[2].
+  return InputCopyPlaces{Cg, w.in[1], w.in[2], l.plane, w.start[1], w.start[2], l.qh, l.qw, l.floats};
+}
+
+void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem,
+                            const InputMoves* input_moves) {
   const int64_t groups = p.groups, Cg = p.in_channels, Mb = p.out_channels;
   const Window3 w = windowOf(p);
   const int64_t Pin = w.inSize(), P = w.outSize(), K = w.kernelSize(), rows = Cg * K;
@@ -475,12 +511,7 @@ void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* 
   // Output lines per im2col chunk, within the scratch budget (0: too wide, go tap by tap).
   const int64_t line_floats = capMul(rows, width);
   const int64_t chunk = line_floats < 0 ? 0 : line_floats > 0 ? std::min(lines, kScratchFloats / line_floats) : lines;
-  // The padded copy and the product it feeds, within the same scratch budget.
-  const bool padded =
-      paddedProductPays(w, Cg, Mb) &&
-      capMul(capMul(Cg, capMul(w.stride[1], w.stride[2])),
-             capMul(w.out[1] + divBy((w.kernel[1] - 1) * w.dil[1], w.stride[1]) + 1, 2 * width + 1)) <= kScratchFloats &&
-      capMul(Mb, capMul(w.out[1], 2 * width + 1)) <= kScratchFloats;
+  const bool padded = copiesPadded(w, Cg, Mb);
   // The padded copy's layout, its zeros and its rows, for all the vertices given.
   thread_local PaddedLayout layout;
   thread_local std::vector<float> copy;
@@ -489,10 +520,7 @@ void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* 
   if (padded && !direct) {
     layOutPadded(w, Cg, layout);
     row_of.resize(layout.row_at.size());
-    // Unit strides, no padding and no dropped columns read (none, or lines that get products of
-    // their own): the input is its own padded copy, and the rows point into it.
-    in_place = layout.phases == 1 && w.start[1] == 0 && w.start[2] == 0 && w.in[1] == layout.qh && w.in[2] == layout.qw &&
-               (layout.qw == width || width >= kLineFloats);
+    in_place = copyIsInput(w, layout);
     if (!in_place) {
       copy.assign(static_cast<size_t>(layout.floats), 0.0f);
       for (size_t r = 0; r < row_of.size(); ++r) row_of[r] = copy.data() + layout.row_at[r];
@@ -517,6 +545,8 @@ void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* 
       } else if (padded) {
         if (in_place)
           for (size_t r = 0; r < row_of.size(); ++r) row_of[r] = x + layout.row_at[r];
+        else if (input_moves && input_moves[i].first != input_moves[i].last)  // the exchange's moves, into the copy
+          makeMoves(input_moves[i].first, input_moves[i].last, reinterpret_cast<uint8_t*>(copy.data()), mem);
         else
           copyPadded(w, layout, x, Cg, copy.data());
         productPadded(w, layout, row_of.data(), wg, Mb, og);
@@ -557,7 +587,7 @@ Status checkConvPartial(const exec::ConvPartialParams& p, const VertexView& v) {
 
 void runConvPartial(const exec::ConvPartialParams& p, const VertexView& v, uint8_t* mem) {
   const VertexView* one = &v;
-  runConvPartialTogether(p, &one, 1, mem);
+  runConvPartialTogether(p, &one, 1, mem, nullptr);
 }
 
 uint64_t cyclesConvPartial(const exec::ConvPartialParams& p, const VertexView&, const exec::CostModel& cost) {

@@ -4,12 +4,17 @@
 // after it; each scratch case, what becomes of a vertex's input [4000, 7000).
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <optional>
 #include <vector>
 
 #include "sim/codelets.h"
 #include "sim/field_liveness.h"
 #include "sim/scratch_inputs.h"
+#include "tests/unit/sim/codelet_test_util.h"
 
 namespace poprt::sim {
 namespace {
@@ -332,6 +337,110 @@ TEST(ScratchInputs, WholePlanesInOnePieceAreReadWhereTheSourcesHoldThem) {
       EXPECT_TRUE(vm.scratch_moves.empty() && vm.moves.empty()) << c.what;
     }
   }
+}
+
+// Two 3x3 conv blocks, padding 1 (2 input channels of 4x6, 3 outputs, a bias), whose inputs the
+// exchange fills in pieces that cross the input's lines: the moves become moves straight into the
+// blocks' padded copy, and running the two as one group from those moves, with their fields full
+// of NaNs (which would show), gives the bits each gets from its field, which match the reference
+// evaluator's Conv.
+TEST(ScratchInputs, PaddedConvBlocksTakeTheExchangesMovesIntoTheirCopies) {
+  using namespace codelet_test;
+  const int64_t Cg = 2, Mb = 3, H = 4, W = 6, P = H * W;
+  const std::vector<float> w = randomVector(static_cast<size_t>(Mb * Cg * 9), 21), b = randomVector(static_cast<size_t>(Mb), 22);
+  const std::vector<std::vector<float>> x = {randomVector(static_cast<size_t>(Cg * P), 23),
+                                             randomVector(static_cast<size_t>(Cg * P), 24)};
+  const uint64_t in_bytes = static_cast<uint64_t>(Cg * P * 4);
+  const exec::Field wts{2048, static_cast<uint64_t>(w.size() * 4)}, bias{3072, static_cast<uint64_t>(b.size() * 4)};
+  const exec::Field out[] = {{0, static_cast<uint64_t>(Mb * P * 4)}, {512, static_cast<uint64_t>(Mb * P * 4)}};
+  const exec::Field in[] = {{4096, in_bytes}, {5120, in_bytes}};
+  const exec::Vertex conv{0,
+                          exec::Codelet::ConvPartial,
+                          DType::Float,
+                          {out[0], in[0], wts, bias},
+                          {2, 1, Cg, Mb, 1, H, W, H, W, 3, 3, 1, 1, 1, 1, -1, -1},
+                          {}};
+  ASSERT_TRUE(checkVertex(conv).ok()) << checkVertex(conv).error().message();
+  const VertexParams params = verifiedParams(conv);
+  ASSERT_TRUE(runsTogether(params) && inputCopyPlaces(params));
+  // Each input in three moves of 28, 100 and 64 bytes from sources in reverse order.
+  const uint32_t cuts[] = {0, 28, 128, 192};
+  std::vector<std::vector<ExchangeMove>> moves(2);
+  for (int v = 0; v < 2; ++v)
+    for (int k = 0; k < 3; ++k)
+      moves[v].push_back({static_cast<uint64_t>(20000 + 1000 * v + 200 * (2 - k)), static_cast<uint32_t>(in[v].offset + cuts[k]),
+                          cuts[k + 1] - cuts[k]});
+  ProgramBuilder p(65536);
+  p.set({{out[0], in[0], wts, bias}, {out[1], in[1], wts, bias}});
+  p.params(params);
+  p.vertexMoves(moves);
+  p.exchange({{50000, static_cast<uint32_t>(in[0].offset), 2 * 1024}});  // the inputs rewritten after the set: dead
+  ExecutionPlan plan = p.plan();
+  moveInputsToScratch(p.exe(), plan, {0});
+  const VertexMoves& vm = plan.vertex_moves[0];
+  ASSERT_TRUE(vm.moves.empty() && vm.scratch_moves.empty() && vm.rows.empty());
+  ASSERT_EQ(vm.copy_ends.size(), 2u);
+  EXPECT_EQ(vm.copy_ends[1], 2 * vm.copy_ends[0]);
+  EXPECT_GE(vm.copy_ends[0], 8u);  // a move a line of the input at least: 2 channels of 4 lines
+
+  // The inputs at the sources, the fields NaN; and the same inputs in the fields.
+  std::vector<uint8_t> from_moves(65536), from_fields(65536);
+  for (auto* mem : {&from_moves, &from_fields}) {
+    std::memcpy(mem->data() + wts.offset, w.data(), wts.bytes);
+    std::memcpy(mem->data() + bias.offset, b.data(), bias.bytes);
+  }
+  const std::vector<float> nans(static_cast<size_t>(Cg * P), std::numeric_limits<float>::quiet_NaN());
+  for (int v = 0; v < 2; ++v) {
+    for (const ExchangeMove& m : moves[v])
+      std::memcpy(from_moves.data() + m.src, reinterpret_cast<const uint8_t*>(x[v].data()) + (m.dst - in[v].offset), m.bytes);
+    std::memcpy(from_moves.data() + in[v].offset, nans.data(), in_bytes);
+    std::memcpy(from_fields.data() + in[v].offset, x[v].data(), in_bytes);
+  }
+  const VertexView* group[] = {&plan.sets[0].vertices[0], &plan.sets[0].vertices[1]};
+  const InputMoves copies[] = {{vm.copy_moves.data(), vm.copy_moves.data() + vm.copy_ends[0]},
+                               {vm.copy_moves.data() + vm.copy_ends[0], vm.copy_moves.data() + vm.copy_ends[1]}};
+  runVertices(group, 2, plan.sets[0].runs[0].params, from_moves.data(), copies);
+  for (int v = 0; v < 2; ++v) runVertex(*group[v], params, from_fields.data());
+
+  const Tensor tw = tensorOf(w, {Mb, Cg, 3, 3}), tb = tensorOf(b, {Mb});
+  for (int v = 0; v < 2; ++v) {
+    SCOPED_TRACE("block " + std::to_string(v));
+    std::vector<float> got(static_cast<size_t>(Mb * P)), want(got.size());
+    std::memcpy(got.data(), from_moves.data() + out[v].offset, out[v].bytes);
+    std::memcpy(want.data(), from_fields.data() + out[v].offset, out[v].bytes);
+    const Tensor tx = tensorOf(x[v], {1, Cg, H, W});
+    expectClose(want, reference("Conv", {&tx, &tw, &tb}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << "output " << i;
+  }
+}
+
+// Moves into a padded copy only where the copy is its codelet's: not for float16 blocks (widened
+// one at a time), moves of parts of floats, or blocks whose product reads their input in place.
+TEST(ScratchInputs, OnlyWholeFloatsOfPaddedFloatBlocksGoIntoACopy) {
+  // Fields [out, in, weights] of these sizes; the input at 4096, rewritten after the set.
+  auto planOf = [](std::vector<uint64_t> bytes, std::vector<int64_t> conv_params, DType dtype, std::vector<ExchangeMove> moves) {
+    const exec::Field out{0, bytes[0]}, in{4096, bytes[1]}, wts{2048, bytes[2]};
+    const exec::Vertex conv{0, exec::Codelet::ConvPartial, DType::Float, {out, in, wts}, std::move(conv_params), {}};
+    EXPECT_TRUE(checkVertex(conv).ok()) << checkVertex(conv).error().message();
+    ProgramBuilder p(65536);
+    p.set({{out, in, wts}});
+    p.params(verifiedParams(conv), dtype);
+    p.vertexMoves({std::move(moves)});
+    p.exchange({{50000, static_cast<uint32_t>(in.offset), static_cast<uint32_t>(in.bytes)}});
+    ExecutionPlan plan = p.plan();
+    moveInputsToScratch(p.exe(), plan, {0});
+    return plan.vertex_moves[0];
+  };
+  // 2 channels of 4x6 padded by 1 into 3 of 4x6.
+  const std::vector<uint64_t> sizes = {288, 192, 216};
+  const std::vector<int64_t> padded = {2, 1, 2, 3, 0, 4, 6, 4, 6, 3, 3, 1, 1, 1, 1, -1, -1};
+  EXPECT_FALSE(planOf(sizes, padded, DType::Float, {{20000, 4096, 192}}).copy_moves.empty());
+  EXPECT_TRUE(planOf(sizes, padded, DType::Float16, {{20000, 4096, 192}}).copy_moves.empty());
+  EXPECT_TRUE(planOf(sizes, padded, DType::Float, {{20000, 4096, 30}, {21000, 4126, 162}}).copy_moves.empty());
+  // A valid 3x3 over 4x10 into 2x8 reads its input as its own copy.
+  EXPECT_TRUE(planOf({192, 160, 108}, {2, 1, 1, 3, 0, 4, 10, 2, 8, 3, 3, 1, 1, 1, 1, 0, 0}, DType::Float, {{20000, 4096, 160}})
+                  .copy_moves.empty());
 }
 
 }  // namespace
