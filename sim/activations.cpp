@@ -3,16 +3,7 @@
 #include "lib/ops/scalar_math.h"
 #include "sim/logistic.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define POPRT_ACTIVATIONS_X86 1
-#include <immintrin.h>
-#endif
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC 12 takes the "undefined" vector inside the AVX-512 conversion intrinsics (_mm512_cvtpd_ps)
-// for an uninitialised one (a known false positive: every lane is written).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+#include "sim/x86_intrinsics.h"  // last
 
 namespace poprt::sim {
 namespace {
@@ -27,7 +18,7 @@ void activateAs(Activation act, const float* in, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(ops::graphcore::applyActivation(act, in[i]));
 }
 
-#ifdef POPRT_ACTIVATIONS_X86
+#ifdef POPRT_X86_INTRINSICS
 
 #define POPRT_V4 __attribute__((target("avx512f,avx512vl,avx2,fma"), always_inline)) inline
 
@@ -78,7 +69,7 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) void activate512(const Acti
 }  // namespace
 
 void activateWith(SimdIsa isa, const Activation& act, const float* in, float* out, int64_t n) {
-#ifdef POPRT_ACTIVATIONS_X86
+#ifdef POPRT_X86_INTRINSICS
   if (isa == SimdIsa::Avx512) switch (act.kind) {
       case Kind::Relu: return activate512<Kind::Relu>(act, in, out, n);
       case Kind::Clip: return activate512<Kind::Clip>(act, in, out, n);

@@ -7,17 +7,7 @@
 #include "lib/ops/scalar_math.h"
 #include "lib/support/simd_isa.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define POPRT_LOGISTIC_X86 1
-#include <immintrin.h>
-#endif
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC 12 takes the "undefined" vector inside the AVX-512 conversion intrinsics (_mm512_cvtpd_ps)
-// for an uninitialised one, as maybe or, once inlined into its caller, as certainly
-// uninitialised (a known false positive: every lane is written).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+#include "sim/x86_intrinsics.h"  // last
 
 namespace poprt::sim {
 namespace {
@@ -28,7 +18,7 @@ float exact(bool swish, float x) {
   return static_cast<float>(swish ? ops::scalar::swish(xd) : ops::scalar::sigmoid(xd));
 }
 
-#ifdef POPRT_LOGISTIC_X86
+#ifdef POPRT_X86_INTRINSICS
 
 constexpr double kLimit = 80;  // |x| beyond it (or NaN) goes the evaluator's way: e^80 < float's max
 
@@ -194,7 +184,7 @@ void logisticBlocks(const float* in, float* out, int64_t n) {
 }  // namespace
 
 void logisticActivationWith(SimdIsa isa, bool swish, const float* in, float* out, int64_t n) {
-#ifdef POPRT_LOGISTIC_X86
+#ifdef POPRT_X86_INTRINSICS
   if (isa == SimdIsa::Avx512)
     return swish ? logisticBlocks<true, logisticBlock512<true>>(in, out, n)
                  : logisticBlocks<false, logisticBlock512<false>>(in, out, n);

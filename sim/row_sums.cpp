@@ -5,17 +5,7 @@
 
 #include "sim/codelet_util.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define POPRT_ROW_SUMS_X86 1
-#include <immintrin.h>
-#endif
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC 12 takes the "undefined" vector inside the AVX-512 conversion intrinsics (_mm512_cvtpd_ps)
-// for an uninitialised one, as maybe or, once inlined into its caller, as certainly
-// uninitialised (a known false positive: every lane is written).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+#include "sim/x86_intrinsics.h"  // last
 
 namespace poprt::sim {
 
@@ -45,7 +35,7 @@ void sumRowsPortable(Rows rows, int64_t count, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(acc[static_cast<size_t>(i)]);
 }
 
-#ifdef POPRT_ROW_SUMS_X86
+#ifdef POPRT_X86_INTRINSICS
 
 constexpr int kMaxVectors = 4;  // sums of 8 in flight: a row's add waits on the last one's
 
@@ -110,7 +100,7 @@ namespace {
 
 template <class Rows>
 void sumRowsAs(SimdIsa isa, Rows rows, int64_t count, int64_t n, float* out) {
-#ifdef POPRT_ROW_SUMS_X86
+#ifdef POPRT_X86_INTRINSICS
   if (isa == SimdIsa::Avx512) {
     for (int64_t at = 0; at < n; at += 8 * kMaxVectors) {
       switch (std::min<int64_t>(kMaxVectors, (n - at + 7) / 8)) {  // as many vectors as the columns left need
