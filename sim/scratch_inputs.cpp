@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "lib/support/log.h"
@@ -106,6 +108,55 @@ bool copyPieces(const ExchangeMove* first, const ExchangeMove* last, const Input
   return true;
 }
 
+// Vertex j's moves into `field` (of its tile at arena offset `tile`), dst offsets in the field.
+void movesInto(const VertexMoves& vm, uint32_t j, uint64_t tile, const exec::Field& field, std::vector<ExchangeMove>& into) {
+  into.clear();
+  for (uint32_t i = j ? vm.ends[j - 1] : 0; i < vm.ends[j]; ++i) {
+    const ExchangeMove& m = vm.moves[i];
+    const uint64_t dst = tile + m.dst;
+    if (dst >= field.offset && dst < field.offset + field.bytes)
+      into.push_back({m.src, static_cast<uint32_t>(dst - field.offset), m.bytes});
+  }
+}
+
+constexpr uint32_t kNoLeader = UINT32_MAX;
+
+// Among a set's fields `fields` (vertex, field index; dead after the set), those whose moves gather
+// the same bytes the same way into a field of the same size (a layer's input vector broadcast to
+// every vertex that computes one of its outputs: mobilenetv3_small_feat's squeeze-and-excitation
+// products gather 144 floats in 144 moves for each of 1,150 vertices): leader[j] is the first
+// vertex of j's kind, that first one's own when another shares it, kNoLeader for the rest.
+// Fields read as rows at the sources (`row_bytes` of the field's vertex and index: 0 when not) move
+// nothing at all: they are left out.
+template <class RowBytes>
+std::vector<uint32_t> sameGathers(const VertexMoves& vm, std::span<const VertexView> vertices,
+                                  const std::vector<std::pair<uint32_t, uint8_t>>& fields,
+                                  const std::vector<uint64_t>& tile_offsets, const RowBytes& row_bytes) {
+  std::vector<uint32_t> leader(vertices.size(), kNoLeader);
+  std::unordered_multimap<uint64_t, std::pair<uint32_t, uint8_t>> first_of;  // by a hash of the gather
+  std::vector<ExchangeMove> mine, theirs;
+  std::vector<uint64_t> rows;
+  for (const auto& [j, f] : fields) {
+    const exec::Field& field = vertices[j].fields[f];
+    movesInto(vm, j, tile_offsets[vertices[j].tile], field, mine);
+    const uint64_t row = row_bytes(j, f);
+    rows.clear();
+    if (row > 0 && field.bytes % row == 0 && rowSources(mine.data(), mine.data() + mine.size(), field.bytes, row, rows)) continue;
+    uint64_t hash = field.bytes * 0x9E3779B97F4A7C15ull ^ f;
+    for (const ExchangeMove& m : mine)
+      hash = (hash ^ m.src ^ (uint64_t{m.dst} << 32) ^ (uint64_t{m.bytes} << 48)) * 0x100000001B3ull;
+    bool found = false;
+    for (auto [at, end] = first_of.equal_range(hash); at != end && !found; ++at) {
+      const auto [k, g] = at->second;
+      if (g != f || vertices[k].fields[g].bytes != field.bytes) continue;
+      movesInto(vm, k, tile_offsets[vertices[k].tile], vertices[k].fields[g], theirs);
+      if (theirs == mine) leader[j] = leader[k] = k, found = true;
+    }
+    if (!found) first_of.emplace(hash, std::make_pair(j, f));
+  }
+  return leader;
+}
+
 }  // namespace
 
 void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const std::vector<uint64_t>& tile_offsets) {
@@ -141,7 +192,7 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
     }
   }
   const std::vector<bool> dead = deadAfter(exe, plan, tile_offsets, queries);
-  uint64_t scratch_fields = 0, row_fields = 0, copy_fields = 0, bytes = 0;
+  uint64_t scratch_fields = 0, row_fields = 0, copy_fields = 0, shared_fields = 0, bytes = 0;
   // Row tables take 8 bytes a row of as little as 4, and the same tile bytes can be a field of any
   // number of sets: all of them together take at most a word per 8 bytes of the arena (what the
   // verifier let the tiles take already), and index within 32 bits.
@@ -166,6 +217,22 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
     out.scratch_field.assign(vm.ends.size(), 0);
     const VertexRun* run = set.runs.data();
     std::optional<InputCopyPlaces> places;  // of the run, when every vertex of it is float32
+    // Fields gathered the same way read the first one's, whose moves go back to the exchange right
+    // before the set (so they are made before any vertex of any worker runs); a set after something
+    // else makes no such moves.
+    const uint32_t step = step_of[s];
+    const bool after_exchange = step > 0 && exe.main.steps[step - 1].kind == exec::StepKind::Exchange;
+    std::vector<std::pair<uint32_t, uint8_t>> dead_fields;
+    for (size_t k = c; after_exchange && k < candidates.size() && candidates[k].set == s; ++k)
+      if (dead[k]) dead_fields.push_back({candidates[k].vertex, candidates[k].field});
+    const std::vector<uint32_t> leader =
+        sameGathers(vm, set.vertices, dead_fields, tile_offsets, [&](uint32_t j, uint8_t f) -> uint64_t {
+          const VertexRun* r = set.runs.data();
+          while (r->end <= j) ++r;
+          return f == 1 && set.vertices[j].dtype == DType::Float ? static_cast<uint64_t>(inputRowFloats(r->params)) * 4 : 0;
+        });
+    std::vector<ExchangeMove> made_before;  // the leaders' moves, for the exchange
+    std::vector<ExchangeRun> made_before_runs;
     for (uint32_t j = 0; j < vm.ends.size(); ++j) {
       if (j == 0 || run->end <= j) {
         const uint32_t run_begin = j;
@@ -191,14 +258,23 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
         else
           out.moves.push_back(m);
       }
+      const uint32_t lead = f ? leader[j] : kNoLeader;
       // Read as rows where the sources hold them, or moved straight into the copy the codelet
       // assembles it in, or assembled in scratch, or (a field too small for scratch to gain)
       // moved into the tile after all. A copy's moves are at most the field's and one a line more.
       const int64_t row = f == 1 && v.dtype == DType::Float ? inputRowFloats(run->params) * 4 : 0;
       const uint64_t most_pieces = places ? into.size() + static_cast<uint64_t>(places->channels * places->rows) : 0;
-      if (row > 0 && field->bytes % static_cast<uint64_t>(row) == 0 &&
-          table_entries + field->bytes / static_cast<uint64_t>(row) <= max_table_entries &&
-          rowSources(into.data(), into.data() + into.size(), field->bytes, static_cast<uint64_t>(row), out.rows)) {
+      if (lead == j) {  // made by the exchange into its tile, for the others to read
+        for (const ExchangeMove& m : into)
+          made_before.push_back({m.src, static_cast<uint32_t>(field->offset - tile + m.dst), m.bytes});
+        made_before_runs.push_back({v.tile, made_before.size()});
+      } else if (lead != kNoLeader) {  // reads the leader's field; its own, dead after the set, is not written
+        plan.sets[s].fields[static_cast<size_t>(field - set.fields.data())].offset = set.vertices[lead].fields[f].offset;
+        ++shared_fields;
+        bytes += field->bytes;
+      } else if (row > 0 && field->bytes % static_cast<uint64_t>(row) == 0 &&
+                 table_entries + field->bytes / static_cast<uint64_t>(row) <= max_table_entries &&
+                 rowSources(into.data(), into.data() + into.size(), field->bytes, static_cast<uint64_t>(row), out.rows)) {
         ++row_fields;
         bytes += field->bytes;
         table_entries += field->bytes / static_cast<uint64_t>(row);
@@ -223,6 +299,12 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
       out.copy_ends.push_back(static_cast<uint32_t>(out.copy_moves.size()));
     }
     if (out.moves.size() == vm.moves.size()) continue;  // every field moved into its tile still
+    if (!made_before.empty()) {
+      ExchangePlan& exchange = plan.exchanges[exe.main.steps[step - 1].index];
+      const size_t at = exchange.moves.size();
+      exchange.moves.insert(exchange.moves.end(), made_before.begin(), made_before.end());
+      for (ExchangeRun r : made_before_runs) exchange.runs.push_back({r.dst_tile, at + r.end});
+    }
     if (out.scratch_moves.empty()) out.scratch_ends.clear(), out.scratch_field.clear();
     if (out.rows.empty()) out.row_ends.clear();
     if (out.copy_moves.empty()) out.copy_ends.clear();
@@ -231,7 +313,8 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
   }
   POPRT_LOG(Debug, "simulator: of " << candidates.size() << " candidate vertex inputs, " << row_fields
                                     << " read as rows where the exchange's sources hold them, " << copy_fields
-                                    << " moved straight into their codelets' copies and " << scratch_fields
+                                    << " moved straight into their codelets' copies, " << shared_fields
+                                    << " read another vertex's field gathered the same way and " << scratch_fields
                                     << " assembled in scratch, not in their tiles (" << bytes << " bytes a run)");
 }
 

@@ -415,6 +415,57 @@ TEST(ScratchInputs, PaddedConvBlocksTakeTheExchangesMovesIntoTheirCopies) {
   }
 }
 
+// Vertices whose moves gather the same bytes the same way into fields of the same size (a vector
+// broadcast to every vertex of a layer): the first one's moves go back to the exchange right before
+// the set, made into its tile, and the others read its field and move nothing; a gather from other
+// sources, or into a field of another size, keeps its moves. Only after an exchange.
+TEST(ScratchInputs, VerticesGatheringTheSameBytesReadTheFirstOnesField) {
+  const exec::Field in0{4000, 64}, in1{4100, 64}, in2{4200, 64}, in3{4300, 68};
+  const std::vector<ExchangeMove> gather = {{300, 0, 16}, {340, 16, 16}, {700, 32, 32}};  // dst offsets in the field
+  auto into = [](const exec::Field& field, std::vector<ExchangeMove> moves, uint64_t shift = 0) {
+    for (ExchangeMove& m : moves) m.dst += static_cast<uint32_t>(field.offset), m.src += shift;
+    return moves;
+  };
+  for (const bool after_exchange : {true, false}) {
+    SCOPED_TRACE(after_exchange ? "after an exchange" : "after a set");
+    ProgramBuilder p;
+    if (after_exchange)
+      p.exchange({{900, 1000, 8}});
+    else
+      p.set({{{1000, 8}}});
+    p.set({{{0, 16}, in0}, {{16, 16}, in1}, {{32, 16}, in2}, {{48, 16}, in3}});
+    std::vector<ExchangeMove> longer = into(in3, gather);
+    longer.push_back({800, static_cast<uint32_t>(in3.offset + 64), 4});
+    p.vertexMoves({into(in0, gather), into(in1, gather, 4), into(in2, gather), longer});
+    p.exchange({{5000, 4000, 400}});  // rewritten after the set: dead
+    ExecutionPlan plan = p.plan();
+    moveInputsToScratch(p.exe(), plan, {0});
+    const uint32_t set = after_exchange ? 0 : 1;
+    const VertexMoves& vm = plan.vertex_moves[set];
+    const auto& vertices = plan.sets[set].vertices;
+    if (!after_exchange) {
+      EXPECT_EQ(vm.moves.size(), 13u);
+      EXPECT_EQ(vertices[2].fields[1].offset, in2.offset);
+      continue;
+    }
+    EXPECT_EQ(vertices[2].fields[1].offset, in0.offset);  // reads vertex 0's
+    EXPECT_EQ(vertices[0].fields[1].offset, in0.offset);
+    EXPECT_EQ(vertices[1].fields[1].offset, in1.offset);  // other sources
+    EXPECT_EQ(vertices[3].fields[1].offset, in3.offset);  // a field of another size
+    std::vector<ExchangeMove> kept = into(in1, gather, 4);
+    kept.insert(kept.end(), longer.begin(), longer.end());
+    EXPECT_EQ(vm.moves, kept);
+    EXPECT_EQ(vm.ends, (std::vector<uint32_t>{0, 3, 3, 7}));
+    // Vertex 0's moves, made by the exchange before the set into tile 0.
+    const ExchangePlan& before = plan.exchanges[0];
+    std::vector<ExchangeMove> made = {{900, 1000, 8}};
+    const std::vector<ExchangeMove> first = into(in0, gather);
+    made.insert(made.end(), first.begin(), first.end());
+    EXPECT_EQ(before.moves, made);
+    EXPECT_EQ(before.runs, (std::vector<ExchangeRun>{{0, 1}, {0, 4}}));
+  }
+}
+
 // Moves into a padded copy only where the copy is its codelet's: not for float16 blocks (widened
 // one at a time), moves of parts of floats, or blocks whose product reads their input in place.
 TEST(ScratchInputs, OnlyWholeFloatsOfPaddedFloatBlocksGoIntoACopy) {
