@@ -120,6 +120,7 @@ void movesInto(const VertexMoves& vm, uint32_t j, uint64_t tile, const exec::Fie
 }
 
 constexpr uint32_t kNoLeader = UINT32_MAX;
+constexpr size_t kGathersAHash = 4;
 
 // Among a set's fields `fields` (vertex, field index; dead after the set), those whose moves gather
 // the same bytes the same way into a field of the same size (a layer's input vector broadcast to
@@ -152,7 +153,8 @@ std::vector<uint32_t> sameGathers(const VertexMoves& vm, std::span<const VertexV
       movesInto(vm, k, tile_offsets[vertices[k].tile], vertices[k].fields[g], theirs);
       if (theirs == mine) leader[j] = leader[k] = k, found = true;
     }
-    if (!found) first_of.emplace(hash, std::make_pair(j, f));
+    // At most kGathersAHash kept a hash: a PopEF made to collide costs a few comparisons a field.
+    if (!found && first_of.count(hash) < kGathersAHash) first_of.emplace(hash, std::make_pair(j, f));
   }
   return leader;
 }
