@@ -45,7 +45,7 @@ bool runsTogether(const VertexParams& params);
 // lines and 0 <= x - first_col < line; the copy leaves the others out. A padded conv block's
 // copy (unit strides): the exchange's moves can fill it directly (sim/scratch_inputs.h).
 struct InputCopyPlaces {
-  int64_t channels = 0, rows = 0, cols = 0, plane = 0, first_row = 0, first_col = 0, lines = 0, line = 0, floats = 0;
+  int64_t channels = 0, rows = 0, cols = 0, plane = 0, first_row = 0, first_col = 0, lines = 0, line = 0;
 };
 // For the vertices of a run with these params that runs together; nullopt for every other.
 std::optional<InputCopyPlaces> inputCopyPlaces(const VertexParams& params);

@@ -350,7 +350,8 @@ void Engine::runComputeSet(uint32_t index, bool split) {
     };
     auto prefetchNext = [&](size_t i) {
       const ExchangeMove* m = moves.scratch_moves.data();
-      if (inputRows(i) || copyMoves(i).first != copyMoves(i).last) return prefetchInputs(vertices[i], base, 1, m, m);
+      const InputMoves copy = copyMoves(i);
+      if (inputRows(i) || copy.first != copy.last) return prefetchInputs(vertices[i], base, 1, m, m);
       const size_t f = scratchField(i);
       if (!f) return prefetchInputs(vertices[i], base, 0, m, m);
       prefetchInputs(vertices[i], base, f, m + (i ? moves.scratch_ends[i - 1] : 0), m + moves.scratch_ends[i]);

@@ -108,39 +108,53 @@ bool copyPieces(const ExchangeMove* first, const ExchangeMove* last, const Input
   return true;
 }
 
+// Whether move m into the tile at arena offset `tile` writes into `field` (it then lies wholly in
+// it: the candidates' moves fill their fields whole, none straddling an edge).
+bool lands(const ExchangeMove& m, uint64_t tile, const exec::Field& field) {
+  const uint64_t dst = tile + m.dst;
+  return dst >= field.offset && dst < field.offset + field.bytes;
+}
+
 // Vertex j's moves into `field` (of its tile at arena offset `tile`), dst offsets in the field.
 void movesInto(const VertexMoves& vm, uint32_t j, uint64_t tile, const exec::Field& field, std::vector<ExchangeMove>& into) {
   into.clear();
   for (uint32_t i = j ? vm.ends[j - 1] : 0; i < vm.ends[j]; ++i) {
     const ExchangeMove& m = vm.moves[i];
-    const uint64_t dst = tile + m.dst;
-    if (dst >= field.offset && dst < field.offset + field.bytes)
-      into.push_back({m.src, static_cast<uint32_t>(dst - field.offset), m.bytes});
+    if (lands(m, tile, field)) into.push_back({m.src, static_cast<uint32_t>(tile + m.dst - field.offset), m.bytes});
   }
 }
+
+// The bytes of a row when field f of a vertex of these params may be read as rows where the
+// exchange's sources hold them (inputRowFloats); else 0.
+uint64_t rowBytes(const VertexView& v, uint8_t f, const VertexParams& params) {
+  return f == 1 && v.dtype == DType::Float ? static_cast<uint64_t>(inputRowFloats(params)) * 4 : 0;
+}
+
+// A candidate field proven dead after its set.
+struct DeadField {
+  uint32_t vertex = 0;
+  uint8_t field = 0;
+  uint64_t row_bytes = 0;  // rowBytes
+};
 
 constexpr uint32_t kNoLeader = UINT32_MAX;
 constexpr size_t kGathersAHash = 4;
 
-// Among a set's fields `fields` (vertex, field index; dead after the set), those whose moves gather
-// the same bytes the same way into a field of the same size (a layer's input vector broadcast to
-// every vertex that computes one of its outputs: mobilenetv3_small_feat's squeeze-and-excitation
-// products gather 144 floats in 144 moves for each of 1,150 vertices): leader[j] is the first
-// vertex of j's kind, that first one's own when another shares it, kNoLeader for the rest.
-// Fields read as rows at the sources (`row_bytes` of the field's vertex and index: 0 when not) move
-// nothing at all: they are left out.
-template <class RowBytes>
+// Among a set's dead fields, those whose moves gather the same bytes the same way into a field of
+// the same size (a layer's input vector broadcast to every vertex that computes one of its
+// outputs: mobilenetv3_small_feat's squeeze-and-excitation products gather 144 floats in 144 moves
+// for each of 1,150 vertices): leader[j] is the first vertex of j's kind, that first one's own when
+// another shares it, kNoLeader for the rest. Fields read as rows at the sources move nothing at
+// all: they are left out.
 std::vector<uint32_t> sameGathers(const VertexMoves& vm, std::span<const VertexView> vertices,
-                                  const std::vector<std::pair<uint32_t, uint8_t>>& fields,
-                                  const std::vector<uint64_t>& tile_offsets, const RowBytes& row_bytes) {
+                                  const std::vector<DeadField>& fields, const std::vector<uint64_t>& tile_offsets) {
   std::vector<uint32_t> leader(vertices.size(), kNoLeader);
   std::unordered_multimap<uint64_t, std::pair<uint32_t, uint8_t>> first_of;  // by a hash of the gather
   std::vector<ExchangeMove> mine, theirs;
   std::vector<uint64_t> rows;
-  for (const auto& [j, f] : fields) {
+  for (const auto& [j, f, row] : fields) {
     const exec::Field& field = vertices[j].fields[f];
     movesInto(vm, j, tile_offsets[vertices[j].tile], field, mine);
-    const uint64_t row = row_bytes(j, f);
     rows.clear();
     if (row > 0 && field.bytes % row == 0 && rowSources(mine.data(), mine.data() + mine.size(), field.bytes, row, rows)) continue;
     uint64_t hash = field.bytes * 0x9E3779B97F4A7C15ull ^ f;
@@ -224,15 +238,14 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
     // else makes no such moves.
     const uint32_t step = step_of[s];
     const bool after_exchange = step > 0 && exe.main.steps[step - 1].kind == exec::StepKind::Exchange;
-    std::vector<std::pair<uint32_t, uint8_t>> dead_fields;
-    for (size_t k = c; after_exchange && k < candidates.size() && candidates[k].set == s; ++k)
-      if (dead[k]) dead_fields.push_back({candidates[k].vertex, candidates[k].field});
-    const std::vector<uint32_t> leader =
-        sameGathers(vm, set.vertices, dead_fields, tile_offsets, [&](uint32_t j, uint8_t f) -> uint64_t {
-          const VertexRun* r = set.runs.data();
-          while (r->end <= j) ++r;
-          return f == 1 && set.vertices[j].dtype == DType::Float ? static_cast<uint64_t>(inputRowFloats(r->params)) * 4 : 0;
-        });
+    std::vector<DeadField> dead_fields;
+    for (size_t k = c; after_exchange && k < candidates.size() && candidates[k].set == s; ++k) {
+      const uint32_t j = candidates[k].vertex;
+      while (run->end <= j) ++run;  // the candidates come in vertex order
+      if (dead[k]) dead_fields.push_back({j, candidates[k].field, rowBytes(set.vertices[j], candidates[k].field, run->params)});
+    }
+    run = set.runs.data();
+    const std::vector<uint32_t> leader = sameGathers(vm, set.vertices, dead_fields, tile_offsets);
     std::vector<ExchangeMove> made_before;  // the leaders' moves, for the exchange
     std::vector<ExchangeRun> made_before_runs;
     for (uint32_t j = 0; j < vm.ends.size(); ++j) {
@@ -251,20 +264,15 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
       const exec::Field* field = f ? &v.fields[f] : nullptr;
       const uint64_t tile = tile_offsets[v.tile];
       into.clear();
+      if (field) movesInto(vm, j, tile, *field, into);
       const size_t kept = out.moves.size();
-      for (uint32_t i = first; i < vm.ends[j]; ++i) {
-        const ExchangeMove& m = vm.moves[i];
-        const uint64_t dst = tile + m.dst;
-        if (field && dst >= field->offset && dst < field->offset + field->bytes)
-          into.push_back({m.src, static_cast<uint32_t>(dst - field->offset), m.bytes});
-        else
-          out.moves.push_back(m);
-      }
+      for (uint32_t i = first; i < vm.ends[j]; ++i)
+        if (!field || !lands(vm.moves[i], tile, *field)) out.moves.push_back(vm.moves[i]);
       const uint32_t lead = f ? leader[j] : kNoLeader;
       // Read as rows where the sources hold them, or moved straight into the copy the codelet
       // assembles it in, or assembled in scratch, or (a field too small for scratch to gain)
       // moved into the tile after all. A copy's moves are at most the field's and one a line more.
-      const int64_t row = f == 1 && v.dtype == DType::Float ? inputRowFloats(run->params) * 4 : 0;
+      const uint64_t row = rowBytes(v, f, run->params);
       const uint64_t most_pieces = places ? into.size() + static_cast<uint64_t>(places->channels * places->rows) : 0;
       if (lead == j) {  // made by the exchange into its tile, for the others to read
         for (const ExchangeMove& m : into)
@@ -274,12 +282,11 @@ void moveInputsToScratch(const exec::Executable& exe, ExecutionPlan& plan, const
         plan.sets[s].fields[static_cast<size_t>(field - set.fields.data())].offset = set.vertices[lead].fields[f].offset;
         ++shared_fields;
         bytes += field->bytes;
-      } else if (row > 0 && field->bytes % static_cast<uint64_t>(row) == 0 &&
-                 table_entries + field->bytes / static_cast<uint64_t>(row) <= max_table_entries &&
-                 rowSources(into.data(), into.data() + into.size(), field->bytes, static_cast<uint64_t>(row), out.rows)) {
+      } else if (row > 0 && field->bytes % row == 0 && table_entries + field->bytes / row <= max_table_entries &&
+                 rowSources(into.data(), into.data() + into.size(), field->bytes, row, out.rows)) {
         ++row_fields;
         bytes += field->bytes;
-        table_entries += field->bytes / static_cast<uint64_t>(row);
+        table_entries += field->bytes / row;
       } else if (f == 1 && places && copy_moves + most_pieces <= max_copy_moves &&
                  copyPieces(into.data(), into.data() + into.size(), *places, out.copy_moves)) {
         ++copy_fields;

@@ -487,7 +487,7 @@ std::optional<InputCopyPlaces> convInputCopyPlaces(const exec::ConvPartialParams
   if (l.phases != 1 || copyIsInput(w, l)) return std::nullopt;
   // copyPadded's places with unit strides: input (c, iy, ix) at plane c, line iy - start[1],
   // column ix - start[2].
-  return InputCopyPlaces{Cg, w.in[1], w.in[2], l.plane, w.start[1], w.start[2], l.qh, l.qw, l.floats};
+  return InputCopyPlaces{Cg, w.in[1], w.in[2], l.plane, w.start[1], w.start[2], l.qh, l.qw};
 }
 
 void runConvPartialTogether(const exec::ConvPartialParams& p, const VertexView* const* vs, size_t n, uint8_t* mem,
