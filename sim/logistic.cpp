@@ -61,8 +61,7 @@ constexpr int64_t kNearHalf = int64_t{1} << 13;
 // out[0, kBlock) after reading in[0, kBlock) (so `in` may be `out`), and when a lane is not done,
 // the inputs to saved[0, kBlock); returns the lanes done, bit i for element i.
 template <bool kSwish>
-__attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma"))) uint32_t logisticBlock512(const float* in, float* out,
-                                                                                        float* saved) {
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) uint32_t logisticBlock512(const float* in, float* out, float* saved) {
   const __m512d limit = _mm512_set1_pd(kLimit), shifter = _mm512_set1_pd(kShifter), one = _mm512_set1_pd(1.0);
   const __m512d table_lo = _mm512_load_pd(kTwoToSixteenths), table_hi = _mm512_load_pd(kTwoToSixteenths + 8);
   __m512d x[kVectors], t[kVectors], r[kVectors], p[kVectors], q[kVectors];
